@@ -1,0 +1,1 @@
+"""nightshift's HTTP API (FastAPI) and its command-line client."""

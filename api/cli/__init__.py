@@ -1,0 +1,1 @@
+"""The `nightshift` command line."""

@@ -1,0 +1,281 @@
+"""`nightshift`: start the services, submit and inspect tasks, manage tokens."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from api.cli.render import console, err_console, gpus_table, print_json, queue_table, task_detail, tasks_table
+from api.client import ClientError, NightshiftClient
+from scheduler.clock import local_zone
+from scheduler.errors import NightshiftError
+from scheduler.settings import Settings, get_settings
+from scheduler.spec import load_spec_file
+from scheduler.timeparse import parse_when
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, help="nightshift: a GPU job queue for small teams.")
+token_app = typer.Typer(no_args_is_help=True, help="Create and revoke API tokens (run on the server).")
+app.add_typer(token_app, name="token")
+
+T = TypeVar("T")
+JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON for scripts")]
+
+
+def _fail(message: str, code: int = 1) -> None:
+    err_console.print(f"[red]error:[/] {message}")
+    raise typer.Exit(code)
+
+
+def _with_client(action: Callable[[NightshiftClient], T]) -> T:
+    client = NightshiftClient.from_settings(get_settings())
+    try:
+        return action(client)
+    except ClientError as exc:
+        for item in exc.errors:
+            err_console.print(f"  - {item.get('message')}")
+        _fail(exc.message)
+        raise  # unreachable: _fail raises
+    finally:
+        client.close()
+
+
+def _setup_logging() -> None:
+    logging.basicConfig(level=os.environ.get("NIGHTSHIFT_LOG_LEVEL", "INFO"),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+# --- services ---------------------------------------------------------------------------------------
+
+
+def _serve(*, api: bool, scheduler: bool, worker: bool, host: str | None, port: int | None) -> None:
+    from api.server import serve
+
+    settings = get_settings()
+    _setup_logging()
+    try:
+        serve(settings, api=api, scheduler=scheduler, worker=worker, host=host or settings.host,
+              port=port or settings.port)
+    except NightshiftError as exc:
+        _fail(exc.message)
+
+
+HostOpt = Annotated[str | None, typer.Option(help="address to bind (default 127.0.0.1)")]
+PortOpt = Annotated[int | None, typer.Option(help="port to bind (default 8000)")]
+
+
+@app.command()
+def up(host: HostOpt = None, port: PortOpt = None) -> None:
+    """Run everything in one process: API, scheduler and a worker (embedded Redis and SQLite by default)."""
+    _serve(api=True, scheduler=True, worker=True, host=host, port=port)
+
+
+@app.command("api")
+def api_command(host: HostOpt = None, port: PortOpt = None) -> None:
+    """Run the HTTP API only."""
+    _serve(api=True, scheduler=False, worker=False, host=host, port=port)
+
+
+@app.command("scheduler")
+def scheduler_command() -> None:
+    """Run the scheduler only."""
+    _serve(api=False, scheduler=True, worker=False, host=None, port=None)
+
+
+@app.command("worker")
+def worker_command() -> None:
+    """Run a worker for this node (needs NIGHTSHIFT_REDIS_URL and NIGHTSHIFT_DATABASE_URL on another machine)."""
+    _serve(api=False, scheduler=False, worker=True, host=None, port=None)
+
+
+# --- tokens -------------------------------------------------------------------------------------------
+
+
+@token_app.command("create")
+def token_create(
+    user: Annotated[str, typer.Option(help="user name")],
+    team: Annotated[str, typer.Option(help="team name")],
+    admin: Annotated[bool, typer.Option("--admin", help="may see and act on every team")] = False,
+) -> None:
+    """Print a new API token for USER of TEAM (stored hashed; shown only now)."""
+    from scheduler.store.db import create_db_engine, make_session_factory, migrate
+    from scheduler.store.identity import create_token
+
+    settings = get_settings()
+    engine = create_db_engine(settings.resolved_database_url)
+    try:
+        migrate(engine)
+        print(create_token(make_session_factory(engine), user=user, team=team, is_admin=admin))
+    except NightshiftError as exc:
+        _fail(exc.message)
+    finally:
+        engine.dispose()
+
+
+@token_app.command("revoke")
+def token_revoke(token: Annotated[str, typer.Argument(help="the token, or its first 10 characters")]) -> None:
+    """Revoke a token: it stops working at once."""
+    from scheduler.store.db import create_db_engine, make_session_factory, migrate
+    from scheduler.store.identity import revoke_token
+
+    settings = get_settings()
+    engine = create_db_engine(settings.resolved_database_url)
+    try:
+        migrate(engine)
+        count = revoke_token(make_session_factory(engine), token)
+        console.print(f"revoked {count} token(s)")
+    except NightshiftError as exc:
+        _fail(exc.message)
+    finally:
+        engine.dispose()
+
+
+# --- tasks -------------------------------------------------------------------------------------------
+
+
+def build_submit_spec(
+    args: list[str],
+    settings: Settings,
+    now: datetime,
+    overrides: dict[str, Any],
+    after: str | None,
+) -> dict[str, Any]:
+    """The spec to send: a YAML/JSON file if the first argument is one, then options, then the command."""
+    spec: dict[str, Any] = {}
+    if args and args[0].endswith((".yaml", ".yml", ".json")) and Path(args[0]).is_file():
+        spec = load_spec_file(Path(args[0]))
+        args = args[1:]
+    if args:
+        spec["command"] = " ".join(args) if len(args) > 1 else args[0]
+    if "command" not in spec:
+        raise NightshiftError("nothing to run: give a command after `--` (or a spec file with `command`)")
+    spec.setdefault("workdir", os.getcwd())
+    spec.update({key: value for key, value in overrides.items() if value is not None})
+    if after:
+        spec["not_before"] = parse_when(after, now, local_zone(settings.timezone)).isoformat()
+    return spec
+
+
+@app.command(context_settings={"allow_interspersed_args": False})
+def submit(
+    args: Annotated[list[str] | None, typer.Argument(help="[FILE.yaml] -- COMMAND...")] = None,
+    gpus: Annotated[int | None, typer.Option(help="GPUs (0 = CPU only)")] = None,
+    gpu_mem: Annotated[float | None, typer.Option("--gpu-mem", help="min free GB per GPU")] = None,
+    priority: Annotated[str | None, typer.Option(help="low | normal | high | urgent")] = None,
+    tonight: Annotated[bool, typer.Option("--tonight", help="start only in the off-peak window")] = False,
+    after: Annotated[str | None, typer.Option(help="not before: 23:00, +2h, or ISO 8601")] = None,
+    time_limit: Annotated[float | None, typer.Option("--time-limit", help="minutes, then stopped")] = None,
+    estimate: Annotated[float | None, typer.Option("--estimate", help="expected minutes")] = None,
+    conda: Annotated[str | None, typer.Option("--conda", help="conda environment")] = None,
+    docker: Annotated[str | None, typer.Option("--docker", help="docker image")] = None,
+    retries: Annotated[int | None, typer.Option(help="retries after a failure")] = None,
+    name: Annotated[str | None, typer.Option(help="a short name")] = None,
+    depends_on: Annotated[list[int] | None, typer.Option("--depends-on", help="start after task ID succeeds")] = None,
+    idempotency_key: Annotated[str | None, typer.Option("--idempotency-key", help="submit at most once")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Submit a task: `nightshift submit --gpus 2 -- python train.py`."""
+    settings = get_settings()
+    overrides: dict[str, Any] = {
+        "gpus": gpus, "gpu_memory_gb": gpu_mem, "priority": priority, "offpeak": True if tonight else None,
+        "time_limit_minutes": time_limit, "estimated_minutes": estimate, "conda_env": conda,
+        "docker_image": docker, "retries": retries, "name": name, "depends_on": depends_on or None,
+    }  # fmt: skip
+    try:
+        spec = build_submit_spec(list(args or []), settings, datetime.now().astimezone(), overrides, after)
+    except NightshiftError as exc:
+        _fail(exc.message, code=2)
+    task = _with_client(lambda client: client.submit(spec, idempotency_key))
+    if as_json:
+        print_json(task)
+    else:
+        console.print(f"submitted task [bold]{task['id']}[/] ({task['name']}): {task['status']}")
+
+
+@app.command("ls")
+def list_command(
+    status: Annotated[str | None, typer.Option(help="queued | running | succeeded | failed | cancelled")] = None,
+    team: Annotated[str | None, typer.Option(help="(admins) one team's tasks")] = None,
+    limit: Annotated[int, typer.Option(help="at most this many")] = 50,
+    as_json: JsonOpt = False,
+) -> None:
+    """List tasks, newest first."""
+    tasks = _with_client(lambda client: client.list_tasks(status, team, limit))
+    if as_json:
+        print_json(tasks)
+    else:
+        console.print(tasks_table(tasks))
+
+
+@app.command()
+def show(task_id: int, as_json: JsonOpt = False) -> None:
+    """Show one task."""
+    task = _with_client(lambda client: client.get_task(task_id))
+    if as_json:
+        print_json(task)
+    else:
+        console.print(task_detail(task))
+
+
+@app.command()
+def cancel(task_id: int, as_json: JsonOpt = False) -> None:
+    """Cancel a queued task or stop a running one."""
+    task = _with_client(lambda client: client.cancel(task_id))
+    if as_json:
+        print_json(task)
+    elif task["status"] == "cancelled":
+        console.print(f"task {task_id} cancelled")
+    else:
+        console.print(f"task {task_id} is stopping (SIGTERM, then SIGKILL after the grace period)")
+
+
+@app.command()
+def logs(
+    task_id: int,
+    follow: Annotated[bool, typer.Option("-f", "--follow", help="keep printing until the task ends")] = False,
+    tail: Annotated[int | None, typer.Option("--tail", "-n", help="only the last N lines")] = None,
+) -> None:
+    """Print a task's output."""
+
+    def run(client: NightshiftClient) -> None:
+        if follow:
+            for chunk in client.follow_logs(task_id, tail):
+                sys.stdout.write(chunk)
+                sys.stdout.flush()
+        else:
+            sys.stdout.write(client.logs(task_id, tail))
+
+    _with_client(run)
+
+
+@app.command()
+def queue(as_json: JsonOpt = False) -> None:
+    """The queue, best first."""
+    data = _with_client(lambda client: client.queue())
+    if as_json:
+        print_json(data)
+    else:
+        console.print(queue_table(data))
+
+
+@app.command()
+def gpus(as_json: JsonOpt = False) -> None:
+    """GPUs of every node: memory, utilization, temperature, power, tasks."""
+    data = _with_client(lambda client: client.gpus())
+    if as_json:
+        print_json(data)
+    else:
+        console.print(gpus_table(data))
+
+
+def main() -> None:
+    """Console-script entry point."""
+    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+    app()

@@ -1,0 +1,108 @@
+"""How the CLI shows things: rich tables for people, JSON for scripts."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+console = Console()
+err_console = Console(stderr=True)
+
+STATUS_STYLE = {"queued": "yellow", "running": "cyan", "succeeded": "green", "failed": "red", "cancelled": "dim"}
+
+
+def print_json(data: Any) -> None:
+    """One JSON document on stdout."""
+    print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+def _short_time(value: str | None) -> str:
+    if not value:
+        return "-"
+    return datetime.fromisoformat(value).astimezone().strftime("%m-%d %H:%M:%S")
+
+
+def _status(task: dict[str, Any]) -> str:
+    status = str(task["status"])
+    text = f"[{STATUS_STYLE.get(status, 'white')}]{status}[/]"
+    if task.get("reason") and status in {"failed", "cancelled"}:
+        text += f" [dim]({task['reason']})[/]"
+    return text
+
+
+def tasks_table(tasks: list[dict[str, Any]], title: str = "tasks") -> Table:
+    """A table of tasks, one row each."""
+    table = Table(title=title, title_justify="left")
+    for column in ("id", "name", "status", "gpus", "team/user", "node:gpus", "submitted", "started", "finished"):
+        table.add_column(column, no_wrap=column != "name")
+    for task in tasks:
+        where = f"{task['node']}:{','.join(map(str, task['gpu_indices']))}" if task.get("node") else "-"
+        table.add_row(
+            str(task["id"]),
+            str(task["name"]),
+            _status(task),
+            str(task["gpus"]),
+            f"{task['team']}/{task['user']}",
+            where,
+            _short_time(task.get("submitted_at")),
+            _short_time(task.get("started_at")),
+            _short_time(task.get("finished_at")),
+        )
+    return table
+
+
+def task_detail(task: dict[str, Any]) -> Table:
+    """Every field of one task, as a two-column table."""
+    table = Table(show_header=False, title=f"task {task['id']}", title_justify="left")
+    table.add_column("field", style="bold")
+    table.add_column("value")
+    for key in ("name", "command", "status", "reason", "message", "exit_code", "priority", "gpus", "gpu_memory_gb",
+                "team", "user", "node", "gpu_indices", "attempts", "submitted_at", "started_at", "finished_at"):
+        value = task.get(key)
+        if value is None or value == "":
+            continue
+        table.add_row(key, _status(task) if key == "status" else str(value))
+    spec = task.get("spec") or {}
+    extras = {k: v for k, v in spec.items() if v not in (None, [], {}, False) and k not in task}
+    for key, value in extras.items():
+        table.add_row(key, json.dumps(value) if isinstance(value, dict | list) else str(value))
+    return table
+
+
+def queue_table(queue: dict[str, Any]) -> Table:
+    """The queue with positions."""
+    table = Table(title=f"queue ({queue['length']} waiting)", title_justify="left")
+    for column in ("pos", "id", "name", "priority", "gpus", "team/user", "submitted", "why waiting"):
+        table.add_column(column)
+    for entry in queue["entries"]:
+        task = entry["task"]
+        table.add_row(str(entry["position"]), str(task["id"]), task["name"], task["priority"], str(task["gpus"]),
+                      f"{task['team']}/{task['user']}", _short_time(task["submitted_at"]), entry.get("reason") or "")
+    return table
+
+
+def gpus_table(data: dict[str, Any]) -> Table:
+    """GPUs of every node."""
+    alive = {node["name"]: node for node in data["nodes"]}
+    table = Table(title="gpus", title_justify="left")
+    for column in ("node", "gpu", "name", "memory free / total", "util", "temp", "power", "tasks"):
+        table.add_column(column)
+    for gpu in data["gpus"]:
+        node = alive.get(gpu["node"], {})
+        node_text = gpu["node"] + ("" if node.get("alive", True) else " [red](down)[/]")
+        node_text += " [yellow](drained)[/]" if node.get("drained") else ""
+        table.add_row(
+            node_text,
+            str(gpu["index"]),
+            gpu["name"],
+            f"{gpu['memory_free_mib'] / 1024:.1f} / {gpu['memory_total_mib'] / 1024:.1f} GB",
+            "-" if gpu["utilization_pct"] is None else f"{gpu['utilization_pct']:.0f}%",
+            "-" if gpu["temperature_c"] is None else f"{gpu['temperature_c']:.0f}°C",
+            "-" if gpu["power_w"] is None else f"{gpu['power_w']:.0f} W",
+            ",".join(map(str, gpu["tasks"])) or "-",
+        )
+    return table

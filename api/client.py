@@ -1,0 +1,128 @@
+"""A small HTTP client of the nightshift API, used by the CLI (and by the assistant's tools)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from scheduler.settings import Settings
+
+
+class ClientError(Exception):
+    """Raised when the API answers with an error; `message` is the API's own explanation."""
+
+    def __init__(self, status_code: int, message: str, errors: list[dict[str, Any]] | None = None) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.message = message
+        self.errors = errors or []
+
+
+def find_token(settings: Settings) -> str | None:
+    """The token to use: `NIGHTSHIFT_TOKEN`, else the local admin token that `nightshift up` wrote."""
+    if settings.token:
+        return settings.token
+    path: Path = settings.local_token_file
+    try:
+        return path.read_text(encoding="utf-8").strip() or None
+    except OSError:
+        return None
+
+
+class NightshiftClient:
+    """Calls /api/v1 with a bearer token."""
+
+    def __init__(self, base_url: str, token: str | None, *, transport: httpx.BaseTransport | None = None,
+                 timeout_s: float = 30.0) -> None:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.http = httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=timeout_s,
+                                 transport=transport)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> NightshiftClient:
+        """A client for the configured API URL and token."""
+        return cls(settings.api_url, find_token(settings))
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self.http.close()
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+        try:
+            response = self.http.request(method, f"/api/v1{path}", **kwargs)
+        except httpx.TransportError as exc:
+            raise ClientError(0, f"cannot reach the nightshift API at {self.http.base_url}: {exc}. "
+                                 "Is it running (`nightshift up`)?") from None
+        if response.status_code >= 400:
+            raise _error_of(response)
+        if response.headers.get("content-type", "").startswith("application/json"):
+            return response.json()
+        return response.text
+
+    def submit(self, spec: dict[str, Any], idempotency_key: str | None = None) -> dict[str, Any]:
+        """POST /tasks."""
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
+        result: dict[str, Any] = self._call("POST", "/tasks", json=spec, headers=headers)
+        return result
+
+    def list_tasks(self, status: str | None = None, team: str | None = None, limit: int = 200) -> list[dict[str, Any]]:
+        """GET /tasks."""
+        params = {k: v for k, v in {"status": status, "team": team, "limit": limit}.items() if v is not None}
+        tasks: list[dict[str, Any]] = self._call("GET", "/tasks", params=params)["tasks"]
+        return tasks
+
+    def get_task(self, task_id: int) -> dict[str, Any]:
+        """GET /tasks/{id}."""
+        result: dict[str, Any] = self._call("GET", f"/tasks/{task_id}")
+        return result
+
+    def cancel(self, task_id: int) -> dict[str, Any]:
+        """POST /tasks/{id}/cancel."""
+        result: dict[str, Any] = self._call("POST", f"/tasks/{task_id}/cancel")
+        return result
+
+    def logs(self, task_id: int, tail: int | None = None) -> str:
+        """GET /tasks/{id}/logs."""
+        params = {"tail": tail} if tail else {}
+        return str(self._call("GET", f"/tasks/{task_id}/logs", params=params))
+
+    def follow_logs(self, task_id: int, tail: int | None = None) -> Iterator[str]:
+        """Stream a task's log until the task ends."""
+        params: dict[str, Any] = {"follow": "true"}
+        if tail:
+            params["tail"] = tail
+        try:
+            with self.http.stream("GET", f"/api/v1/tasks/{task_id}/logs", params=params, timeout=None) as response:
+                if response.status_code >= 400:
+                    response.read()
+                    raise _error_of(response)
+                yield from response.iter_text()
+        except httpx.TransportError as exc:
+            raise ClientError(0, f"log stream interrupted: {exc}") from None
+
+    def queue(self, limit: int = 200) -> dict[str, Any]:
+        """GET /queue."""
+        result: dict[str, Any] = self._call("GET", "/queue", params={"limit": limit})
+        return result
+
+    def gpus(self) -> dict[str, Any]:
+        """GET /gpus."""
+        result: dict[str, Any] = self._call("GET", "/gpus")
+        return result
+
+    def get(self, path: str, **params: Any) -> Any:
+        """GET any /api/v1 path (for endpoints without a dedicated method)."""
+        return self._call("GET", path, params={k: v for k, v in params.items() if v is not None})
+
+
+def _error_of(response: httpx.Response) -> ClientError:
+    try:
+        body = response.json()
+        message = str(body.get("detail") or response.reason_phrase)
+        errors = body.get("errors")
+    except ValueError:
+        message, errors = response.text or response.reason_phrase, None
+    return ClientError(response.status_code, message, errors)

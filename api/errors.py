@@ -1,0 +1,85 @@
+"""One place that turns nightshift's errors into HTTP answers: a status code and a message to act on."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+from scheduler.errors import (
+    AuthError,
+    ConflictError,
+    NightshiftError,
+    NotFoundError,
+    PermissionDenied,
+    RateLimited,
+    ServiceUnavailable,
+    SpecError,
+)
+from scheduler.spec import TaskSpec
+
+log = logging.getLogger(__name__)
+
+STATUS_OF: dict[type[NightshiftError], int] = {
+    SpecError: 422,
+    NotFoundError: 404,
+    AuthError: 401,
+    PermissionDenied: 403,
+    ConflictError: 409,
+    RateLimited: 429,
+    ServiceUnavailable: 503,
+}
+
+
+def _status(exc: NightshiftError) -> int:
+    for kind in type(exc).__mro__:
+        if kind in STATUS_OF:
+            return STATUS_OF[kind]  # type: ignore[index]
+    return 400
+
+
+def _request_error_items(exc: RequestValidationError) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    for error in exc.errors():
+        loc = [str(part) for part in error.get("loc", ()) if part not in ("body", "query", "path", "header")]
+        field = ".".join(loc) or None
+        kind = error.get("type", "")
+        message = str(error.get("msg", "invalid value")).removeprefix("Value error, ")
+        if kind == "json_invalid":
+            message = f"the request body is not valid JSON ({error.get('ctx', {}).get('error', 'parse error')})"
+        elif kind == "extra_forbidden":
+            message = f"unknown field {field!r}; allowed fields are: {', '.join(TaskSpec.model_fields)}"
+        elif kind == "missing":
+            message = f"{field or 'the request body'} is required"
+        elif kind == "string_too_short" and error.get("ctx", {}).get("min_length") == 1:
+            message = f"{field} must not be empty"
+        elif kind == "model_attributes_type" or kind == "dict_type":
+            message = "the request body must be a JSON object with the task's fields"
+        elif field:
+            message = f"{field}: {message}"
+        items.append({"field": field, "message": message})
+    return items
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Map NightshiftError subclasses and request validation errors to JSON answers."""
+
+    @app.exception_handler(NightshiftError)
+    async def _nightshift_error(request: Request, exc: NightshiftError) -> JSONResponse:
+        body: dict[str, Any] = {"detail": exc.message}
+        if isinstance(exc, SpecError):
+            body["errors"] = exc.errors
+        headers = {"WWW-Authenticate": "Bearer"} if isinstance(exc, AuthError) else None
+        if isinstance(exc, RateLimited):
+            headers = {"Retry-After": str(exc.details.get("retry_after_s", 1))}
+        return JSONResponse(body, status_code=_status(exc), headers=headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+        items = _request_error_items(exc)
+        return JSONResponse(
+            {"detail": "; ".join(item["message"] for item in items), "errors": items}, status_code=422
+        )

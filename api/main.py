@@ -1,0 +1,50 @@
+"""The FastAPI application: routes under /api/v1, /healthz at the root, errors mapped in one place."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, FastAPI
+from fastapi.responses import JSONResponse
+
+from api.errors import install_error_handlers
+from api.routes import cluster as cluster_routes
+from api.routes import tasks as task_routes
+from api.schemas import ErrorPublic
+from scheduler import __version__
+from scheduler.service import Cluster
+
+ERROR_RESPONSES: dict[int | str, dict[str, object]] = {
+    code: {"model": ErrorPublic} for code in (401, 404, 409, 422, 429, 503)
+}
+
+
+def create_app(cluster: Cluster) -> FastAPI:
+    """The API app serving `cluster` (the caller owns the cluster's life cycle)."""
+    app = FastAPI(
+        title="nightshift",
+        version=__version__,
+        description="A GPU job queue for small teams. Authenticate with `Authorization: Bearer <token>`.",
+    )
+    app.state.cluster = cluster
+    install_error_handlers(app)
+
+    v1 = APIRouter(prefix="/api/v1", responses=ERROR_RESPONSES)
+    v1.include_router(task_routes.router)
+    v1.include_router(cluster_routes.router)
+    app.include_router(v1)
+
+    @app.get("/healthz", tags=["health"])
+    def healthz() -> JSONResponse:
+        """200 when the database and Redis answer, 503 otherwise."""
+        checks = {"database": "ok", "redis": "ok"}
+        try:
+            cluster.tasks.count_by_status()
+        except Exception as exc:
+            checks["database"] = f"error: {type(exc).__name__}"
+        try:
+            cluster.queue.client.ping()
+        except Exception as exc:
+            checks["redis"] = f"error: {type(exc).__name__}"
+        healthy = all(value == "ok" for value in checks.values())
+        return JSONResponse({"status": "ok" if healthy else "degraded", **checks}, status_code=200 if healthy else 503)
+
+    return app

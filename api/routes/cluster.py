@@ -1,0 +1,63 @@
+"""/api/v1/queue and /api/v1/gpus: the line of waiting tasks and the GPUs of every node."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from api.deps import ClusterDep, IdentityDep
+from api.schemas import GpuPublic, GpusPublic, NodePublic, QueueEntry, QueuePublic, TaskPublic
+from scheduler.clock import now_ms
+
+router = APIRouter(tags=["cluster"])
+
+
+@router.get("/queue", response_model=QueuePublic)
+def queue(
+    cluster: ClusterDep, who: IdentityDep, limit: Annotated[int, Query(ge=1, le=1000)] = 200
+) -> QueuePublic:
+    """Queued tasks best first. Positions count every team's tasks; other teams' tasks are not shown."""
+    entries = [
+        QueueEntry(position=position + 1, task=TaskPublic.of(task))
+        for position, task in cluster.queue_positions(limit)
+        if who.is_admin or task.team_id == who.team_id
+    ]
+    return QueuePublic(length=cluster.queue.length(), entries=entries)
+
+
+@router.get("/gpus", response_model=GpusPublic)
+def gpus(cluster: ClusterDep, who: IdentityDep) -> GpusPublic:
+    """Every node and GPU with free memory, utilization and which tasks hold it."""
+    now = now_ms()
+    holders: dict[tuple[str, int], list[int]] = {}
+    for task in cluster.tasks.with_status("running"):
+        for index in task.gpu_indices or []:
+            holders.setdefault((task.node or "", index), []).append(task.id)
+    nodes, gpu_rows = [], []
+    for node in cluster.nodes.all():
+        nodes.append(
+            NodePublic(
+                name=node.name,
+                alive=node.alive(now),
+                drained=node.drained,
+                source=node.source,
+                heartbeat_age_s=round((now - node.heartbeat_ms) / 1000, 1),
+                gpus=len(node.gpus),
+            )
+        )
+        for gpu in node.gpus:
+            gpu_rows.append(
+                GpuPublic(
+                    node=node.name,
+                    index=gpu.index,
+                    name=gpu.name,
+                    memory_total_mib=gpu.memory_total_mib,
+                    memory_free_mib=gpu.memory_free_mib,
+                    utilization_pct=gpu.utilization_pct,
+                    temperature_c=gpu.temperature_c,
+                    power_w=gpu.power_w,
+                    tasks=holders.get((node.name, gpu.index), []),
+                )
+            )
+    return GpusPublic(nodes=nodes, gpus=gpu_rows)

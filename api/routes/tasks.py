@@ -1,0 +1,95 @@
+"""/api/v1/tasks: submit, list, get, cancel, logs."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Header, Query, Response
+from fastapi.responses import PlainTextResponse, StreamingResponse
+
+from api.deps import ClusterDep, IdentityDep
+from api.schemas import TaskPublic, TasksPublic
+from scheduler.logs import read_from, read_tail
+from scheduler.spec import TaskSpec
+from scheduler.store.tables import FINAL_STATUSES
+
+router = APIRouter(prefix="/tasks", tags=["tasks"])
+Status = Literal["queued", "running", "succeeded", "failed", "cancelled"]
+FOLLOW_POLL_S = 0.25
+
+
+@router.post("", status_code=201, response_model=TaskPublic)
+def submit_task(
+    spec: TaskSpec,
+    cluster: ClusterDep,
+    who: IdentityDep,
+    response: Response,
+    idempotency_key: Annotated[str | None, Header(max_length=128)] = None,
+) -> TaskPublic:
+    """Submit a task. The same `Idempotency-Key` from the same user returns the first task (200)."""
+    task, created = cluster.submit(who, spec, idempotency_key)
+    if not created:
+        response.status_code = 200
+    return TaskPublic.of(task)
+
+
+@router.get("", response_model=TasksPublic)
+def list_tasks(
+    cluster: ClusterDep,
+    who: IdentityDep,
+    status: Status | None = None,
+    team: Annotated[str | None, Query(max_length=64)] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 200,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> TasksPublic:
+    """Your team's tasks, newest first (an admin sees every team's, or one `team`'s)."""
+    rows = cluster.tasks.list_for(who, status=status, team=team, limit=limit, offset=offset)
+    return TasksPublic(tasks=[TaskPublic.of(row) for row in rows], count=len(rows))
+
+
+@router.get("/{task_id}", response_model=TaskPublic)
+def get_task(task_id: int, cluster: ClusterDep, who: IdentityDep) -> TaskPublic:
+    """One task."""
+    return TaskPublic.of(cluster.tasks.get_for(who, task_id))
+
+
+@router.post("/{task_id}/cancel", response_model=TaskPublic)
+def cancel_task(task_id: int, cluster: ClusterDep, who: IdentityDep) -> TaskPublic:
+    """Cancel a queued task, or stop a running one (SIGTERM to its process group, grace, SIGKILL)."""
+    return TaskPublic.of(cluster.cancel(who, task_id))
+
+
+@router.get("/{task_id}/logs", response_class=PlainTextResponse)
+async def task_logs(
+    task_id: int,
+    cluster: ClusterDep,
+    who: IdentityDep,
+    tail: Annotated[int | None, Query(ge=1, le=100_000, description="only the last N lines")] = None,
+    follow: Annotated[bool, Query(description="keep streaming until the task ends")] = False,
+) -> Response:
+    """The task's output (stdout and stderr, every attempt)."""
+    task = cluster.tasks.get_for(who, task_id)
+    path = cluster.log_path(task.id)
+    text, offset = read_tail(path, tail)
+    if not follow or task.status in FINAL_STATUSES:
+        return PlainTextResponse(text)
+
+    async def stream() -> AsyncIterator[bytes]:
+        position = offset
+        yield text.encode()
+        while True:
+            chunk, position = await asyncio.to_thread(read_from, path, position)
+            if chunk:
+                yield chunk
+            status = (await asyncio.to_thread(cluster.tasks.get_any, task_id)).status
+            if status in FINAL_STATUSES:
+                chunk, position = await asyncio.to_thread(read_from, path, position)
+                if chunk:
+                    yield chunk
+                return
+            await asyncio.sleep(FOLLOW_POLL_S)
+
+    return StreamingResponse(stream(), media_type="text/plain; charset=utf-8")
+

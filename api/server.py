@@ -1,0 +1,135 @@
+"""Process wiring for `nightshift up | api | scheduler | worker`: Redis, the cluster, threads, uvicorn."""
+
+from __future__ import annotations
+
+import getpass
+import logging
+import os
+import re
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import redis
+import uvicorn
+
+from api.main import create_app
+from scheduler.dispatcher import Dispatcher
+from scheduler.gpus import open_gpu_monitor
+from scheduler.redis_server import EmbeddedRedis
+from scheduler.service import Cluster
+from scheduler.settings import Settings
+from scheduler.store.identity import create_token
+from scheduler.worker import Worker
+
+log = logging.getLogger("nightshift")
+
+
+def _redis_url_file(settings: Settings) -> Path:
+    return settings.home / "redis.url"
+
+
+def _answers(url: str) -> bool:
+    try:
+        client = redis.Redis.from_url(url, socket_connect_timeout=1)
+        try:
+            return bool(client.ping())
+        finally:
+            client.close()
+    except (redis.RedisError, ValueError):
+        return False
+
+
+@contextmanager
+def redis_for(settings: Settings, may_start: bool) -> Iterator[str]:
+    """The Redis URL to use: configured, the one a local `nightshift up` runs, or an embedded one we start."""
+    if settings.redis_url:
+        yield settings.redis_url
+        return
+    url_file = _redis_url_file(settings)
+    if url_file.is_file():
+        known = url_file.read_text(encoding="utf-8").strip()
+        if _answers(known):
+            yield known
+            return
+    if not may_start:
+        raise SystemExit("no Redis: set NIGHTSHIFT_REDIS_URL, or start `nightshift up` on this machine first")
+    server = EmbeddedRedis(settings.home / "redis").start()
+    url_file.write_text(server.url, encoding="utf-8")
+    log.info("started embedded redis-server at %s (AOF in %s)", server.url, server.data_dir)
+    try:
+        yield server.url
+    finally:
+        url_file.unlink(missing_ok=True)
+        server.stop()
+
+
+def ensure_local_admin_token(cluster: Cluster) -> Path:
+    """On first start, write a local admin token (mode 600) that the CLI on this machine uses by itself."""
+    path = cluster.settings.local_token_file
+    if path.is_file():
+        return path
+    user = re.sub(r"[^a-z0-9_.\-]", "", (getpass.getuser() or "admin").lower()) or "admin"
+    token = create_token(cluster.factory, user=user, team="local", is_admin=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(token + "\n")
+    log.info("wrote the local admin token to %s", path)
+    return path
+
+
+@contextmanager
+def open_cluster(settings: Settings, may_start_redis: bool) -> Iterator[Cluster]:
+    """A connected cluster (database migrated, Redis reachable), closed on exit."""
+    settings.home.mkdir(parents=True, exist_ok=True)
+    with redis_for(settings, may_start_redis) as url:
+        cluster = Cluster.open(settings, url)
+        try:
+            yield cluster
+        finally:
+            cluster.close()
+
+
+def _thread(name: str, target: object, stop: threading.Event) -> threading.Thread:
+    thread = threading.Thread(target=target, args=(stop,), name=name, daemon=True)  # type: ignore[arg-type]
+    thread.start()
+    return thread
+
+
+def serve(settings: Settings, *, api: bool, scheduler: bool, worker: bool, host: str, port: int) -> None:
+    """Run the chosen parts in this process until SIGINT/SIGTERM; stop them cleanly."""
+    with open_cluster(settings, may_start_redis=api or scheduler) as cluster:
+        if api:
+            ensure_local_admin_token(cluster)
+        cluster.rebuild_redis()
+        stop = threading.Event()
+        threads: list[threading.Thread] = []
+        if scheduler:
+            threads.append(_thread("scheduler", Dispatcher(cluster).run, stop))
+        monitor = None
+        if worker:
+            monitor = open_gpu_monitor(settings.simulate_gpus, settings.node_name)
+            threads.append(_thread("worker", Worker(cluster, settings.node_name, monitor).run, stop))
+        try:
+            if api:
+                config = uvicorn.Config(create_app(cluster), host=host, port=port, log_level="info",
+                                        timeout_graceful_shutdown=5)
+                uvicorn.Server(config).run()
+            else:
+                _wait_for_signal(stop)
+        finally:
+            stop.set()
+            for thread in threads:
+                thread.join(timeout=settings.kill_grace_s + 10)
+            if monitor is not None:
+                monitor.close()
+
+
+def _wait_for_signal(stop: threading.Event) -> None:
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    while not stop.wait(3600):
+        pass

@@ -1,0 +1,76 @@
+"""Every Redis key nightshift uses, in one place. Redis is an index: all of it can be rebuilt from SQL."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class RedisKeys:
+    """Key names under one prefix (default `ns:`), so two clusters can share a Redis server."""
+
+    prefix: str = "ns:"
+
+    @property
+    def queue(self) -> str:
+        """ZSET task_id -> static priority score (lower runs first); tasks not yet assigned."""
+        return f"{self.prefix}queue"
+
+    @property
+    def leases(self) -> str:
+        """ZSET task_id -> lease expiry (ms since epoch), for the reaper."""
+        return f"{self.prefix}leases"
+
+    @property
+    def fence(self) -> str:
+        """Counter behind fencing tokens."""
+        return f"{self.prefix}fence"
+
+    @property
+    def epoch(self) -> str:
+        """Random id of the current Redis state; missing means Redis lost its data and must be rebuilt."""
+        return f"{self.prefix}epoch"
+
+    @property
+    def nodes(self) -> str:
+        """SET of known node names."""
+        return f"{self.prefix}nodes"
+
+    @property
+    def scheduler_doorbell(self) -> str:
+        """LIST the scheduler blocks on; anything pushed wakes it (submit, finish, cancel, node change)."""
+        return f"{self.prefix}scheduler:doorbell"
+
+    @property
+    def scheduler_lock(self) -> str:
+        """Leader lock: one scheduler decides at a time."""
+        return f"{self.prefix}scheduler:lock"
+
+    @property
+    def assigned(self) -> str:
+        """SET of task ids assigned to a node but not yet claimed."""
+        return f"{self.prefix}assigned"
+
+    def lease(self, task_id: int) -> str:
+        """HASH node, token, gpus, expires_ms of the claim on a running task."""
+        return f"{self.prefix}lease:{task_id}"
+
+    def assignment(self, task_id: int) -> str:
+        """HASH node, gpus, assigned_ms of a task the scheduler gave to a node."""
+        return f"{self.prefix}assign:{task_id}"
+
+    def inbox(self, node: str) -> str:
+        """LIST of task ids assigned to `node`, claimed in order."""
+        return f"{self.prefix}node:{node}:inbox"
+
+    def node_doorbell(self, node: str) -> str:
+        """LIST a worker blocks on; pushed on assignment and on cancel."""
+        return f"{self.prefix}node:{node}:doorbell"
+
+    def node(self, node: str) -> str:
+        """HASH inventory (JSON), heartbeat_ms, source, drained of a worker's node."""
+        return f"{self.prefix}node:{node}"
+
+    def cancel(self, task_id: int) -> str:
+        """STRING set when a running task should be stopped; its worker sees it on the next loop."""
+        return f"{self.prefix}cancel:{task_id}"

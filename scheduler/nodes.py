@@ -1,0 +1,112 @@
+"""The node registry in Redis: each worker publishes its GPUs and a heartbeat; the scheduler reads them."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import redis
+
+from scheduler.keys import RedisKeys
+
+NODE_STALE_AFTER_MS = 30_000
+
+
+@dataclass(frozen=True, slots=True)
+class NodeGpu:
+    """One GPU of a node, as last reported by its worker."""
+
+    index: int
+    name: str
+    memory_total_mib: int
+    memory_free_mib: int
+    utilization_pct: float | None = None
+    temperature_c: float | None = None
+    power_w: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NodeState:
+    """A worker's node: its GPUs, when it last spoke, and whether it takes new tasks."""
+
+    name: str
+    gpus: tuple[NodeGpu, ...]
+    heartbeat_ms: int
+    source: str = "simulated"
+    drained: bool = False
+    labels: dict[str, str] = field(default_factory=dict)
+
+    def alive(self, now_ms: int, stale_after_ms: int = NODE_STALE_AFTER_MS) -> bool:
+        """True when the node's worker heartbeat is recent."""
+        return now_ms - self.heartbeat_ms <= stale_after_ms
+
+
+class NodeRegistry:
+    """Read and write node records."""
+
+    def __init__(self, client: redis.Redis, keys: RedisKeys | None = None) -> None:
+        self.client = client
+        self.keys = keys or RedisKeys()
+
+    def publish(
+        self, name: str, gpus: list[NodeGpu], now_ms: int, source: str, labels: dict[str, str] | None = None
+    ) -> None:
+        """Record the node's GPUs and heartbeat; wake the scheduler the first time it is seen."""
+        inventory = json.dumps([_gpu_dict(gpu) for gpu in gpus])
+        pipe = self.client.pipeline(transaction=False)
+        pipe.sadd(self.keys.nodes, name)
+        pipe.hset(
+            self.keys.node(name),
+            mapping={
+                "gpus": inventory,
+                "heartbeat_ms": now_ms,
+                "source": source,
+                "labels": json.dumps(labels or {}),
+            },
+        )
+        added, *_ = pipe.execute()
+        if added:
+            self.client.rpush(self.keys.scheduler_doorbell, "1")
+
+    def set_drained(self, name: str, drained: bool) -> bool:
+        """Mark a node drained (no new tasks) or back in service; False for an unknown node."""
+        if not self.client.sismember(self.keys.nodes, name):
+            return False
+        self.client.hset(self.keys.node(name), "drained", "1" if drained else "0")
+        self.client.rpush(self.keys.scheduler_doorbell, "1")
+        return True
+
+    def all(self) -> list[NodeState]:
+        """Every registered node, alive or not."""
+        names = sorted(cast(set[str], self.client.smembers(self.keys.nodes)))
+        if not names:
+            return []
+        pipe = self.client.pipeline(transaction=False)
+        for name in names:
+            pipe.hgetall(self.keys.node(name))
+        return [_parse(name, raw) for name, raw in zip(names, pipe.execute(), strict=True) if raw]
+
+
+def _gpu_dict(gpu: NodeGpu) -> dict[str, Any]:
+    return {
+        "index": gpu.index,
+        "name": gpu.name,
+        "memory_total_mib": gpu.memory_total_mib,
+        "memory_free_mib": gpu.memory_free_mib,
+        "utilization_pct": gpu.utilization_pct,
+        "temperature_c": gpu.temperature_c,
+        "power_w": gpu.power_w,
+    }
+
+
+def _parse(name: str, raw: dict[str, str]) -> NodeState:
+    gpus = tuple(NodeGpu(**item) for item in json.loads(raw.get("gpus", "[]")))
+    return NodeState(
+        name=name,
+        gpus=gpus,
+        heartbeat_ms=int(float(raw.get("heartbeat_ms", 0))),
+        source=raw.get("source", "unknown"),
+        drained=raw.get("drained") == "1",
+        labels=json.loads(raw.get("labels", "{}")),
+    )

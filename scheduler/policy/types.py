@@ -1,0 +1,93 @@
+"""Plain data the policy reads and the decisions it returns; shared by the live scheduler and simulator."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+MIB_PER_GB = 1024
+
+
+class PriorityClass(IntEnum):
+    """The four priority classes of a spec; larger runs first."""
+
+    LOW = 0
+    NORMAL = 1
+    HIGH = 2
+    URGENT = 3
+
+    @classmethod
+    def parse(cls, name: str) -> PriorityClass:
+        """`"high"` -> `PriorityClass.HIGH`."""
+        return cls[name.upper()]
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSlot:
+    """One GPU as the policy sees it: capacity, and what is free after nightshift's own reservations."""
+
+    node: str
+    index: int
+    memory_total_mib: int
+    memory_free_mib: int
+    model: str = ""
+    shares_used: float = 0.0  # sum of gpu_fraction of the tasks placed on it (1.0 = fully taken)
+    power_w: float | None = None
+    available: bool = True  # False when drained, too hot, or holding memory of a finished task
+
+
+@dataclass(frozen=True, slots=True)
+class QueuedTask:
+    """A task waiting to start. `estimated_s` is what the policy may know about its run time."""
+
+    task_id: int
+    team: str
+    user: str
+    gpus: int
+    enqueued_at_s: float
+    priority: PriorityClass = PriorityClass.NORMAL
+    gpu_memory_mib: int = 0  # minimum free memory per GPU; 0 = any
+    gpu_fraction: float = 1.0  # < 1.0: may share a GPU with other fractional tasks
+    estimated_s: float | None = None
+    time_limit_s: float | None = None
+    not_before_s: float | None = None
+    deadline_s: float | None = None
+    offpeak: bool = False
+    name: str = ""
+    depends_on: tuple[int, ...] = ()
+    node: str | None = None  # pinned node label, when the spec names one
+
+
+@dataclass(frozen=True, slots=True)
+class RunningTask:
+    """A task holding GPUs right now."""
+
+    task_id: int
+    team: str
+    user: str
+    node: str
+    gpu_indices: tuple[int, ...]
+    started_at_s: float
+    gpu_memory_mib: int = 0
+    gpu_fraction: float = 1.0
+    priority: PriorityClass = PriorityClass.NORMAL
+    estimated_end_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StartDecision:
+    """Start `task_id` now on `node`, on these GPU indices."""
+
+    task_id: int
+    node: str
+    gpu_indices: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Decisions:
+    """The result of one scheduling pass: what to start now, and why the others wait."""
+
+    starts: tuple[StartDecision, ...] = ()
+    pending_reasons: dict[int, str] = field(default_factory=dict)
+    fail: dict[int, str] = field(default_factory=dict)  # task_id -> why it must fail (a parent failed)
+    wake_at_s: float | None = None  # earliest time a time condition changes (off-peak, not_before)

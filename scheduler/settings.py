@@ -1,0 +1,108 @@
+"""Settings from the environment (prefix `NIGHTSHIFT_`) or a `nightshift.toml`, built once by `get_settings()`."""
+
+from __future__ import annotations
+
+import os
+import socket
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import AliasChoices, Field, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+
+def _toml_files() -> list[Path]:
+    """`nightshift.toml` in the working directory, then the one named by `NIGHTSHIFT_CONFIG`."""
+    files = [Path("nightshift.toml")]
+    explicit = os.environ.get("NIGHTSHIFT_CONFIG")
+    if explicit:
+        files.append(Path(explicit))
+    return [f for f in files if f.is_file()]
+
+
+class Settings(BaseSettings):
+    """Everything nightshift can be told; defaults run a whole cluster on one machine with no set-up."""
+
+    model_config = SettingsConfigDict(env_prefix="NIGHTSHIFT_", extra="ignore")
+
+    home: Path = Field(default=Path("~/.nightshift"), description="data folder: database, logs, tokens")
+    database_url: str | None = Field(default=None, description="SQLAlchemy URL; SQLite in `home` if unset")
+    redis_url: str | None = Field(default=None, description="redis:// URL; an embedded redis-server if unset")
+    simulate_gpus: str | None = Field(default=None, description="e.g. `4x24` or `2x80,2x24` (GB per GPU)")
+    offpeak: str = Field(default="23:00-07:00", description="off-peak windows, comma separated HH:MM-HH:MM")
+    timezone: str = Field(default="", description="IANA zone for windows and times; the machine's if empty")
+    node_name: str = Field(default_factory=socket.gethostname, description="this worker's node name")
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    api_url: str = "http://127.0.0.1:8000"
+    token: str | None = None
+
+    llm_base_url: str | None = None
+    llm_model: str | None = None
+    llm_api_key: str | None = Field(
+        default=None, validation_alias=AliasChoices("NIGHTSHIFT_LLM_API_KEY", "OPENAI_API_KEY")
+    )
+
+    lease_ttl_s: float = Field(default=30.0, gt=0, description="a claim expires this long after a heartbeat")
+    heartbeat_interval_s: float = Field(default=5.0, gt=0)
+    kill_grace_s: float = Field(default=10.0, ge=0, description="SIGTERM → SIGKILL delay when stopping a job")
+    scheduler_safety_pass_s: float = Field(default=5.0, gt=0, description="periodic pass besides events")
+    max_task_gpus: int = Field(default=8, ge=1, description="refuse specs asking more GPUs than this")
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Order of precedence: explicit arguments, environment, then `nightshift.toml`."""
+        return (
+            init_settings,
+            env_settings,
+            TomlConfigSettingsSource(settings_cls, toml_file=_toml_files()),
+        )
+
+    @field_validator("home", mode="after")
+    @classmethod
+    def _expand_home(cls, value: Path) -> Path:
+        return value.expanduser().resolve()
+
+    @property
+    def logs_dir(self) -> Path:
+        """Where each task's log file lives."""
+        return self.home / "logs"
+
+    @property
+    def checkpoints_dir(self) -> Path:
+        """Where each task's checkpoint folder (stable across attempts) lives."""
+        return self.home / "checkpoints"
+
+    @property
+    def local_token_file(self) -> Path:
+        """The local admin token that `nightshift up` writes on first start (mode 600)."""
+        return self.home / "admin.token"
+
+    @property
+    def resolved_database_url(self) -> str:
+        """The database URL, defaulting to SQLite in the data folder."""
+        return self.database_url or f"sqlite:///{self.home / 'nightshift.db'}"
+
+    def model_post_init(self, __context: Any) -> None:
+        if self.llm_api_key in {"", "changeme", "changethis"}:
+            self.llm_api_key = None
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings (cached; tests call `get_settings.cache_clear()` after changing env)."""
+    return Settings()

@@ -1,0 +1,175 @@
+"""The task spec: what a person asks nightshift to run. API, YAML/JSON files and the assistant share it."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from scheduler.errors import SpecError
+
+Priority = Literal["low", "normal", "high", "urgent"]
+
+MAX_COMMAND_CHARS = 16_000
+MAX_GPUS_ANY_CLUSTER = 64
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_NAME = re.compile(r"^[\w.\-+@:/ ]{1,120}$")
+_CONDA_ENV = re.compile(r"^[\w.\-+/]{1,200}$")
+_DOCKER_IMAGE = re.compile(r"^[a-z0-9][a-z0-9._\-/:@]{0,254}$")
+_RESERVED_ENV_PREFIX = "NIGHTSHIFT_"
+
+
+class TaskSpec(BaseModel):
+    """A task as submitted. Team and user are never part of it: they come from the caller's token."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    command: str = Field(min_length=1, max_length=MAX_COMMAND_CHARS, description="run by /bin/sh -c")
+    name: str | None = Field(default=None, description="a short label; defaults to the command's start")
+    workdir: str | None = Field(default=None, description="absolute folder to run in; the data folder if unset")
+    gpus: int = Field(default=1, ge=0, le=MAX_GPUS_ANY_CLUSTER, description="0 = CPU only")
+    gpu_memory_gb: float | None = Field(default=None, gt=0, le=4096, description="min free memory per GPU")
+    priority: Priority = "normal"
+    not_before: datetime | None = Field(default=None, description="do not start before this time")
+    offpeak: bool = Field(default=False, description="start only inside an off-peak window")
+    deadline: datetime | None = Field(default=None, description="should finish by this time")
+    time_limit_minutes: float | None = Field(default=None, gt=0, le=60 * 24 * 60)
+    estimated_minutes: float | None = Field(default=None, gt=0, le=60 * 24 * 60)
+    retries: int = Field(default=0, ge=0, le=20)
+    conda_env: str | None = None
+    docker_image: str | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    depends_on: list[int] = Field(default_factory=list, max_length=100)
+    tags: list[str] = Field(default_factory=list, max_length=32)
+
+    @field_validator("command")
+    @classmethod
+    def _command_has_text(cls, value: str) -> str:
+        if "\x00" in value:
+            raise ValueError("command must not contain NUL bytes")
+        return value
+
+    @field_validator("name")
+    @classmethod
+    def _name_is_short_text(cls, value: str | None) -> str | None:
+        if value is not None and not _NAME.match(value):
+            raise ValueError("name must be 1-120 letters, digits, spaces or . - + @ : / _")
+        return value or None
+
+    @field_validator("workdir")
+    @classmethod
+    def _workdir_is_absolute(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith("/"):
+            raise ValueError(f"workdir must be an absolute path, got {value!r}")
+        return value
+
+    @field_validator("conda_env")
+    @classmethod
+    def _conda_env_name(cls, value: str | None) -> str | None:
+        if value is not None and not _CONDA_ENV.match(value):
+            raise ValueError(f"conda_env {value!r} is not a valid environment name")
+        return value
+
+    @field_validator("docker_image")
+    @classmethod
+    def _docker_image_name(cls, value: str | None) -> str | None:
+        if value is not None and not _DOCKER_IMAGE.match(value):
+            raise ValueError(f"docker_image {value!r} is not a valid image name (like pytorch/pytorch:2.4.0)")
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
+        for key in value:
+            if not _ENV_NAME.match(key):
+                raise ValueError(f"env name {key!r} must be letters, digits and _ (not starting with a digit)")
+            if key.startswith(_RESERVED_ENV_PREFIX) or key == "CUDA_VISIBLE_DEVICES":
+                raise ValueError(f"env name {key!r} is set by nightshift itself and cannot be overridden")
+        return value
+
+    @field_validator("depends_on")
+    @classmethod
+    def _positive_ids(cls, value: list[int]) -> list[int]:
+        for task_id in value:
+            if task_id <= 0:
+                raise ValueError(f"depends_on holds task ids, which are positive; got {task_id}")
+        return sorted(set(value))
+
+    @field_validator("tags")
+    @classmethod
+    def _short_tags(cls, value: list[str]) -> list[str]:
+        for tag in value:
+            if not tag or len(tag) > 64:
+                raise ValueError("each tag must be 1-64 characters")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TaskSpec:
+        if self.conda_env and self.docker_image:
+            raise ValueError("choose conda_env or docker_image, not both")
+        if self.gpus == 0 and self.gpu_memory_gb is not None:
+            raise ValueError("gpu_memory_gb needs gpus of at least 1 (gpus is 0: a CPU-only task)")
+        if self.not_before and self.deadline and _as_comparable(self.deadline) <= _as_comparable(self.not_before):
+            raise ValueError("deadline must be after not_before")
+        return self
+
+
+def _as_comparable(moment: datetime) -> float:
+    return moment.timestamp()
+
+
+def _field_path(location: tuple[int | str, ...]) -> str | None:
+    parts = [str(part) for part in location if part not in ("body",)]
+    return ".".join(parts) or None
+
+
+def friendly_errors(exc: ValidationError) -> list[dict[str, Any]]:
+    """Turn pydantic's errors into `{field, message}` items a person can act on."""
+    items: list[dict[str, Any]] = []
+    for error in exc.errors(include_url=False):
+        field = _field_path(tuple(error.get("loc", ())))
+        kind = error.get("type", "")
+        message = str(error.get("msg", "invalid value")).removeprefix("Value error, ")
+        if kind == "string_too_short" and error.get("ctx", {}).get("min_length") == 1:
+            message = f"{field} must not be empty"
+        elif kind == "extra_forbidden":
+            message = f"unknown field {field!r}; allowed fields are: {', '.join(TaskSpec.model_fields)}"
+        elif kind == "missing":
+            message = f"{field} is required"
+        elif field:
+            message = f"{field}: {message}"
+        items.append({"field": field, "message": message})
+    return items
+
+
+def parse_spec(data: Any) -> TaskSpec:
+    """Validate a mapping into a TaskSpec, or raise SpecError listing what to fix."""
+    if not isinstance(data, dict):
+        raise SpecError(f"a task spec must be a JSON object / YAML mapping, got {type(data).__name__}")
+    try:
+        return TaskSpec.model_validate(data)
+    except ValidationError as exc:
+        errors = friendly_errors(exc)
+        raise SpecError("; ".join(e["message"] for e in errors), errors) from None
+
+
+def load_spec_file(path: Path) -> dict[str, Any]:
+    """Read a YAML or JSON spec file into a mapping (validated later, after CLI overrides)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SpecError(f"cannot read spec file {path}: {exc.strerror}") from None
+    try:
+        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise SpecError(f"spec file {path} is not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}")
+    if data is None:
+        raise SpecError(f"spec file {path} is empty")
+    if not isinstance(data, dict):
+        raise SpecError(f"spec file {path} must hold a mapping of fields, got {type(data).__name__}")
+    return data

@@ -1,0 +1,75 @@
+"""Database engine and sessions: SQLite (WAL) in the data folder by default, PostgreSQL when configured."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.orm import Session, sessionmaker
+
+from scheduler.errors import ServiceUnavailable
+
+MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+SQLITE_BUSY_TIMEOUT_MS = 15_000
+
+
+def _tune_sqlite(dbapi_connection: Any, _record: Any) -> None:
+    # Let SQLAlchemy (not pysqlite) decide where transactions begin, and make writers wait, not fail.
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+    cursor.close()
+
+
+def _begin_immediate(connection: Any) -> None:
+    # BEGIN IMMEDIATE takes the write lock up front, so read-then-write transactions never deadlock.
+    connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def create_db_engine(url: str) -> Engine:
+    """An engine for `url`; SQLite gets WAL, a busy timeout and up-front write locks."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        if parsed.database and parsed.database != ":memory:":
+            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 15})
+        event.listen(engine, "connect", _tune_sqlite)
+        event.listen(engine, "begin", _begin_immediate)
+        return engine
+    if parsed.get_backend_name() == "postgresql" and parsed.drivername == "postgresql":
+        url = str(parsed.set(drivername="postgresql+psycopg").render_as_string(hide_password=False))
+    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+
+
+def migrate(engine: Engine) -> None:
+    """Bring the schema to the newest alembic revision (idempotent; run at every start)."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    try:
+        with engine.begin() as connection:
+            config.attributes["connection"] = connection
+            command.upgrade(config, "head")
+    except OperationalError as exc:
+        raise ServiceUnavailable(f"cannot reach the database at {engine.url!r}: {exc.orig}") from None
+
+
+def make_session_factory(engine: Engine) -> sessionmaker[Session]:
+    """A session factory whose objects stay readable after commit."""
+    return sessionmaker(engine, expire_on_commit=False)
+
+
+@contextmanager
+def transaction(factory: sessionmaker[Session]) -> Iterator[Session]:
+    """One unit of work: commit on success, roll back on any error."""
+    with factory() as session, session.begin():
+        yield session

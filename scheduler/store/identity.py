@@ -1,0 +1,127 @@
+"""Teams, users and API tokens. Tokens are shown once and stored as SHA-256 hashes."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+from dataclasses import dataclass
+
+from sqlalchemy import select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, sessionmaker
+
+from scheduler.errors import AuthError, NotFoundError, SpecError
+from scheduler.store.db import transaction
+from scheduler.store.tables import ApiToken, Team, User, utcnow
+
+TOKEN_PREFIX = "ns_"
+_SLUG = re.compile(r"^[a-z0-9][a-z0-9_.\-]{0,63}$")
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """Who is calling: resolved from a token, never from anything the caller writes."""
+
+    user_id: int
+    user: str
+    team_id: int
+    team: str
+    is_admin: bool
+    token_id: int | None = None
+
+
+def hash_token(token: str) -> str:
+    """SHA-256 hex of a token; tokens are 256-bit random, so a fast hash is enough."""
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def _check_slug(kind: str, value: str) -> str:
+    value = value.strip().lower()
+    if not _SLUG.match(value):
+        raise SpecError(f"{kind} {value!r} must be 1-64 lowercase letters, digits, '_', '-' or '.'")
+    return value
+
+
+def _get_or_create_team(session: Session, name: str) -> Team:
+    team = session.scalar(select(Team).where(Team.name == name))
+    if team is None:
+        team = Team(name=name)
+        session.add(team)
+        session.flush()
+    return team
+
+
+def _get_or_create_user(session: Session, name: str, team: Team, is_admin: bool) -> User:
+    user = session.scalar(select(User).where(User.name == name))
+    if user is None:
+        user = User(name=name, team_id=team.id, is_admin=is_admin)
+        session.add(user)
+        session.flush()
+    elif user.team_id != team.id:
+        raise SpecError(f"user {name!r} already belongs to team {user.team.name!r}, not {team.name!r}")
+    elif is_admin and not user.is_admin:
+        user.is_admin = True
+    return user
+
+
+def create_token(factory: sessionmaker[Session], user: str, team: str, is_admin: bool = False) -> str:
+    """Create the user and team if needed and return a new token (only its hash is stored)."""
+    user_name, team_name = _check_slug("user", user), _check_slug("team", team)
+    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    for _ in range(3):
+        try:
+            with transaction(factory) as session:
+                team_row = _get_or_create_team(session, team_name)
+                user_row = _get_or_create_user(session, user_name, team_row, is_admin)
+                session.add(
+                    ApiToken(user_id=user_row.id, token_hash=hash_token(token), prefix=token[:10], is_admin=is_admin)
+                )
+            return token
+        except IntegrityError:
+            continue  # another process created the same team/user at the same moment: read it again
+    raise SpecError(f"could not create a token for {user_name}@{team_name}; try again")
+
+
+def authenticate(factory: sessionmaker[Session], token: str | None) -> Identity:
+    """The identity behind a bearer token; AuthError for a missing, unknown or revoked token."""
+    if not token:
+        raise AuthError("missing API token: send 'Authorization: Bearer <token>' (see `nightshift token create`)")
+    with factory() as session:
+        row = session.scalar(select(ApiToken).where(ApiToken.token_hash == hash_token(token)))
+        if row is None:
+            raise AuthError("unknown API token")
+        if row.revoked_at is not None:
+            raise AuthError("this API token was revoked")
+        user = row.user
+        return Identity(
+            user_id=user.id,
+            user=user.name,
+            team_id=user.team_id,
+            team=user.team.name,
+            is_admin=row.is_admin,
+            token_id=row.id,
+        )
+
+
+def revoke_token(factory: sessionmaker[Session], token_or_prefix: str) -> int:
+    """Revoke a token given in full or by its 10-character prefix; returns how many were revoked."""
+    with transaction(factory) as session:
+        condition = (
+            ApiToken.token_hash == hash_token(token_or_prefix)
+            if len(token_or_prefix) > 10
+            else ApiToken.prefix == token_or_prefix
+        )
+        result = session.execute(
+            update(ApiToken).where(condition, ApiToken.revoked_at.is_(None)).values(revoked_at=utcnow())
+        )
+        count = int(getattr(result, "rowcount", 0) or 0)
+    if count == 0:
+        raise NotFoundError(f"no active token matches {token_or_prefix[:10]!r}")
+    return count
+
+
+def team_id_by_name(factory: sessionmaker[Session], name: str) -> int | None:
+    """The id of a team, or None when no such team exists."""
+    with factory() as session:
+        return session.scalar(select(Team.id).where(Team.name == name))

@@ -1,0 +1,14 @@
+-- assign.lua: move a queued task to a node's inbox, if it is still queued.
+-- KEYS[1] queue ZSET        KEYS[2] node inbox LIST   KEYS[3] assignment HASH of the task
+-- KEYS[4] assigned SET      KEYS[5] node doorbell LIST
+-- ARGV[1] task id   ARGV[2] node   ARGV[3] gpu indices "0,1"   ARGV[4] now (ms)
+-- Returns 1 when assigned, 0 when the task had left the queue (cancelled, assigned elsewhere).
+if redis.call('ZREM', KEYS[1], ARGV[1]) == 0 then
+  return 0
+end
+redis.call('HSET', KEYS[3], 'node', ARGV[2], 'gpus', ARGV[3], 'assigned_ms', ARGV[4])
+redis.call('SADD', KEYS[4], ARGV[1])
+redis.call('RPUSH', KEYS[2], ARGV[1])
+redis.call('RPUSH', KEYS[5], '1')
+redis.call('LTRIM', KEYS[5], -1, -1)
+return 1

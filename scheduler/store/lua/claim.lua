@@ -1,0 +1,27 @@
+-- claim.lua: a worker takes the next task assigned to its node and leases it, atomically.
+-- KEYS[1] node inbox LIST   KEYS[2] leases ZSET   KEYS[3] fence counter   KEYS[4] assigned SET
+-- KEYS[5] epoch STRING
+-- ARGV[1] node   ARGV[2] now (ms)   ARGV[3] lease ttl (ms)   ARGV[4] key prefix
+-- Returns {task id, fencing token, gpus} or nil when the inbox is empty.
+-- The token is "<epoch>-<counter>": unique even if Redis loses its data and the counter restarts.
+while true do
+  local task = redis.call('LPOP', KEYS[1])
+  if not task then
+    return nil
+  end
+  local assign_key = ARGV[4] .. 'assign:' .. task
+  local gpus = redis.call('HGET', assign_key, 'gpus')
+  local node = redis.call('HGET', assign_key, 'node')
+  redis.call('DEL', assign_key)
+  redis.call('SREM', KEYS[4], task)
+  -- an inbox entry without its assignment (cancelled meanwhile, or for another node) is skipped
+  if gpus and node == ARGV[1] then
+    local epoch = redis.call('GET', KEYS[5]) or 'noepoch'
+    local token = epoch .. '-' .. redis.call('INCR', KEYS[3])
+    local expires = tonumber(ARGV[2]) + tonumber(ARGV[3])
+    redis.call('HSET', ARGV[4] .. 'lease:' .. task,
+      'node', ARGV[1], 'token', token, 'gpus', gpus, 'expires_ms', expires)
+    redis.call('ZADD', KEYS[2], expires, task)
+    return {task, token, gpus}
+  end
+end

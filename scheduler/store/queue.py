@@ -1,0 +1,252 @@
+"""The Redis side of the queue: priority sorted set, node inboxes, leases with fencing tokens.
+
+Each multi-key change is one Lua script (in `lua/`), so two schedulers or workers never interleave.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+import redis
+from redis.commands.core import Script
+
+from scheduler.errors import ServiceUnavailable
+from scheduler.keys import RedisKeys
+
+LUA_DIR = Path(__file__).parent / "lua"
+
+
+def _load_script(client: redis.Redis, name: str) -> Script:
+    return client.register_script((LUA_DIR / f"{name}.lua").read_text(encoding="utf-8"))
+
+
+def _gpus_text(gpu_indices: Iterable[int]) -> str:
+    return ",".join(str(i) for i in gpu_indices)
+
+
+def _gpus_tuple(text: str | bytes) -> tuple[int, ...]:
+    raw = text.decode() if isinstance(text, bytes) else text
+    return tuple(int(part) for part in raw.split(",") if part != "")
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A task a worker has leased: only the holder of `token` may change the task's state."""
+
+    task_id: int
+    token: str
+    gpu_indices: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """A live lease as stored in Redis."""
+
+    task_id: int
+    node: str
+    token: str
+    gpu_indices: tuple[int, ...]
+    expires_ms: int
+
+
+class RenewResult:
+    """What a heartbeat learns about one lease."""
+
+    RENEWED = 1
+    CANCEL_REQUESTED = 2
+    STOLEN = 0
+    MISSING = -1
+
+
+class RedisQueue:
+    """The queue and lease operations over one Redis connection."""
+
+    def __init__(self, client: redis.Redis, keys: RedisKeys | None = None) -> None:
+        self.client = client
+        self.keys = keys or RedisKeys()
+        self._assign = _load_script(client, "assign")
+        self._claim = _load_script(client, "claim")
+        self._renew = _load_script(client, "renew")
+        self._release = _load_script(client, "release")
+        self._expire = _load_script(client, "expire")
+        self._restore = _load_script(client, "restore")
+
+    @classmethod
+    def from_url(cls, url: str, keys: RedisKeys | None = None) -> RedisQueue:
+        """Connect to `url` (checked with a PING, so a wrong URL fails here with a clear message)."""
+        client = redis.Redis.from_url(url, decode_responses=True, health_check_interval=30)
+        try:
+            client.ping()
+        except redis.RedisError as exc:
+            raise ServiceUnavailable(f"cannot reach Redis at {url}: {exc}") from None
+        return cls(client, keys)
+
+    # --- epoch: detects that Redis lost its data ---------------------------------------------
+
+    def epoch(self) -> str | None:
+        """The id of the current Redis state, or None when Redis has lost (or never had) our data."""
+        return cast(str | None, self.client.get(self.keys.epoch))
+
+    def start_epoch(self) -> str:
+        """Mark the Redis state as rebuilt; returns the new epoch id."""
+        epoch = secrets.token_hex(4)
+        self.client.set(self.keys.epoch, epoch)
+        return epoch
+
+    # --- queue ---------------------------------------------------------------------------------
+
+    def enqueue(self, task_id: int, score: float) -> None:
+        """Add a task to the queue (no-op if it is already there) and wake the scheduler."""
+        pipe = self.client.pipeline(transaction=False)
+        pipe.zadd(self.keys.queue, {str(task_id): score}, nx=True)
+        self._ring_scheduler(pipe)
+        pipe.execute()
+
+    def remove(self, task_id: int) -> bool:
+        """Take a queued task out of the queue (cancel); True if it was there."""
+        return bool(self.client.zrem(self.keys.queue, str(task_id)))
+
+    def head(self, count: int) -> list[tuple[int, float]]:
+        """The first `count` queued tasks with their scores, best first: O(log n + count)."""
+        rows = cast(list[tuple[str, float]], self.client.zrange(self.keys.queue, 0, count - 1, withscores=True))
+        return [(int(member), score) for member, score in rows]
+
+    def position(self, task_id: int) -> int | None:
+        """0-based rank of a queued task, or None when it is not in the queue."""
+        rank = self.client.zrank(self.keys.queue, str(task_id))
+        return None if rank is None else int(cast(int, rank))
+
+    def length(self) -> int:
+        """How many tasks wait in the queue (not counting assigned ones)."""
+        return int(cast(int, self.client.zcard(self.keys.queue)))
+
+    def queued_ids(self) -> set[int]:
+        """Every task id in the queue (used by the rebuild check, not on the hot path)."""
+        return {int(m) for m in cast(list[str], self.client.zrange(self.keys.queue, 0, -1))}
+
+    # --- assignment and claim ------------------------------------------------------------------
+
+    def assign(self, task_id: int, node: str, gpu_indices: Iterable[int], now_ms: int) -> bool:
+        """Move a queued task to `node`'s inbox with its GPUs; False if it had left the queue."""
+        k = self.keys
+        keys = [k.queue, k.inbox(node), k.assignment(task_id), k.assigned, k.node_doorbell(node)]
+        return bool(self._assign(keys=keys, args=[task_id, node, _gpus_text(gpu_indices), now_ms]))
+
+    def assignments(self) -> dict[int, tuple[str, tuple[int, ...]]]:
+        """Tasks assigned but not yet claimed: task id -> (node, gpus). They hold GPUs already."""
+        ids = cast(set[str], self.client.smembers(self.keys.assigned))
+        if not ids:
+            return {}
+        pipe = self.client.pipeline(transaction=False)
+        ordered = sorted(ids, key=int)
+        for task in ordered:
+            pipe.hmget(self.keys.assignment(int(task)), "node", "gpus")
+        result: dict[int, tuple[str, tuple[int, ...]]] = {}
+        for task, (node, gpus) in zip(ordered, pipe.execute(), strict=True):
+            if node is not None:
+                result[int(task)] = (node, _gpus_tuple(gpus or ""))
+        return result
+
+    def unassign(self, task_id: int) -> tuple[str, tuple[int, ...]] | None:
+        """Drop a task's assignment (cancel before claim); returns what it was."""
+        pipe = self.client.pipeline(transaction=True)
+        pipe.hmget(self.keys.assignment(task_id), "node", "gpus")
+        pipe.delete(self.keys.assignment(task_id))
+        pipe.srem(self.keys.assigned, str(task_id))
+        (node, gpus), *_ = pipe.execute()
+        return None if node is None else (node, _gpus_tuple(gpus or ""))
+
+    def claim(self, node: str, now_ms: int, ttl_ms: int) -> Claim | None:
+        """Lease the next task assigned to `node`, atomically; None when there is none."""
+        k = self.keys
+        result = self._claim(
+            keys=[k.inbox(node), k.leases, k.fence, k.assigned, k.epoch], args=[node, now_ms, ttl_ms, k.prefix]
+        )
+        if not result:
+            return None
+        task, token, gpus = cast(list[Any], result)
+        return Claim(int(task), str(token), _gpus_tuple(gpus))
+
+    # --- leases -----------------------------------------------------------------------------------
+
+    def renew(self, task_id: int, token: str, now_ms: int, ttl_ms: int) -> int:
+        """Heartbeat one lease; see `RenewResult` for the answers."""
+        k = self.keys
+        keys = [k.lease(task_id), k.leases, k.cancel(task_id)]
+        return int(cast(int, self._renew(keys=keys, args=[task_id, token, now_ms, ttl_ms])))
+
+    def release(self, task_id: int, token: str) -> bool:
+        """Drop the lease of a finished task if it is still ours, and wake the scheduler."""
+        k = self.keys
+        released = bool(self._release(keys=[k.lease(task_id), k.leases, k.cancel(task_id)], args=[task_id, token]))
+        self.ring_scheduler()
+        return released
+
+    def expired(self, now_ms: int, limit: int = 100) -> list[tuple[int, str]]:
+        """Take every lease whose time is up: (task id, token) pairs for the reaper to requeue."""
+        due = cast(list[str], self.client.zrangebyscore(self.keys.leases, "-inf", now_ms, start=0, num=limit))
+        taken: list[tuple[int, str]] = []
+        for task in due:
+            token = self._expire(keys=[self.keys.lease(int(task)), self.keys.leases], args=[task, now_ms])
+            if token:
+                taken.append((int(task), str(token)))
+        return taken
+
+    def lease(self, task_id: int) -> Lease | None:
+        """The lease of a task, if any."""
+        raw = cast(dict[str, str], self.client.hgetall(self.keys.lease(task_id)))
+        if not raw:
+            return None
+        return Lease(task_id, raw["node"], raw["token"], _gpus_tuple(raw["gpus"]), int(float(raw["expires_ms"])))
+
+    def request_cancel(self, task_id: int, node: str) -> None:
+        """Flag a running task for its worker to stop, and ring that worker."""
+        pipe = self.client.pipeline(transaction=False)
+        pipe.set(self.keys.cancel(task_id), "1", ex=24 * 3600)
+        pipe.rpush(self.keys.node_doorbell(node), "1")
+        pipe.ltrim(self.keys.node_doorbell(node), -1, -1)
+        pipe.execute()
+
+    # --- rebuild ------------------------------------------------------------------------------------
+
+    def restore_queued(self, task_id: int, score: float) -> bool:
+        """Put a task SQL says is queued back in the queue unless Redis holds it elsewhere."""
+        k = self.keys
+        keys = [k.queue, k.lease(task_id), k.assignment(task_id), k.leases]
+        return bool(self._restore(keys=keys, args=[task_id, "queued", score, "", "", 0]))
+
+    def restore_lease(
+        self, task_id: int, token: str, node: str, gpu_indices: Iterable[int], expires_ms: int
+    ) -> bool:
+        """Recreate the lease of a task SQL says is running, so its worker can keep heartbeating."""
+        k = self.keys
+        keys = [k.queue, k.lease(task_id), k.assignment(task_id), k.leases]
+        args: list[Any] = [task_id, "running", token, node, _gpus_text(gpu_indices), expires_ms]
+        return bool(self._restore(keys=keys, args=args))
+
+    # --- wake-ups -----------------------------------------------------------------------------------
+
+    def ring_scheduler(self) -> None:
+        """Wake the scheduler now (submit, finish, cancel, node change)."""
+        pipe = self.client.pipeline(transaction=False)
+        self._ring_scheduler(pipe)
+        pipe.execute()
+
+    def _ring_scheduler(self, pipe: Any) -> None:
+        pipe.rpush(self.keys.scheduler_doorbell, "1")
+        pipe.ltrim(self.keys.scheduler_doorbell, -1, -1)
+
+    def wait_scheduler_doorbell(self, timeout_s: float) -> bool:
+        """Block until something rings the scheduler or `timeout_s` passes; True when rung."""
+        return self.client.blpop([self.keys.scheduler_doorbell], timeout=timeout_s) is not None
+
+    def wait_node_doorbell(self, node: str, timeout_s: float) -> bool:
+        """Block until the node is rung (new assignment, cancel) or `timeout_s` passes."""
+        return self.client.blpop([self.keys.node_doorbell(node)], timeout=timeout_s) is not None
+
+
+__all__ = ["Claim", "Lease", "RedisQueue", "RenewResult"]

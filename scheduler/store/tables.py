@@ -1,0 +1,156 @@
+"""SQLAlchemy tables: teams, users, API tokens, tasks and their attempts. SQL is the source of truth."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+TASK_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
+FINAL_STATUSES = frozenset({"succeeded", "failed", "cancelled"})
+
+
+class UtcDateTime(TypeDecorator[datetime]):
+    """A timezone-aware UTC datetime on every backend (SQLite keeps no offset by itself)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to a UTC column")
+        return value.astimezone(UTC)
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def utcnow() -> datetime:
+    """The current time as an aware UTC datetime."""
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    """Declarative base of every nightshift table."""
+
+    type_annotation_map: dict[Any, Any] = {datetime: UtcDateTime, dict[str, Any]: JSON}
+
+
+class Team(Base):
+    """A team: the unit of quotas, isolation and reports."""
+
+    __tablename__ = "teams"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class User(Base):
+    """A person (or a script) who submits tasks on behalf of one team."""
+
+    __tablename__ = "users"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id"))
+    is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    team: Mapped[Team] = relationship(lazy="joined")
+
+
+class ApiToken(Base):
+    """A bearer token, stored as its SHA-256 hash; `prefix` lets people recognise it in lists."""
+
+    __tablename__ = "api_tokens"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    prefix: Mapped[str] = mapped_column(String(16))
+    is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    revoked_at: Mapped[datetime | None] = mapped_column(default=None)
+
+    user: Mapped[User] = relationship(lazy="joined")
+
+
+class Task(Base):
+    """One submitted task. `lease_token` fences state changes: only the current claim may finish it."""
+
+    __tablename__ = "tasks"
+    __table_args__ = (
+        UniqueConstraint("user_id", "idempotency_key", name="uq_tasks_user_idempotency"),
+        Index("ix_tasks_status_team", "status", "team_id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id"))
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    name: Mapped[str] = mapped_column(String(120))
+    command: Mapped[str] = mapped_column(Text)
+    spec: Mapped[dict[str, Any]] = mapped_column(JSON)
+    status: Mapped[str] = mapped_column(String(16), default="queued")
+    priority: Mapped[str] = mapped_column(String(8), default="normal")
+    gpus: Mapped[int] = mapped_column(Integer, default=1)
+    gpu_memory_gb: Mapped[float | None] = mapped_column(Float, default=None)
+    retries: Mapped[int] = mapped_column(Integer, default=0)
+    idempotency_key: Mapped[str | None] = mapped_column(String(128), default=None)
+
+    submitted_at: Mapped[datetime] = mapped_column(default=utcnow)
+    enqueued_at: Mapped[datetime] = mapped_column(default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(default=None)
+    finished_at: Mapped[datetime | None] = mapped_column(default=None)
+
+    attempts_count: Mapped[int] = mapped_column(Integer, default=0)
+    lease_token: Mapped[str | None] = mapped_column(String(64), default=None)
+    node: Mapped[str | None] = mapped_column(String(128), default=None)
+    gpu_indices: Mapped[list[int] | None] = mapped_column(JSON, default=None)
+    exit_code: Mapped[int | None] = mapped_column(Integer, default=None)
+    reason: Mapped[str | None] = mapped_column(String(32), default=None)
+    message: Mapped[str | None] = mapped_column(Text, default=None)
+    cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+
+    team: Mapped[Team] = relationship(lazy="joined")
+    user: Mapped[User] = relationship(lazy="joined")
+
+
+class Attempt(Base):
+    """One run of a task on one node; a task has one attempt per claim."""
+
+    __tablename__ = "attempts"
+    __table_args__ = (UniqueConstraint("task_id", "number", name="uq_attempts_task_number"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    task_id: Mapped[int] = mapped_column(ForeignKey("tasks.id"), index=True)
+    number: Mapped[int] = mapped_column(Integer)
+    token: Mapped[str] = mapped_column(String(64))
+    node: Mapped[str] = mapped_column(String(128))
+    gpu_indices: Mapped[list[int]] = mapped_column(JSON)
+    pid: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    started_at: Mapped[datetime] = mapped_column(default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(default=None)
+    exit_code: Mapped[int | None] = mapped_column(Integer, default=None)
+    outcome: Mapped[str | None] = mapped_column(String(16), default=None)
+    reason: Mapped[str | None] = mapped_column(String(32), default=None)

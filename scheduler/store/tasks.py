@@ -1,0 +1,270 @@
+"""Task rows in SQL: creation, lookups scoped to a caller, and compare-and-set state changes.
+
+Every change of a claimed task is a compare-and-set on (task id, status, lease token): a worker whose
+claim was lost (lease expired, task requeued or cancelled) changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, sessionmaker
+
+from scheduler.errors import ConflictError, NotFoundError
+from scheduler.store.db import transaction
+from scheduler.store.identity import Identity
+from scheduler.store.tables import FINAL_STATUSES, Attempt, Task, Team, utcnow
+
+
+@dataclass(frozen=True, slots=True)
+class NewTask:
+    """A validated, resolved spec ready to become a row."""
+
+    name: str
+    command: str
+    spec: dict[str, Any]
+    priority: str
+    gpus: int
+    gpu_memory_gb: float | None
+    retries: int
+
+
+def _rowcount(result: Any) -> int:
+    return int(getattr(result, "rowcount", 0) or 0)
+
+
+class TaskStore:
+    """SQL operations on tasks and attempts."""
+
+    def __init__(self, factory: sessionmaker[Session]) -> None:
+        self.factory = factory
+
+    # --- creation and lookups --------------------------------------------------------------------
+
+    def create(self, who: Identity, new: NewTask, idempotency_key: str | None = None) -> tuple[Task, bool]:
+        """Insert a queued task; with an idempotency key already used by this user, return that task.
+
+        Returns (task, created).
+        """
+        if idempotency_key:
+            existing = self._by_idempotency_key(who, idempotency_key)
+            if existing is not None:
+                return existing, False
+        row = Task(
+            team_id=who.team_id,
+            user_id=who.user_id,
+            name=new.name,
+            command=new.command,
+            spec=new.spec,
+            priority=new.priority,
+            gpus=new.gpus,
+            gpu_memory_gb=new.gpu_memory_gb,
+            retries=new.retries,
+            idempotency_key=idempotency_key,
+        )
+        try:
+            with transaction(self.factory) as session:
+                session.add(row)
+                session.flush()
+                task_id = row.id
+        except IntegrityError:
+            existing = self._by_idempotency_key(who, idempotency_key) if idempotency_key else None
+            if existing is None:
+                raise
+            return existing, False
+        return self.get_any(task_id), True
+
+    def _by_idempotency_key(self, who: Identity, key: str) -> Task | None:
+        with self.factory() as session:
+            return session.scalar(select(Task).where(Task.user_id == who.user_id, Task.idempotency_key == key))
+
+    def get_any(self, task_id: int) -> Task:
+        """A task by id regardless of team (internal use: scheduler, worker)."""
+        with self.factory() as session:
+            row = session.get(Task, task_id)
+        if row is None:
+            raise NotFoundError(f"task {task_id} not found")
+        return row
+
+    def get_for(self, who: Identity, task_id: int) -> Task:
+        """A task the caller may see; another team's task answers exactly like a missing one."""
+        with self.factory() as session:
+            row = session.get(Task, task_id)
+        if row is None or (not who.is_admin and row.team_id != who.team_id):
+            raise NotFoundError(f"task {task_id} not found")
+        return row
+
+    def list_for(
+        self, who: Identity, status: str | None = None, team: str | None = None, limit: int = 200, offset: int = 0
+    ) -> list[Task]:
+        """Newest first; your team's tasks, or any team's for an admin (optionally filtered)."""
+        query = select(Task).order_by(Task.id.desc()).limit(limit).offset(offset)
+        if status:
+            query = query.where(Task.status == status)
+        if not who.is_admin:
+            query = query.where(Task.team_id == who.team_id)
+        elif team:
+            query = query.join(Team, Task.team_id == Team.id).where(Team.name == team)
+        with self.factory() as session:
+            return list(session.scalars(query))
+
+    def by_ids(self, task_ids: Iterable[int]) -> dict[int, Task]:
+        """Rows for these ids (missing ids are simply absent)."""
+        ids = list(task_ids)
+        if not ids:
+            return {}
+        with self.factory() as session:
+            return {row.id: row for row in session.scalars(select(Task).where(Task.id.in_(ids)))}
+
+    def with_status(self, *statuses: str) -> list[Task]:
+        """All tasks in these states (rebuild and reconciliation; not on the hot path)."""
+        with self.factory() as session:
+            return list(session.scalars(select(Task).where(Task.status.in_(statuses)).order_by(Task.id)))
+
+    def statuses(self, task_ids: Iterable[int]) -> dict[int, str]:
+        """Status of each of these tasks (for dependencies)."""
+        ids = list(task_ids)
+        if not ids:
+            return {}
+        with self.factory() as session:
+            rows = session.execute(select(Task.id, Task.status).where(Task.id.in_(ids)))
+            return {task_id: status for task_id, status in rows}
+
+    def count_by_status(self) -> dict[str, int]:
+        """How many tasks are in each status."""
+        with self.factory() as session:
+            rows = session.execute(select(Task.status, func.count()).group_by(Task.status))
+            return {status: int(count) for status, count in rows}
+
+    def attempts(self, task_id: int) -> list[Attempt]:
+        """Every attempt of a task, oldest first."""
+        with self.factory() as session:
+            return list(session.scalars(select(Attempt).where(Attempt.task_id == task_id).order_by(Attempt.number)))
+
+    # --- state changes (compare-and-set) ---------------------------------------------------------
+
+    def mark_running(self, task_id: int, token: str, node: str, gpu_indices: Sequence[int]) -> int | None:
+        """queued -> running under `token`; returns the attempt number, or None if the task is not queued."""
+        now = utcnow()
+        with transaction(self.factory) as session:
+            result = session.execute(
+                update(Task)
+                .where(Task.id == task_id, Task.status == "queued", Task.cancel_requested.is_(False))
+                .values(
+                    status="running",
+                    lease_token=token,
+                    node=node,
+                    gpu_indices=list(gpu_indices),
+                    started_at=now,
+                    attempts_count=Task.attempts_count + 1,
+                    exit_code=None,
+                    reason=None,
+                    message=None,
+                )
+            )
+            if _rowcount(result) != 1:
+                return None
+            number = int(session.scalar(select(Task.attempts_count).where(Task.id == task_id)) or 0)
+            session.add(
+                Attempt(task_id=task_id, number=number, token=token, node=node, gpu_indices=list(gpu_indices))
+            )
+        return number
+
+    def record_pid(self, task_id: int, token: str, pid: int) -> None:
+        """Remember the job's process id on its attempt (for reconciliation after a worker restart)."""
+        with transaction(self.factory) as session:
+            session.execute(update(Attempt).where(Attempt.task_id == task_id, Attempt.token == token).values(pid=pid))
+
+    def finish(
+        self,
+        task_id: int,
+        token: str,
+        status: str,
+        *,
+        exit_code: int | None,
+        reason: str,
+        message: str | None = None,
+    ) -> bool:
+        """running -> a final status, only while `token` still holds the task."""
+        if status not in FINAL_STATUSES:
+            raise ValueError(f"not a final status: {status}")
+        now = utcnow()
+        with transaction(self.factory) as session:
+            result = session.execute(
+                update(Task)
+                .where(Task.id == task_id, Task.status == "running", Task.lease_token == token)
+                .values(status=status, finished_at=now, exit_code=exit_code, reason=reason, message=message)
+            )
+            if _rowcount(result) != 1:
+                return False
+            self._close_attempt(session, task_id, token, now, exit_code, status, reason)
+        return True
+
+    def requeue(self, task_id: int, token: str, reason: str, message: str | None = None) -> datetime | None:
+        """running -> queued (retry), only while `token` holds it; returns the new enqueue time."""
+        now = utcnow()
+        with transaction(self.factory) as session:
+            result = session.execute(
+                update(Task)
+                .where(Task.id == task_id, Task.status == "running", Task.lease_token == token)
+                .values(
+                    status="queued", lease_token=None, node=None, gpu_indices=None, reason=reason, message=message
+                )
+            )
+            if _rowcount(result) != 1:
+                return None
+            self._close_attempt(session, task_id, token, now, None, "retried", reason)
+            return session.scalar(select(Task.enqueued_at).where(Task.id == task_id))
+
+    @staticmethod
+    def _close_attempt(
+        session: Session,
+        task_id: int,
+        token: str,
+        now: datetime,
+        exit_code: int | None,
+        outcome: str,
+        reason: str,
+    ) -> None:
+        session.execute(
+            update(Attempt)
+            .where(Attempt.task_id == task_id, Attempt.token == token)
+            .values(finished_at=now, exit_code=exit_code, outcome=outcome, reason=reason)
+        )
+
+    def cancel_queued(self, task_id: int, by: str) -> bool:
+        """queued -> cancelled; False when the task is no longer queued."""
+        with transaction(self.factory) as session:
+            result = session.execute(
+                update(Task)
+                .where(Task.id == task_id, Task.status == "queued")
+                .values(status="cancelled", finished_at=utcnow(), reason="cancelled", message=f"cancelled by {by}")
+            )
+            return _rowcount(result) == 1
+
+    def request_cancel(self, task_id: int) -> Task:
+        """Flag a running task so its worker stops it; ConflictError if it already finished."""
+        with transaction(self.factory) as session:
+            result = session.execute(
+                update(Task).where(Task.id == task_id, Task.status == "running").values(cancel_requested=True)
+            )
+            changed = _rowcount(result) == 1
+        row = self.get_any(task_id)
+        if not changed and row.status in FINAL_STATUSES:
+            raise ConflictError(f"task {task_id} already {row.status}; nothing to cancel")
+        return row
+
+    def fail_queued(self, task_id: int, reason: str, message: str) -> bool:
+        """queued -> failed without running (e.g. a dependency failed)."""
+        with transaction(self.factory) as session:
+            result = session.execute(
+                update(Task)
+                .where(Task.id == task_id, Task.status == "queued")
+                .values(status="failed", finished_at=utcnow(), reason=reason, message=message)
+            )
+            return _rowcount(result) == 1
