@@ -19,7 +19,7 @@ MAX_COMMAND_CHARS = 16_000
 MAX_GPUS_ANY_CLUSTER = 64
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _NAME = re.compile(r"^[\w.\-+@:/ ]{1,120}$")
-_CONDA_ENV = re.compile(r"^[\w.\-+/]{1,200}$")
+_CONDA_ENV = re.compile(r"[\w.+/][\w.\-+/]{0,199}")
 _DOCKER_IMAGE = re.compile(r"^[a-z0-9][a-z0-9._\-/:@]{0,254}$")
 _RESERVED_ENV_PREFIX = "NIGHTSHIFT_"
 
@@ -57,7 +57,7 @@ class TaskSpec(BaseModel):
     @field_validator("name")
     @classmethod
     def _name_is_short_text(cls, value: str | None) -> str | None:
-        if value is not None and not _NAME.match(value):
+        if value is not None and not _NAME.fullmatch(value):
             raise ValueError("name must be 1-120 letters, digits, spaces or . - + @ : / _")
         return value or None
 
@@ -71,14 +71,14 @@ class TaskSpec(BaseModel):
     @field_validator("conda_env")
     @classmethod
     def _conda_env_name(cls, value: str | None) -> str | None:
-        if value is not None and not _CONDA_ENV.match(value):
+        if value is not None and not _CONDA_ENV.fullmatch(value):
             raise ValueError(f"conda_env {value!r} is not a valid environment name")
         return value
 
     @field_validator("docker_image")
     @classmethod
     def _docker_image_name(cls, value: str | None) -> str | None:
-        if value is not None and not _DOCKER_IMAGE.match(value):
+        if value is not None and not _DOCKER_IMAGE.fullmatch(value):
             raise ValueError(f"docker_image {value!r} is not a valid image name (like pytorch/pytorch:2.4.0)")
         return value
 
@@ -86,7 +86,7 @@ class TaskSpec(BaseModel):
     @classmethod
     def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
         for key in value:
-            if not _ENV_NAME.match(key):
+            if not _ENV_NAME.fullmatch(key):
                 raise ValueError(f"env name {key!r} must be letters, digits and _ (not starting with a digit)")
             if key.startswith(_RESERVED_ENV_PREFIX) or key == "CUDA_VISIBLE_DEVICES":
                 raise ValueError(f"env name {key!r} is set by nightshift itself and cannot be overridden")

@@ -1,0 +1,171 @@
+"""Shared fixtures: a real redis-server per test session (flushed before each test), SQLite or PostgreSQL.
+
+Real services only. Locally, a missing redis-server or PostgreSQL skips the tests that need it; in CI
+(`CI` set) it fails them, so a green CI run means they ran.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+from scheduler.errors import ServiceUnavailable
+from scheduler.redis_server import EmbeddedRedis
+from scheduler.service import Cluster
+from scheduler.settings import Settings
+from scheduler.store.identity import Identity, authenticate, create_token
+
+IN_CI = bool(os.environ.get("CI"))
+POSTGRES_ADMIN_URL = os.environ.get("NIGHTSHIFT_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+
+
+def _unavailable(message: str) -> None:
+    if IN_CI:
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedRedis]:
+    """Our own redis-server on a free port, in a temp dir (never a server we did not start)."""
+    try:
+        server = EmbeddedRedis(tmp_path_factory.mktemp("redis"), appendonly=False).start()
+    except ServiceUnavailable as exc:
+        _unavailable(f"redis-server not available: {exc.message}")
+        raise
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def redis_url(redis_server: EmbeddedRedis) -> str:
+    """The URL of the test Redis, flushed before each test (it is ours: we started it)."""
+    client = redis.Redis.from_url(redis_server.url)
+    client.flushall()
+    client.close()
+    return redis_server.url
+
+
+@pytest.fixture(scope="session")
+def postgres_database() -> Iterator[str]:
+    """A fresh PostgreSQL database for this test session, dropped at the end."""
+    from sqlalchemy import create_engine, text
+
+    name = f"nightshift_test_{secrets.token_hex(4)}"
+    admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as connection:
+            connection.execute(text(f'CREATE DATABASE "{name}"'))
+    except Exception as exc:
+        admin.dispose()
+        _unavailable(f"PostgreSQL not available at {POSTGRES_ADMIN_URL}: {exc}")
+        raise
+    url = POSTGRES_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
+    yield url
+    with admin.connect() as connection:
+        connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+def _reset_postgres(url: str) -> None:
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(url)
+    with engine.begin() as connection:
+        connection.execute(text("DROP SCHEMA public CASCADE; CREATE SCHEMA public"))
+    engine.dispose()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Each store test runs on SQLite (the default) and on PostgreSQL (several machines)."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'nightshift.db'}"
+    url: str = request.getfixturevalue("postgres_database")
+    _reset_postgres(url)
+    return url
+
+
+@pytest.fixture
+def make_settings(tmp_path: Path) -> Callable[..., Settings]:
+    """Factory of settings rooted in this test's temp dir (fast leases and grace periods)."""
+
+    def make(**overrides: Any) -> Settings:
+        values: dict[str, Any] = {
+            "home": tmp_path / "home",
+            "simulate_gpus": "4x24",
+            "node_name": "node-a",
+            "timezone": "UTC",
+            "lease_ttl_s": 5.0,
+            "heartbeat_interval_s": 0.5,
+            "kill_grace_s": 1.0,
+            "scheduler_safety_pass_s": 0.5,
+        }
+        values.update(overrides)
+        return Settings(**values)
+
+    return make
+
+
+@pytest.fixture
+def cluster(make_settings: Callable[..., Settings], redis_url: str, tmp_path: Path) -> Iterator[Cluster]:
+    """A cluster on SQLite in the temp dir and the test Redis."""
+    settings = make_settings(database_url=f"sqlite:///{tmp_path / 'nightshift.db'}")
+    settings.home.mkdir(parents=True, exist_ok=True)
+    opened = Cluster.open(settings, redis_url)
+    opened.rebuild_redis()
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def make_identity(cluster: Cluster) -> Callable[..., tuple[Identity, str]]:
+    """Factory: `make_identity("alice", "vision")` -> (identity, token)."""
+
+    def make(user: str = "alice", team: str = "vision", admin: bool = False) -> tuple[Identity, str]:
+        token = create_token(cluster.factory, user=user, team=team, is_admin=admin)
+        return authenticate(cluster.factory, token), token
+
+    return make
+
+
+def wait_until(predicate: Callable[[], Any], timeout_s: float = 20.0, interval_s: float = 0.05) -> Any:
+    """Poll `predicate` until it returns something truthy; fail the test after `timeout_s`."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout_s} s")
+        time.sleep(interval_s)
+
+
+@pytest.fixture
+def run_in_thread() -> Iterator[Callable[[Callable[[threading.Event], None]], threading.Event]]:
+    """Factory: run a `run(stop_event)` loop in a thread; every loop is stopped and joined after the test."""
+    started: list[tuple[threading.Thread, threading.Event]] = []
+
+    def start(target: Callable[[threading.Event], None]) -> threading.Event:
+        stop = threading.Event()
+        thread = threading.Thread(target=target, args=(stop,), daemon=True)
+        thread.start()
+        started.append((thread, stop))
+        return stop
+
+    yield start
+    for thread, stop in started:
+        stop.set()
+        thread.join(timeout=30)
