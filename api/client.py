@@ -35,11 +35,18 @@ def find_token(settings: Settings) -> str | None:
 class NightshiftClient:
     """Calls /api/v1 with a bearer token."""
 
-    def __init__(self, base_url: str, token: str | None, *, transport: httpx.BaseTransport | None = None,
-                 timeout_s: float = 30.0) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        token: str | None,
+        *,
+        transport: httpx.BaseTransport | None = None,
+        timeout_s: float = 30.0,
+    ) -> None:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self.http = httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=timeout_s,
-                                 transport=transport)
+        self.http = httpx.Client(
+            base_url=base_url.rstrip("/"), headers=headers, timeout=timeout_s, transport=transport
+        )
 
     @classmethod
     def from_settings(cls, settings: Settings) -> NightshiftClient:
@@ -54,8 +61,11 @@ class NightshiftClient:
         try:
             response = self.http.request(method, f"/api/v1{path}", **kwargs)
         except httpx.TransportError as exc:
-            raise ClientError(0, f"cannot reach the nightshift API at {self.http.base_url}: {exc}. "
-                                 "Is it running (`nightshift up`)?") from None
+            raise ClientError(
+                0,
+                f"cannot reach the nightshift API at {self.http.base_url}: {exc}. "
+                "Is it running (`nightshift up`)?",
+            ) from None
         if response.status_code >= 400:
             raise _error_of(response)
         if response.headers.get("content-type", "").startswith("application/json"):
@@ -68,7 +78,9 @@ class NightshiftClient:
         result: dict[str, Any] = self._call("POST", "/tasks", json=spec, headers=headers)
         return result
 
-    def list_tasks(self, status: str | None = None, team: str | None = None, limit: int = 200) -> list[dict[str, Any]]:
+    def list_tasks(
+        self, status: str | None = None, team: str | None = None, limit: int = 200
+    ) -> list[dict[str, Any]]:
         """GET /tasks."""
         params = {k: v for k, v in {"status": status, "team": team, "limit": limit}.items() if v is not None}
         tasks: list[dict[str, Any]] = self._call("GET", "/tasks", params=params)["tasks"]
@@ -95,7 +107,9 @@ class NightshiftClient:
         if tail:
             params["tail"] = tail
         try:
-            with self.http.stream("GET", f"/api/v1/tasks/{task_id}/logs", params=params, timeout=None) as response:
+            with self.http.stream(
+                "GET", f"/api/v1/tasks/{task_id}/logs", params=params, timeout=None
+            ) as response:
                 if response.status_code >= 400:
                     response.read()
                     raise _error_of(response)

@@ -49,7 +49,9 @@ def _request_error_items(exc: RequestValidationError) -> list[dict[str, Any]]:
         kind = error.get("type", "")
         message = str(error.get("msg", "invalid value")).removeprefix("Value error, ")
         if kind == "json_invalid":
-            message = f"the request body is not valid JSON ({error.get('ctx', {}).get('error', 'parse error')})"
+            message = (
+                f"the request body is not valid JSON ({error.get('ctx', {}).get('error', 'parse error')})"
+            )
         elif kind == "extra_forbidden":
             message = f"unknown field {field!r}; allowed fields are: {', '.join(TaskSpec.model_fields)}"
         elif kind == "missing":

@@ -45,6 +45,8 @@ def create_app(cluster: Cluster) -> FastAPI:
         except Exception as exc:
             checks["redis"] = f"error: {type(exc).__name__}"
         healthy = all(value == "ok" for value in checks.values())
-        return JSONResponse({"status": "ok" if healthy else "degraded", **checks}, status_code=200 if healthy else 503)
+        return JSONResponse(
+            {"status": "ok" if healthy else "degraded", **checks}, status_code=200 if healthy else 503
+        )
 
     return app

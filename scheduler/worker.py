@@ -100,7 +100,7 @@ class Worker:
             self._start(claim)
 
     def shutdown(self) -> None:
-        """Stop every job (SIGTERM, grace, SIGKILL) and requeue it: a worker restart is not the job's fault."""
+        """Stop every job (TERM, grace, KILL) and requeue it: a worker restart is not the job's fault."""
         with self._lock:
             active = list(self.jobs.values())
         for item in active:
@@ -139,14 +139,16 @@ class Worker:
         try:
             job = start_job(request, base_env=self.base_env)
         except ExecutorError as exc:
-            self.cluster.tasks.finish(claim.task_id, claim.token, "failed", exit_code=None, reason="executor",
-                                      message=exc.message)
+            self.cluster.tasks.finish(
+                claim.task_id, claim.token, "failed", exit_code=None, reason="executor", message=exc.message
+            )
             self.cluster.queue.release(claim.task_id, claim.token)
             return
         self.cluster.tasks.record_pid(claim.task_id, claim.token, job.pid)
         active = ActiveJob(task=task, claim=claim, attempt=attempt, job=job)
-        active.waiter = threading.Thread(target=self._wait_for_exit, args=(job,), daemon=True,
-                                         name=f"wait-{claim.task_id}")
+        active.waiter = threading.Thread(
+            target=self._wait_for_exit, args=(job,), daemon=True, name=f"wait-{claim.task_id}"
+        )
         with self._lock:
             self.jobs[claim.task_id] = active
         active.waiter.start()
@@ -200,7 +202,10 @@ class Worker:
             item.stop_started = True
         # stopping waits out the grace period: do it beside the loop so other jobs are not held up
         threading.Thread(
-            target=item.job.stop, args=(self.settings.kill_grace_s, reason), daemon=True, name=f"stop-{task_id}"
+            target=item.job.stop,
+            args=(self.settings.kill_grace_s, reason),
+            daemon=True,
+            name=f"stop-{task_id}",
         ).start()
 
     def _check_jobs(self) -> None:
@@ -215,6 +220,8 @@ class Worker:
 
     def _finish(self, item: ActiveJob) -> None:
         outcome = item.job.outcome
+        if outcome is None:  # still being stopped: the next pass sees it end
+            return
         claim = item.claim
         tasks = self.cluster.tasks
         if outcome.reason == "lost_lease":
@@ -222,14 +229,26 @@ class Worker:
         elif outcome.succeeded:
             tasks.finish(claim.task_id, claim.token, "succeeded", exit_code=0, reason="exit")
         elif outcome.reason == "cancelled":
-            tasks.finish(claim.task_id, claim.token, "cancelled", exit_code=outcome.exit_code, reason="cancelled",
-                         message=outcome.describe())
+            tasks.finish(
+                claim.task_id,
+                claim.token,
+                "cancelled",
+                exit_code=outcome.exit_code,
+                reason="cancelled",
+                message=outcome.describe(),
+            )
         elif item.attempt <= item.task.retries:
             if tasks.requeue(claim.task_id, claim.token, outcome.reason, outcome.describe()) is not None:
                 self.cluster.queue.enqueue(claim.task_id, task_score(tasks.get_any(claim.task_id)))
         else:
-            tasks.finish(claim.task_id, claim.token, "failed", exit_code=outcome.exit_code, reason=outcome.reason,
-                         message=outcome.describe())
+            tasks.finish(
+                claim.task_id,
+                claim.token,
+                "failed",
+                exit_code=outcome.exit_code,
+                reason=outcome.reason,
+                message=outcome.describe(),
+            )
         self.cluster.queue.release(claim.task_id, claim.token)
         with self._lock:
             self.jobs.pop(claim.task_id, None)
@@ -266,7 +285,9 @@ class Worker:
         row = self.cluster.tasks.get_any(claim.task_id)
         if row.status == "running" and row.lease_token == claim.token:
             expires = now_ms() + self._ttl_ms
-            self.cluster.queue.restore_lease(claim.task_id, claim.token, self.node, claim.gpu_indices, expires)
+            self.cluster.queue.restore_lease(
+                claim.task_id, claim.token, self.node, claim.gpu_indices, expires
+            )
         else:
             self._request_stop(claim.task_id, "lost_lease")
 

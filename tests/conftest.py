@@ -23,7 +23,9 @@ from scheduler.settings import Settings
 from scheduler.store.identity import Identity, authenticate, create_token
 
 IN_CI = bool(os.environ.get("CI"))
-POSTGRES_ADMIN_URL = os.environ.get("NIGHTSHIFT_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+POSTGRES_ADMIN_URL = os.environ.get(
+    "NIGHTSHIFT_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+)
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")

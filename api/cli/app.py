@@ -20,7 +20,9 @@ from scheduler.settings import Settings, get_settings
 from scheduler.spec import load_spec_file
 from scheduler.timeparse import parse_when
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, help="nightshift: a GPU job queue for small teams.")
+app = typer.Typer(
+    no_args_is_help=True, add_completion=False, help="nightshift: a GPU job queue for small teams."
+)
 token_app = typer.Typer(no_args_is_help=True, help="Create and revoke API tokens (run on the server).")
 app.add_typer(token_app, name="token")
 
@@ -47,8 +49,10 @@ def _with_client(action: Callable[[NightshiftClient], T]) -> T:
 
 
 def _setup_logging() -> None:
-    logging.basicConfig(level=os.environ.get("NIGHTSHIFT_LOG_LEVEL", "INFO"),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=os.environ.get("NIGHTSHIFT_LOG_LEVEL", "INFO"),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
 
 
 # --- services ---------------------------------------------------------------------------------------
@@ -60,8 +64,14 @@ def _serve(*, api: bool, scheduler: bool, worker: bool, host: str | None, port: 
     settings = get_settings()
     _setup_logging()
     try:
-        serve(settings, api=api, scheduler=scheduler, worker=worker, host=host or settings.host,
-              port=port or settings.port)
+        serve(
+            settings,
+            api=api,
+            scheduler=scheduler,
+            worker=worker,
+            host=host or settings.host,
+            port=port or settings.port,
+        )
     except NightshiftError as exc:
         _fail(exc.message)
 
@@ -90,7 +100,7 @@ def scheduler_command() -> None:
 
 @app.command("worker")
 def worker_command() -> None:
-    """Run a worker for this node (needs NIGHTSHIFT_REDIS_URL and NIGHTSHIFT_DATABASE_URL on another machine)."""
+    """Run a worker for this node (elsewhere: set NIGHTSHIFT_REDIS_URL and NIGHTSHIFT_DATABASE_URL)."""
     _serve(api=False, scheduler=False, worker=True, host=None, port=None)
 
 
@@ -176,8 +186,12 @@ def submit(
     docker: Annotated[str | None, typer.Option("--docker", help="docker image")] = None,
     retries: Annotated[int | None, typer.Option(help="retries after a failure")] = None,
     name: Annotated[str | None, typer.Option(help="a short name")] = None,
-    depends_on: Annotated[list[int] | None, typer.Option("--depends-on", help="start after task ID succeeds")] = None,
-    idempotency_key: Annotated[str | None, typer.Option("--idempotency-key", help="submit at most once")] = None,
+    depends_on: Annotated[
+        list[int] | None, typer.Option("--depends-on", help="start after task ID succeeds")
+    ] = None,
+    idempotency_key: Annotated[
+        str | None, typer.Option("--idempotency-key", help="submit at most once")
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Submit a task: `nightshift submit --gpus 2 -- python train.py`."""
@@ -200,7 +214,9 @@ def submit(
 
 @app.command("ls")
 def list_command(
-    status: Annotated[str | None, typer.Option(help="queued | running | succeeded | failed | cancelled")] = None,
+    status: Annotated[
+        str | None, typer.Option(help="queued | running | succeeded | failed | cancelled")
+    ] = None,
     team: Annotated[str | None, typer.Option(help="(admins) one team's tasks")] = None,
     limit: Annotated[int, typer.Option(help="at most this many")] = 50,
     as_json: JsonOpt = False,

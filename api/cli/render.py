@@ -12,7 +12,13 @@ from rich.table import Table
 console = Console()
 err_console = Console(stderr=True)
 
-STATUS_STYLE = {"queued": "yellow", "running": "cyan", "succeeded": "green", "failed": "red", "cancelled": "dim"}
+STATUS_STYLE = {
+    "queued": "yellow",
+    "running": "cyan",
+    "succeeded": "green",
+    "failed": "red",
+    "cancelled": "dim",
+}
 
 
 def print_json(data: Any) -> None:
@@ -37,7 +43,17 @@ def _status(task: dict[str, Any]) -> str:
 def tasks_table(tasks: list[dict[str, Any]], title: str = "tasks") -> Table:
     """A table of tasks, one row each."""
     table = Table(title=title, title_justify="left")
-    for column in ("id", "name", "status", "gpus", "team/user", "node:gpus", "submitted", "started", "finished"):
+    for column in (
+        "id",
+        "name",
+        "status",
+        "gpus",
+        "team/user",
+        "node:gpus",
+        "submitted",
+        "started",
+        "finished",
+    ):
         table.add_column(column, no_wrap=column != "name")
     for task in tasks:
         where = f"{task['node']}:{','.join(map(str, task['gpu_indices']))}" if task.get("node") else "-"
@@ -60,8 +76,25 @@ def task_detail(task: dict[str, Any]) -> Table:
     table = Table(show_header=False, title=f"task {task['id']}", title_justify="left")
     table.add_column("field", style="bold")
     table.add_column("value")
-    for key in ("name", "command", "status", "reason", "message", "exit_code", "priority", "gpus", "gpu_memory_gb",
-                "team", "user", "node", "gpu_indices", "attempts", "submitted_at", "started_at", "finished_at"):
+    for key in (
+        "name",
+        "command",
+        "status",
+        "reason",
+        "message",
+        "exit_code",
+        "priority",
+        "gpus",
+        "gpu_memory_gb",
+        "team",
+        "user",
+        "node",
+        "gpu_indices",
+        "attempts",
+        "submitted_at",
+        "started_at",
+        "finished_at",
+    ):
         value = task.get(key)
         if value is None or value == "":
             continue
@@ -80,8 +113,16 @@ def queue_table(queue: dict[str, Any]) -> Table:
         table.add_column(column)
     for entry in queue["entries"]:
         task = entry["task"]
-        table.add_row(str(entry["position"]), str(task["id"]), task["name"], task["priority"], str(task["gpus"]),
-                      f"{task['team']}/{task['user']}", _short_time(task["submitted_at"]), entry.get("reason") or "")
+        table.add_row(
+            str(entry["position"]),
+            str(task["id"]),
+            task["name"],
+            task["priority"],
+            str(task["gpus"]),
+            f"{task['team']}/{task['user']}",
+            _short_time(task["submitted_at"]),
+            entry.get("reason") or "",
+        )
     return table
 
 

@@ -92,4 +92,3 @@ async def task_logs(
             await asyncio.sleep(FOLLOW_POLL_S)
 
     return StreamingResponse(stream(), media_type="text/plain; charset=utf-8")
-

@@ -75,7 +75,12 @@ def create_token(factory: sessionmaker[Session], user: str, team: str, is_admin:
                 team_row = _get_or_create_team(session, team_name)
                 user_row = _get_or_create_user(session, user_name, team_row, is_admin)
                 session.add(
-                    ApiToken(user_id=user_row.id, token_hash=hash_token(token), prefix=token[:10], is_admin=is_admin)
+                    ApiToken(
+                        user_id=user_row.id,
+                        token_hash=hash_token(token),
+                        prefix=token[:10],
+                        is_admin=is_admin,
+                    )
                 )
             return token
         except IntegrityError:
@@ -86,7 +91,9 @@ def create_token(factory: sessionmaker[Session], user: str, team: str, is_admin:
 def authenticate(factory: sessionmaker[Session], token: str | None) -> Identity:
     """The identity behind a bearer token; AuthError for a missing, unknown or revoked token."""
     if not token:
-        raise AuthError("missing API token: send 'Authorization: Bearer <token>' (see `nightshift token create`)")
+        raise AuthError(
+            "missing API token: send 'Authorization: Bearer <token>' (see `nightshift token create`)"
+        )
     with factory() as session:
         row = session.scalar(select(ApiToken).where(ApiToken.token_hash == hash_token(token)))
         if row is None:

@@ -112,7 +112,9 @@ class RedisQueue:
 
     def head(self, count: int) -> list[tuple[int, float]]:
         """The first `count` queued tasks with their scores, best first: O(log n + count)."""
-        rows = cast(list[tuple[str, float]], self.client.zrange(self.keys.queue, 0, count - 1, withscores=True))
+        rows = cast(
+            list[tuple[str, float]], self.client.zrange(self.keys.queue, 0, count - 1, withscores=True)
+        )
         return [(int(member), score) for member, score in rows]
 
     def position(self, task_id: int) -> int | None:
@@ -122,7 +124,7 @@ class RedisQueue:
 
     def length(self) -> int:
         """How many tasks wait in the queue (not counting assigned ones)."""
-        return int(cast(int, self.client.zcard(self.keys.queue)))
+        return int(self.client.zcard(self.keys.queue))
 
     def queued_ids(self) -> set[int]:
         """Every task id in the queue (used by the rebuild check, not on the hot path)."""
@@ -164,7 +166,8 @@ class RedisQueue:
         """Lease the next task assigned to `node`, atomically; None when there is none."""
         k = self.keys
         result = self._claim(
-            keys=[k.inbox(node), k.leases, k.fence, k.assigned, k.epoch], args=[node, now_ms, ttl_ms, k.prefix]
+            keys=[k.inbox(node), k.leases, k.fence, k.assigned, k.epoch],
+            args=[node, now_ms, ttl_ms, k.prefix],
         )
         if not result:
             return None
@@ -182,7 +185,9 @@ class RedisQueue:
     def release(self, task_id: int, token: str) -> bool:
         """Drop the lease of a finished task if it is still ours, and wake the scheduler."""
         k = self.keys
-        released = bool(self._release(keys=[k.lease(task_id), k.leases, k.cancel(task_id)], args=[task_id, token]))
+        released = bool(
+            self._release(keys=[k.lease(task_id), k.leases, k.cancel(task_id)], args=[task_id, token])
+        )
         self.ring_scheduler()
         return released
 
@@ -201,7 +206,9 @@ class RedisQueue:
         raw = cast(dict[str, str], self.client.hgetall(self.keys.lease(task_id)))
         if not raw:
             return None
-        return Lease(task_id, raw["node"], raw["token"], _gpus_tuple(raw["gpus"]), int(float(raw["expires_ms"])))
+        return Lease(
+            task_id, raw["node"], raw["token"], _gpus_tuple(raw["gpus"]), int(float(raw["expires_ms"]))
+        )
 
     def request_cancel(self, task_id: int, node: str) -> None:
         """Flag a running task for its worker to stop, and ring that worker."""

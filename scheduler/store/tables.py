@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from sqlalchemy import (
     JSON,
@@ -53,7 +53,7 @@ def utcnow() -> datetime:
 class Base(DeclarativeBase):
     """Declarative base of every nightshift table."""
 
-    type_annotation_map: dict[Any, Any] = {datetime: UtcDateTime, dict[str, Any]: JSON}
+    type_annotation_map: ClassVar[dict[Any, Any]] = {datetime: UtcDateTime, dict[str, Any]: JSON}
 
 
 class Team(Base):

@@ -81,7 +81,9 @@ class TaskStore:
 
     def _by_idempotency_key(self, who: Identity, key: str) -> Task | None:
         with self.factory() as session:
-            return session.scalar(select(Task).where(Task.user_id == who.user_id, Task.idempotency_key == key))
+            return session.scalar(
+                select(Task).where(Task.user_id == who.user_id, Task.idempotency_key == key)
+            )
 
     def get_any(self, task_id: int) -> Task:
         """A task by id regardless of team (internal use: scheduler, worker)."""
@@ -100,7 +102,12 @@ class TaskStore:
         return row
 
     def list_for(
-        self, who: Identity, status: str | None = None, team: str | None = None, limit: int = 200, offset: int = 0
+        self,
+        who: Identity,
+        status: str | None = None,
+        team: str | None = None,
+        limit: int = 200,
+        offset: int = 0,
     ) -> list[Task]:
         """Newest first; your team's tasks, or any team's for an admin (optionally filtered)."""
         query = select(Task).order_by(Task.id.desc()).limit(limit).offset(offset)
@@ -144,7 +151,9 @@ class TaskStore:
     def attempts(self, task_id: int) -> list[Attempt]:
         """Every attempt of a task, oldest first."""
         with self.factory() as session:
-            return list(session.scalars(select(Attempt).where(Attempt.task_id == task_id).order_by(Attempt.number)))
+            return list(
+                session.scalars(select(Attempt).where(Attempt.task_id == task_id).order_by(Attempt.number))
+            )
 
     # --- state changes (compare-and-set) ---------------------------------------------------------
 
@@ -178,7 +187,9 @@ class TaskStore:
     def record_pid(self, task_id: int, token: str, pid: int) -> None:
         """Remember the job's process id on its attempt (for reconciliation after a worker restart)."""
         with transaction(self.factory) as session:
-            session.execute(update(Attempt).where(Attempt.task_id == task_id, Attempt.token == token).values(pid=pid))
+            session.execute(
+                update(Attempt).where(Attempt.task_id == task_id, Attempt.token == token).values(pid=pid)
+            )
 
     def finish(
         self,
@@ -213,7 +224,12 @@ class TaskStore:
                 update(Task)
                 .where(Task.id == task_id, Task.status == "running", Task.lease_token == token)
                 .values(
-                    status="queued", lease_token=None, node=None, gpu_indices=None, reason=reason, message=message
+                    status="queued",
+                    lease_token=None,
+                    node=None,
+                    gpu_indices=None,
+                    reason=reason,
+                    message=message,
                 )
             )
             if _rowcount(result) != 1:
@@ -243,7 +259,9 @@ class TaskStore:
             result = session.execute(
                 update(Task)
                 .where(Task.id == task_id, Task.status == "queued")
-                .values(status="cancelled", finished_at=utcnow(), reason="cancelled", message=f"cancelled by {by}")
+                .values(
+                    status="cancelled", finished_at=utcnow(), reason="cancelled", message=f"cancelled by {by}"
+                )
             )
             return _rowcount(result) == 1
 

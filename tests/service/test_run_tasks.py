@@ -27,10 +27,14 @@ def _status(cluster: Cluster, task_id: int) -> str:
     return cluster.tasks.get_any(task_id).status
 
 
-def test_submitted_tasks_run_and_their_output_lands_in_the_log(cluster, make_identity, run_in_thread, tmp_path):
+def test_submitted_tasks_run_and_their_output_lands_in_the_log(
+    cluster, make_identity, run_in_thread, tmp_path
+):
     who, _ = make_identity()
     _start(cluster, run_in_thread)
-    ids = [cluster.submit(who, {"command": f"echo hello {i}", "workdir": str(tmp_path)})[0].id for i in range(3)]
+    ids = [
+        cluster.submit(who, {"command": f"echo hello {i}", "workdir": str(tmp_path)})[0].id for i in range(3)
+    ]
     for task_id in ids:
         wait_until(lambda task_id=task_id: _status(cluster, task_id) == "succeeded")
     for i, task_id in enumerate(ids):
@@ -42,7 +46,12 @@ def test_a_job_sees_only_its_gpus_and_its_task_id(cluster, make_identity, run_in
     who, _ = make_identity()
     _start(cluster, run_in_thread)
     task, _ = cluster.submit(
-        who, {"command": "echo gpus=$CUDA_VISIBLE_DEVICES id=$NIGHTSHIFT_TASK_ID", "gpus": 2, "workdir": str(tmp_path)}
+        who,
+        {
+            "command": "echo gpus=$CUDA_VISIBLE_DEVICES id=$NIGHTSHIFT_TASK_ID",
+            "gpus": 2,
+            "workdir": str(tmp_path),
+        },
     )
     wait_until(lambda: _status(cluster, task.id) == "succeeded")
     row = cluster.tasks.get_any(task.id)
@@ -69,7 +78,9 @@ def test_retries_run_a_failing_task_again_then_give_up(cluster, make_identity, r
     assert cluster.log_path(task.id).read_text().splitlines().count("try") == 3
 
 
-def test_cancelling_a_running_task_kills_its_whole_process_group(cluster, make_identity, run_in_thread, tmp_path):
+def test_cancelling_a_running_task_kills_its_whole_process_group(
+    cluster, make_identity, run_in_thread, tmp_path
+):
     who, _ = make_identity()
     _start(cluster, run_in_thread)
     pids_file = tmp_path / "pids"
@@ -79,18 +90,26 @@ def test_cancelling_a_running_task_kills_its_whole_process_group(cluster, make_i
     children = [int(pid) for pid in pids_file.read_text().split()]
     cluster.cancel(who, task.id)
     wait_until(lambda: _status(cluster, task.id) == "cancelled")
-    wait_until(lambda: not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie" for pid in children))
+    wait_until(
+        lambda: (
+            not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie" for pid in children)
+        )
+    )
 
 
 def test_a_time_limit_stops_the_job_and_fails_the_task(cluster, make_identity, run_in_thread, tmp_path):
     who, _ = make_identity()
     _start(cluster, run_in_thread)
-    task, _ = cluster.submit(who, {"command": "sleep 300", "time_limit_minutes": 0.01, "workdir": str(tmp_path)})
+    task, _ = cluster.submit(
+        who, {"command": "sleep 300", "time_limit_minutes": 0.01, "workdir": str(tmp_path)}
+    )
     wait_until(lambda: _status(cluster, task.id) == "failed")
     assert cluster.tasks.get_any(task.id).reason == "timeout"
 
 
-def test_a_missing_workdir_fails_the_task_with_a_clear_reason(cluster, make_identity, run_in_thread, tmp_path):
+def test_a_missing_workdir_fails_the_task_with_a_clear_reason(
+    cluster, make_identity, run_in_thread, tmp_path
+):
     who, _ = make_identity()
     _start(cluster, run_in_thread)
     task, _ = cluster.submit(who, {"command": "true", "workdir": str(tmp_path / "nope")})
@@ -100,7 +119,9 @@ def test_a_missing_workdir_fails_the_task_with_a_clear_reason(cluster, make_iden
     assert "does not exist" in (row.message or "")
 
 
-def test_a_conda_task_fails_clearly_when_conda_is_not_installed(cluster, make_identity, run_in_thread, tmp_path):
+def test_a_conda_task_fails_clearly_when_conda_is_not_installed(
+    cluster, make_identity, run_in_thread, tmp_path
+):
     who, _ = make_identity()
     worker = _start(cluster, run_in_thread)
     worker.base_env["PATH"] = str(tmp_path)  # no conda here
@@ -113,8 +134,9 @@ def test_tasks_wait_for_free_gpus_and_then_start(cluster, make_identity, run_in_
     who, _ = make_identity()
     _start(cluster, run_in_thread, gpus="2x24")
     gate = tmp_path / "gate"
-    first, _ = cluster.submit(who, {"command": f"while [ ! -e {gate} ]; do sleep 0.05; done", "gpus": 2,
-                                    "workdir": str(tmp_path)})
+    first, _ = cluster.submit(
+        who, {"command": f"while [ ! -e {gate} ]; do sleep 0.05; done", "gpus": 2, "workdir": str(tmp_path)}
+    )
     wait_until(lambda: _status(cluster, first.id) == "running")
     second, _ = cluster.submit(who, {"command": "true", "gpus": 1, "workdir": str(tmp_path)})
     assert _status(cluster, second.id) == "queued"
