@@ -1,0 +1,245 @@
+"""Start one job attempt: its command line, its environment, its log file, its own session and process group.
+
+The worker builds a `LaunchRequest`, calls `start_job()` and gets a `RunningJob` to poll and stop.
+
+Call `start_job()` from a long-lived thread (the worker's main loop): the job's leader is asked to die with
+SIGKILL when its parent goes (`PR_SET_PDEATHSIG`), and Linux ties that to the *thread* that forked it, so a
+job started from a short-lived pool thread would be killed when that thread ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import fnmatch
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from scheduler.errors import ExecutorError
+from scheduler.executor.process import RunningJob
+from scheduler.executor.reaper import TOKEN_VAR, check_run_token
+
+Which = Callable[[str], str | None]
+
+SHELL = "/bin/sh"
+# Image references as `TaskSpec` accepts them; nothing that starts with '-' or holds a space can pass, so an
+# image name can never become a docker flag.
+_DOCKER_IMAGE = re.compile(r"[a-z0-9][a-z0-9._\-/:@]{0,254}")
+_CONDA_ENV = re.compile(r"[\w.+/][\w.\-+/]{0,199}")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Dropped from the worker's environment before a job sees it (matched case-insensitively).
+SECRET_ENV_PATTERNS: tuple[str, ...] = (
+    "NIGHTSHIFT_*",
+    "OPENAI_API_KEY",
+    "*_API_KEY",
+    "*_TOKEN",
+    "*_SECRET*",
+    "*_PASSWORD*",
+    "AWS_*",
+    "DATABASE_URL",
+    "REDIS_URL",
+)
+_PR_SET_PDEATHSIG = 1
+
+
+@dataclass(frozen=True)
+class LaunchRequest:
+    """Everything needed to start one attempt of a task on this node."""
+
+    task_id: int
+    attempt: int
+    command: str
+    workdir: Path
+    log_path: Path
+    gpu_indices: tuple[int, ...]
+    env: Mapping[str, str]
+    conda_env: str | None
+    docker_image: str | None
+    checkpoint_dir: Path | None
+    time_limit_s: float | None
+    run_token: str
+
+
+def container_name(request: LaunchRequest) -> str:
+    """The docker container name of a docker job, so it can be found and removed."""
+    return f"nightshift-{request.task_id}-{request.attempt}"
+
+
+def _gpu_list(request: LaunchRequest) -> str:
+    return ",".join(str(index) for index in request.gpu_indices)
+
+
+def _job_var_names(request: LaunchRequest) -> list[str]:
+    names = ["NIGHTSHIFT_TASK_ID", "NIGHTSHIFT_ATTEMPT", "NIGHTSHIFT_GPUS", TOKEN_VAR]
+    if request.checkpoint_dir is not None:
+        names.append("NIGHTSHIFT_CHECKPOINT_DIR")
+    return names
+
+
+def _require(which: Which, program: str, what: str) -> str:
+    path = which(program)
+    if path is None:
+        raise ExecutorError(f"{what} was requested but {program} is not installed on this node")
+    return path
+
+
+def _docker_argv(request: LaunchRequest, image: str, docker: str) -> list[str]:
+    if not _DOCKER_IMAGE.fullmatch(image):
+        raise ExecutorError(f"docker_image {image!r} is not a valid image name (like pytorch/pytorch:2.4.0)")
+    argv = [docker, "run", "--rm", "--init", "--name", container_name(request)]
+    if request.gpu_indices:
+        # The inner quotes are part of the value: docker parses --gpus as CSV, so `device=0,1` unquoted
+        # would read as two fields.
+        argv += ["--gpus", f'"device={_gpu_list(request)}"']
+    mounts = [request.workdir]
+    if request.checkpoint_dir is not None and not request.checkpoint_dir.is_relative_to(request.workdir):
+        mounts.append(request.checkpoint_dir)
+    for mount in mounts:
+        if ":" in str(mount) or "," in str(mount):
+            raise ExecutorError(
+                f"folder {str(mount)!r} cannot be mounted into docker: it contains ':' or ','"
+            )
+        argv += ["-v", f"{mount}:{mount}"]
+    argv += ["-w", str(request.workdir)]
+    # `-e NAME` without a value makes docker copy the value from its own environment (the job's), so values
+    # never show up in `ps`. CUDA_VISIBLE_DEVICES stays out: inside the container GPUs are renumbered from 0.
+    for name in [*sorted(request.env), *_job_var_names(request)]:
+        argv += ["-e", name]
+    return [*argv, image, SHELL, "-c", request.command]
+
+
+def build_argv(request: LaunchRequest, *, which: Which = shutil.which) -> list[str]:
+    """The command line that runs the job: plain `/bin/sh -c`, or inside `conda run` or `docker run`."""
+    shell = [SHELL, "-c", request.command]
+    if request.conda_env is not None and request.docker_image is not None:
+        raise ExecutorError("a job runs in a conda env or a docker image, not both")
+    if request.conda_env is not None:
+        name = request.conda_env
+        if not _CONDA_ENV.fullmatch(name):
+            raise ExecutorError(f"conda_env {name!r} is not a valid environment name")
+        conda = _require(which, "conda", f"conda_env {name!r}")
+        # A conda env given as an absolute path is selected with -p, a name with -n.
+        return [conda, "run", "--no-capture-output", "-p" if name.startswith("/") else "-n", name, *shell]
+    if request.docker_image is not None:
+        docker = _require(which, "docker", f"docker_image {request.docker_image!r}")
+        return _docker_argv(request, request.docker_image, docker)
+    return shell
+
+
+def is_secret_env_name(name: str) -> bool:
+    """True for worker variables a job must not inherit: nightshift settings, tokens, passwords, keys."""
+    upper = name.upper()
+    return any(fnmatch.fnmatchcase(upper, pattern) for pattern in SECRET_ENV_PATTERNS)
+
+
+def build_env(request: LaunchRequest, base_env: Mapping[str, str]) -> dict[str, str]:
+    """The job's environment: the worker's minus secrets, then the spec's env, then nightshift's own vars."""
+    env = {name: value for name, value in base_env.items() if not is_secret_env_name(name)}
+    for name, value in request.env.items():
+        if not _ENV_NAME.fullmatch(name):
+            raise ExecutorError(
+                f"env name {name!r} must be letters, digits and _ (not starting with a digit)"
+            )
+        env[name] = value
+    gpus = _gpu_list(request)
+    # NVML numbers GPUs in PCI bus order; CUDA's default order (fastest first) may differ on mixed machines.
+    env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+    env["CUDA_VISIBLE_DEVICES"] = gpus  # empty for a CPU-only job: it sees no GPU
+    env["NIGHTSHIFT_TASK_ID"] = str(request.task_id)
+    env["NIGHTSHIFT_ATTEMPT"] = str(request.attempt)
+    env["NIGHTSHIFT_GPUS"] = gpus
+    env[TOKEN_VAR] = request.run_token
+    if request.checkpoint_dir is not None:
+        env["NIGHTSHIFT_CHECKPOINT_DIR"] = str(request.checkpoint_dir)
+    return env
+
+
+def _load_prctl() -> Callable[..., int] | None:
+    try:
+        prctl: Any = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    prctl.restype = ctypes.c_int
+    return prctl  # type: ignore[no-any-return]
+
+
+# Looked up once here, in the parent: the child between fork and exec should only call it, not load libraries.
+_PRCTL = _load_prctl()
+
+
+def _die_with_parent(parent_pid: int) -> Callable[[], None]:
+    def preexec() -> None:
+        # Fail-safe: without the parent-death signal the job still runs, and the token sweep still finds it.
+        with contextlib.suppress(Exception):
+            if _PRCTL is not None:
+                _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            if os.getppid() != parent_pid:  # the worker died before prctl took effect
+                os.kill(os.getpid(), signal.SIGKILL)
+
+    return preexec
+
+
+def _header(request: LaunchRequest) -> str:
+    where = f"on GPUs {_gpu_list(request)}" if request.gpu_indices else "on CPU only (no GPU)"
+    if request.conda_env is not None:
+        where += f" in conda env {request.conda_env}"
+    if request.docker_image is not None:
+        where += f" in docker image {request.docker_image}"
+    now = datetime.now().astimezone().isoformat(timespec="seconds")
+    return (
+        f"==> nightshift task {request.task_id} attempt {request.attempt} {where} at {now}\n"
+        f"==> $ {request.command}\n"
+    )
+
+
+def start_job(
+    request: LaunchRequest, *, base_env: Mapping[str, str] | None = None, which: Which = shutil.which
+) -> RunningJob:
+    """Start the job in its own session and process group, output appended to its log; raise ExecutorError."""
+    check_run_token(request.run_token)
+    if not request.workdir.is_dir():
+        raise ExecutorError(
+            f"workdir {str(request.workdir)!r} does not exist or is not a folder on this node"
+        )
+    argv = build_argv(request, which=which)
+    env = build_env(request, os.environ if base_env is None else base_env)
+    try:
+        request.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = open(request.log_path, "ab")  # noqa: SIM115 - closed below once the child holds its own copy
+    except OSError as error:
+        raise ExecutorError(f"cannot open log file {str(request.log_path)!r}: {error}") from error
+    with log:
+        log.write(_header(request).encode())
+        log.flush()
+        log_offset = log.tell()
+        try:
+            popen = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=request.workdir,
+                env=env,
+                start_new_session=True,
+                preexec_fn=_die_with_parent(os.getpid()),
+                close_fds=True,
+            )
+        except (OSError, subprocess.SubprocessError) as error:
+            log.write(f"==> nightshift could not start the job: {error}\n".encode())
+            raise ExecutorError(f"could not start task {request.task_id}: {error}") from error
+    cleanup = (
+        [argv[0], "rm", "--force", container_name(request)] if request.docker_image is not None else None
+    )
+    return RunningJob(
+        request, popen, started_at=time.monotonic(), log_offset=log_offset, cleanup_argv=cleanup
+    )

@@ -1,0 +1,87 @@
+"""What became of a job: its exit code or signal, and why it ended, in words the task's status can carry.
+
+The reasons:
+
+- `exit`: exit code 0, the job succeeded.
+- `nonzero_exit`: it exited with another code.
+- `timeout`, `cancelled`, `lost_lease`: the worker stopped it; the reason given to `RunningJob.stop()`
+  wins over whatever exit code or signal the job then ended with (a job that saves and exits 0 on SIGTERM
+  after a cancel is still `cancelled`).
+- `signal`: a signal nightshift did not send killed it.
+- `oom`: it failed on its own (nonzero exit, or a signal such as the kernel OOM killer's SIGKILL, seen by a
+  shell as exit 137) and the last lines of its log mention running out of memory (`CUDA out of memory`,
+  `OutOfMemoryError`, `MemoryError`, `oom-kill`, `Killed process`). A heuristic: the kernel's OOM killer
+  writes to the kernel log, not ours, so a silent SIGKILL stays `signal`.
+"""
+
+from __future__ import annotations
+
+import re
+import signal as signals
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+StopReason = Literal["timeout", "cancelled", "lost_lease"]
+OutcomeReason = Literal["exit", "nonzero_exit", "timeout", "cancelled", "lost_lease", "signal", "oom"]
+STOP_REASONS: frozenset[str] = frozenset({"timeout", "cancelled", "lost_lease"})
+
+OOM_TAIL_BYTES = 64 * 1024
+OOM_TAIL_LINES = 50
+_OOM = re.compile(
+    r"out of memory|OutOfMemoryError|\bMemoryError\b|oom[-_ ]kill|Killed process", re.IGNORECASE
+)
+
+
+@dataclass(frozen=True)
+class JobOutcome:
+    """How a job ended: `exit_code` when it exited, `signal` when a signal killed it, and the reason why."""
+
+    exit_code: int | None
+    signal: int | None
+    reason: OutcomeReason
+
+    @property
+    def succeeded(self) -> bool:
+        """True only for a job that exited 0 on its own."""
+        return self.reason == "exit"
+
+    def describe(self) -> str:
+        """One human line, e.g. `exit code 1 (nonzero_exit)` or `killed by SIGKILL (timeout)`."""
+        if self.signal is not None:
+            try:
+                name = signals.Signals(self.signal).name
+            except ValueError:
+                name = f"signal {self.signal}"
+            return f"killed by {name} ({self.reason})"
+        return f"exit code {self.exit_code} ({self.reason})"
+
+
+def log_mentions_oom(log_path: Path, start_offset: int = 0) -> bool:
+    """True when the last lines of the log (after `start_offset`, this attempt's header) mention OOM."""
+    try:
+        with open(log_path, "rb") as handle:
+            size = handle.seek(0, 2)
+            handle.seek(max(start_offset, size - OOM_TAIL_BYTES))
+            tail = handle.read().decode(errors="replace")
+    except OSError:
+        return False
+    return any(_OOM.search(line) for line in tail.splitlines()[-OOM_TAIL_LINES:])
+
+
+def classify(returncode: int, stop_reason: StopReason | None, log_path: Path, log_offset: int) -> JobOutcome:
+    """Turn a leader's return code (negative = killed by that signal) and the stop reason into an outcome."""
+    exit_code = returncode if returncode >= 0 else None
+    signal = -returncode if returncode < 0 else None
+    reason: OutcomeReason
+    if stop_reason is not None:
+        reason = stop_reason
+    elif returncode == 0:
+        reason = "exit"
+    elif log_mentions_oom(log_path, log_offset):
+        reason = "oom"
+    elif signal is not None:
+        reason = "signal"
+    else:
+        reason = "nonzero_exit"
+    return JobOutcome(exit_code=exit_code, signal=signal, reason=reason)

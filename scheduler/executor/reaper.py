@@ -1,0 +1,125 @@
+"""Find and kill a job's processes by the run token in their environment, or by their process group.
+
+Every job process inherits `NIGHTSHIFT_RUN_TOKEN=<token>` (unique per attempt). A process that left the
+job's process group (`setsid`, a double fork, a daemonizing library, a docker container's processes seen
+from the host) still carries it in `/proc/<pid>/environ`, which is the environment it was *started* with.
+That makes the token the way to find stragglers, and the way a restarted worker finds jobs it no longer
+owns (reconciliation). It is best effort: a process started with a scrubbed environment (`env -i`) escapes
+it, and processes of other users are skipped when the kernel denies reading their environment.
+
+A zombie (exited, not yet reaped by its parent) reads as an empty environment and counts as gone: it holds
+no memory and no GPU.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import signal
+import time
+from collections.abc import Iterable
+
+from scheduler.errors import ExecutorError
+
+TOKEN_VAR = "NIGHTSHIFT_RUN_TOKEN"
+KILL_SETTLE_S = 5.0
+_SETTLE_POLL_S = 0.02
+_TOKEN = re.compile(r"[A-Za-z0-9._:-]{8,200}")
+_PROC = "/proc"
+
+log = logging.getLogger(__name__)
+
+
+def check_run_token(run_token: str) -> str:
+    """Return the token when it is safe to match on (8–200 of `A-Za-z0-9._:-`), else raise ExecutorError."""
+    if not _TOKEN.fullmatch(run_token):
+        raise ExecutorError(
+            f"run token {run_token!r} must be 8 to 200 letters, digits or ._:- (a unique id per attempt)"
+        )
+    return run_token
+
+
+def _pids() -> list[int]:
+    return [int(name) for name in os.listdir(_PROC) if name.isdigit()]
+
+
+def _environ(pid: int) -> list[bytes]:
+    try:
+        with open(f"{_PROC}/{pid}/environ", "rb") as handle:
+            return handle.read().split(b"\0")
+    except OSError:  # vanished, or another user's process
+        return []
+
+
+def _stat(pid: int) -> tuple[str, int] | None:
+    """Return (state, process group id) of a process, or None when it is gone."""
+    try:
+        with open(f"{_PROC}/{pid}/stat", "rb") as handle:
+            raw = handle.read()
+    except OSError:
+        return None
+    # The command name in parentheses may itself contain spaces or parentheses: split after the last ')'.
+    fields = raw[raw.rfind(b")") + 2 :].split()
+    return fields[0].decode(), int(fields[2])
+
+
+def find_processes_with_token(run_token: str) -> list[int]:
+    """List live processes (not zombies, not this one) started with this job's run token in their env."""
+    entry = f"{TOKEN_VAR}={check_run_token(run_token)}".encode()
+    own = os.getpid()
+    return [pid for pid in _pids() if pid != own and entry in _environ(pid)]
+
+
+def find_run_tokens() -> dict[str, list[int]]:
+    """Map each run token on this machine to its live processes, for a restarted worker's reconciliation."""
+    prefix = f"{TOKEN_VAR}=".encode()
+    own = os.getpid()
+    found: dict[str, list[int]] = {}
+    for pid in _pids():
+        if pid == own:
+            continue
+        for entry in _environ(pid):
+            if entry.startswith(prefix):
+                found.setdefault(entry[len(prefix) :].decode(errors="replace"), []).append(pid)
+                break
+    return found
+
+
+def group_members(pgid: int) -> list[int]:
+    """List live (non-zombie) processes whose process group is `pgid`."""
+    members = []
+    for pid in _pids():
+        stat = _stat(pid)
+        if stat is not None and stat[1] == pgid and stat[0] not in ("Z", "X"):
+            members.append(pid)
+    return members
+
+
+def signal_pids(pids: Iterable[int], sig: int) -> None:
+    """Send `sig` to each pid, skipping those that are gone or not ours to signal."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+
+
+def signal_group(pgid: int, sig: int) -> None:
+    """Send `sig` to a process group, ignoring a group that is already gone."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def kill_processes_with_token(run_token: str, *, settle_s: float = KILL_SETTLE_S) -> list[int]:
+    """SIGKILL every process carrying the token until none is left (or settle_s passes); list them."""
+    check_run_token(run_token)
+    killed: set[int] = set()
+    deadline = time.monotonic() + settle_s
+    while pids := find_processes_with_token(run_token):
+        signal_pids(pids, signal.SIGKILL)
+        killed.update(pids)
+        if time.monotonic() >= deadline:
+            log.warning("processes %s of run %s survive SIGKILL after %.1f s", pids, run_token, settle_s)
+            break
+        time.sleep(_SETTLE_POLL_S)
+    return sorted(killed)

@@ -1,0 +1,87 @@
+"""Fixtures for the executor tests: request builders, a job starter that cleans up, and polling helpers."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from scheduler.executor import LaunchRequest, RunningJob, start_job
+
+WAIT_S = 10.0
+
+
+def wait_until(predicate: Callable[[], Any], timeout_s: float = WAIT_S, what: str = "condition") -> Any:
+    """Poll predicate until it returns something truthy; fail the test after timeout_s."""
+    deadline = time.monotonic() + timeout_s
+    while not (value := predicate()):
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout_s} s waiting for {what}")
+        time.sleep(0.02)
+    return value
+
+
+def is_alive(pid: int) -> bool:
+    """True when pid is a live process (a zombie has already let go of its memory and GPUs)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def read_pids(path: Path, count: int) -> list[int]:
+    """Wait until the job has written `count` pids (one a line) into path, and return them."""
+
+    def ready() -> list[int] | None:
+        lines = path.read_text().split() if path.exists() else []
+        return [int(line) for line in lines] if len(lines) >= count else None
+
+    pids: list[int] = wait_until(ready, what=f"{count} pids in {path}")
+    return pids
+
+
+@pytest.fixture
+def make_request(tmp_path: Path) -> Callable[..., LaunchRequest]:
+    """Factory: `make_request("echo hi", gpu_indices=())` -> a LaunchRequest with a fresh run token."""
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+
+    def make(command: str = "true", **overrides: Any) -> LaunchRequest:
+        fields: dict[str, Any] = {
+            "task_id": 12,
+            "attempt": 1,
+            "command": command,
+            "workdir": workdir,
+            "log_path": tmp_path / "logs" / "12" / "attempt-1.log",
+            "gpu_indices": (0, 1),
+            "env": {},
+            "conda_env": None,
+            "docker_image": None,
+            "checkpoint_dir": None,
+            "time_limit_s": None,
+            "run_token": f"test-{uuid.uuid4().hex}",
+        }
+        fields.update(overrides)
+        return LaunchRequest(**fields)
+
+    return make
+
+
+@pytest.fixture
+def run_job(make_request: Callable[..., LaunchRequest]) -> Iterator[Callable[..., RunningJob]]:
+    """Factory: `run_job("sleep 1", base_env=...)` starts a job; every job is stopped and swept afterwards."""
+    jobs: list[RunningJob] = []
+
+    def run(command: str, *, base_env: dict[str, str] | None = None, **overrides: Any) -> RunningJob:
+        job = start_job(make_request(command, **overrides), base_env=base_env)
+        jobs.append(job)
+        return job
+
+    yield run
+    for job in jobs:
+        job.stop(0.1, "cancelled")
