@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+import sys
 from datetime import datetime
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-console = Console()
-err_console = Console(stderr=True)
+# Piped output (scripts, CI logs) gets wide lines instead of columns squeezed to 80 characters.
+console = Console(width=None if sys.stdout.isatty() else 200)
+err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
 
 STATUS_STYLE = {
     "queued": "yellow",
@@ -43,18 +45,11 @@ def _status(task: dict[str, Any]) -> str:
 def tasks_table(tasks: list[dict[str, Any]], title: str = "tasks") -> Table:
     """A table of tasks, one row each."""
     table = Table(title=title, title_justify="left")
-    for column in (
-        "id",
-        "name",
-        "status",
-        "gpus",
-        "team/user",
-        "node:gpus",
-        "submitted",
-        "started",
-        "finished",
-    ):
-        table.add_column(column, no_wrap=column != "name")
+    table.add_column("id", no_wrap=True, min_width=3)
+    table.add_column("name", overflow="fold", max_width=40)
+    table.add_column("status", no_wrap=True, min_width=9)
+    for column in ("gpus", "team/user", "node:gpus", "submitted", "started", "finished"):
+        table.add_column(column, overflow="fold")
     for task in tasks:
         where = f"{task['node']}:{','.join(map(str, task['gpu_indices']))}" if task.get("node") else "-"
         table.add_row(

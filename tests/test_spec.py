@@ -1,0 +1,82 @@
+"""The task spec: what is accepted, and the messages people get for what is not."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from scheduler.errors import SpecError
+from scheduler.spec import load_spec_file, parse_spec
+from scheduler.timeparse import parse_when
+
+
+def test_a_minimal_spec_gets_the_documented_defaults():
+    spec = parse_spec({"command": "  python train.py  "})
+    assert spec.command == "python train.py"
+    assert (spec.gpus, spec.priority, spec.retries, spec.offpeak) == (1, "normal", 0, False)
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        ({"command": ""}, "command must not be empty"),
+        ({"command": "   "}, "command must not be empty"),
+        ({}, "command is required"),
+        ({"command": "x", "gpus": -1}, "gpus"),
+        ({"command": "x", "gpus": "two"}, "gpus"),
+        ({"command": "x", "frobnicate": 1}, "unknown field 'frobnicate'"),
+        ({"command": "x", "priority": "asap"}, "priority"),
+        ({"command": "x", "conda_env": "a", "docker_image": "b"}, "not both"),
+        ({"command": "x", "docker_image": "--privileged"}, "docker_image"),
+        ({"command": "x", "conda_env": "-n"}, "conda_env"),
+        ({"command": "x", "env": {"NIGHTSHIFT_TOKEN": "1"}}, "cannot be overridden"),
+        ({"command": "x", "env": {"1A": "1"}}, "env name"),
+        ({"command": "x", "workdir": "relative/path"}, "absolute"),
+        ({"command": "x", "gpus": 0, "gpu_memory_gb": 10}, "CPU-only"),
+        ({"command": "x", "depends_on": [0]}, "positive"),
+        ({"command": "x", "not_before": "2026-12-02T00:00:00Z", "deadline": "2026-12-01T00:00:00Z"}, "after"),
+        ({"command": "a\x00b"}, "NUL"),
+    ],
+)
+def test_bad_specs_are_refused_with_a_message_naming_the_problem(data, expected):
+    with pytest.raises(SpecError) as caught:
+        parse_spec(data)
+    assert expected in caught.value.message
+
+
+def test_a_spec_that_is_not_a_mapping_is_refused():
+    with pytest.raises(SpecError, match="must be a JSON object"):
+        parse_spec(["echo", "hi"])
+
+
+def test_spec_files_load_from_yaml_and_json(tmp_path: Path):
+    (tmp_path / "a.yaml").write_text("command: python a.py\ngpus: 2\n")
+    (tmp_path / "b.json").write_text('{"command": "python b.py"}')
+    assert load_spec_file(tmp_path / "a.yaml") == {"command": "python a.py", "gpus": 2}
+    assert load_spec_file(tmp_path / "b.json") == {"command": "python b.py"}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("command: [unclosed", "not valid YAML"), ("", "is empty"), ("- a\n- b\n", "must hold a mapping")],
+)
+def test_broken_spec_files_get_a_clear_error(tmp_path: Path, text, expected):
+    path = tmp_path / "job.yaml"
+    path.write_text(text)
+    with pytest.raises(SpecError, match=expected):
+        load_spec_file(path)
+
+
+def test_after_accepts_clock_times_delays_and_iso_dates():
+    now = datetime(2026, 12, 1, 22, 0, tzinfo=UTC)
+    assert parse_when("23:00", now, UTC) == now + timedelta(hours=1)
+    assert parse_when("07:00", now, UTC) == datetime(2026, 12, 2, 7, 0, tzinfo=UTC)
+    assert parse_when("+2h", now, UTC) == now + timedelta(hours=2)
+    assert parse_when("30m", now, UTC) == now + timedelta(minutes=30)
+    assert parse_when("2026-12-03T09:00", now, UTC) == datetime(2026, 12, 3, 9, 0, tzinfo=UTC)
+    with pytest.raises(SpecError, match="cannot read the time"):
+        parse_when("whenever", now, UTC)
+    with pytest.raises(SpecError, match="not a time of day"):
+        parse_when("25:00", now, UTC)
