@@ -49,6 +49,7 @@ def _request_error_items(exc: RequestValidationError) -> list[dict[str, Any]]:
         kind = error.get("type", "")
         message = str(error.get("msg", "invalid value")).removeprefix("Value error, ")
         if kind == "json_invalid":
+            field = None  # the loc holds the character offset, not a field of the spec
             message = (
                 f"the request body is not valid JSON ({error.get('ctx', {}).get('error', 'parse error')})"
             )

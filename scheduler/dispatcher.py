@@ -18,7 +18,7 @@ from scheduler.nodes import NodeState
 from scheduler.policy import engine
 from scheduler.policy.config import PolicyConfig
 from scheduler.policy.types import Decisions, GpuSlot, PriorityClass, QueuedTask, RunningTask
-from scheduler.service import Cluster, task_score
+from scheduler.service import Cluster
 from scheduler.store.tables import Task
 
 log = logging.getLogger(__name__)
@@ -29,6 +29,13 @@ FULL_RECONCILE_EVERY_S = 60.0
 
 def _epoch_or_none(text: str | None) -> float | None:
     return datetime.fromisoformat(text).timestamp() if text else None
+
+
+def _later(not_before_s: float | None, hold_until: datetime | None) -> float | None:
+    """The later of the spec's `not_before` and a retry backoff."""
+    if hold_until is None:
+        return not_before_s
+    return max(not_before_s or 0.0, to_epoch_s(hold_until))
 
 
 def queued_task_of(task: Task) -> QueuedTask:
@@ -46,7 +53,7 @@ def queued_task_of(task: Task) -> QueuedTask:
         gpu_memory_mib=int((task.gpu_memory_gb or 0) * MIB_PER_GB),
         estimated_s=float(estimate) * 60 if estimate else None,
         time_limit_s=float(limit) * 60 if limit else None,
-        not_before_s=_epoch_or_none(spec.get("not_before")),
+        not_before_s=_later(_epoch_or_none(spec.get("not_before")), task.hold_until),
         deadline_s=_epoch_or_none(spec.get("deadline")),
         offpeak=bool(spec.get("offpeak")),
         name=task.name,
@@ -183,11 +190,12 @@ class Dispatcher:
         """Requeue tasks whose worker stopped heartbeating (lost worker); returns how many."""
         requeued = 0
         for task_id, token in self.cluster.queue.expired(now_ms()):
-            if self.cluster.tasks.requeue(task_id, token, "lost_worker", "the worker stopped heartbeating"):
-                task = self.cluster.tasks.get_any(task_id)
-                self.cluster.queue.enqueue(task_id, task_score(task))
-                requeued += 1
-                log.warning("task %s: lease expired, requeued", task_id)
+            status = self.cluster.settle_attempt(
+                task_id, token, "lost_worker", message="its worker stopped heartbeating"
+            )
+            if status is not None:
+                requeued += status == "queued"
+                log.warning("task %s: its worker stopped heartbeating; now %s", task_id, status)
         return requeued
 
     def _is_leader(self) -> bool:

@@ -8,11 +8,12 @@ from pathlib import Path
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from scheduler.clock import local_zone, now_ms, to_epoch_s
+from scheduler.clock import from_epoch_s, local_zone, now_ms, now_s, to_epoch_s
 from scheduler.errors import ConflictError, NotFoundError, SpecError
 from scheduler.keys import RedisKeys
 from scheduler.nodes import NodeRegistry, NodeState
 from scheduler.policy.priority import queue_score
+from scheduler.policy.retry import decide_retry
 from scheduler.policy.types import PriorityClass
 from scheduler.settings import Settings
 from scheduler.spec import TaskSpec, parse_spec
@@ -107,6 +108,54 @@ class Cluster:
         if task.status == "running" and task.node:
             self.queue.request_cancel(task_id, task.node)
         return task
+
+    def settle_attempt(
+        self, task_id: int, token: str, reason: str, exit_code: int | None = None, message: str | None = None
+    ) -> str | None:
+        """After an attempt ended: mark it succeeded, cancelled or failed, or requeue it (retry policy).
+
+        Only the holder of `token` changes anything. Returns the task's new status, or None when the claim
+        was no longer ours. The lease is released either way, which wakes the scheduler.
+        """
+        try:
+            return self._settle(task_id, token, reason, exit_code, message)
+        finally:
+            self.queue.release(task_id, token)
+
+    def _settle(
+        self, task_id: int, token: str, reason: str, exit_code: int | None, message: str | None
+    ) -> str | None:
+        tasks = self.tasks
+        if reason == "lost_lease":
+            return None
+        if reason == "exit":
+            return (
+                "succeeded" if tasks.finish(task_id, token, "succeeded", exit_code=0, reason="exit") else None
+            )
+        if reason == "cancelled":
+            done = tasks.finish(
+                task_id, token, "cancelled", exit_code=exit_code, reason=reason, message=message
+            )
+            return "cancelled" if done else None
+        task = tasks.get_any(task_id)
+        previous = tasks.attempt_reasons(task_id, excluding_token=token)
+        decision = decide_retry(previous, reason, task.retries, self.settings.retry_backoff_s)
+        if decision.retry:
+            hold = from_epoch_s(now_s() + decision.delay_s) if decision.delay_s else None
+            if tasks.requeue(task_id, token, reason, message, hold_until=hold) is None:
+                return None
+            self.queue.enqueue(task_id, task_score(task))
+            return "queued"
+        final_reason = decision.reason or reason
+        done = tasks.finish(
+            task_id,
+            token,
+            "failed",
+            exit_code=exit_code,
+            reason=final_reason,
+            message=decision.message or message,
+        )
+        return "failed" if done else None
 
     # --- views -------------------------------------------------------------------------------------
 

@@ -54,6 +54,7 @@ class Settings(BaseSettings):
     heartbeat_interval_s: float = Field(default=5.0, gt=0)
     kill_grace_s: float = Field(default=10.0, ge=0, description="SIGTERM → SIGKILL delay when stopping a job")
     scheduler_safety_pass_s: float = Field(default=5.0, gt=0, description="periodic pass besides events")
+    retry_backoff_s: float = Field(default=30.0, ge=0, description="first retry delay, doubling")
     max_task_gpus: int = Field(default=8, ge=1, description="refuse specs asking more GPUs than this")
 
     @classmethod

@@ -22,7 +22,7 @@ from scheduler.executor.process import RunningJob
 from scheduler.executor.reaper import kill_processes_with_token
 from scheduler.gpus.inventory import GpuMonitor
 from scheduler.nodes import NodeGpu
-from scheduler.service import Cluster, task_score
+from scheduler.service import Cluster
 from scheduler.store.queue import Claim, RenewResult
 from scheduler.store.tables import Task
 
@@ -105,13 +105,12 @@ class Worker:
             active = list(self.jobs.values())
         for item in active:
             item.job.stop(self.settings.kill_grace_s, "lost_lease")
-            requeued_at = self.cluster.tasks.requeue(
-                item.claim.task_id, item.claim.token, "worker_stopped", f"worker {self.node} was stopped"
+            self.cluster.settle_attempt(
+                item.claim.task_id,
+                item.claim.token,
+                "worker_stopped",
+                message=f"worker {self.node} was stopped",
             )
-            if requeued_at is not None:
-                task = self.cluster.tasks.get_any(item.claim.task_id)
-                self.cluster.queue.enqueue(task.id, task_score(task))
-            self.cluster.queue.release(item.claim.task_id, item.claim.token)
         with self._lock:
             self.jobs.clear()
 
@@ -122,10 +121,10 @@ class Worker:
                 continue
             token = task.lease_token
             kill_processes_with_token(f"task{task.id}-{token}")
-            if self.cluster.tasks.requeue(task.id, token, "lost_worker", f"worker {self.node} restarted"):
-                self.cluster.queue.release(task.id, token)
-                self.cluster.queue.enqueue(task.id, task_score(self.cluster.tasks.get_any(task.id)))
-                log.warning("task %s was running here before a restart: requeued", task.id)
+            status = self.cluster.settle_attempt(
+                task.id, token, "lost_worker", message=f"worker {self.node} restarted"
+            )
+            log.warning("task %s was running here before this worker restarted: now %s", task.id, status)
 
     # --- starting ---------------------------------------------------------------------------------
 
@@ -139,10 +138,7 @@ class Worker:
         try:
             job = start_job(request, base_env=self.base_env)
         except ExecutorError as exc:
-            self.cluster.tasks.finish(
-                claim.task_id, claim.token, "failed", exit_code=None, reason="executor", message=exc.message
-            )
-            self.cluster.queue.release(claim.task_id, claim.token)
+            self.cluster.settle_attempt(claim.task_id, claim.token, "executor", message=exc.message)
             return
         self.cluster.tasks.record_pid(claim.task_id, claim.token, job.pid)
         active = ActiveJob(task=task, claim=claim, attempt=attempt, job=job)
@@ -223,33 +219,9 @@ class Worker:
         if outcome is None:  # still being stopped: the next pass sees it end
             return
         claim = item.claim
-        tasks = self.cluster.tasks
-        if outcome.reason == "lost_lease":
-            pass  # the claim is gone: someone else decides about this task now
-        elif outcome.succeeded:
-            tasks.finish(claim.task_id, claim.token, "succeeded", exit_code=0, reason="exit")
-        elif outcome.reason == "cancelled":
-            tasks.finish(
-                claim.task_id,
-                claim.token,
-                "cancelled",
-                exit_code=outcome.exit_code,
-                reason="cancelled",
-                message=outcome.describe(),
-            )
-        elif item.attempt <= item.task.retries:
-            if tasks.requeue(claim.task_id, claim.token, outcome.reason, outcome.describe()) is not None:
-                self.cluster.queue.enqueue(claim.task_id, task_score(tasks.get_any(claim.task_id)))
-        else:
-            tasks.finish(
-                claim.task_id,
-                claim.token,
-                "failed",
-                exit_code=outcome.exit_code,
-                reason=outcome.reason,
-                message=outcome.describe(),
-            )
-        self.cluster.queue.release(claim.task_id, claim.token)
+        self.cluster.settle_attempt(
+            claim.task_id, claim.token, outcome.reason, outcome.exit_code, outcome.describe()
+        )
         with self._lock:
             self.jobs.pop(claim.task_id, None)
 

@@ -112,6 +112,7 @@ def make_settings(tmp_path: Path) -> Callable[..., Settings]:
             "heartbeat_interval_s": 0.5,
             "kill_grace_s": 1.0,
             "scheduler_safety_pass_s": 0.5,
+            "retry_backoff_s": 0.0,
         }
         values.update(overrides)
         return Settings(**values)

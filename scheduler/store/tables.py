@@ -131,6 +131,7 @@ class Task(Base):
     reason: Mapped[str | None] = mapped_column(String(32), default=None)
     message: Mapped[str | None] = mapped_column(Text, default=None)
     cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    hold_until: Mapped[datetime | None] = mapped_column(default=None)  # retry backoff
 
     team: Mapped[Team] = relationship(lazy="joined")
     user: Mapped[User] = relationship(lazy="joined")

@@ -148,6 +148,14 @@ class TaskStore:
             rows = session.execute(select(Task.status, func.count()).group_by(Task.status))
             return {status: int(count) for status, count in rows}
 
+    def attempt_reasons(self, task_id: int, excluding_token: str | None = None) -> list[str]:
+        """Why each finished attempt of a task ended, oldest first (for retry decisions)."""
+        query = select(Attempt.reason).where(Attempt.task_id == task_id, Attempt.reason.is_not(None))
+        if excluding_token:
+            query = query.where(Attempt.token != excluding_token)
+        with self.factory() as session:
+            return [str(reason) for reason in session.scalars(query.order_by(Attempt.number))]
+
     def attempts(self, task_id: int) -> list[Attempt]:
         """Every attempt of a task, oldest first."""
         with self.factory() as session:
@@ -216,8 +224,15 @@ class TaskStore:
             self._close_attempt(session, task_id, token, now, exit_code, status, reason)
         return True
 
-    def requeue(self, task_id: int, token: str, reason: str, message: str | None = None) -> datetime | None:
-        """running -> queued (retry), only while `token` holds it; returns the new enqueue time."""
+    def requeue(
+        self,
+        task_id: int,
+        token: str,
+        reason: str,
+        message: str | None = None,
+        hold_until: datetime | None = None,
+    ) -> datetime | None:
+        """running -> queued (retry) while `token` holds it; returns the kept enqueue time (no lost place)."""
         now = utcnow()
         with transaction(self.factory) as session:
             result = session.execute(
@@ -230,6 +245,7 @@ class TaskStore:
                     gpu_indices=None,
                     reason=reason,
                     message=message,
+                    hold_until=hold_until,
                 )
             )
             if _rowcount(result) != 1:

@@ -12,9 +12,9 @@ while true do
   local assign_key = ARGV[4] .. 'assign:' .. task
   local gpus = redis.call('HGET', assign_key, 'gpus')
   local node = redis.call('HGET', assign_key, 'node')
-  redis.call('DEL', assign_key)
-  redis.call('SREM', KEYS[4], task)
-  -- an inbox entry without its assignment (cancelled meanwhile, or for another node) is skipped
+  -- an inbox entry without its assignment (cancelled meanwhile, or for another node) is skipped;
+  -- an assignment to another node is that node's (a stale entry here must not delete it)
+  if node == ARGV[1] or not node then redis.call('DEL', assign_key); redis.call('SREM', KEYS[4], task) end
   if gpus and node == ARGV[1] then
     local epoch = redis.call('GET', KEYS[5]) or 'noepoch'
     local token = epoch .. '-' .. redis.call('INCR', KEYS[3])
