@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from datetime import UTC, datetime, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -29,11 +30,25 @@ def from_epoch_s(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds, UTC)
 
 
+def machine_zone_name() -> str:
+    """The machine's IANA zone name: `TZ`, else the /etc/localtime link, else `UTC`."""
+    candidate = os.environ.get("TZ", "").lstrip(":")
+    if not candidate:
+        try:
+            target = os.path.realpath("/etc/localtime")
+            candidate = target.split("zoneinfo/", 1)[1] if "zoneinfo/" in target else ""
+        except OSError:
+            candidate = ""
+    try:
+        ZoneInfo(candidate)
+    except (ZoneInfoNotFoundError, ValueError):
+        return "UTC"
+    return candidate or "UTC"
+
+
 def local_zone(name: str) -> tzinfo:
-    """The configured IANA zone, or the machine's local zone when `name` is empty."""
-    if not name:
-        local = datetime.now().astimezone().tzinfo
-        return local if local is not None else UTC
+    """The configured IANA zone, or the machine's zone when `name` is empty."""
+    name = name or machine_zone_name()
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):

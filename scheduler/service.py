@@ -8,13 +8,14 @@ from pathlib import Path
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from scheduler.clock import from_epoch_s, local_zone, now_ms, now_s, to_epoch_s
+from scheduler.clock import from_epoch_s, local_zone, machine_zone_name, now_ms, now_s
 from scheduler.errors import ConflictError, NotFoundError, SpecError
 from scheduler.keys import RedisKeys
 from scheduler.nodes import NodeRegistry, NodeState
-from scheduler.policy.priority import queue_score
+from scheduler.policy.aging import static_score
+from scheduler.policy.config import PolicyConfig
 from scheduler.policy.retry import decide_retry
-from scheduler.policy.types import PriorityClass
+from scheduler.policy_input import queued_task_of
 from scheduler.settings import Settings
 from scheduler.spec import TaskSpec, parse_spec
 from scheduler.store.db import create_db_engine, make_session_factory, migrate
@@ -25,9 +26,24 @@ from scheduler.store.tasks import TaskStore
 from scheduler.submission import check_against_cluster, resolve
 
 
-def task_score(task: Task) -> float:
-    """The queue score of a task row (static: see `scheduler.policy.priority`)."""
-    return queue_score(PriorityClass.parse(task.priority), to_epoch_s(task.enqueued_at))
+def task_score(task: Task, config: PolicyConfig | None = None) -> float:
+    """The static queue score of a task row: class, age and short-job credit (`policy.aging.static_score`)."""
+    return static_score(queued_task_of(task), config or PolicyConfig())
+
+
+def policy_config_of(settings: Settings, zone_name: str) -> PolicyConfig:
+    """The policy's knobs from the settings."""
+    return PolicyConfig(
+        policy=settings.policy,
+        offpeak=settings.offpeak,
+        timezone=zone_name,
+        team_gpu_caps=dict(settings.team_gpu_caps),
+        default_team_gpu_cap=settings.default_team_gpu_cap,
+        day_budget_gpu_h=dict(settings.day_budget_gpu_h),
+        week_budget_gpu_h=dict(settings.week_budget_gpu_h),
+        borrowing=settings.borrowing,
+        fairshare_half_life_s=settings.fairshare_half_life_h * 3600.0,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +66,8 @@ class Cluster:
         self.queue = queue
         self.nodes = NodeRegistry(queue.client, queue.keys)
         self.zone = local_zone(settings.timezone)
+        zone_name = settings.timezone or machine_zone_name()
+        self.policy_config = policy_config_of(settings, zone_name)
 
     @classmethod
     def open(cls, settings: Settings, redis_url: str, keys: RedisKeys | None = None) -> Cluster:
@@ -62,6 +80,10 @@ class Cluster:
         """Release connections."""
         self.queue.client.close()
         self.engine.dispose()
+
+    def score(self, task: Task) -> float:
+        """The static queue score of a task under this cluster's policy."""
+        return task_score(task, self.policy_config)
 
     # --- submit, cancel --------------------------------------------------------------------------
 
@@ -81,7 +103,7 @@ class Cluster:
         new = resolve(parsed, self.zone, self.default_workdir())
         task, created = self.tasks.create(who, new, idempotency_key)
         if created or task.status == "queued":
-            self.queue.enqueue(task.id, task_score(task))
+            self.queue.enqueue(task.id, self.score(task))
         return task, created
 
     def _check_dependencies(self, who: Identity, depends_on: list[int]) -> None:
@@ -144,7 +166,7 @@ class Cluster:
             hold = from_epoch_s(now_s() + decision.delay_s) if decision.delay_s else None
             if tasks.requeue(task_id, token, reason, message, hold_until=hold) is None:
                 return None
-            self.queue.enqueue(task_id, task_score(task))
+            self.queue.enqueue(task_id, self.score(task))
             return "queued"
         final_reason = decision.reason or reason
         done = tasks.finish(
@@ -190,7 +212,7 @@ class Cluster:
         expires = now_ms() + int(self.settings.lease_ttl_s * 1000)
         for task in self.tasks.with_status("queued", "running"):
             if task.status == "queued":
-                queued += self.queue.restore_queued(task.id, task_score(task))
+                queued += self.queue.restore_queued(task.id, self.score(task))
             elif task.lease_token and task.node is not None:
                 restored_leases += self.queue.restore_lease(
                     task.id, task.lease_token, task.node, task.gpu_indices or [], expires

@@ -6,7 +6,7 @@ import os
 import socket
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import (
@@ -55,6 +55,13 @@ class Settings(BaseSettings):
     kill_grace_s: float = Field(default=10.0, ge=0, description="SIGTERM → SIGKILL delay when stopping a job")
     scheduler_safety_pass_s: float = Field(default=5.0, gt=0, description="periodic pass besides events")
     retry_backoff_s: float = Field(default=30.0, ge=0, description="first retry delay, doubling")
+    policy: Literal["fifo", "backfill", "nightshift"] = "nightshift"
+    team_gpu_caps: dict[str, int] = Field(default_factory=dict, description="concurrent GPUs per team")
+    default_team_gpu_cap: int | None = Field(default=None, ge=0)
+    day_budget_gpu_h: dict[str, float] = Field(default_factory=dict, description="rolling 24 h GPU-hours")
+    week_budget_gpu_h: dict[str, float] = Field(default_factory=dict, description="rolling 7 day GPU-hours")
+    borrowing: bool = Field(default=True, description="use idle GPUs above a team's cap when nobody waits")
+    fairshare_half_life_h: float = Field(default=168.0, gt=0)
     max_task_gpus: int = Field(default=8, ge=1, description="refuse specs asking more GPUs than this")
 
     @classmethod

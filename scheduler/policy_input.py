@@ -1,0 +1,94 @@
+"""The policy's view of the live cluster: SQL rows and node records turned into plain policy data."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+
+from scheduler.clock import to_epoch_s
+from scheduler.nodes import NodeState
+from scheduler.policy.types import GpuSlot, PriorityClass, QueuedTask, RunningTask
+from scheduler.store.tables import Task
+
+MIB_PER_GB = 1024
+
+
+def _epoch_or_none(text: str | None) -> float | None:
+    return datetime.fromisoformat(text).timestamp() if text else None
+
+
+def _later(not_before_s: float | None, hold_until: datetime | None) -> float | None:
+    """The later of the spec's `not_before` and a retry backoff."""
+    if hold_until is None:
+        return not_before_s
+    return max(not_before_s or 0.0, to_epoch_s(hold_until))
+
+
+def queued_task_of(task: Task) -> QueuedTask:
+    """The policy's view of a queued task row."""
+    spec = task.spec
+    estimate = spec.get("estimated_minutes")
+    limit = spec.get("time_limit_minutes")
+    return QueuedTask(
+        task_id=task.id,
+        team=task.team.name,
+        user=task.user.name,
+        gpus=task.gpus,
+        enqueued_at_s=to_epoch_s(task.enqueued_at),
+        priority=PriorityClass.parse(task.priority),
+        gpu_memory_mib=int((task.gpu_memory_gb or 0) * MIB_PER_GB),
+        estimated_s=float(estimate) * 60 if estimate else None,
+        time_limit_s=float(limit) * 60 if limit else None,
+        not_before_s=_later(_epoch_or_none(spec.get("not_before")), task.hold_until),
+        deadline_s=_epoch_or_none(spec.get("deadline")),
+        offpeak=bool(spec.get("offpeak")),
+        name=task.name,
+        depends_on=tuple(spec.get("depends_on") or ()),
+    )
+
+
+def running_task_of(task: Task, node: str, gpu_indices: Sequence[int], started_at_s: float) -> RunningTask:
+    """The policy's view of a task holding GPUs (running, or assigned and about to start)."""
+    queued = queued_task_of(task)
+    estimate = queued.estimated_s or queued.time_limit_s
+    return RunningTask(
+        task_id=task.id,
+        team=queued.team,
+        user=queued.user,
+        node=node,
+        gpu_indices=tuple(gpu_indices),
+        started_at_s=started_at_s,
+        gpu_memory_mib=queued.gpu_memory_mib,
+        priority=queued.priority,
+        estimated_end_s=started_at_s + estimate if estimate else None,
+    )
+
+
+def gpu_slots(nodes: Iterable[NodeState], holders: Sequence[RunningTask], now_ms_: int) -> list[GpuSlot]:
+    """Each GPU of each live node, with what nightshift's own tasks already hold subtracted."""
+    reserved_mib: dict[tuple[str, int], int] = {}
+    shares: dict[tuple[str, int], float] = {}
+    for task in holders:
+        for index in task.gpu_indices:
+            key = (task.node, index)
+            shares[key] = shares.get(key, 0.0) + task.gpu_fraction
+            reserved_mib[key] = reserved_mib.get(key, 0) + task.gpu_memory_mib
+    slots: list[GpuSlot] = []
+    for node in nodes:
+        usable = node.alive(now_ms_) and not node.drained
+        for gpu in node.gpus:
+            key = (node.name, gpu.index)
+            free = min(gpu.memory_free_mib, gpu.memory_total_mib - reserved_mib.get(key, 0))
+            slots.append(
+                GpuSlot(
+                    node=node.name,
+                    index=gpu.index,
+                    memory_total_mib=gpu.memory_total_mib,
+                    memory_free_mib=max(0, free),
+                    model=gpu.name,
+                    shares_used=shares.get(key, 0.0),
+                    power_w=gpu.power_w,
+                    available=usable,
+                )
+            )
+    return slots

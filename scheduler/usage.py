@@ -1,0 +1,93 @@
+"""Past GPU use from SQL: per-team usage for quotas and fair share, and learned run times for estimates."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import timedelta
+
+from sqlalchemy import or_, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from scheduler.clock import from_epoch_s, to_epoch_s
+from scheduler.policy.config import TeamUsage
+from scheduler.policy.estimate import DurationHistory
+from scheduler.store.tables import Attempt, Task, Team, User
+
+DAY_S = 86400.0
+WEEK_S = 7 * DAY_S
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSpan:
+    """GPUs held by one team from `start_s` to `end_s` (None while still running)."""
+
+    team: str
+    gpus: int
+    start_s: float
+    end_s: float | None
+
+
+def _overlap_s(span: GpuSpan, since_s: float, now_s: float) -> float:
+    end = now_s if span.end_s is None else min(span.end_s, now_s)
+    return max(0.0, end - max(span.start_s, since_s))
+
+
+def _decayed_gpu_s(span: GpuSpan, now_s: float, half_life_s: float) -> float:
+    """GPU-seconds weighted by 0.5 ** (age / half-life), integrated exactly over the span."""
+    end = now_s if span.end_s is None else min(span.end_s, now_s)
+    if end <= span.start_s:
+        return 0.0
+    rate = math.log(2) / half_life_s
+    weight = (math.exp(-rate * (now_s - end)) - math.exp(-rate * (now_s - span.start_s))) / rate
+    return span.gpus * weight
+
+
+def team_usage(spans: Iterable[GpuSpan], now_s: float, half_life_s: float) -> dict[str, TeamUsage]:
+    """Per-team GPU-seconds over the last day and week, and decayed over all given history."""
+    totals: dict[str, list[float]] = {}
+    for span in spans:
+        day = span.gpus * _overlap_s(span, now_s - DAY_S, now_s)
+        week = span.gpus * _overlap_s(span, now_s - WEEK_S, now_s)
+        decayed = _decayed_gpu_s(span, now_s, half_life_s)
+        acc = totals.setdefault(span.team, [0.0, 0.0, 0.0])
+        acc[0] += decayed
+        acc[1] += day
+        acc[2] += week
+    return {team: TeamUsage(team, d, day, week) for team, (d, day, week) in totals.items()}
+
+
+def gpu_spans(factory: sessionmaker[Session], now_s: float, history_s: float) -> list[GpuSpan]:
+    """Every attempt that held GPUs during the last `history_s` seconds (running ones included)."""
+    since = from_epoch_s(now_s - history_s)
+    query = (
+        select(Team.name, Task.gpus, Attempt.started_at, Attempt.finished_at)
+        .join(Task, Attempt.task_id == Task.id)
+        .join(Team, Task.team_id == Team.id)
+        .where(Task.gpus > 0, or_(Attempt.finished_at.is_(None), Attempt.finished_at >= since))
+    )
+    with factory() as session:
+        return [
+            GpuSpan(team, gpus, to_epoch_s(started), to_epoch_s(finished) if finished else None)
+            for team, gpus, started, finished in session.execute(query)
+        ]
+
+
+def learned_durations(
+    factory: sessionmaker[Session], now_s: float, runs: int = 9, days: int = 30
+) -> DurationHistory:
+    """Run times of tasks that succeeded in the last `days`, by (user, name, gpus)."""
+    history = DurationHistory(runs)
+    since = from_epoch_s(now_s) - timedelta(days=days)
+    query = (
+        select(User.name, Task.name, Task.gpus, Task.started_at, Task.finished_at)
+        .join(User, Task.user_id == User.id)
+        .where(Task.status == "succeeded", Task.finished_at >= since)
+        .order_by(Task.finished_at)
+    )
+    with factory() as session:
+        for user, name, gpus, started, finished in session.execute(query):
+            if started is not None and finished is not None:
+                history.add(user, name, gpus, max(0.0, to_epoch_s(finished) - to_epoch_s(started)))
+    return history
