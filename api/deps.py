@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from scheduler.cluster_state import UsageCache
 from scheduler.errors import PermissionDenied
 from scheduler.service import Cluster
 from scheduler.store.identity import Identity, authenticate
@@ -21,6 +22,15 @@ def get_cluster(request: Request) -> Cluster:
 
 
 ClusterDep = Annotated[Cluster, Depends(get_cluster)]
+
+
+def get_usage(request: Request) -> UsageCache:
+    """The API process's cache of team usage (recomputed from SQL every few seconds)."""
+    usage: UsageCache = request.app.state.usage
+    return usage
+
+
+UsageDep = Annotated[UsageCache, Depends(get_usage)]
 
 
 def current_identity(

@@ -7,9 +7,11 @@ from fastapi.responses import JSONResponse
 
 from api.errors import install_error_handlers
 from api.routes import cluster as cluster_routes
+from api.routes import forecasts as forecast_routes
 from api.routes import tasks as task_routes
 from api.schemas import ErrorPublic
 from scheduler import __version__
+from scheduler.cluster_state import UsageCache
 from scheduler.service import Cluster
 
 ERROR_RESPONSES: dict[int | str, dict[str, object]] = {
@@ -25,11 +27,13 @@ def create_app(cluster: Cluster) -> FastAPI:
         description="A GPU job queue for small teams. Authenticate with `Authorization: Bearer <token>`.",
     )
     app.state.cluster = cluster
+    app.state.usage = UsageCache(cluster)
     install_error_handlers(app)
 
     v1 = APIRouter(prefix="/api/v1", responses=ERROR_RESPONSES)
     v1.include_router(task_routes.router)
     v1.include_router(cluster_routes.router)
+    v1.include_router(forecast_routes.router)
     app.include_router(v1)
 
     @app.get("/healthz", tags=["health"])

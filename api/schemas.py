@@ -74,6 +74,7 @@ class QueueEntry(BaseModel):
     position: int
     task: TaskPublic
     reason: str | None = None
+    estimated_start: str | None = None
 
 
 class QueuePublic(BaseModel):

@@ -118,6 +118,7 @@ def serve(settings: Settings, *, api: bool, scheduler: bool, worker: bool, host:
                 config = uvicorn.Config(
                     create_app(cluster), host=host, port=port, log_level="info", timeout_graceful_shutdown=5
                 )
+                signal.signal(signal.SIGTERM, lambda *_: stop.set())  # uvicorn re-raises it after shutdown
                 uvicorn.Server(config).run()
             else:
                 _wait_for_signal(stop)

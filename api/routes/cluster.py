@@ -6,22 +6,34 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from api.deps import ClusterDep, IdentityDep
+from api.deps import ClusterDep, IdentityDep, UsageDep
 from api.schemas import GpuPublic, GpusPublic, NodePublic, QueueEntry, QueuePublic, TaskPublic
 from scheduler.clock import now_ms
+from scheduler.forecasts import queue_forecast
 
 router = APIRouter(tags=["cluster"])
 
 
 @router.get("/queue", response_model=QueuePublic)
 def queue(
-    cluster: ClusterDep, who: IdentityDep, limit: Annotated[int, Query(ge=1, le=1000)] = 200
+    cluster: ClusterDep, usage: UsageDep, who: IdentityDep, limit: Annotated[int, Query(ge=1, le=1000)] = 200
 ) -> QueuePublic:
-    """Queued tasks best first. Positions count every team's tasks; other teams' tasks are not shown."""
+    """Queued tasks in the order they will start, with an expected start and the reason they wait.
+
+    Positions count every team's tasks; other teams' tasks are not shown.
+    """
+    forecast = queue_forecast(cluster, usage)
+    rows = cluster.tasks.by_ids(forecast)
+    ordered = sorted(forecast.items(), key=lambda item: item[1]["position"])[:limit]
     entries = [
-        QueueEntry(position=position + 1, task=TaskPublic.of(task))
-        for position, task in cluster.queue_positions(limit)
-        if who.is_admin or task.team_id == who.team_id
+        QueueEntry(
+            position=info["position"],
+            task=TaskPublic.of(rows[task_id]),
+            reason=info["reason"],
+            estimated_start=info["estimated_start"],
+        )
+        for task_id, info in ordered
+        if task_id in rows and (who.is_admin or rows[task_id].team_id == who.team_id)
     ]
     return QueuePublic(length=cluster.queue.length(), entries=entries)
 

@@ -1,0 +1,51 @@
+"""/api/v1/tasks/{id}/explain, /estimate and /quota: when things will run, why not yet, what is left."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query
+
+from api.deps import ClusterDep, IdentityDep, UsageDep
+from scheduler.errors import PermissionDenied
+from scheduler.forecasts import estimate_wait, explain_task, quota_status
+
+router = APIRouter(tags=["forecasts"])
+
+
+@router.get("/tasks/{task_id}/explain")
+def explain(task_id: int, cluster: ClusterDep, usage: UsageDep, who: IdentityDep) -> dict[str, Any]:
+    """Position, expected start (with a range), the reason in plain words, and the priority's parts."""
+    return explain_task(cluster, usage, who, task_id)
+
+
+@router.get("/estimate")
+def estimate(
+    cluster: ClusterDep,
+    usage: UsageDep,
+    who: IdentityDep,
+    task_id: Annotated[int | None, Query(description="a queued task; or describe a new one below")] = None,
+    gpus: Annotated[int, Query(ge=0, le=64)] = 1,
+    gpu_memory_gb: Annotated[float | None, Query(gt=0, le=4096)] = None,
+    estimated_minutes: Annotated[float | None, Query(gt=0, le=60 * 24 * 60)] = None,
+    priority: Literal["low", "normal", "high", "urgent"] = "normal",
+) -> dict[str, Any]:
+    """How long a task waits: an existing one by id, or one like this if submitted now."""
+    return estimate_wait(
+        cluster, usage, who, task_id=task_id, gpus=gpus, gpu_memory_gb=gpu_memory_gb,
+        estimated_minutes=estimated_minutes, priority=priority,
+    )  # fmt: skip
+
+
+@router.get("/quota")
+def quota(
+    cluster: ClusterDep,
+    usage: UsageDep,
+    who: IdentityDep,
+    team: Annotated[str | None, Query(max_length=64)] = None,
+) -> dict[str, Any]:
+    """Your team's GPU cap and GPU-hour budgets (admins may ask for any team)."""
+    wanted = team or who.team
+    if wanted != who.team and not who.is_admin:
+        raise PermissionDenied("you can see only your own team's quota")
+    return quota_status(cluster, usage, wanted)

@@ -1,0 +1,212 @@
+"""Answers about the future for the live cluster: expected starts, plain reasons, quota standing.
+
+The same policy code that decides (`policy.forecast`, `policy.explain`) replays the schedule forward from
+the live state, like Slurm's `squeue --start`.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from typing import Any
+
+from scheduler.clock import from_epoch_s, now_s
+from scheduler.cluster_state import ClusterState, UsageCache, gather_state
+from scheduler.errors import NotFoundError
+from scheduler.policy.aging import static_score, task_estimate_s
+from scheduler.policy.config import TeamUsage
+from scheduler.policy.explain import explain
+from scheduler.policy.forecast import StartEstimate, estimate_starts
+from scheduler.policy.quotas import budget_status
+from scheduler.policy.reasons import human_duration
+from scheduler.policy.types import MIB_PER_GB, PriorityClass, QueuedTask
+from scheduler.service import Cluster
+from scheduler.store.identity import Identity, team_id_by_name
+from scheduler.store.tables import Task
+
+FORECAST_WINDOW = 500
+WHAT_IF_TASK_ID = -1
+
+
+def _iso(epoch_s: float) -> str | None:
+    return None if math.isinf(epoch_s) else from_epoch_s(epoch_s).isoformat()
+
+
+def _state(cluster: Cluster, usage: UsageCache) -> ClusterState:
+    return gather_state(cluster, usage, FORECAST_WINDOW)
+
+
+def _forecast(state: ClusterState, cluster: Cluster, targets: list[int] | None) -> dict[int, StartEstimate]:
+    return estimate_starts(
+        state.queued,
+        state.running,
+        state.gpus,
+        state.now_s,
+        cluster.policy_config,
+        state.usage,
+        state.succeeded,
+        state.failed,
+        targets=targets,
+    )
+
+
+def queue_forecast(cluster: Cluster, usage: UsageCache) -> dict[int, dict[str, Any]]:
+    """Position, expected start and reason of every task in the head of the queue."""
+    state = _state(cluster, usage)
+    return {
+        task_id: {
+            "position": estimate.position,
+            "reason": estimate.reason,
+            "estimated_start": _iso(estimate.start_s),
+        }
+        for task_id, estimate in _forecast(state, cluster, None).items()
+    }
+
+
+def _not_queued(task: Task) -> dict[str, Any]:
+    """Explain a task that is not waiting: it runs, or it ended (and why)."""
+    if task.status == "running":
+        where = (
+            f"{task.node} GPUs {','.join(map(str, task.gpu_indices or []))}"
+            if task.gpu_indices
+            else task.node
+        )
+        reason = f"running on {where} since {task.started_at.isoformat() if task.started_at else '?'}"
+    elif task.status == "succeeded":
+        reason = "finished successfully"
+    else:
+        reason = f"{task.status}: {task.message or task.reason or 'no details'}"
+    return {"task_id": task.id, "status": task.status, "position": None, "reason": reason}
+
+
+def explain_task(cluster: Cluster, usage: UsageCache, who: Identity, task_id: int) -> dict[str, Any]:
+    """Why a task is (not) running, when it should start, and its priority broken into parts."""
+    task = cluster.tasks.get_for(who, task_id)
+    base: dict[str, Any] = {
+        "estimated_start": None,
+        "estimated_start_low": None,
+        "estimated_start_high": None,
+        "estimated_end": None,
+        "priority": None,
+    }
+    if task.status != "queued":
+        return {**base, **_not_queued(task)}
+    state = _state(cluster, usage)
+    if not any(queued.task_id == task_id for queued in state.queued):
+        reason = "deep in the queue (beyond the forecast window)"
+        return {**base, "task_id": task_id, "status": "queued", "position": None, "reason": reason}
+    config = cluster.policy_config
+    answer = explain(
+        task_id, state.queued, state.running, state.gpus, state.now_s, config, state.usage, state.succeeded,
+        state.failed,
+    )  # fmt: skip
+    start = answer.estimate.start_s
+    parts = answer.priority
+    return {
+        "task_id": task_id,
+        "status": "queued",
+        "position": answer.position,
+        "queued_total": answer.queued_total,
+        "reason": answer.reason,
+        "estimated_start": _iso(start),
+        "estimated_start_low": _iso(answer.estimate.low_s),
+        "estimated_start_high": _iso(answer.estimate.high_s),
+        "estimated_end": _iso(start + answer.estimated_run_s),
+        "estimated_run_s": answer.estimated_run_s,
+        "aging_bound_s": answer.aging_bound_s,
+        "priority": {
+            "class": task.priority,
+            "class_part_s": parts.class_s,
+            "age_part_s": parts.age_s,
+            "short_job_part_s": parts.short_job_s,
+            "fairshare_part_s": parts.fair_share_s,
+            "deadline_part_s": parts.deadline_s,
+            "effective_s": parts.total_s,
+        },
+    }
+
+
+def estimate_wait(
+    cluster: Cluster,
+    usage: UsageCache,
+    who: Identity,
+    *,
+    task_id: int | None = None,
+    gpus: int = 1,
+    gpu_memory_gb: float | None = None,
+    estimated_minutes: float | None = None,
+    priority: str = "normal",
+) -> dict[str, Any]:
+    """When a task (existing, or one like this submitted now) should start, with a range and a reason."""
+    if task_id is not None:
+        answer = explain_task(cluster, usage, who, task_id)
+        start = answer.get("estimated_start")
+        wait_s = max(0.0, datetime.fromisoformat(start).timestamp() - now_s()) if start else None
+        return {
+            "start": start,
+            "low": answer.get("estimated_start_low"),
+            "high": answer.get("estimated_start_high"),
+            "wait_s": wait_s,
+            "reason": answer["reason"],
+            "position": answer.get("position"),
+        }
+    state = _state(cluster, usage)
+    what_if = QueuedTask(
+        task_id=WHAT_IF_TASK_ID,
+        team=who.team,
+        user=who.user,
+        gpus=gpus,
+        enqueued_at_s=state.now_s,
+        priority=PriorityClass.parse(priority),
+        gpu_memory_mib=int((gpu_memory_gb or 0) * MIB_PER_GB),
+        estimated_s=estimated_minutes * 60 if estimated_minutes else None,
+    )
+    config = cluster.policy_config
+    state.queued = sorted([*state.queued, what_if], key=lambda t: static_score(t, config))
+    estimate = _forecast(state, cluster, [WHAT_IF_TASK_ID])[WHAT_IF_TASK_ID]
+    wait_s = None if math.isinf(estimate.start_s) else max(0.0, estimate.start_s - state.now_s)
+    return {
+        "start": _iso(estimate.start_s),
+        "low": _iso(estimate.low_s),
+        "high": _iso(estimate.high_s),
+        "wait_s": wait_s,
+        "wait": human_duration(wait_s) if wait_s is not None else "unknown",
+        "estimated_run_s": task_estimate_s(what_if, config),
+        "reason": estimate.reason,
+        "position": estimate.position,
+    }
+
+
+def quota_status(cluster: Cluster, usage: UsageCache, team: str) -> dict[str, Any]:
+    """A team's GPU cap and use, and its day/week budgets: used, budget, and ok / warning / exhausted."""
+    if team_id_by_name(cluster.factory, team) is None:
+        raise NotFoundError(f"team {team!r} not found")
+    config = cluster.policy_config
+    usage_by_team, _ = usage.get(now_s())
+    used = usage_by_team.get(team, TeamUsage(team))
+    in_use = sum(task.gpus for task in cluster.tasks.with_status("running") if task.team.name == team)
+    status = budget_status(team, usage_by_team, config)
+    return {
+        "team": team,
+        "gpu_cap": config.team_cap(team),
+        "gpus_in_use": in_use,
+        "day": _period(used.gpu_s_last_day, config.day_budget_gpu_h.get(team), config.budget_warn_fraction),
+        "week": _period(
+            used.gpu_s_last_week, config.week_budget_gpu_h.get(team), config.budget_warn_fraction
+        ),
+        "state": {"ok": "ok", "warn": "warning", "exhausted": "exhausted"}[status.level],
+        "message": status.message or "within budget",
+    }
+
+
+def _period(used_s: float, budget_h: float | None, warn_fraction: float) -> dict[str, Any]:
+    used_h = used_s / 3600.0
+    if budget_h is None:
+        state = "ok"
+    elif used_h >= budget_h:
+        state = "exhausted"
+    elif used_h >= warn_fraction * budget_h:
+        state = "warning"
+    else:
+        state = "ok"
+    return {"used_gpu_h": round(used_h, 3), "budget_gpu_h": budget_h, "state": state}
