@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
@@ -12,7 +13,19 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from api.cli.render import console, err_console, gpus_table, print_json, queue_table, task_detail, tasks_table
+from api.cli.render import (
+    console,
+    err_console,
+    estimate_line,
+    explain_panel,
+    gpus_table,
+    print_json,
+    queue_table,
+    quota_table,
+    simulation_table,
+    task_detail,
+    tasks_table,
+)
 from api.client import ClientError, NightshiftClient
 from scheduler.clock import local_zone
 from scheduler.errors import NightshiftError
@@ -288,6 +301,69 @@ def gpus(as_json: JsonOpt = False) -> None:
         print_json(data)
     else:
         console.print(gpus_table(data))
+
+
+@app.command()
+def explain(task_id: int, as_json: JsonOpt = False) -> None:
+    """Why a task is not running yet, when it should start, and its priority broken into parts."""
+    data = _with_client(lambda client: client.get(f"/tasks/{task_id}/explain"))
+    if as_json:
+        print_json(data)
+    else:
+        console.print(explain_panel(data))
+
+
+@app.command()
+def estimate(
+    task_id: Annotated[int | None, typer.Argument(help="a queued task (or describe a new one)")] = None,
+    gpus: Annotated[int, typer.Option(help="GPUs of the new task")] = 1,
+    gpu_mem: Annotated[float | None, typer.Option("--gpu-mem", help="min free GB per GPU")] = None,
+    minutes: Annotated[float | None, typer.Option("--estimate", help="expected minutes")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """How long would I wait? For a queued task, or for a new one like this submitted now."""
+    params = {"task_id": task_id, "gpus": gpus, "gpu_memory_gb": gpu_mem, "estimated_minutes": minutes}
+    data = _with_client(lambda client: client.get("/estimate", **params))
+    if as_json:
+        print_json(data)
+    else:
+        console.print(estimate_line(data))
+
+
+@app.command()
+def quota(
+    team: Annotated[str | None, typer.Option(help="(admins) another team")] = None, as_json: JsonOpt = False
+) -> None:
+    """Your team's GPU cap and GPU-hour budgets."""
+    data = _with_client(lambda client: client.get("/quota", team=team))
+    if as_json:
+        print_json(data)
+    else:
+        console.print(quota_table(data))
+
+
+@app.command()
+def simulate(
+    trace: Annotated[Path, typer.Argument(help="trace CSV: submit_time_s, duration_s, num_gpus, ...")],
+    gpus: Annotated[str, typer.Option("--gpus", help="GPUs per node, e.g. 8x24 or 4x80,4x24")] = "8x24",
+    nodes: Annotated[int, typer.Option(help="how many such nodes")] = 1,
+    policy: Annotated[str, typer.Option(help="fifo | backfill | nightshift")] = "nightshift",
+    oracle: Annotated[bool, typer.Option("--oracle", help="let the policy see true run times")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Replay a trace through the scheduling core with a virtual clock and print the metrics."""
+    from scheduler.simulate.runner import run_simulation
+
+    if nodes < 1:
+        _fail("--nodes must be at least 1", code=2)
+    try:
+        result = run_simulation(trace, gpus, nodes, policy, oracle).to_dict()
+    except (NightshiftError, ValueError) as exc:
+        _fail(getattr(exc, "message", str(exc)), code=2)
+    if as_json:
+        print(json.dumps(result))
+    else:
+        console.print(simulation_table(result))
 
 
 def main() -> None:

@@ -142,3 +142,82 @@ def gpus_table(data: dict[str, Any]) -> Table:
             ",".join(map(str, gpu["tasks"])) or "-",
         )
     return table
+
+
+def _when(value: str | None) -> str:
+    return _short_time(value) if value else "unknown"
+
+
+def explain_panel(data: dict[str, Any]) -> Table:
+    """Why a task waits, when it should start, and its priority parts."""
+    table = Table(show_header=False, title=f"task {data['task_id']}: {data['status']}", title_justify="left")
+    table.add_column("what", style="bold")
+    table.add_column("value")
+    table.add_row("why", str(data.get("reason")))
+    if data.get("position"):
+        table.add_row("position", f"{data['position']} of {data.get('queued_total', '?')}")
+    if data.get("estimated_start"):
+        window = f"{_when(data.get('estimated_start_low'))} – {_when(data.get('estimated_start_high'))}"
+        table.add_row("expected start", f"{_when(data['estimated_start'])} (range {window})")
+        table.add_row("expected end", _when(data.get("estimated_end")))
+    priority = data.get("priority")
+    if priority:
+        parts = ", ".join(
+            f"{name} {priority[key] / 3600:.1f} h"
+            for name, key in (
+                ("class", "class_part_s"),
+                ("age", "age_part_s"),
+                ("short job", "short_job_part_s"),
+                ("fair share", "fairshare_part_s"),
+                ("deadline", "deadline_part_s"),
+            )
+            if priority.get(key)
+        )
+        table.add_row(
+            "priority", f"{priority['class']}: {parts} (total {priority['effective_s'] / 3600:.1f} h)"
+        )
+    return table
+
+
+def estimate_line(data: dict[str, Any]) -> str:
+    """One sentence: when it should start and why."""
+    if not data.get("start"):
+        return f"no estimate yet: {data.get('reason')}"
+    wait = data.get("wait") or (f"~{data['wait_s'] / 60:.0f} min" if data.get("wait_s") is not None else "?")
+    return (
+        f"expected start {_when(data['start'])} (wait {wait}; range {_when(data.get('low'))} – "
+        f"{_when(data.get('high'))}): {data.get('reason')}"
+    )
+
+
+def quota_table(data: dict[str, Any]) -> Table:
+    """A team's cap and budgets."""
+    table = Table(title=f"quota of team {data['team']}: {data['state']}", title_justify="left")
+    for column in ("what", "used", "limit", "state"):
+        table.add_column(column)
+    cap = data.get("gpu_cap")
+    table.add_row("GPUs now", str(data["gpus_in_use"]), "-" if cap is None else str(cap), "")
+    for period in ("day", "week"):
+        item = data[period]
+        budget = item["budget_gpu_h"]
+        table.add_row(
+            f"GPU-hours ({period})",
+            f"{item['used_gpu_h']:.1f}",
+            "-" if budget is None else f"{budget:g}",
+            item["state"],
+        )
+    return table
+
+
+def simulation_table(result: dict[str, Any]) -> Table:
+    """The simulator's metrics."""
+    table = Table(
+        title=f"simulation: {result['policy']}, {result['jobs']} jobs on {result['gpus']} GPUs",
+        title_justify="left",
+    )
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for key, value in result.items():
+        if key not in ("policy", "jobs", "gpus", "per_team"):
+            table.add_row(key, f"{value:,.3f}" if isinstance(value, float) else str(value))
+    return table
