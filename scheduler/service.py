@@ -102,8 +102,10 @@ class Cluster:
         self._check_dependencies(who, parsed.depends_on)
         new = resolve(parsed, self.zone, self.default_workdir())
         task, created = self.tasks.create(who, new, idempotency_key)
-        if created or task.status == "queued":
+        if created:
             self.queue.enqueue(task.id, self.score(task))
+        elif task.status == "queued" and self.queue.restore_queued(task.id, self.score(task)):
+            self.queue.ring_scheduler()  # a retried submit repairs a lost queue entry, never re-queues a claimed task
         return task, created
 
     def _check_dependencies(self, who: Identity, depends_on: list[int]) -> None:

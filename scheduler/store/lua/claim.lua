@@ -4,6 +4,11 @@
 -- ARGV[1] node   ARGV[2] now (ms)   ARGV[3] lease ttl (ms)   ARGV[4] key prefix
 -- Returns {task id, fencing token, gpus} or nil when the inbox is empty.
 -- The token is "<epoch>-<counter>": unique even if Redis loses its data and the counter restarts.
+-- Without an epoch (Redis lost its data and has not been rebuilt yet) nothing is claimed.
+local epoch = redis.call('GET', KEYS[5])
+if not epoch then
+  return nil
+end
 while true do
   local task = redis.call('LPOP', KEYS[1])
   if not task then
@@ -16,7 +21,6 @@ while true do
   -- an assignment to another node is that node's (a stale entry here must not delete it)
   if node == ARGV[1] or not node then redis.call('DEL', assign_key); redis.call('SREM', KEYS[4], task) end
   if gpus and node == ARGV[1] then
-    local epoch = redis.call('GET', KEYS[5]) or 'noepoch'
     local token = epoch .. '-' .. redis.call('INCR', KEYS[3])
     local expires = tonumber(ARGV[2]) + tonumber(ARGV[3])
     redis.call('HSET', ARGV[4] .. 'lease:' .. task,

@@ -1,0 +1,97 @@
+"""Teams, users and API tokens on SQLite and PostgreSQL: hashed at rest, revocable, never moved silently."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import func, select, text
+
+from scheduler.errors import AuthError, NotFoundError, SpecError
+from scheduler.store.identity import (
+    TOKEN_PREFIX,
+    authenticate,
+    create_token,
+    hash_token,
+    revoke_token,
+    team_id_by_name,
+)
+from scheduler.store.tables import ApiToken, Team, User
+
+
+def _count(store, model) -> int:
+    with store.factory() as session:
+        return int(session.scalar(select(func.count()).select_from(model)) or 0)
+
+
+def test_a_token_is_stored_only_as_its_hash(store):
+    token = create_token(store.factory, user="alice", team="vision")
+    assert token.startswith(TOKEN_PREFIX) and len(token) > 40
+    with store.engine.connect() as connection:
+        rows = connection.execute(text("SELECT * FROM api_tokens")).all()
+    assert len(rows) == 1
+    stored = [str(value) for value in rows[0]]
+    assert not any(token in value for value in stored)
+    assert hash_token(token) in stored
+    assert token[:10] in stored  # the short prefix people recognise, not the secret
+
+
+def test_a_token_authenticates_as_its_user_and_team(store):
+    token = create_token(store.factory, user="Alice", team="Vision")
+    who = authenticate(store.factory, token)
+    assert (who.user, who.team, who.is_admin) == ("alice", "vision", False)
+    assert who.team_id == team_id_by_name(store.factory, "vision")
+
+
+def test_missing_unknown_and_revoked_tokens_are_refused(store):
+    token = create_token(store.factory, user="alice", team="vision")
+    with pytest.raises(AuthError, match="missing API token"):
+        authenticate(store.factory, None)
+    with pytest.raises(AuthError, match="unknown API token"):
+        authenticate(store.factory, token + "x")
+    revoke_token(store.factory, token)
+    with pytest.raises(AuthError, match="revoked"):
+        authenticate(store.factory, token)
+
+
+def test_a_token_is_revoked_by_its_prefix_and_others_stay_valid(store):
+    first = create_token(store.factory, user="alice", team="vision")
+    second = create_token(store.factory, user="alice", team="vision")
+    assert first[:10] != second[:10]  # 42 random bits apart; a clash here would be astronomically rare
+    assert revoke_token(store.factory, first[:10]) == 1
+    with pytest.raises(AuthError, match="revoked"):
+        authenticate(store.factory, first)
+    assert authenticate(store.factory, second).user == "alice"
+    with pytest.raises(NotFoundError, match="no active token"):
+        revoke_token(store.factory, first[:10])  # already revoked
+    with pytest.raises(NotFoundError, match="no active token"):
+        revoke_token(store.factory, "ns_nothing")
+
+
+def test_a_user_cannot_be_moved_to_another_team_silently(store):
+    create_token(store.factory, user="alice", team="vision")
+    with pytest.raises(SpecError, match="already belongs to team 'vision'"):
+        create_token(store.factory, user="alice", team="nlp")
+    assert _count(store, ApiToken) == 1
+    assert team_id_by_name(store.factory, "nlp") is None  # the half-made team was rolled back
+    assert (
+        authenticate(store.factory, create_token(store.factory, user="alice", team="vision")).team == "vision"
+    )
+
+
+def test_an_admin_token_makes_its_user_an_admin_and_teams_are_shared(store):
+    plain = authenticate(store.factory, create_token(store.factory, user="alice", team="vision"))
+    admin = authenticate(
+        store.factory, create_token(store.factory, user="alice", team="vision", is_admin=True)
+    )
+    bob = authenticate(store.factory, create_token(store.factory, user="bob", team="vision"))
+    assert (plain.is_admin, admin.is_admin, bob.is_admin) == (False, True, False)
+    assert plain.user_id == admin.user_id and bob.team_id == plain.team_id
+    assert (_count(store, User), _count(store, Team)) == (2, 1)
+
+
+@pytest.mark.parametrize("name", ["", "has space", "-dash-first", "x" * 65, "semi;colon", "ünï"])
+def test_user_and_team_names_must_be_slugs(store, name):
+    with pytest.raises(SpecError, match="must be 1-64 lowercase letters"):
+        create_token(store.factory, user=name, team="vision")
+    with pytest.raises(SpecError, match="must be 1-64 lowercase letters"):
+        create_token(store.factory, user="alice", team=name)
+    assert _count(store, ApiToken) == 0
