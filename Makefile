@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export GRADIO_ANALYTICS_ENABLED := False
 export HF_HUB_DISABLE_TELEMETRY := 1
 
-.PHONY: install up test lint bench clean
+.PHONY: install system-deps up test lint bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -16,12 +16,22 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+## Debian tools some tests drive for real (installed when we are root; otherwise those tests skip locally).
+SYSTEM_PACKAGES := docker-compose chromium redis-server
+system-deps:
+	@missing=""; for pkg in $(SYSTEM_PACKAGES); do \
+	  command -v $$pkg >/dev/null 2>&1 || missing="$$missing $$pkg"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing:$$missing"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else echo "not installed:$$missing (tests that need them skip outside CI)"; fi; fi
+
 ## Start API, scheduler and a worker on one port (embedded Redis + SQLite unless configured).
 up: $(STAMP)
 	$(BIN)/nightshift up
 
 ## Run the whole test suite (starts its own redis-server; uses PostgreSQL on 127.0.0.1:5432 when present).
-test: $(STAMP)
+test: $(STAMP) system-deps
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 lint: $(STAMP)
