@@ -127,6 +127,10 @@ class NightshiftClient:
         result: dict[str, Any] = self._call("GET", "/gpus")
         return result
 
+    def post(self, path: str) -> Any:
+        """POST to any /api/v1 path without a body (actions such as drain)."""
+        return self._call("POST", path)
+
     def get(self, path: str, **params: Any) -> Any:
         """GET any /api/v1 path (for endpoints without a dedicated method)."""
         return self._call("GET", path, params={k: v for k, v in params.items() if v is not None})

@@ -8,6 +8,7 @@ from fastapi.responses import JSONResponse
 from api.errors import install_error_handlers
 from api.routes import cluster as cluster_routes
 from api.routes import forecasts as forecast_routes
+from api.routes import nodes as node_routes
 from api.routes import tasks as task_routes
 from api.schemas import ErrorPublic
 from scheduler import __version__
@@ -34,6 +35,7 @@ def create_app(cluster: Cluster) -> FastAPI:
     v1.include_router(task_routes.router)
     v1.include_router(cluster_routes.router)
     v1.include_router(forecast_routes.router)
+    v1.include_router(node_routes.router)
     app.include_router(v1)
 
     @app.get("/healthz", tags=["health"])

@@ -107,6 +107,7 @@ class NodePublic(BaseModel):
     source: str
     heartbeat_age_s: float
     gpus: int
+    labels: dict[str, str] = {}
 
 
 class GpusPublic(BaseModel):

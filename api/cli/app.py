@@ -13,12 +13,14 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
+from api.cli.ask import ask_command
 from api.cli.render import (
     console,
     err_console,
     estimate_line,
     explain_panel,
     gpus_table,
+    nodes_table,
     print_json,
     queue_table,
     quota_table,
@@ -38,6 +40,8 @@ app = typer.Typer(
 )
 token_app = typer.Typer(no_args_is_help=True, help="Create and revoke API tokens (run on the server).")
 app.add_typer(token_app, name="token")
+node_app = typer.Typer(no_args_is_help=True, help="Drain a node (no new tasks) or put it back in service.")
+app.add_typer(node_app, name="node")
 
 T = TypeVar("T")
 JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON for scripts")]
@@ -364,6 +368,33 @@ def simulate(
         print(json.dumps(result))
     else:
         console.print(simulation_table(result))
+
+
+app.command("ask")(ask_command)
+
+
+@app.command()
+def nodes(as_json: JsonOpt = False) -> None:
+    """Worker nodes: alive, drained, GPUs, last heartbeat."""
+    data = _with_client(lambda client: client.get("/nodes"))
+    if as_json:
+        print_json(data)
+    else:
+        console.print(nodes_table(data))
+
+
+@node_app.command("drain")
+def node_drain(name: str) -> None:
+    """Give NAME no new tasks; the ones running there finish."""
+    _with_client(lambda client: client.post(f"/nodes/{name}/drain"))
+    console.print(f"node {name} drained: running tasks finish, no new ones start there")
+
+
+@node_app.command("undrain")
+def node_undrain(name: str) -> None:
+    """Put NAME back in service."""
+    _with_client(lambda client: client.post(f"/nodes/{name}/undrain"))
+    console.print(f"node {name} is back in service")
 
 
 def main() -> None:

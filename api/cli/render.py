@@ -221,3 +221,28 @@ def simulation_table(result: dict[str, Any]) -> Table:
         if key not in ("policy", "jobs", "gpus", "per_team"):
             table.add_row(key, f"{value:,.3f}" if isinstance(value, float) else str(value))
     return table
+
+
+def nodes_table(nodes: list[dict[str, Any]]) -> Table:
+    """Worker nodes."""
+    table = Table(title="nodes", title_justify="left")
+    for column in ("name", "state", "gpus", "source", "heartbeat", "labels"):
+        table.add_column(column)
+    for node in nodes:
+        state = (
+            "[red]down[/]"
+            if not node["alive"]
+            else "[yellow]drained[/]"
+            if node["drained"]
+            else "[green]up[/]"
+        )
+        labels = ", ".join(f"{k}={v}" for k, v in (node.get("labels") or {}).items()) or "-"
+        table.add_row(
+            node["name"],
+            state,
+            str(node["gpus"]),
+            node["source"],
+            f"{node['heartbeat_age_s']:.0f} s ago",
+            labels,
+        )
+    return table

@@ -7,7 +7,8 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from api.deps import ClusterDep, IdentityDep, UsageDep
-from api.schemas import GpuPublic, GpusPublic, NodePublic, QueueEntry, QueuePublic, TaskPublic
+from api.routes.nodes import node_public
+from api.schemas import GpuPublic, GpusPublic, QueueEntry, QueuePublic, TaskPublic
 from scheduler.clock import now_ms
 from scheduler.forecasts import queue_forecast
 
@@ -48,16 +49,7 @@ def gpus(cluster: ClusterDep, who: IdentityDep) -> GpusPublic:
             holders.setdefault((task.node or "", index), []).append(task.id)
     nodes, gpu_rows = [], []
     for node in cluster.nodes.all():
-        nodes.append(
-            NodePublic(
-                name=node.name,
-                alive=node.alive(now),
-                drained=node.drained,
-                source=node.source,
-                heartbeat_age_s=round((now - node.heartbeat_ms) / 1000, 1),
-                gpus=len(node.gpus),
-            )
-        )
+        nodes.append(node_public(node, now))
         for gpu in node.gpus:
             gpu_rows.append(
                 GpuPublic(

@@ -1,0 +1,59 @@
+"""Nodes: listed with their state; a drained node gets no new task while its running ones finish."""
+
+from __future__ import annotations
+
+import os
+
+from fastapi.testclient import TestClient
+
+from api.main import create_app
+from scheduler.dispatcher import Dispatcher
+from scheduler.gpus import SimulatedGpus
+from scheduler.worker import Worker
+from tests.conftest import wait_until
+
+
+def test_an_admin_drains_a_node_and_new_tasks_go_to_the_other_node(
+    cluster, make_identity, run_in_thread, tmp_path
+):
+    admin, admin_token = make_identity("root", "ops", admin=True)
+    who, token = make_identity()
+    for node in ("box-1", "box-2"):
+        worker = Worker(cluster, node, SimulatedGpus("2x24", node=node), base_env=dict(os.environ))
+        worker.publish_node()
+        run_in_thread(worker.run)
+    run_in_thread(Dispatcher(cluster).run)
+    client = TestClient(create_app(cluster))
+    gate = tmp_path / "gate"
+    running, _ = cluster.submit(
+        who, {"command": f"while [ ! -e {gate} ]; do sleep 0.05; done", "gpus": 2, "workdir": str(tmp_path)}
+    )
+    wait_until(lambda: cluster.tasks.get_any(running.id).status == "running")
+    busy_node = cluster.tasks.get_any(running.id).node
+    free_node = "box-2" if busy_node == "box-1" else "box-1"
+
+    assert (
+        client.post(
+            f"/api/v1/nodes/{busy_node}/drain", headers={"Authorization": f"Bearer {token}"}
+        ).status_code
+        == 403
+    )
+    answer = client.post(
+        f"/api/v1/nodes/{free_node}/drain", headers={"Authorization": f"Bearer {admin_token}"}
+    )
+    assert answer.status_code == 200 and answer.json()["drained"] is True
+
+    waiting, _ = cluster.submit(who, {"command": "true", "gpus": 1, "workdir": str(tmp_path)})
+    explain = client.get(
+        f"/api/v1/tasks/{waiting.id}/explain", headers={"Authorization": f"Bearer {token}"}
+    ).json()
+    assert explain["status"] == "queued"
+    gate.touch()
+    wait_until(lambda: cluster.tasks.get_any(running.id).status == "succeeded")
+    wait_until(lambda: cluster.tasks.get_any(waiting.id).status == "succeeded")
+    assert cluster.tasks.get_any(waiting.id).node == busy_node
+
+    listed = client.get("/api/v1/nodes", headers={"Authorization": f"Bearer {token}"}).json()
+    assert {node["name"]: node["drained"] for node in listed} == {busy_node: False, free_node: True}
+    missing = client.post("/api/v1/nodes/nope/drain", headers={"Authorization": f"Bearer {admin_token}"})
+    assert missing.status_code == 404 and "nope" in missing.json()["detail"]
