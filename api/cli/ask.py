@@ -1,0 +1,75 @@
+"""`nightshift ask "TEXT"`: one chat turn with the assistant from the shell (for people, scripts and tests)."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime
+from typing import Annotated
+
+import typer
+
+from scheduler.clock import local_zone
+from scheduler.errors import NightshiftError
+from scheduler.settings import Settings, get_settings
+
+DRY_RUN_TIMEOUT_S = 5.0
+
+
+def resolve_now(text: str | None, settings: Settings) -> datetime:
+    """`--now` as an aware time in the cluster's zone (its own offset when no zone is configured)."""
+    zone = local_zone(settings.timezone)
+    if not text:
+        return datetime.now(zone)
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise NightshiftError(f"--now {text!r} is not ISO 8601 (like 2026-03-02T15:00:00+08:00)") from None
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=zone)
+    return moment.astimezone(zone) if settings.timezone else moment
+
+
+def ask_command(
+    text: Annotated[
+        str, typer.Argument(help="what you want, e.g. 'run `python train.py` tonight on 2 GPUs'")
+    ],
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="change nothing; validate locally")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+    now: Annotated[str | None, typer.Option("--now", help="pretend it is this time (ISO 8601)")] = None,
+    user: Annotated[str | None, typer.Option("--user", help="who is asking (context for the reply)")] = None,
+    team: Annotated[str | None, typer.Option("--team", help="their team (context for the reply)")] = None,
+) -> None:
+    """One chat turn: submissions and cancellations are shown as cards, never performed here."""
+    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+    from api.client import find_token
+    from assistant.agent import Assistant
+    from assistant.client import AssistantClient
+
+    settings = get_settings()
+    try:
+        moment = resolve_now(now, settings)
+    except NightshiftError as exc:
+        typer.echo(f"error: {exc.message}", err=True)
+        raise typer.Exit(2) from None
+    timeout_s = DRY_RUN_TIMEOUT_S if dry_run else 30.0
+    client = AssistantClient(settings.api_url, find_token(settings), timeout_s=timeout_s)
+    try:
+        assistant = Assistant(
+            settings, client, now=lambda: moment, user=user, team=team, default_workdir=os.getcwd()
+        )
+        turn = assistant.ask(text)
+    finally:
+        client.close()
+    if as_json:
+        print(json.dumps(turn.as_json(), ensure_ascii=False, default=str))
+        return
+    print(turn.reply)
+    for card in turn.cards:
+        if card.get("kind") == "submit":
+            print(f"\nto submit it: {card.get('summary', {}).get('cli', '')}")
+        elif card.get("kind") == "cancel":
+            print(f"\nto cancel it: nightshift cancel {card.get('task_id')}")
+    if dry_run and turn.cards:
+        print("(dry run: nothing was changed)")

@@ -1,0 +1,215 @@
+"""The chat agent: a LangChain `create_agent` loop over the nine tools, for one person's session.
+
+`Assistant.ask(text)` runs one turn and returns what was said and which tools were called; cards for
+submissions and cancellations wait in `Assistant.actions` until `Assistant.confirm(action_id)` performs
+them through the API with the person's own client (the model has no way to confirm).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from langchain.agents import create_agent
+from langchain.agents.middleware import ModelRequest, dynamic_prompt
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, ToolMessage
+
+from api.client import ClientError
+from assistant.cards import ActionStore
+from assistant.client import AssistantClient
+from assistant.offline import OfflineChatModel
+from assistant.replies import language_of
+from assistant.tools import ToolContext, make_tools
+from scheduler.clock import local_zone
+from scheduler.settings import Settings
+
+PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
+PROMPT_FILES = ("system.md", "tools.md", "examples.md")
+RECURSION_LIMIT = 16
+HISTORY_MESSAGES = 40
+
+
+def load_prompt(prompts_dir: Path = PROMPTS_DIR, **values: str) -> str:
+    """The system prompt: the prompt files joined, with {placeholders} filled in."""
+    text = "\n\n".join((prompts_dir / name).read_text(encoding="utf-8").strip() for name in PROMPT_FILES)
+    for key, value in values.items():
+        text = text.replace("{" + key + "}", value)
+    return text
+
+
+def llm_configured(settings: Settings) -> bool:
+    """True when an OpenAI-compatible endpoint or model is configured."""
+    return bool(settings.llm_base_url or settings.llm_model)
+
+
+def make_model(settings: Settings) -> tuple[BaseChatModel, str]:
+    """The configured OpenAI-compatible model (streaming), else the offline one; and a label saying which."""
+    if not llm_configured(settings):
+        return OfflineChatModel(), "offline model (built-in rules, no network)"
+    from langchain_openai import ChatOpenAI
+
+    model_name = settings.llm_model or "gpt-4o-mini"
+    model = ChatOpenAI(
+        model=model_name,
+        base_url=settings.llm_base_url,
+        api_key=settings.llm_api_key or "not-needed",  # type: ignore[arg-type]
+        streaming=True,
+        temperature=0,
+        timeout=120,
+        max_retries=1,
+    )
+    where = settings.llm_base_url or "api.openai.com"
+    return model, f"{model_name} via {where} (OpenAI-compatible)"
+
+
+@dataclass
+class Turn:
+    """One chat turn: the reply, the tool calls made, the cards waiting, and for submits the spec or error."""
+
+    reply: str
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    cards: list[dict[str, Any]] = field(default_factory=list)
+    spec: dict[str, Any] | None = None
+    error: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        """The `nightshift ask --json` object."""
+        return {"reply": self.reply, "tool_calls": self.tool_calls, "spec": self.spec, "error": self.error}
+
+
+class Assistant:
+    """One person's chat session: model, tools bound to their client, history and pending actions."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        client: AssistantClient | None,
+        *,
+        model: BaseChatModel | None = None,
+        model_label: str | None = None,
+        now: Callable[[], datetime] | None = None,
+        user: str | None = None,
+        team: str | None = None,
+        default_workdir: str | None = None,
+        prompts_dir: Path = PROMPTS_DIR,
+    ) -> None:
+        if model is None:
+            model, label = make_model(settings)
+            model_label = model_label or label
+        self.model_label = model_label or type(model).__name__
+        self.settings = settings
+        self.client = client
+        zone = local_zone(settings.timezone)
+        self.now = now or (lambda: datetime.now(zone))
+        self.user, self.team = user or "you", team or "your team"
+        self.actions = ActionStore()
+        self.history: list[BaseMessage] = []
+        self.prompts_dir = prompts_dir
+        self.context = ToolContext(
+            client=client,
+            actions=self.actions,
+            now=self.now,
+            offpeak=settings.offpeak,
+            default_workdir=default_workdir or str(settings.home / "work"),
+            max_task_gpus=settings.max_task_gpus,
+        )
+
+        @dynamic_prompt
+        def system_prompt(request: ModelRequest) -> str:
+            return self.system_prompt()
+
+        self.graph = create_agent(model, make_tools(self.context), middleware=[system_prompt])
+
+    def system_prompt(self) -> str:
+        """The system prompt for this moment (time, person, windows filled in)."""
+        now = self.now()
+        return load_prompt(
+            self.prompts_dir,
+            now=now.isoformat(timespec="seconds"),
+            user=self.user,
+            team=self.team,
+            timezone=self.settings.timezone or str(now.tzinfo),
+            offpeak=self.settings.offpeak,
+        )
+
+    def _config(self) -> dict[str, Any]:
+        return {"recursion_limit": RECURSION_LIMIT}
+
+    def ask(self, text: str) -> Turn:
+        """Run one turn to the end and return it."""
+        state = self.graph.invoke({"messages": [*self.history, HumanMessage(text)]}, self._config())
+        return self._finish(state["messages"])
+
+    def stream(self, text: str) -> Iterator[str | Turn]:
+        """Run one turn, yielding reply text as it is generated, then the finished Turn."""
+        final: list[BaseMessage] = []
+        inputs = {"messages": [*self.history, HumanMessage(text)]}
+        for mode, payload in self.graph.stream(inputs, self._config(), stream_mode=["messages", "values"]):
+            if mode == "messages":
+                chunk = payload[0]
+                if isinstance(chunk, AIMessageChunk | AIMessage) and isinstance(chunk.content, str) and chunk.content:
+                    yield chunk.content
+            elif mode == "values":
+                final = payload["messages"]
+        yield self._finish(final)
+
+    def _finish(self, messages: list[BaseMessage]) -> Turn:
+        start = max(i for i, m in enumerate(messages) if isinstance(m, HumanMessage))
+        new = messages[start + 1 :]
+        self.history = messages[-HISTORY_MESSAGES:]
+        turn = Turn(reply="")
+        for message in new:
+            if isinstance(message, AIMessage):
+                turn.tool_calls += [{"name": call["name"], "args": call["args"]} for call in message.tool_calls]
+                if isinstance(message.content, str) and message.content and not message.tool_calls:
+                    turn.reply = message.content
+            elif isinstance(message, ToolMessage):
+                self._note_result(turn, message)
+        return turn
+
+    def _note_result(self, turn: Turn, message: ToolMessage) -> None:
+        try:
+            data = json.loads(str(message.content))
+        except ValueError:
+            return
+        card = data.get("pending_action") if isinstance(data, dict) else None
+        if card:
+            turn.cards.append(card)
+            if card.get("kind") == "submit":
+                turn.spec, turn.error = card["spec"], None
+        elif message.name == "submit_task" and isinstance(data, dict) and not data.get("ok", True):
+            turn.spec, turn.error = None, str(data.get("error"))
+
+    def confirm(self, action_id: str) -> dict[str, Any]:
+        """Perform a pending action through the API with the person's own client (once)."""
+        action = self.actions.take(action_id)
+        if action is None:
+            return {"ok": False, "error": f"no pending action {action_id!r} (already confirmed or dropped?)"}
+        if self.client is None:
+            return {"ok": False, "error": "no API connection: nothing was done"}
+        try:
+            if action.kind == "submit":
+                task = self.client.submit(action.payload["spec"], idempotency_key=action.action_id)
+                message = f"Submitted task #{task['id']} ({task['name']}): {task['status']}."
+            else:
+                task = self.client.cancel(int(action.payload["task_id"]))
+                message = f"Task #{task['id']} is {task['status']}."
+        except ClientError as exc:
+            return {"ok": False, "error": exc.message, "errors": exc.errors}
+        self.history.append(AIMessage(content=message))
+        return {"ok": True, "task": task, "message": self._localize(message)}
+
+    def drop(self, action_id: str) -> bool:
+        """Forget a pending action without doing it."""
+        return self.actions.take(action_id) is not None
+
+    def _localize(self, message: str) -> str:
+        last = next((m for m in reversed(self.history) if isinstance(m, HumanMessage)), None)
+        if last is not None and language_of(str(last.content)) == "zh":
+            return message.replace("Submitted task", "已提交任务").replace("Task", "任务").replace(" is ", " 状态：")
+        return message

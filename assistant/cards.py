@@ -1,0 +1,217 @@
+"""Pending actions: what a submit or cancel *would* do, shown as a card that the person confirms.
+
+Nothing here changes the cluster. `build_submit_card` validates the spec locally (`parse_spec`, the
+cluster's limits) and, where the server has them, asks the estimate and quota endpoints; `ActionStore`
+keeps the cards of one chat session until the person confirms or drops them.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shlex
+import threading
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from api.client import ClientError
+from assistant.client import AssistantClient
+from scheduler.errors import SpecError
+from scheduler.policy.windows import DailyWindow, parse_windows
+from scheduler.spec import TaskSpec, parse_spec
+from scheduler.submission import resolve
+
+MIB_PER_GB = 1024
+FALLBACK_GPU_POWER_W = 300.0
+ActionKind = Literal["submit", "cancel"]
+
+
+@dataclass
+class PendingAction:
+    """A submit or cancel waiting for the person's click; `payload` is exactly what will be sent."""
+
+    action_id: str
+    kind: ActionKind
+    card: dict[str, Any]
+    payload: dict[str, Any] = field(default_factory=dict)
+
+
+class ActionStore:
+    """The pending actions of one chat session (thread-safe); an action can be confirmed only once."""
+
+    def __init__(self) -> None:
+        self._actions: dict[str, PendingAction] = {}
+        self._lock = threading.Lock()
+
+    def add(self, kind: ActionKind, card: dict[str, Any], payload: dict[str, Any]) -> PendingAction:
+        """Store a new pending action with an unguessable id."""
+        action = PendingAction(f"act_{secrets.token_hex(8)}", kind, card, payload)
+        action.card["action_id"] = action.action_id
+        with self._lock:
+            self._actions[action.action_id] = action
+        return action
+
+    def take(self, action_id: str) -> PendingAction | None:
+        """Remove and return an action (None if unknown or already used)."""
+        with self._lock:
+            return self._actions.pop(action_id, None)
+
+    def pending(self) -> list[PendingAction]:
+        """Actions still waiting, oldest first."""
+        with self._lock:
+            return list(self._actions.values())
+
+
+class CardError(Exception):
+    """Raised when a spec cannot be accepted; `errors` lists `{field, message}` items."""
+
+    def __init__(self, message: str, errors: list[dict[str, Any]] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.errors = errors or []
+
+
+def _in_window(moment: datetime, windows: tuple[DailyWindow, ...]) -> bool:
+    minute = moment.hour * 60 + moment.minute
+    for window in windows:
+        if window.crosses_midnight:
+            if minute >= window.start_min or minute < window.end_min:
+                return True
+        elif window.start_min <= minute < window.end_min:
+            return True
+    return False
+
+
+def earliest_start(
+    now: datetime, not_before: datetime | None, offpeak: bool, offpeak_windows: str
+) -> tuple[datetime, str | None]:
+    """When the spec allows a start: not before `not_before`, and inside an off-peak window if asked."""
+    start = max(now, not_before.astimezone(now.tzinfo)) if not_before else now
+    if not offpeak:
+        return start, None
+    windows = parse_windows(offpeak_windows)
+    if not windows or _in_window(start, windows):
+        return start, "off-peak"
+    day = start.replace(hour=0, minute=0, second=0, microsecond=0)
+    starts = [day + timedelta(days=d, minutes=w.start_min) for d in (0, 1) for w in windows]
+    return min(s for s in starts if s > start), "off-peak"
+
+
+def start_label(start: datetime, now: datetime, why: str | None, immediate: bool) -> str:
+    """`tonight 23:00, off-peak` / `tomorrow 09:00` / `as soon as GPUs are free`."""
+    if immediate and why is None:
+        return "as soon as GPUs are free"
+    days = (start.date() - now.date()).days
+    day = {0: "tonight" if start.hour >= 18 else "today", 1: "tomorrow"}.get(days, f"{start:%a %m-%d}")
+    if days == 1 and start.hour < 7 and why:
+        day = "tonight"
+    return f"{day} {start:%H:%M}" + (f", {why}" if why else "")
+
+
+def cli_equivalent(spec: dict[str, Any]) -> str:
+    """The `nightshift submit` line that would submit the same spec (for shells and scripts)."""
+    flags = {"gpus": "--gpus", "gpu_memory_gb": "--gpu-mem", "priority": "--priority", "time_limit_minutes":
+             "--time-limit", "estimated_minutes": "--estimate", "conda_env": "--conda", "docker_image": "--docker",
+             "retries": "--retries", "name": "--name"}  # fmt: skip
+    parts = ["nightshift", "submit"]
+    for key, flag in flags.items():
+        value = spec.get(key)
+        if value not in (None, "normal", 0) or (key == "gpus" and value == 0):
+            parts += [flag, shlex.quote(f"{value:g}" if isinstance(value, float) else str(value))]
+    if spec.get("offpeak"):
+        parts.append("--tonight")
+    if spec.get("not_before"):
+        parts += ["--after", shlex.quote(str(spec["not_before"]))]
+    for parent in spec.get("depends_on") or []:
+        parts += ["--depends-on", str(parent)]
+    return " ".join([*parts, "--", spec.get("command", "")])
+
+
+def check_limits(spec: TaskSpec, gpus_view: dict[str, Any] | None, max_task_gpus: int) -> None:
+    """Refuse what no node could run (the API checks again on submit)."""
+    nodes = [n for n in (gpus_view or {}).get("nodes", []) if n.get("alive", True) and n.get("gpus")]
+    most = max((int(n["gpus"]) for n in nodes), default=max_task_gpus)
+    limit = min(most, max_task_gpus)
+    if spec.gpus > limit:
+        raise CardError(f"gpus must be between 0 and {limit} on this cluster; you asked for {spec.gpus}",
+                        [{"field": "gpus", "message": f"at most {limit} GPUs"}])  # fmt: skip
+    largest = max((int(g.get("memory_total_mib", 0)) for g in (gpus_view or {}).get("gpus", [])), default=0)
+    if spec.gpu_memory_gb is not None and largest and spec.gpu_memory_gb * MIB_PER_GB > largest:
+        raise CardError(f"no GPU on this cluster has {spec.gpu_memory_gb:g} GB (the largest has "
+                        f"{largest / MIB_PER_GB:.0f} GB)", [{"field": "gpu_memory_gb", "message": "too large"}])  # fmt: skip
+
+
+def validated_spec(args: dict[str, Any], now: datetime, default_workdir: str, max_task_gpus: int,
+                   gpus_view: dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
+    """The fully resolved spec (name, workdir, times with offset) or CardError with the reasons."""
+    raw = {key: value for key, value in args.items() if value is not None}
+    try:
+        spec = parse_spec(raw)
+    except SpecError as exc:
+        raise CardError(exc.message, exc.errors) from None
+    check_limits(spec, gpus_view, max_task_gpus)
+    tz = now.tzinfo
+    assert tz is not None, "now must be timezone-aware"
+    return dict(resolve(spec, tz, default_workdir).spec)
+
+
+def _energy(spec: dict[str, Any], gpus_view: dict[str, Any] | None, minutes: float | None) -> str | None:
+    if not minutes or not spec.get("gpus"):
+        return None
+    try:
+        from scheduler.policy.tariff import gpu_power_w
+
+        names = [str(g.get("name", "")) for g in (gpus_view or {}).get("gpus", [])]
+        power = gpu_power_w(names[0]) if names else FALLBACK_GPU_POWER_W
+    except ImportError:  # pragma: no cover - the policy package is optional for the assistant
+        power = FALLBACK_GPU_POWER_W
+    kwh = spec["gpus"] * power * minutes * 60 / 3.6e6
+    return f"~{kwh:.1f} kWh ({spec['gpus']} × {power:.0f} W for {minutes:g} min)"
+
+
+def summarize(spec: dict[str, Any], now: datetime, offpeak_windows: str, client: AssistantClient | None,
+              gpus_view: dict[str, Any] | None) -> dict[str, Any]:  # fmt: skip
+    """Start label, estimate, energy and quota effect of a spec (each only when known)."""
+    not_before = datetime.fromisoformat(spec["not_before"]) if spec.get("not_before") else None
+    start, why = earliest_start(now, not_before, bool(spec.get("offpeak")), offpeak_windows)
+    summary: dict[str, Any] = {"start_label": start_label(start, now, why, immediate=start <= now)}
+    minutes = spec.get("estimated_minutes") or spec.get("time_limit_minutes")
+    estimated_start = start
+    if client is not None:
+        try:
+            est = client.estimate(gpus=spec.get("gpus"), gpu_memory_gb=spec.get("gpu_memory_gb"),
+                                  estimated_minutes=spec.get("estimated_minutes"))  # fmt: skip
+            summary["wait_reason"] = est.get("reason")
+            if est.get("start"):
+                estimated_start = max(start, datetime.fromisoformat(est["start"]).astimezone(now.tzinfo))
+            if est.get("energy_cost") is not None:
+                summary["energy_cost"] = est["energy_cost"]
+        except ClientError:
+            pass
+    summary["estimated_start"] = estimated_start.isoformat()
+    if minutes:
+        summary["estimated_end"] = (estimated_start + timedelta(minutes=float(minutes))).isoformat()
+    summary["energy"] = _energy(spec, gpus_view, minutes)
+    summary["quota"] = _quota_effect(spec, client, minutes)
+    summary["cli"] = cli_equivalent(spec)
+    return {key: value for key, value in summary.items() if value is not None}
+
+
+def _quota_effect(spec: dict[str, Any], client: AssistantClient | None, minutes: float | None) -> str | None:
+    if client is None:
+        return None
+    try:
+        quota = client.quota()
+    except ClientError:
+        return None
+    day = quota.get("day") or {}
+    gpu_h = (spec.get("gpus", 1) * float(minutes) / 60) if minutes else None
+    budget = day.get("budget_gpu_h")
+    if budget is None:
+        return f"team {quota.get('team')}: no daily budget" + (f"; uses ~{gpu_h:.1f} GPU-h" if gpu_h else "")
+    left = float(budget) - float(day.get("used_gpu_h", 0))
+    if gpu_h is None:
+        return f"team {quota.get('team')}: {left:.1f} of {float(budget):.0f} GPU-h left today ({day.get('state')})"
+    after = left - gpu_h
+    state = "over budget: it will run, with a warning" if after < 0 else f"{after:.1f} GPU-h left after it"
+    return f"uses ~{gpu_h:.1f} of the team's {left:.1f} GPU-h left today; {state}"

@@ -1,0 +1,124 @@
+"""The built-in offline model: a LangChain chat model that reads common requests (English and Chinese).
+
+It needs no network and no weights: rules in `assistant.parsing` turn a request into one tool call (or a
+question back, or a polite refusal), and `assistant.replies` turns tool results into a short answer. It
+never acts on text that comes back from tools: only the person's own message can lead to a tool call.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import Runnable
+from langchain_core.tools import BaseTool
+
+from assistant.parsing.commands import find_command, remove_span
+from assistant.parsing.fields import task_ids
+from assistant.parsing.intents import Reading, understand
+from assistant.replies import canned, language_of, reply_for
+
+NOW_LINE = re.compile(r"Current time:\s*(\S+)")
+META_KEY = "nightshift"
+
+
+def _text(message: BaseMessage) -> str:
+    content = message.content
+    if isinstance(content, str):
+        return content
+    parts = [part if isinstance(part, str) else str(part.get("text", "")) for part in content]
+    return " ".join(parts)
+
+
+class OfflineChatModel(BaseChatModel):
+    """Rule-based tool-calling chat model; `now` (aware) pins the clock, else the system prompt's time is used."""
+
+    now: datetime | None = None
+
+    @property
+    def _llm_type(self) -> str:
+        return "nightshift-offline"
+
+    def bind_tools(
+        self,
+        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
+        *,
+        tool_choice: str | None = None,
+        **kwargs: Any,
+    ) -> Runnable[LanguageModelInput, AIMessage]:
+        """The tool list is fixed by design; binding changes nothing."""
+        return self
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        return ChatResult(generations=[ChatGeneration(message=self.respond(messages))])
+
+    # --- the rules -----------------------------------------------------------------------------------
+
+    def _now(self, messages: Sequence[BaseMessage]) -> datetime:
+        if self.now is not None:
+            return self.now
+        for message in messages:
+            if isinstance(message, SystemMessage):
+                found = NOW_LINE.search(_text(message))
+                if found:
+                    try:
+                        return datetime.fromisoformat(found.group(1))
+                    except ValueError:
+                        break
+        return datetime.now().astimezone()
+
+    def respond(self, messages: Sequence[BaseMessage]) -> AIMessage:
+        """The next message: a reply to tool results, or a tool call / question / refusal for the person."""
+        human_index = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=-1)
+        if human_index < 0:
+            return AIMessage(content=canned("help", "help", "en"))
+        text = _text(messages[human_index])
+        lang = language_of(text)
+        now = self._now(messages)
+        results = [m for m in messages[human_index + 1 :] if isinstance(m, ToolMessage)]
+        if results:
+            return self._summarize(results, lang, now)
+        reading = understand(self._with_context(messages[:human_index], text), now)
+        return self._message_for(reading, text, lang)
+
+    def _with_context(self, history: Sequence[BaseMessage], text: str) -> str:
+        """Merge a short follow-up ("python train.py", "31") with the request that asked for it."""
+        previous = next((m for m in reversed(history) if isinstance(m, AIMessage)), None)
+        meta = previous.response_metadata.get(META_KEY, {}) if previous is not None else {}
+        request = meta.get("request")
+        if not request:
+            return text
+        if meta.get("reason") == "need_command":
+            found = find_command(text)
+            if found is None:
+                return text
+            return f"`{found.command}` {remove_span(text, found.start, found.end).strip()} {request}"
+        if meta.get("reason") == "need_task_id" and re.fullmatch(r"\s*(?:task|job|#|任务)?\s*#?\d+\s*号?\s*", text):
+            return f"{request} task {task_ids(text)[0]}"
+        return text
+
+    def _message_for(self, reading: Reading, text: str, lang: str) -> AIMessage:
+        if reading.kind == "tool" and reading.tool:
+            call = {"name": reading.tool, "args": reading.args, "id": f"call_{uuid.uuid4().hex[:16]}", "type": "tool_call"}
+            return AIMessage(content="", tool_calls=[call], response_metadata={META_KEY: {"kind": "tool"}})
+        meta = {"kind": reading.kind, "reason": reading.reason}
+        if reading.kind == "question":
+            meta["request"] = text
+        return AIMessage(content=canned(reading.kind, reading.reason, lang), response_metadata={META_KEY: meta})
+
+    def _summarize(self, results: Sequence[ToolMessage], lang: str, now: datetime) -> AIMessage:
+        replies = [reply_for(str(result.name or ""), _text(result), lang, now) for result in results]
+        return AIMessage(content="\n\n".join(replies), response_metadata={META_KEY: {"kind": "answer"}})

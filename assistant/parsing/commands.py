@@ -1,0 +1,115 @@
+"""Find the shell command in a request: in backticks or quotes, or starting at a program-like word."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_BACKTICKS = re.compile(r"```(?:\w+\n)?(?P<cmd>.+?)```|`(?P<cmd2>[^`]+)`", re.S)
+_QUOTED = re.compile(r"\"(?P<a>[^\"]{2,})\"|“(?P<b>[^”]{2,})”|「(?P<c>[^」]{2,})」|'(?P<d>[^']{2,})'")
+_ASCII_BEFORE = r"(?<![A-Za-z0-9_./\-])"
+_ASCII_AFTER = r"(?![A-Za-z0-9_\-])"
+STRONG = re.compile(
+    _ASCII_BEFORE
+    + r"(?:python(?:3(?:\.\d+)?)?|torchrun|accelerate|deepspeed|bash|zsh|srun|uv|pytest|nvidia-smi|jupyter|"
+    r"Rscript|julia|\.{1,2}/[\w./\-]+|/[\w./\-]+\.(?:py|sh)|[\w./\-]*\w\.(?:py|sh|ipynb|jl|R))" + _ASCII_AFTER
+)
+WEAK = re.compile(
+    _ASCII_BEFORE + r"(?:make|echo|sleep|rm|ls|cat|node|java|pip|cd|sh|true|false|kill|cp|mv|wget|curl|"
+    r"tar|git|hostname|env|nohup|time|ollama|vllm|llamafactory-cli|sbatch)" + _ASCII_AFTER
+)
+RUN_VERB = re.compile(
+    r"(?:\b(?:run|execute|launch|start|submit|queue(?:\s+up)?|kick\s+off|schedule|please\s+run)\b|跑一下|跑个|"
+    r"跑|运行|执行|提交|启动|开始)\s*[:：]?\s*",
+    re.I,
+)
+_STOP_WORDS = frozenset(
+    """on with using tonight tomorrow today overnight after at in for as when once then please priority
+    urgent urgently asap retry retrying retries within limit max maximum by before until off-peak offpeak
+    during from starting no needs need needing requiring requires taking takes should it which that via
+    inside but if each per right now immediately and low high normal name named call called time up only
+    every around about over under this next cpu gpu gpus conda docker env image depends depending could
+    can would will so to i we my our lasting kill stop x""".split()
+)
+_CJK = re.compile(r"[\u3000-\u9fff\uff00-\uffef]")
+_TOKEN = re.compile(r"\S+")
+
+
+@dataclass(frozen=True, slots=True)
+class FoundCommand:
+    """A command and where it was found in the text."""
+
+    command: str
+    start: int
+    end: int
+
+
+def _looks_like_command(text: str) -> bool:
+    return bool(STRONG.search(text) or WEAK.match(text.strip()) or re.search(r"\s-{1,2}\w|[|&;<>$=]", text))
+
+
+def _scan_from(text: str, start: int) -> FoundCommand | None:
+    """The command starting at `start`, up to the first word that starts plain language again."""
+    end, previous = start, ""
+    for index, token in enumerate(_TOKEN.finditer(text, start)):
+        word = token.group()
+        cjk = _CJK.search(word)
+        if cjk:
+            end = token.start() + cjk.start() if cjk.start() > 0 else end
+            break
+        bare = word.lower().strip(".,;:!?")
+        is_flag_value = previous.startswith("-") and "=" not in previous
+        if index > 0 and not is_flag_value and (bare in _STOP_WORDS or word in ("-", "—", "--")):
+            break
+        end = token.end()
+        if word[-1] in ",;!?" or (word.endswith(".") and index > 0 and not is_flag_value):
+            end -= 1
+            break
+        previous = word
+    command = text[start:end].strip().rstrip(".:,")
+    return FoundCommand(command, start, end) if command else None
+
+
+def normalize(command: str) -> str:
+    """`train.py args` -> `python train.py args`; `run.sh` -> `bash run.sh`; spaces tidied."""
+    command = " ".join(command.split()) if "\n" not in command else command.strip()
+    first = command.split(" ", 1)[0]
+    if first.startswith(("./", "/", "../")):
+        return command
+    if first.endswith(".py"):
+        return f"python {command}"
+    if first.endswith(".sh"):
+        return f"bash {command}"
+    return command
+
+
+def find_command(text: str) -> FoundCommand | None:
+    """The command in `text`, or None when there is none (the caller then asks for it)."""
+    fenced = _BACKTICKS.search(text)
+    if fenced:
+        body = fenced.group("cmd") or fenced.group("cmd2") or ""
+        if body.strip():
+            return FoundCommand(normalize(body.strip()), fenced.start(), fenced.end())
+    for quoted in _QUOTED.finditer(text):
+        body = next(group for group in quoted.groups() if group)
+        if _looks_like_command(body):
+            return FoundCommand(normalize(body.strip()), quoted.start(), quoted.end())
+    candidates: list[int] = []
+    strong = STRONG.search(text)
+    if strong:
+        candidates.append(strong.start())
+    for verb in RUN_VERB.finditer(text):
+        weak = WEAK.match(text, verb.end())
+        if weak:
+            candidates.append(weak.start())
+    if not candidates:
+        return None
+    found = _scan_from(text, min(candidates))
+    if found is None:
+        return None
+    return FoundCommand(normalize(found.command), found.start, found.end)
+
+
+def remove_span(text: str, start: int, end: int) -> str:
+    """`text` with [start, end) blanked out (same length, so later offsets still line up)."""
+    return text[:start] + " " * (end - start) + text[end:]

@@ -1,0 +1,213 @@
+"""Spec fields other than the command and times: GPUs, memory, priority, retries, limits, environments."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from assistant.parsing.numbers import DURATION_UNIT, NUMBER, duration_minutes, tidy, to_int, to_number
+
+_DUR = rf"(?:{NUMBER})\s*(?:个半|个)?\s*{DURATION_UNIT}(?![a-z])|half\s+an\s+hour|an\s+hour|半\s*个?\s*小时"
+_GPU_WORD = r"(?:gpus?|cards?|a100s?|h100s?|h200s?|4090s?|3090s?|l40s?|v100s?|显卡|卡|块卡|gpu卡)"
+GPUS = [
+    re.compile(rf"(?P<n>{NUMBER})\s*(?:x\s*|×\s*)?(?:张|块|个|台)?\s*(?:-\s*)?{_GPU_WORD}(?![a-z])", re.I),
+    re.compile(r"(?P<n>\d+)\s*卡"),
+    re.compile(rf"\bgpus?\s*[:=]\s*(?P<n>{NUMBER})", re.I),
+]
+GPU_ONE = re.compile(r"\b(?:a|one|single|1)\s+(?:gpu|card)\b|单卡|一张卡|一块卡", re.I)
+GPU_ZERO = re.compile(
+    r"\bcpu[\s-]*only\b|\bno\s+gpus?\b|\bwithout\s+(?:a\s+)?gpus?\b|\bon\s+(?:the\s+)?cpu\b|\b0\s+gpus?\b"
+    r"|不用\s*(?:gpu|显卡|卡)|只用\s*cpu|纯\s*cpu|不需要\s*(?:gpu|显卡)|用\s*cpu",
+    re.I,
+)
+MEMORY = re.compile(
+    rf"(?P<n>{NUMBER})\s*(?:gb|g|gib|gigs?|gigabytes?)(?![a-z0-9])(?:\s*(?:of\s+)?(?:显存|vram|memory|mem|free))?"
+    r"|(?:显存|vram|memory)\s*(?:至少|不少于|>=|大于|:|：)?\s*(?P<m>\d+(?:\.\d+)?)\s*(?:gb|g)?(?![a-z0-9])",
+    re.I,
+)
+PRIORITY = [
+    ("urgent", re.compile(r"\burgent(?:ly)?\b|\basap\b|as\s+soon\s+as\s+possible|\bcritical\b|紧急|加急|十万火急|最高优先级", re.I)),
+    ("low", re.compile(
+        r"\blow[\s-]*(?:priority|prio)\b|\bpriority\s*[:=]?\s*low\b|\bnot\s+urgent\b|\bno\s+rush\b|\bwhenever\b"
+        r"|\bbackground\b|低优先级|优先级低|不急|不着急|低优先", re.I)),
+    ("high", re.compile(
+        r"\bhigh[\s-]*(?:priority|prio)\b|\bpriority\s*[:=]?\s*high\b|\bimportant\b|\bquickly\b|\bsoon\b"
+        r"|高优先级|优先级高|高优先|优先跑|尽快|重要", re.I)),
+    ("normal", re.compile(r"\bnormal\s+priority\b|\bpriority\s*[:=]?\s*normal\b|普通优先级", re.I)),
+]
+RETRIES = [
+    re.compile(rf"\bretr(?:y|ies)\s*(?:it\s*)?(?:up\s+to|at\s+most|max)?\s*[:=]?\s*(?P<n>{NUMBER})\s*(?:times|x)?\b", re.I),
+    re.compile(rf"(?P<n>{NUMBER})\s*(?:retries|retry|re-?tries)\b", re.I),
+    re.compile(rf"(?:重试|重跑|重新跑)\s*(?P<n>{NUMBER})\s*次"),
+    re.compile(rf"(?:失败|挂了)[了后的话]*(?:自动)?(?:重试|重跑)\s*(?P<n>{NUMBER})?\s*次?"),
+    re.compile(r"\bretry\s+(?:it\s+)?(?:if|when|on)\s+(?:it\s+)?fail(?:s|ure)?\b", re.I),
+]
+TIME_LIMIT = [
+    re.compile(
+        r"(?:\bat\s+most|\bno\s+(?:more|longer)\s+than|\bmax(?:imum)?(?:\s+(?:of|run\s*time))?|\btime[\s-]?limit"
+        r"(?:\s+(?:of|is))?|\blimit(?:\s+it)?\s+to|\bcap(?:\s+it)?\s+at|\b(?:kill|stop)\s+(?:it\s+)?after"
+        r"|\btime\s*out(?:\s+(?:of|after))?|\bwall[\s-]?time(?:\s+of)?|\bfor\s+at\s+most|\bnot\s+(?:more|longer)"
+        rf"\s+than)\s*[:=]?\s*(?P<d>{_DUR})|(?P<e>{_DUR})\s*(?:time[\s-]?limit|limit|timeout|wall[\s-]?time|cap)\b",
+        re.I,
+    ),
+    re.compile(
+        rf"(?:限时|最多(?:跑|运行)?|不超过|超时(?:时间)?(?:设为|为|设成)?|时间限制(?:为|是)?|最长(?:跑|运行)?|时限)\s*(?P<d>{_DUR})"
+        rf"|(?P<f>{_DUR})\s*(?:后|以后)?\s*(?:就)?(?:杀掉|停掉|超时|强制停止)"
+    ),
+]
+ESTIMATE = [
+    re.compile(
+        r"(?:\btakes?|\btaking|\bshould\s+take|\bwill\s+take|\bruns?\s+for|\brunning\s+for|\blasts?|\bexpected"
+        r"(?:\s+to\s+take)?|\bestimated?(?:\s+at)?|\bfor|\bneeds?)\s*(?:about|around|roughly|~|approximately)?"
+        rf"\s*(?P<d>{_DUR})",
+        re.I,
+    ),
+    re.compile(rf"(?:预计|大概|大约|估计|需要|要跑|约|跑)\s*(?:大概|大约|约)?\s*(?P<d>{_DUR})\s*(?:左右)?"),
+    re.compile(rf"(?:~|about|around|roughly)\s*(?P<d>{_DUR})", re.I),
+]
+CONDA = [
+    re.compile(r"\bconda\s+activate\s+(?P<v>[\w.+\-/]+)", re.I),
+    re.compile(r"\bconda\s*(?:env(?:ironment)?)?\s*[:=]?\s*(?!env|environment)(?P<v>[\w.+\-/]+)", re.I),
+    re.compile(r"\b(?:in|using|with|inside|from)\s+(?:the\s+|my\s+)?(?P<v>[\w.+\-/]+)\s+(?:conda\s+)?env(?:ironment)?\b", re.I),
+    re.compile(r"\benv(?:ironment)?\s*[:=]\s*(?P<v>[\w.+\-/]+)", re.I),
+    re.compile(r"(?:conda)?\s*环境\s*[:：]?\s*(?P<v>[A-Za-z0-9_.+\-/]+)"),
+    re.compile(r"(?:在|用|使用)\s*(?P<v>[A-Za-z0-9_.+\-/]+)\s*(?:这个)?\s*(?:conda)?\s*环境"),
+]
+DOCKER = [
+    re.compile(r"\b(?:docker|container)\s*(?:image)?\s*[:=]?\s*(?P<v>[a-z0-9][a-z0-9._\-/:@]*[a-z0-9])", re.I),
+    re.compile(r"\b(?:image)\s*[:=]?\s*(?P<v>[a-z0-9][a-z0-9._\-/:@]*[a-z0-9])", re.I),
+    re.compile(r"\b(?:in|using|with)\s+(?:the\s+)?(?P<v>[a-z0-9][a-z0-9._\-/]*:[\w.\-]+)\s*(?:image|container)?", re.I),
+    re.compile(r"(?:镜像|容器)\s*[:：]?\s*(?P<v>[a-z0-9][a-z0-9._\-/:@]*[a-z0-9])", re.I),
+    re.compile(r"(?:用|使用|在)\s*(?P<v>[a-z0-9][a-z0-9._\-/:@]*[a-z0-9])\s*(?:这个)?\s*(?:镜像|容器)", re.I),
+]
+DEPENDS = [
+    re.compile(
+        r"\b(?:after|once|when)\s+(?:task|job|#)?\s*#?\s*(?P<n>\d+)\s*(?:is\s+|has\s+)?"
+        r"(?:finishes|finished|completes|completed|is\s+done|done|succeeds|succeeded|ends|is\s+over)",
+        re.I,
+    ),
+    re.compile(r"\bafter\s+(?:task|job)\s*#?\s*(?P<n>\d+)\b|\bafter\s+#(?P<h>\d+)\b", re.I),
+    re.compile(r"\bdepend(?:s|ing)?\s+on\s+(?:task|job)?\s*#?\s*(?P<n>\d+)", re.I),
+    re.compile(
+        r"(?:等|在)?\s*(?:任务|作业)?\s*#?(?P<n>\d+)\s*号?\s*(?:任务|作业)?\s*(?:完成|跑完|结束|成功|做完)(?:了|以)?(?:之?后|再)"
+        r"|(?:在|等)\s*(?:任务|作业)\s*#?(?P<m>\d+)\s*(?:号)?\s*(?:之后|以后|后)"
+    ),
+]
+NAME = re.compile(
+    r"\b(?:call\s+it|name\s+it|named|called|with\s+the\s+name|name\s*[:=])\s*[\"'“]?(?P<v>[\w.\-+@:/]+)"
+    r"|(?:名字叫|名字是|命名为|叫做|名称为|取名)\s*[\"'“「]?(?P<z>[\w.\-+@:/]+)",
+    re.I,
+)
+TASK_ID = re.compile(
+    r"(?:\b(?:task|job|id)\s*(?:number|no\.?|#)?\s*#?\s*(?P<a>\d+)\b|#(?P<b>\d+)\b|(?P<c>\d+)\s*号"
+    r"|(?:任务|作业)\s*#?\s*(?P<d>\d+))",
+    re.I,
+)
+BARE_NUMBER = re.compile(r"(?<![\w.])(?P<n>\d{1,7})(?![\w.]|\s*(?:gb|g\b|gpus?|hours?|h\b|min|%|days?|卡|张|小时|分钟|天))", re.I)
+
+
+@dataclass
+class Fields:
+    """What was read from a request, as spec fields, and the text spans used."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+    spans: list[tuple[int, int]] = field(default_factory=list)
+
+
+def _first(patterns: list[re.Pattern[str]], text: str) -> re.Match[str] | None:
+    for pattern in patterns:
+        match = pattern.search(text)
+        if match:
+            return match
+    return None
+
+
+def _group(match: re.Match[str], *names: str) -> str | None:
+    for name in names:
+        try:
+            value = match.group(name)
+        except IndexError:
+            continue
+        if value:
+            return value
+    return None
+
+
+def _blank(text: str, match: re.Match[str], found: Fields) -> str:
+    found.spans.append(match.span())
+    return text[: match.start()] + " " * (match.end() - match.start()) + text[match.end() :]
+
+
+def read_fields(text: str) -> tuple[Fields, str]:
+    """Spec fields found in `text` (the command already removed), and the text with them blanked."""
+    found = Fields()
+    for key, patterns in (("depends_on", DEPENDS), ("time_limit_minutes", TIME_LIMIT), ("retries", RETRIES)):
+        match = _first(patterns, text)
+        if not match:
+            continue
+        if key == "depends_on":
+            found.values[key] = [int(_group(match, "n", "h", "m") or 0)]
+        elif key == "time_limit_minutes":
+            minutes = duration_minutes(_group(match, "d", "e", "f") or "")
+            if minutes:
+                found.values[key] = tidy(minutes)
+        else:
+            number = _group(match, "n")
+            found.values[key] = to_int(number) if number else 1
+        text = _blank(text, match, found)
+    estimate = _first(ESTIMATE, text)
+    if estimate:
+        minutes = duration_minutes(estimate.group("d"))
+        if minutes:
+            found.values["estimated_minutes"] = tidy(minutes)
+            text = _blank(text, estimate, found)
+    text = _read_resources(text, found)
+    for key, patterns in (("docker_image", DOCKER), ("conda_env", CONDA)):
+        match = _first(patterns, text)
+        if match and match.group("v").lower() not in {"the", "my", "a", "is", "var", "variable"}:
+            found.values[key] = match.group("v")
+            text = _blank(text, match, found)
+    name = NAME.search(text)
+    if name:
+        found.values["name"] = _group(name, "v", "z")
+        text = _blank(text, name, found)
+    for priority, pattern in PRIORITY:
+        match = pattern.search(text)
+        if match:
+            found.values["priority"] = priority
+            text = _blank(text, match, found)
+            break
+    return found, text
+
+
+def _read_resources(text: str, found: Fields) -> str:
+    memory = MEMORY.search(text)
+    if memory:
+        number = to_number(_group(memory, "n", "m") or "")
+        if number:
+            found.values["gpu_memory_gb"] = tidy(number)
+            text = _blank(text, memory, found)
+    zero = GPU_ZERO.search(text)
+    if zero:
+        found.values["gpus"] = 0
+        return _blank(text, zero, found)
+    gpus = _first(GPUS, text)
+    if gpus:
+        number = to_int(gpus.group("n"))
+        if number is not None:
+            found.values["gpus"] = number
+            return _blank(text, gpus, found)
+    one = GPU_ONE.search(text)
+    if one:
+        found.values["gpus"] = 1
+        text = _blank(text, one, found)
+    return text
+
+
+def task_ids(text: str) -> list[int]:
+    """Task ids named in `text` ("task 12", "#12", "12号", "任务12"); bare numbers only as a last resort."""
+    ids = [int(next(g for g in m.groups() if g)) for m in TASK_ID.finditer(text)]
+    if not ids:
+        ids = [int(m.group("n")) for m in BARE_NUMBER.finditer(text)]
+    return list(dict.fromkeys(ids))

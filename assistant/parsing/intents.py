@@ -1,0 +1,250 @@
+"""What a request asks for: one of the nine tools with its arguments, a question back, or a refusal."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from assistant.parsing.commands import find_command, remove_span
+from assistant.parsing.fields import read_fields, task_ids
+from assistant.parsing.numbers import NUMBER, to_int
+from assistant.parsing.times import read_times
+
+Kind = Literal["tool", "question", "refusal", "help"]
+_I = re.I
+
+INJECTION = re.compile(
+    r"ignore\s+(?:all\s+|any\s+|the\s+|your\s+)?(?:previous|prior|above|earlier|former)|disregard\s+(?:all|any|the|your|previous)"
+    r"|system\s+prompt|you\s+are\s+now|developer\s+mode|jailbreak|pretend\s+(?:to\s+be|you)|new\s+instructions"
+    r"|忽略(?:之前|以上|前面|上面|先前|所有)|无视(?:之前|以上|所有)|系统提示|你现在是|扮演|新的指令|越狱",
+    _I,
+)
+PRIVILEGE = re.compile(
+    r"\b(?:admin|root|sudo|superuser)\b\s*(?:rights?|access|privileges?|role|token|mode)|make\s+me\s+(?:an?\s+)?admin"
+    r"|give\s+(?:me|us)\s+(?:more|extra|unlimited|infinite)\s+(?:quota|gpus?|budget|gpu[- ]hours)|(?:raise|increase|"
+    r"double|reset|remove|disable|bypass)\s+(?:my|our|the|team\s+\w+'?s?)?\s*(?:quota|budget|cap|limits?)"
+    r"|skip\s+the\s+queue|jump\s+(?:the\s+)?queue|cut\s+in\s+line|ahead\s+of\s+everyone|(?:other|someone'?s?|another)"
+    r"\s+(?:user'?s?|people'?s?|person'?s?)?\s*(?:token|password|api\s+key)|\b(?:show|give|tell|print)\b.*\b(?:token|"
+    r"password|api\s+key|secret)s?\b|drop\s+(?:the\s+)?(?:database|table)|delete\s+the\s+database|shut\s*down\s+(?:the\s+)?"
+    r"(?:server|cluster|scheduler|nodes?)|reboot|restart\s+the\s+(?:server|scheduler|cluster|node)|set\s+(?:my|the)\s+"
+    r"priority\s+(?:of\s+)?(?:all|everyone)|管理员|root权限|提权|提高(?:我们?的?)?配额|增加(?:我们?的?)?配额|无限配额|插队|跳过队列"
+    r"|别人的\s*(?:token|令牌|密码)|(?:token|令牌|密码|密钥)|删库|删除数据库|关机|重启(?:服务器|集群|调度器)",
+    _I,
+)
+CANCEL_VERB = re.compile(
+    r"\b(?:cancel|kill|stop|abort|terminate|delete|remove|drop|halt)\b|取消|停止|停掉|杀掉|杀死|终止|干掉|删掉|删除|停了|撤销|kill掉",
+    _I,
+)
+BULK_OTHERS = re.compile(
+    r"\b(?:everyone|everybody|all\s+users|other\s+(?:people|users|teams?)|someone\s+else|another\s+team|their|his|her)"
+    r"|\bteam\s+[\w.\-]+'?s?\b|\b[\w.\-]+\s+team'?s\b|\b[\w.\-]+'s\s+(?:jobs|tasks)|\ball\b.*\b(?:jobs|tasks)\b"
+    r"|\bevery\s+(?:job|task)|所有人|大家|别人|其他人|其他团队|其他组|他们|她们|[\w.\-]+(?:组|团队|小组)的|全部|所有|一切",
+    _I,
+)
+OWN = re.compile(r"\b(?:my|mine|our|ours)\b|我的|我们的|自己的", _I)
+OFF_TOPIC = re.compile(
+    r"\bweather\b|\bpoem\b|\bjoke\b|\bstock\b|\bbitcoin\b|\brecipe\b|\bnews\b|\bwho\s+won\b|\btranslate\b"
+    r"|\bwrite\s+(?:me\s+)?(?:an?\s+)?(?:essay|story|email|letter|song)|\bcapital\s+of\b|\bhomework\b"
+    r"|天气|写诗|写一首|笑话|股票|菜谱|新闻|翻译|作文|比特币",
+    _I,
+)
+HELP = re.compile(
+    r"^\s*(?:hi|hello|hey|help|thanks|thank\s+you|what\s+can\s+you\s+do|who\s+are\s+you)\b|你好|帮助|您好|谢谢|你能做什么|你是谁",
+    _I,
+)
+EXPLAIN = re.compile(
+    r"\bwhy\b|\bexplain\b|what'?s\s+(?:holding|blocking)|what\s+is\s+(?:holding|blocking)|\bstuck\b|still\s+(?:pending|waiting|queued)"
+    r"|为什么|为啥|怎么还没|咋还没|卡住|卡着|原因|还在排队",
+    _I,
+)
+ESTIMATE = re.compile(
+    r"how\s+long\b.*\b(?:wait|until|till|before|queue|take\s+to\s+start)|\bwait(?:ing)?\s+time\b|\beta\b|how\s+soon"
+    r"|when\s+(?:will|would|does|can|could|do|is)\b.*\b(?:start|run|begin|get\s+(?:a\s+)?gpus?|go|be\s+scheduled|launch)"
+    r"|\bestimate\b|how\s+long\s+(?:will|would|do)\s+(?:i|we)|expected\s+start"
+    r"|要?等多久|等多长时间|多久(?:能|才能|可以|会)?(?:开始|轮到|跑|运行|排到)|什么时候(?:能|会|可以|才能|才会)?(?:开始|轮到|跑|运行|排到)"
+    r"|预计.*开始|等待时间|排多久|多久能排到|估计.*等",
+    _I,
+)
+POSITION = re.compile(
+    r"where\s+(?:is|are|'s|does|do)\s+(?:my|our|task|job|the|\d|#)|\bposition\b|\bstand(?:s|ing)?\b|place\s+in\s+(?:the\s+)?(?:queue|line)"
+    r"|how\s+many\s+(?:jobs|tasks|people)\s+(?:are\s+)?(?:ahead|in\s+front|before)|ahead\s+of\s+(?:me|mine|it)"
+    r"|where.*\bin\s+(?:the\s+)?(?:queue|line)|排第几|第几|排在|排到哪|前面还有|队列(?:中|里)?的?位置|位置",
+    _I,
+)
+LIST = re.compile(
+    r"\b(?:my|our|list|show|see)\b.*\b(?:jobs|tasks|runs)\b|what(?:'s|\s+is|\s+are)\s+(?:running|queued)|what\s+(?:failed|crashed"
+    r"|is\s+queued|finished|succeeded)|which\s+(?:jobs|tasks|ones)\s+(?:failed|are|have|did|crashed|succeeded|finished)"
+    r"|\b(?:failed|running|queued|pending|finished|completed|succeeded|cancell?ed)\s+(?:jobs|tasks|runs)\b|\bmy\s+jobs\b"
+    r"|did\s+(?:anything|any\s+of\s+my\s+(?:jobs|tasks))\s+fail|我的任务|我的作业|任务列表|列出|哪些任务|失败的|在跑的|正在跑|"
+    r"正在运行|排队中|排队的|已完成|跑完的|挂了|什么失败|哪些.*(?:失败|挂)|看看.*任务",
+    _I,
+)
+QUOTA = re.compile(
+    r"\bquota\b|\bbudget\b|gpu[\s-]*hours?\b.*\b(?:left|remaining)\b|how\s+(?:much|many)\s+.*\bleft\b|\ballowance\b|hours\s+left"
+    r"|配额|额度|预算|还剩多少|剩余.*(?:机时|卡时)|(?:机时|卡时).*(?:剩|还有)",
+    _I,
+)
+UTILIZATION = re.compile(
+    r"utili[sz]ation|\busage\b|gpu[\s-]*hours|\breport\b|\bsummary\b|\bstatistics\b|\bstats\b|who\s+used"
+    r"|how\s+much\s+(?:gpu\s+)?(?:time|compute)|idle\s+share|利用率|使用率|用量|报告|统计|机时|卡时|谁用得?最多|使用情况",
+    _I,
+)
+CLUSTER = re.compile(
+    r"how\s+busy|\bgpus?\b.*\b(?:status|free|available|idle|busy|load|usage|memory|utili[sz]ation)|\b(?:free|idle|"
+    r"available)\s+gpus?|cluster\s+status|status\s+of\s+the\s+(?:cluster|gpus|nodes)|which\s+gpus|nvidia-smi"
+    r"|anything\s+free|\bnodes?\b.*\b(?:up|status|alive)|空闲|空卡|显卡状态|gpu状态|集群状态|卡.*(?:空|忙|占用|闲)"
+    r"|显存.*(?:占用|剩|情况)|哪些卡|有没有卡|忙不忙|几张卡.*(?:空|闲|可用)|gpu.*(?:情况|使用)",
+    _I,
+)
+SUBMIT_VERB = re.compile(
+    r"\b(?:run|execute|launch|submit|queue\s+up|kick\s+off|schedule|train|start\s+(?:a|my|the)\s+(?:job|task|training|run))\b"
+    r"|跑|运行|执行|提交|训练|启动",
+    _I,
+)
+STATUS_WORDS: list[tuple[str, re.Pattern[str]]] = [
+    ("failed", re.compile(r"fail|crash|error|broke|失败|挂了|出错|报错|崩", _I)),
+    ("running", re.compile(r"running|in\s+progress|在跑|运行中|正在运行|正在跑", _I)),
+    ("queued", re.compile(r"queued|waiting|pending|in\s+the\s+queue|排队|等待", _I)),
+    ("succeeded", re.compile(r"succeed|finished|completed|\bdone\b|成功|完成|跑完", _I)),
+    ("cancelled", re.compile(r"cancell?ed|取消了|被取消|已取消", _I)),
+]
+DAYS: list[tuple[int, re.Pattern[str]]] = [
+    (1, re.compile(r"\btoday\b|\byesterday\b|24\s*hours|今天|昨天|一天", _I)),
+    (30, re.compile(r"\bmonth\b|30\s*days|本月|这个月|上个月|一个月|30天", _I)),
+    (14, re.compile(r"two\s+weeks|2\s+weeks|fortnight|两周|两个星期", _I)),
+    (7, re.compile(r"\bweek\b|7\s*days|本周|这周|上周|一周|这个星期|七天|7天", _I)),
+]
+N_DAYS = re.compile(rf"(?:last|past|previous)\s+(?P<n>{NUMBER})\s+days|(?:过去|最近|近)\s*(?P<z>{NUMBER})\s*天", _I)
+BY = [
+    ("user", re.compile(r"by\s+(?:user|person|people)|per\s+(?:user|person)|each\s+user|\bwho\b|按用户|每个用户|每个人|按人|谁", _I)),
+    ("gpu", re.compile(r"by\s+(?:gpu|card|device)|per\s+(?:gpu|card)|each\s+gpu|按卡|每张卡|按gpu|每块卡|按显卡", _I)),
+    ("team", re.compile(r"by\s+team|per\s+team|each\s+team|按团队|各团队|每个团队|按组|各组|各个团队", _I)),
+]
+_SLUG = r"([A-Za-z0-9][A-Za-z0-9_.\-]*)"
+TEAM = [
+    re.compile(rf"\bteam\s+{_SLUG}", _I),
+    re.compile(rf"(?:团队|组)\s*{_SLUG}"),
+    re.compile(rf"{_SLUG}\s*(?:组|团队|小组)"),
+    re.compile(rf"\b{_SLUG}\s+team\b", _I),
+]
+_NOT_TEAMS = {"our", "my", "the", "whole", "this", "your", "a", "each", "per", "by", "every", "other"}
+
+
+@dataclass
+class Reading:
+    """The offline model's understanding of one request."""
+
+    kind: Kind
+    tool: str | None = None
+    args: dict[str, Any] = field(default_factory=dict)
+    reason: str = ""
+
+
+def _tool(name: str, **args: Any) -> Reading:
+    return Reading("tool", name, {k: v for k, v in args.items() if v is not None})
+
+
+def _first_id(text: str) -> int | None:
+    ids = task_ids(text)
+    return ids[0] if ids else None
+
+
+def _refusal(text: str) -> Reading | None:
+    if INJECTION.search(text):
+        return Reading("refusal", reason="injection")
+    if PRIVILEGE.search(text):
+        return Reading("refusal", reason="privilege")
+    if CANCEL_VERB.search(text) and BULK_OTHERS.search(text):
+        if OWN.search(text) and not re.search(r"team\s+[\w.\-]+|[\w.\-]+\s*(?:组|团队)的|别人|others?|everyone", text, _I):
+            return Reading("question", reason="bulk_own")
+        return Reading("refusal", reason="cross_team")
+    if OFF_TOPIC.search(text):
+        return Reading("refusal", reason="out_of_scope")
+    return None
+
+
+def _team(text: str) -> str | None:
+    for pattern in TEAM:
+        for match in pattern.finditer(text):
+            name = match.group(1).lower()
+            if name and name not in _NOT_TEAMS and not name.isdigit():
+                return name
+    return None
+
+
+def _utilization(text: str) -> Reading:
+    days = 7
+    explicit = N_DAYS.search(text)
+    if explicit:
+        days = to_int(explicit.group("n") or explicit.group("z") or "7") or 7
+    else:
+        for value, pattern in DAYS:
+            if pattern.search(text):
+                days = value
+                break
+    by = next((name for name, pattern in BY if pattern.search(text)), None)
+    return _tool("utilization_report", days=days, by=by)
+
+
+def _estimate(text: str) -> Reading:
+    task_id = _first_id(text)
+    if task_id is not None:
+        return _tool("estimate_wait", task_id=task_id)
+    fields, _ = read_fields(text)
+    return _tool("estimate_wait", gpus=fields.values.get("gpus"), gpu_memory_gb=fields.values.get("gpu_memory_gb"))
+
+
+def _submit(command: str, rest: str, now: datetime) -> Reading:
+    fields, rest = read_fields(rest)
+    when = read_times(rest, now)
+    args: dict[str, Any] = {"command": command, **fields.values}
+    if when.not_before is not None:
+        args["not_before"] = when.not_before.isoformat()
+    if when.deadline is not None:
+        args["deadline"] = when.deadline.isoformat()
+    if when.offpeak:
+        args["offpeak"] = True
+    return Reading("tool", "submit_task", args)
+
+
+def _status_reading(text: str) -> Reading:
+    status = next((name for name, pattern in STATUS_WORDS if pattern.search(text)), None)
+    return _tool("list_tasks", status=status)
+
+
+def understand(text: str, now: datetime) -> Reading:
+    """Classify `text` and read the arguments of the tool it needs (or say what is missing)."""
+    found = find_command(text)
+    rest = remove_span(text, found.start, found.end) if found else text
+    refusal = _refusal(rest)
+    if refusal:
+        return refusal
+    if EXPLAIN.search(rest) and not ESTIMATE.search(rest):
+        task_id = _first_id(rest)
+        return _tool("explain_task", task_id=task_id) if task_id is not None else Reading("question", reason="need_task_id")
+    if CANCEL_VERB.search(rest) and not found:
+        task_ids_found = task_ids(rest)
+        if task_ids_found:
+            return _tool("cancel_task", task_id=task_ids_found[0])
+        return Reading("question", reason="need_task_id")
+    if ESTIMATE.search(rest):
+        return _estimate(rest)
+    if POSITION.search(rest) and not found:
+        return _tool("queue_position", task_id=_first_id(rest))
+    if QUOTA.search(rest) and not found and not re.search(r"显存|\bmemory\b|\bvram\b", rest, _I):
+        return _tool("quota_status", team=_team(rest))
+    if CLUSTER.search(rest) and not found and not re.search(r"\b(?:week|month|days|report)\b|本周|报告|过去|最近", rest, _I):
+        return _tool("cluster_status")
+    if UTILIZATION.search(rest) and not found:
+        return _utilization(rest)
+    if LIST.search(rest) and not found:
+        return _status_reading(rest)
+    if found:
+        return _submit(found.command, rest, now)
+    if SUBMIT_VERB.search(rest):
+        return Reading("question", reason="need_command")
+    if HELP.search(rest):
+        return Reading("help", reason="help")
+    return Reading("question", reason="unclear")

@@ -1,0 +1,211 @@
+"""Times people type, in English and Chinese, resolved against a given `now` (aware, cluster zone).
+
+Rules (also in prompts/tools.md): "tonight", "overnight", "今晚" mean the off-peak window (`offpeak: true`)
+unless an explicit clock time is given, which then becomes `not_before`; "off-peak", "谷时", "when power is
+cheap" always mean `offpeak: true`; "by 8am", "8点前" mean a `deadline`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from assistant.parsing.numbers import DURATION_UNIT, NUMBER, duration_minutes, to_int
+
+_DAY = (
+    r"(?:the\s+)?day\s+after\s+tomorrow|today|tonight|tomorrow|this|"
+    r"今天|明天|后天|今晚|明晚|明早|今早|明日|今日"
+)
+_PART = r"morning|afternoon|evening|night|早上|上午|中午|下午|傍晚|晚上|凌晨|夜里|半夜|早晨|清晨"
+_PREP = (
+    r"not\s+before|no\s+later\s+than|starting\s+at|starting|deadline(?:\s+is)?|after|at|from|around|about|"
+    r"by|before|until|till|past"
+)
+_ZH_HOUR = r"\d{1,2}|[零一二两三四五六七八九十]{1,3}"
+CLOCK = re.compile(
+    rf"(?:(?P<day>{_DAY})\s*)?(?:(?P<part>{_PART})\s*)?(?:(?P<prep>{_PREP})\s+)?(?:(?P<day_b>{_DAY})\s*)?"
+    rf"(?:(?P<part_b>{_PART})\s*)?"
+    r"(?:(?P<h1>\d{1,2})[:：](?P<m1>\d{2})(?!\d)\s*(?P<ap1>[ap]\.?m\b\.?)?"
+    r"|(?P<h2>\d{1,2})\s*(?P<ap2>[ap]\.?m\b\.?)"
+    rf"|(?P<h3>{_ZH_HOUR})\s*[点點时](?!间|长|限)(?P<zm>半|一刻|三刻|\s*\d{{1,2}}\s*分?|[零一二三四五六七八九十]{{1,3}}\s*分)?"
+    r"|(?P<word>midnight|noon)"
+    r"|(?(prep)(?P<h4>\d{1,2})\b"
+    r"(?!\s*(?:gpus?|gb|g\b|gib|cards?|hours?|hrs?|h\b|min|minutes?|%|x\b|days?|times|retries|tasks?|jobs?|[.:]\d))|(?!x)x))"
+    rf"(?:\s*(?P<post>(?:{_DAY})(?:\s+(?:morning|afternoon|evening|night))?|以后|之后|后|之前|以前|前|开始|起))?",
+    re.I,
+)
+RELATIVE = re.compile(
+    rf"\b(?:in|after)\s+(?P<a>(?:{NUMBER})\s*(?:个半|个)?\s*{DURATION_UNIT}(?![a-z])|half\s+an\s+hour|an\s+hour)"
+    rf"(?:\s+from\s+now)?|(?P<b>half\s+an\s+hour|(?:{NUMBER})\s*{DURATION_UNIT}(?![a-z]))\s+from\s+now"
+    rf"|过\s*(?P<c>(?:{NUMBER})\s*(?:个半|个)?\s*(?:小时|钟头|分钟)|半\s*个?\s*小时)"
+    rf"|(?P<d>(?:{NUMBER})\s*(?:个半|个)?\s*(?:小时|钟头|分钟)|半\s*个?\s*小时)\s*(?:以后|之后|后)",
+    re.I,
+)
+ALWAYS_OFFPEAK = re.compile(
+    r"off[\s-]?peak|cheap(?:er)?\s+(?:power|electricity|energy|hours|rates?|tariff)|when\s+(?:power|electricity|"
+    r"energy)\s+is\s+cheap(?:er)?|low[\s-]tariff|谷时|谷电|低谷|谷段|峰谷|电价低|电费便宜|电便宜|便宜的时候",
+    re.I,
+)
+NIGHT = re.compile(
+    r"\btonight\b|\bover\s*night\b|\bat\s+night\b|\bduring\s+the\s+night\b|\bin\s+the\s+night\b|\blate\s+night\b"
+    r"|\bthis\s+evening\b|今晚|今天晚上|今夜|晚上|夜里|夜间|半夜|通宵",
+    re.I,
+)
+NEXT_NIGHT = re.compile(r"\btomorrow\s+(?:night|evening)\b|明晚|明天晚上|明天夜里", re.I)
+DAY_ONLY = re.compile(
+    r"\b(?P<en>(?:the\s+)?day\s+after\s+tomorrow|tomorrow)(?:\s+(?P<enpart>morning|afternoon))?\b"
+    r"|\bthis\s+(?P<this>morning|afternoon)\b"
+    r"|(?P<zh>后天|明天|明早|明日)(?P<zhpart>早上|上午|中午|下午|早晨|清晨)?",
+    re.I,
+)
+_DAY_OFFSET = {"today": 0, "tonight": 0, "this": 0, "今天": 0, "今晚": 0, "今早": 0, "今日": 0,
+               "tomorrow": 1, "明天": 1, "明晚": 1, "明早": 1, "明日": 1, "后天": 2}  # fmt: skip
+_PM_PARTS = {"afternoon", "evening", "night", "下午", "傍晚", "晚上", "tonight", "今晚", "明晚"}
+_AM_PARTS = {"morning", "早上", "上午", "凌晨", "早晨", "清晨", "明早", "今早"}
+_PART_HOUR = {"morning": 8, "afternoon": 14, "早上": 8, "上午": 9, "中午": 12, "下午": 14, "早晨": 8, "清晨": 7}
+_DEADLINE_WORDS = {"by", "before", "until", "till", "no later than", "deadline", "deadline is", "之前", "以前", "前"}
+
+
+@dataclass
+class When:
+    """What the times in a request mean for the spec, and which parts of the text they used."""
+
+    not_before: datetime | None = None
+    offpeak: bool = False
+    deadline: datetime | None = None
+    spans: list[tuple[int, int]] = field(default_factory=list)
+
+
+def _day_offset(*words: str | None) -> int | None:
+    for word in words:
+        if not word:
+            continue
+        key = " ".join(word.lower().split())
+        if "day after tomorrow" in key:
+            return 2
+        for name, offset in _DAY_OFFSET.items():
+            if key.startswith(name):
+                return offset
+    return None
+
+
+def _minute(match: re.Match[str]) -> int:
+    if match.group("m1"):
+        return int(match.group("m1"))
+    zm = (match.group("zm") or "").strip()
+    if not zm:
+        return 0
+    special = {"半": 30, "一刻": 15, "三刻": 45}
+    if zm in special:
+        return special[zm]
+    return to_int(zm.rstrip("分").strip()) or 0
+
+
+def _hour(match: re.Match[str], parts: set[str], day: int | None) -> tuple[int, bool]:
+    """(hour 0-23, fixed) — fixed is False when am/pm is unknown (then the next occurrence is used)."""
+    if match.group("word"):
+        return (0 if match.group("word").lower() == "midnight" else 12), True
+    raw = match.group("h1") or match.group("h2") or match.group("h3") or match.group("h4") or "0"
+    hour = to_int(raw) or 0
+    ampm = (match.group("ap1") or match.group("ap2") or "").lower().replace(".", "")
+    if ampm:
+        return (hour % 12) + (12 if ampm == "pm" else 0), True
+    if match.group("h1") and hour >= 13:
+        return hour, True
+    if hour == 12 and parts & {"tonight", "今晚", "晚上", "night", "夜里", "半夜", "明晚"}:
+        return 0, True
+    if parts & _PM_PARTS and hour < 12:
+        return hour + 12, True
+    if parts & {"中午"}:
+        return (hour + 12 if hour < 6 else hour), True
+    if parts & {"夜里", "半夜", "night"}:
+        return (hour + 12 if 7 <= hour < 12 else hour), True
+    if parts & _AM_PARTS or hour >= 13 or hour == 0:
+        return hour, True
+    if match.group("h1"):
+        return hour, True
+    return hour, day is not None
+
+
+def _resolve_clock(match: re.Match[str], now: datetime) -> datetime:
+    words = [match.group(name) for name in ("day", "part", "day_b", "part_b", "post")]
+    parts = {w.lower().split()[-1] if w.isascii() else w for w in words if w}
+    day = _day_offset(match.group("day"), match.group("day_b"), match.group("post"))
+    hour, fixed = _hour(match, parts, day)
+    minute = _minute(match)
+    base = now.replace(second=0, microsecond=0)
+    if day is not None:
+        moment = (base + timedelta(days=day)).replace(hour=hour % 24, minute=minute)
+        if day == 0 and "tonight" in parts | {w.lower() for w in words if w} and hour < 7:
+            moment += timedelta(days=1)
+        if day == 0 and {"今晚"} & parts and hour < 7:
+            moment += timedelta(days=1)
+        return moment
+    candidates = [hour] if fixed else [hour, hour + 12]
+    options = []
+    for h in candidates:
+        moment = base.replace(hour=h % 24, minute=minute)
+        options.append(moment if moment > now else moment + timedelta(days=1))
+    return min(options)
+
+
+def _is_deadline(match: re.Match[str], text: str) -> bool:
+    prep = " ".join((match.group("prep") or "").lower().split())
+    post = match.group("post") or ""
+    if prep in _DEADLINE_WORDS or post in _DEADLINE_WORDS:
+        return True
+    before = text[max(0, match.start() - 12) : match.start()].lower()
+    return bool(re.search(r"(finish(?:ed)?|done|ready|complete[d]?)\s*(?:by|before)?\s*$|截止", before))
+
+
+def _relative(match: re.Match[str], now: datetime) -> datetime | None:
+    phrase = next(group for group in match.groups() if group)
+    minutes = duration_minutes(phrase)
+    return now.replace(microsecond=0) + timedelta(minutes=minutes) if minutes else None
+
+
+def read_times(text: str, now: datetime) -> When:
+    """Times in `text` (command already removed) against `now`; the spans used are reported."""
+    when = When()
+    for match in RELATIVE.finditer(text):
+        moment = _relative(match, now)
+        if moment is not None:
+            when.not_before = moment
+            when.spans.append(match.span())
+            break
+    has_clock = False
+    for match in CLOCK.finditer(text):
+        if any(start <= match.start() < end for start, end in when.spans):
+            continue
+        moment = _resolve_clock(match, now)
+        has_clock = True
+        if _is_deadline(match, text):
+            when.deadline = moment
+        elif when.not_before is None:
+            when.not_before = moment
+        when.spans.append(match.span())
+    if ALWAYS_OFFPEAK.search(text):
+        when.offpeak = True
+    next_night = NEXT_NIGHT.search(text)
+    if next_night and when.not_before is None:
+        when.offpeak = True
+        when.not_before = (now + timedelta(days=1)).replace(hour=18, minute=0, second=0, microsecond=0)
+        when.spans.append(next_night.span())
+    elif not has_clock and NIGHT.search(text):
+        when.offpeak = True
+    if when.not_before is None and not has_clock:
+        _day_only(text, now, when)
+    return when
+
+
+def _day_only(text: str, now: datetime, when: When) -> None:
+    match = DAY_ONLY.search(text)
+    if not match:
+        return
+    day = _day_offset(match.group("en") or match.group("zh") or "this")
+    part = (match.group("enpart") or match.group("this") or match.group("zhpart") or "").lower()
+    hour = _PART_HOUR.get(part, 8)
+    base = now.replace(second=0, microsecond=0) + timedelta(days=day or 0)
+    when.not_before = base.replace(hour=hour, minute=0)
+    when.spans.append(match.span())

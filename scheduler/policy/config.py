@@ -1,0 +1,109 @@
+"""The knobs of the policy (`PolicyConfig`) and the per-team usage the caller passes in (`TeamUsage`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from scheduler.policy.priority import DEFAULT_CLASS_STEP_S
+from scheduler.policy.tariff import DEFAULT_GPU_POWER_W, DEFAULT_TARIFF, Tariff
+from scheduler.policy.windows import DailyWindow, parse_windows, zone
+
+PolicyName = Literal["fifo", "backfill", "nightshift"]
+POLICIES: tuple[PolicyName, ...] = ("fifo", "backfill", "nightshift")
+
+
+@dataclass(frozen=True, slots=True)
+class TeamUsage:
+    """GPU-seconds a team has used, computed by the caller (SQL live, its own history in the simulator)."""
+
+    team: str
+    decayed_gpu_s: float = 0.0  # sum of gpu_s * 0.5 ** (age_s / half_life_s), running work included
+    gpu_s_last_day: float = 0.0  # rolling 24 h, running work included
+    gpu_s_last_week: float = 0.0  # rolling 7 days, running work included
+
+
+@dataclass(frozen=True)
+class PolicyConfig:
+    """Everything the policy can be told. Frozen; the parsed off-peak windows are checked at construction.
+
+    Ordering (lower key runs first; every credit is bounded, which gives the starvation bound):
+    key = enqueued_at_s - class * class_step_s - short_job_credit - fair_share_credit - deadline_credit.
+    `fifo` and `backfill` use only the first two terms.
+    """
+
+    policy: PolicyName = "nightshift"
+    class_step_s: float = DEFAULT_CLASS_STEP_S
+    window: int = 128  # queued tasks one pass looks at (the first ones by static score)
+    # Quotas
+    team_gpu_caps: Mapping[str, int] = field(default_factory=dict)
+    default_team_gpu_cap: int | None = None
+    day_budget_gpu_h: Mapping[str, float] = field(default_factory=dict)
+    week_budget_gpu_h: Mapping[str, float] = field(default_factory=dict)
+    budget_warn_fraction: float = 0.8
+    borrowing: bool = True  # start above the cap when no other team's task waits for GPUs
+    # Fair share and short-job credits (seconds of waiting a task is moved forward, at most)
+    fairshare_half_life_s: float = 7 * 86400.0
+    fairshare_max_credit_s: float = 6 * 3600.0
+    short_job_max_credit_s: float = 24 * 3600.0
+    short_job_min_gpu_s: float = 300.0  # full credit at or below this many estimated GPU-seconds
+    short_job_max_gpu_s: float = 2.0e6  # no credit at or above
+    deadline_credit_s: float = DEFAULT_CLASS_STEP_S
+    deadline_lead_s: float = 3600.0  # credit once the latest start is this close
+    reservations: int = 1  # EASY: one reservation for the top blocked task
+    overdue_reservations: int = 0  # extra reservations for window tasks waiting past their aging bound
+    # Time windows, tariff, power
+    offpeak: str = "23:00-07:00"
+    timezone: str = "UTC"
+    tariff: Tariff = DEFAULT_TARIFF
+    gpu_power_w: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_GPU_POWER_W))
+    # Estimates
+    default_estimate_s: float = 3600.0
+    history_runs: int = 9  # median of this many recent runs
+    estimate_low_factor: float = 0.5
+    estimate_high_factor: float = 1.5
+    estimate_horizon_steps: int = 2000
+
+    def __post_init__(self) -> None:
+        if self.policy not in POLICIES:
+            raise ValueError(f"unknown policy {self.policy!r}: choose one of {', '.join(POLICIES)}")
+        if self.window < 1:
+            raise ValueError(f"window must be >= 1, got {self.window}")
+        if self.class_step_s < 0 or self.fairshare_half_life_s <= 0:
+            raise ValueError("class_step_s must be >= 0 and fairshare_half_life_s > 0")
+        if not 0 < self.budget_warn_fraction <= 1:
+            raise ValueError(f"budget_warn_fraction must be in (0, 1], got {self.budget_warn_fraction}")
+        if self.default_estimate_s <= 0:
+            raise ValueError("default_estimate_s must be > 0")
+        zone(self.timezone)
+        parse_windows(self.offpeak)
+
+    @property
+    def offpeak_windows(self) -> tuple[DailyWindow, ...]:
+        """The parsed off-peak windows."""
+        return _parse_cached(self.offpeak)
+
+    def team_cap(self, team: str) -> int | None:
+        """The concurrent GPU cap of `team` (None = no cap)."""
+        return self.team_gpu_caps.get(team, self.default_team_gpu_cap)
+
+    @property
+    def credits_on(self) -> bool:
+        """True when short-job, fair-share and deadline credits apply (the `nightshift` policy)."""
+        return self.policy == "nightshift"
+
+    def max_credit_s(self) -> float:
+        """The most a task can be moved forward by credits (0 for fifo/backfill)."""
+        if not self.credits_on:
+            return 0.0
+        return self.short_job_max_credit_s + self.fairshare_max_credit_s + self.deadline_credit_s
+
+
+_WINDOW_CACHE: dict[str, tuple[DailyWindow, ...]] = {}
+
+
+def _parse_cached(text: str) -> tuple[DailyWindow, ...]:
+    if text not in _WINDOW_CACHE:
+        _WINDOW_CACHE[text] = parse_windows(text)
+    return _WINDOW_CACHE[text]

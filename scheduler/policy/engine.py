@@ -1,0 +1,277 @@
+"""`decide`: one scheduling pass over plain data, the same for the live scheduler and the simulator.
+
+Order of checks for each task of the window, in rank order:
+dependencies → not_before → off-peak → budget → team cap → placement (with EASY reservation/backfill).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence, Set
+from dataclasses import dataclass, field
+
+from scheduler.policy import reasons
+from scheduler.policy.aging import aging_bound_s, rank_key, task_estimate_s
+from scheduler.policy.backfill import Holding, Reservation, delays, find_reservation
+from scheduler.policy.config import PolicyConfig, TeamUsage
+from scheduler.policy.estimate import expected_end_s
+from scheduler.policy.fairshare import fairshare_factors
+from scheduler.policy.placement import GpuState, Pool, memory_need_mib, never_fits
+from scheduler.policy.quotas import budget_status, gpu_weight, gpus_in_use, over_cap
+from scheduler.policy.types import Decisions, GpuSlot, QueuedTask, RunningTask, StartDecision
+from scheduler.policy.windows import current_window, next_window_start
+
+ShapeKey = tuple[int, int, float, str | None, bool]
+
+
+@dataclass
+class _Pass:
+    """The state of one call to `decide`."""
+
+    config: PolicyConfig
+    now_s: float
+    pool: Pool
+    gpus: Sequence[GpuSlot]
+    running: Sequence[RunningTask]
+    usage: Mapping[str, TeamUsage]
+    with_reasons: bool
+    used_by_team: dict[str, float]
+    starts: list[StartDecision] = field(default_factory=list)
+    started: list[Holding] = field(default_factory=list)
+    pending: dict[int, str] = field(default_factory=dict)
+    fail: dict[int, str] = field(default_factory=dict)
+    capped: list[QueuedTask] = field(default_factory=list)
+    teams_waiting_for_gpus: set[str] = field(default_factory=set)
+    reservations: list[Reservation] = field(default_factory=list)
+    blocked_ahead: int = 0
+    fifo_blocked: bool = False
+    wake_at_s: float | None = None
+    failed_shapes: dict[ShapeKey, int] = field(default_factory=dict)
+    budget_msgs: dict[str, str | None] = field(default_factory=dict)
+
+    def wake(self, at_s: float | None) -> None:
+        """Remember the earliest future time something time-based changes."""
+        if at_s is not None and at_s > self.now_s and (self.wake_at_s is None or at_s < self.wake_at_s):
+            self.wake_at_s = at_s
+
+    def holdings(self) -> list[Holding]:
+        """Everything holding GPUs: running tasks until their expected end, and tasks started this pass."""
+        held = [
+            Holding(
+                expected_end_s(r, self.now_s, self.config),
+                r.node,
+                r.gpu_indices,
+                r.gpu_memory_mib,
+                r.gpu_fraction,
+            )
+            for r in self.running
+        ]
+        return held + self.started
+
+
+def decide(
+    queued: Sequence[QueuedTask],
+    running: Sequence[RunningTask],
+    gpus: Sequence[GpuSlot],
+    now_s: float,
+    config: PolicyConfig,
+    usage: Mapping[str, TeamUsage] | None = None,
+    succeeded: Set[int] = frozenset(),
+    failed: Set[int] = frozenset(),
+    *,
+    with_reasons: bool = True,
+) -> Decisions:
+    """Which of the first `config.window` queued tasks start now and where, and why the others wait.
+
+    `queued` comes ordered by static score; `gpus` show what is free now (running tasks already counted);
+    `succeeded`/`failed` hold the ids of parents (from `depends_on`) that ended that way. With
+    `with_reasons=False` (the simulator) the pass stops once no GPU has room and skips the wording.
+    """
+    ps = _Pass(config, now_s, Pool(gpus), gpus, running, usage or {}, with_reasons, gpus_in_use(running))
+    for task in _ordered(queued[: config.window], now_s, config, ps.usage):
+        if not with_reasons and not ps.pool.any_room():
+            break
+        _consider(ps, task, succeeded, failed)
+    if config.borrowing and ps.capped:
+        _borrow(ps)
+    return Decisions(tuple(ps.starts), ps.pending, ps.fail, ps.wake_at_s)
+
+
+def _ordered(
+    window: Sequence[QueuedTask], now_s: float, config: PolicyConfig, usage: Mapping[str, TeamUsage]
+) -> list[QueuedTask]:
+    """The window sorted by `rank_key` (stable: ties keep the caller's order)."""
+    factors = fairshare_factors(usage, {t.team for t in window}) if config.credits_on else {}
+    return sorted(window, key=lambda t: rank_key(t, now_s, config, factors.get(t.team, 1.0)))
+
+
+def _consider(ps: _Pass, task: QueuedTask, succeeded: Set[int], failed: Set[int]) -> None:
+    """Start `task` or record why it waits."""
+    hold = _hold_reason(ps, task, succeeded, failed)
+    if hold is not None:
+        ps.pending[task.task_id] = hold
+        return
+    cap = over_cap(task, ps.used_by_team.get(task.team, 0.0), ps.config)
+    if cap is not None:
+        ps.capped.append(task)
+        ps.pending[task.task_id] = reasons.team_cap(task.team, cap)
+        return
+    if ps.fifo_blocked:
+        _wait(ps, task, reasons.behind(ps.blocked_ahead) if ps.with_reasons else "")
+        return
+    if _try_start(ps, task):
+        return
+    _blocked_by_gpus(ps, task)
+
+
+def _hold_reason(ps: _Pass, task: QueuedTask, succeeded: Set[int], failed: Set[int]) -> str | None:
+    """Why `task` may not start yet for reasons other than GPUs and caps (None when it may)."""
+    for parent in task.depends_on:
+        if parent in failed:
+            ps.fail[task.task_id] = reasons.parent_failed(parent)
+            return reasons.parent_failed(parent)
+        if parent not in succeeded:
+            return reasons.waiting_for_parent(parent)
+    if task.not_before_s is not None and ps.now_s < task.not_before_s:
+        ps.wake(task.not_before_s)
+        when = reasons.local_time(task.not_before_s, ps.now_s, ps.config.timezone)
+        return f"waiting until {when} (not before)"
+    if task.offpeak:
+        offpeak = _offpeak_reason(ps, task)
+        if offpeak is not None:
+            return offpeak
+    return _budget_reason(ps, task.team)
+
+
+def _offpeak_reason(ps: _Pass, task: QueuedTask) -> str | None:
+    """None inside an off-peak window with room for the estimate (when any window could hold it)."""
+    windows, tz = ps.config.offpeak_windows, ps.config.timezone
+    if not windows:
+        return None
+    current = current_window(windows, ps.now_s, tz)
+    est_s = task_estimate_s(task, ps.config)
+    if current is not None:
+        start_s, end_s = current
+        if est_s > end_s - start_s or ps.now_s + est_s <= end_s:
+            return None
+    nxt = next_window_start(windows, ps.now_s, tz)
+    ps.wake(nxt)
+    at = reasons.local_time(nxt, ps.now_s, tz) if nxt is not None else "?"
+    if current is not None:
+        return (
+            f"waiting for off-peak at {at}: its {reasons.human_duration(est_s)} estimate does not fit "
+            "in what is left of this window"
+        )
+    return f"waiting for off-peak at {at}"
+
+
+def _budget_reason(ps: _Pass, team: str) -> str | None:
+    """The exhausted-budget message of `team`, cached for the pass."""
+    if not ps.config.day_budget_gpu_h and not ps.config.week_budget_gpu_h:
+        return None
+    if team not in ps.budget_msgs:
+        status = budget_status(team, ps.usage, ps.config)
+        ps.budget_msgs[team] = status.message if status.level == "exhausted" else None
+    return ps.budget_msgs[team]
+
+
+def _find(ps: _Pass, task: QueuedTask) -> list[GpuState] | None:
+    """Placement now that respects the reservations (a task may use reserved GPUs only if it ends first)."""
+    end_s = ps.now_s + task_estimate_s(task, ps.config)
+    exclude: frozenset[tuple[str, int]] = frozenset()
+    for r in ps.reservations:
+        if end_s > r.start_s:
+            exclude = exclude | r.gpus
+    shape: ShapeKey = (task.gpus, task.gpu_memory_mib, task.gpu_fraction, task.node, bool(exclude))
+    if not exclude and ps.failed_shapes.get(shape) == ps.pool.version:
+        return None
+    chosen = ps.pool.find(task, exclude)
+    if chosen is None and not exclude:
+        ps.failed_shapes[shape] = ps.pool.version
+    if chosen is not None and any(delays(chosen, end_s, r) for r in ps.reservations):
+        return None
+    return chosen
+
+
+def _try_start(ps: _Pass, task: QueuedTask) -> bool:
+    """Start `task` if it can be placed without delaying a reservation."""
+    chosen = _find(ps, task)
+    if chosen is None:
+        return False
+    ps.pool.take(chosen, task.gpu_memory_mib, task.gpu_fraction)
+    end_s = ps.now_s + task_estimate_s(task, ps.config)
+    by_node: dict[str, list[int]] = {}
+    for g in chosen:
+        by_node.setdefault(g.node, []).append(g.index)
+    for node, indices in by_node.items():
+        ps.starts.append(StartDecision(task.task_id, node, tuple(indices)))
+        ps.started.append(Holding(end_s, node, tuple(indices), task.gpu_memory_mib, task.gpu_fraction))
+    if not chosen:
+        ps.starts.append(StartDecision(task.task_id, "", ()))
+    weight = gpu_weight(task.gpus, task.gpu_fraction)
+    ps.used_by_team[task.team] = ps.used_by_team.get(task.team, 0.0) + weight
+    ps.pending.pop(task.task_id, None)
+    return True
+
+
+def _blocked_by_gpus(ps: _Pass, task: QueuedTask) -> None:
+    """`task` is eligible but cannot start now: reserve for it (EASY) or explain the wait."""
+    ps.teams_waiting_for_gpus.add(task.team)
+    if ps.config.policy == "fifo":
+        ps.fifo_blocked = True
+        _wait(ps, task, _no_room_reason(ps, task) if ps.with_reasons else "")
+        return
+    if _may_reserve(ps, task):
+        res = find_reservation(task, ps.pool, ps.holdings())
+        if res is not None:
+            ps.reservations.append(res)
+            msg = reasons.reserved(task.gpus, res.nodes, res.start_s - ps.now_s) if ps.with_reasons else ""
+            _wait(ps, task, msg)
+            return
+    if not ps.with_reasons:
+        _wait(ps, task, "")
+    elif ps.pool.find(task) is not None:
+        _wait(ps, task, reasons.behind(ps.blocked_ahead))
+    else:
+        _wait(ps, task, _no_room_reason(ps, task))
+
+
+def _may_reserve(ps: _Pass, task: QueuedTask) -> bool:
+    """EASY: the first blocked task reserves; tasks past their aging bound may reserve too (up to a limit)."""
+    n = len(ps.reservations)
+    if n < ps.config.reservations:
+        return True
+    overdue = ps.now_s - task.enqueued_at_s >= aging_bound_s(task.priority, ps.config)
+    return overdue and n < ps.config.reservations + ps.config.overdue_reservations
+
+
+def _wait(ps: _Pass, task: QueuedTask, reason: str) -> None:
+    ps.pending[task.task_id] = reason
+    ps.blocked_ahead += 1
+
+
+def _no_room_reason(ps: _Pass, task: QueuedTask) -> str:
+    """ "no GPU has 40 GB free; the next frees in ~25 min", or why it can never start here."""
+    never = never_fits(task, ps.gpus)
+    if never is not None:
+        return f"cannot start on this cluster: {never}"
+    need_by_total = [
+        h.end_s
+        for h in ps.holdings()
+        if any(
+            (g := ps.pool.gpu(h.node, i)) is not None
+            and g.total_mib >= memory_need_mib(task.gpu_memory_mib, task.gpu_fraction, g.total_mib)
+            for i in h.gpu_indices
+        )
+    ]
+    next_in = min(need_by_total) - ps.now_s if need_by_total else None
+    return reasons.no_room(task.gpus, task.gpu_memory_mib, next_in)
+
+
+def _borrow(ps: _Pass) -> None:
+    """Start capped tasks above their cap when no other team's task waits for GPUs in this window."""
+    for task in ps.capped:
+        if ps.teams_waiting_for_gpus - {task.team}:
+            return
+        if not ps.with_reasons and not ps.pool.any_room():
+            return
+        _try_start(ps, task)

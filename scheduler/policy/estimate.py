@@ -1,0 +1,75 @@
+"""Run-time estimates: from the spec, or learned from finished tasks of the same user, name and size."""
+
+from __future__ import annotations
+
+import statistics
+from collections import deque
+from dataclasses import dataclass
+
+from scheduler.policy.config import PolicyConfig
+from scheduler.policy.types import QueuedTask, RunningTask
+
+HistoryKey = tuple[str, str, int]
+
+
+class DurationHistory:
+    """Recent run times per (user, name, gpus), fed with finished tasks; the median of the last `runs`."""
+
+    def __init__(self, runs: int = 9) -> None:
+        self.runs = runs
+        self._by_key: dict[HistoryKey, deque[float]] = {}
+
+    @staticmethod
+    def key(user: str, name: str, gpus: int) -> HistoryKey:
+        """The key tasks are grouped by."""
+        return (user, name, gpus)
+
+    def add(self, user: str, name: str, gpus: int, duration_s: float) -> None:
+        """Record a task that finished (succeeded) after `duration_s`."""
+        runs = self._by_key.setdefault(self.key(user, name, gpus), deque(maxlen=self.runs))
+        runs.append(duration_s)
+
+    def learned(self, user: str, name: str, gpus: int) -> tuple[float, int] | None:
+        """(median run time, number of runs) for this key, or None when nothing finished yet."""
+        runs = self._by_key.get(self.key(user, name, gpus))
+        if not runs:
+            return None
+        return statistics.median(runs), len(runs)
+
+
+@dataclass(frozen=True, slots=True)
+class DurationEstimate:
+    """An estimated run time and where it came from ("spec estimate", "learned from 5 runs", ...)."""
+
+    seconds: float
+    source: str
+
+
+def estimate_duration_s(
+    task: QueuedTask, history: DurationHistory | None, config: PolicyConfig
+) -> DurationEstimate:
+    """The spec's `estimated_s`; else the median of recent runs (capped at the time limit); else the time
+    limit; else `config.default_estimate_s`. Learned runs come before the time limit because limits are
+    usually generous upper bounds."""
+    if task.estimated_s is not None and task.estimated_s > 0:
+        return DurationEstimate(task.estimated_s, "spec estimate")
+    learned = history.learned(task.user, task.name, task.gpus) if history is not None else None
+    if learned is not None:
+        seconds, runs = learned
+        if task.time_limit_s:
+            seconds = min(seconds, task.time_limit_s)
+        return DurationEstimate(seconds, f"median of {runs} recent run{'s' if runs != 1 else ''}")
+    if task.time_limit_s is not None and task.time_limit_s > 0:
+        return DurationEstimate(task.time_limit_s, "time limit")
+    return DurationEstimate(config.default_estimate_s, "default")
+
+
+def expected_end_s(task: RunningTask, now_s: float, config: PolicyConfig) -> float:
+    """When a running task is expected to end. Past its estimate, it is assumed to need a quarter of
+    its elapsed time more (at least a minute): it is late, so the end is not 'now'."""
+    end_s = task.estimated_end_s
+    if end_s is None:
+        end_s = task.started_at_s + config.default_estimate_s
+    if end_s > now_s:
+        return end_s
+    return now_s + max(60.0, 0.25 * (now_s - task.started_at_s))

@@ -1,0 +1,107 @@
+"""Expected start times, like Slurm's `squeue --start`: replay the schedule forward from now with `decide`,
+using estimates as run times. The range comes from replaying again with every remaining run time multiplied
+by `estimate_low_factor` (optimistic) and `estimate_high_factor` (pessimistic)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Mapping, Sequence, Set
+from dataclasses import dataclass
+
+from scheduler.policy import reasons
+from scheduler.policy.aging import rank_key, task_estimate_s
+from scheduler.policy.config import PolicyConfig, TeamUsage
+from scheduler.policy.engine import decide
+from scheduler.policy.estimate import expected_end_s
+from scheduler.policy.fairshare import fairshare_factors
+from scheduler.policy.replay import Replay
+from scheduler.policy.types import GpuSlot, QueuedTask, RunningTask
+
+
+@dataclass(frozen=True, slots=True)
+class StartEstimate:
+    """When a queued task should start (epoch seconds; `math.inf` when not within the horizon)."""
+
+    start_s: float
+    low_s: float
+    high_s: float
+    position: int  # 1 = next to start
+    reason: str
+
+
+def queue_positions(
+    queued: Sequence[QueuedTask], now_s: float, config: PolicyConfig, usage: Mapping[str, TeamUsage] | None
+) -> dict[int, int]:
+    """1-based position of each queued task in the order `decide` would consider them."""
+    factors = fairshare_factors(usage or {}, {t.team for t in queued}) if config.credits_on else {}
+    order = sorted(queued, key=lambda t: rank_key(t, now_s, config, factors.get(t.team, 1.0)))
+    return {t.task_id: i + 1 for i, t in enumerate(order)}
+
+
+def _replay_starts(
+    queued: Sequence[QueuedTask],
+    running: Sequence[RunningTask],
+    gpus: Sequence[GpuSlot],
+    now_s: float,
+    config: PolicyConfig,
+    usage: Mapping[str, TeamUsage] | None,
+    succeeded: Set[int],
+    failed: Set[int],
+    factor: float,
+    targets: Set[int],
+) -> dict[int, float]:
+    """Start time of each task in one forward replay with run times scaled by `factor`."""
+    replay = Replay(gpus, config, lambda t: task_estimate_s(t, config) * factor, (lambda _: usage or {}))
+    replay.succeeded |= set(succeeded)
+    replay.failed.update({f: "failed" for f in failed})
+    by_task: dict[int, list[RunningTask]] = {}
+    for r in running:
+        by_task.setdefault(r.task_id, []).append(r)
+    for parts in by_task.values():
+        end_s = now_s + (expected_end_s(parts[0], now_s, config) - now_s) * factor
+        replay.add_running(parts, end_s)
+    for task in queued:
+        replay.submit(task, at_s=now_s)
+    replay.run(stop=lambda: targets <= replay.started_at.keys(), max_passes=config.estimate_horizon_steps)
+    return dict(replay.started_at)
+
+
+def estimate_starts(
+    queued: Sequence[QueuedTask],
+    running: Sequence[RunningTask],
+    gpus: Sequence[GpuSlot],
+    now_s: float,
+    config: PolicyConfig,
+    usage: Mapping[str, TeamUsage] | None = None,
+    succeeded: Set[int] = frozenset(),
+    failed: Set[int] = frozenset(),
+    targets: Collection[int] | None = None,
+) -> dict[int, StartEstimate]:
+    """Expected start (with a range), position and current reason for each queued task (or only `targets`).
+
+    `queued` is the whole queue (or as much as should be forecast) ordered by static score; run times are
+    the tasks' estimates (`estimated_s`, else time limit, else the default), running tasks end at their
+    expected end.
+    """
+    wanted = set(targets) if targets is not None else {t.task_id for t in queued}
+    now = decide(queued, running, gpus, now_s, config, usage, succeeded, failed)
+    positions = queue_positions(queued, now_s, config, usage)
+    args = (queued, running, gpus, now_s, config, usage, succeeded, failed)
+    mid = _replay_starts(*args, 1.0, wanted)
+    low = _replay_starts(*args, config.estimate_low_factor, wanted)
+    high = _replay_starts(*args, config.estimate_high_factor, wanted)
+    started_now = {s.task_id for s in now.starts}
+    out: dict[int, StartEstimate] = {}
+    for task in queued:
+        if task.task_id not in wanted:
+            continue
+        start = now_s if task.task_id in started_now else mid.get(task.task_id, math.inf)
+        lo = min(start, low.get(task.task_id, math.inf))
+        hi = max(start, high.get(task.task_id, math.inf))
+        reason = now.fail.get(task.task_id) or now.pending_reasons.get(task.task_id)
+        if reason is None:
+            reason = (
+                "starts now" if task.task_id in started_now else reasons.behind(positions[task.task_id] - 1)
+            )
+        out[task.task_id] = StartEstimate(start, lo, hi, positions[task.task_id], reason)
+    return out

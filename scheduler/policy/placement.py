@@ -1,0 +1,231 @@
+"""VRAM-aware placement: which GPUs a task gets, all on one node, best fit, sharing only what fits.
+
+Rules:
+- an exclusive task (`gpu_fraction >= 1`) needs GPUs nobody shares (`shares_used == 0`);
+- a fractional task needs `shares_used + fraction <= 1` and its memory free on the GPU; without an explicit
+  `gpu_memory_mib` it is charged `fraction × memory_total` so shares never oversubscribe memory;
+- all GPUs of a task are on one node; a task larger than every node (simulator only) takes whole nodes (gang);
+- best fit: the smallest GPUs that fit (large ones stay free for large jobs), then the node left fullest.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+
+from scheduler.policy.types import GpuSlot, QueuedTask
+
+EPS = 1e-9
+
+
+def memory_need_mib(gpu_memory_mib: int, gpu_fraction: float, memory_total_mib: int) -> int:
+    """Memory a task holds on one GPU: its request, else its fraction of the GPU when it shares."""
+    if gpu_memory_mib > 0:
+        return gpu_memory_mib
+    if gpu_fraction < 1.0:
+        return math.ceil(gpu_fraction * memory_total_mib)
+    return 0
+
+
+@dataclass(slots=True)
+class GpuState:
+    """A mutable copy of a GpuSlot for one scheduling pass."""
+
+    node: str
+    index: int
+    total_mib: int
+    free_mib: int
+    shares: float
+    available: bool
+    model: str
+    power_w: float | None
+
+    def fits(self, need_mib: int, fraction: float) -> bool:
+        """True when a task needing `need_mib` and `fraction` of this GPU can go here now."""
+        if not self.available or self.free_mib < need_mib:
+            return False
+        if fraction >= 1.0:
+            return self.shares <= EPS
+        return self.shares + fraction <= 1.0 + EPS
+
+    def slot(self) -> GpuSlot:
+        """Back to the immutable form."""
+        return GpuSlot(
+            self.node,
+            self.index,
+            self.total_mib,
+            self.free_mib,
+            self.model,
+            self.shares,
+            self.power_w,
+            self.available,
+        )
+
+
+@dataclass(slots=True)
+class NodeState:
+    """The GPUs of one node, with a count of whole free GPUs kept current (for a quick skip)."""
+
+    name: str
+    gpus: list[GpuState] = field(default_factory=list)
+    whole_free: int = 0
+
+    def recount(self) -> None:
+        """Recompute `whole_free` after a change."""
+        self.whole_free = sum(1 for g in self.gpus if g.available and g.shares <= EPS)
+
+
+def _copy(g: GpuState) -> GpuState:
+    return GpuState(g.node, g.index, g.total_mib, g.free_mib, g.shares, g.available, g.model, g.power_w)
+
+
+class Pool:
+    """Free GPU state during one pass; `take`/`release` keep it current as tasks start or (virtually) end."""
+
+    def __init__(self, gpus: Iterable[GpuSlot]) -> None:
+        self.nodes: dict[str, NodeState] = {}
+        for s in gpus:
+            node = self.nodes.setdefault(s.node, NodeState(s.node))
+            node.gpus.append(
+                GpuState(
+                    s.node,
+                    s.index,
+                    s.memory_total_mib,
+                    s.memory_free_mib,
+                    s.shares_used,
+                    s.available,
+                    s.model,
+                    s.power_w,
+                )
+            )
+        for node in self.nodes.values():
+            node.gpus.sort(key=lambda g: g.index)
+            node.recount()
+        self.open = sum(
+            1 for n in self.nodes.values() for g in n.gpus if g.available and g.shares < 1.0 - EPS
+        )
+        self.max_node_gpus = max((len(n.gpus) for n in self.nodes.values()), default=0)
+        self.version = 0
+
+    def copy(self) -> Pool:
+        """An independent copy (for looking ahead at reservations)."""
+        other = Pool(())
+        other.nodes = {
+            name: NodeState(name, [_copy(g) for g in n.gpus], n.whole_free) for name, n in self.nodes.items()
+        }
+        other.max_node_gpus = self.max_node_gpus
+        other.open = self.open
+        return other
+
+    def gpu(self, node: str, index: int) -> GpuState | None:
+        """The state of one GPU, or None when unknown."""
+        n = self.nodes.get(node)
+        if n is None:
+            return None
+        for g in n.gpus:
+            if g.index == index:
+                return g
+        return None
+
+    def any_room(self) -> bool:
+        """False when no GPU can take even a sliver more: nothing can start this pass."""
+        return self.open > 0
+
+    def find(
+        self, task: QueuedTask, exclude: frozenset[tuple[str, int]] = frozenset()
+    ) -> list[GpuState] | None:
+        """The GPUs `task` would get now (best fit), avoiding `exclude`; None when it does not fit."""
+        if task.gpus <= 0:
+            return []
+        if task.gpus > self.max_node_gpus:
+            return self._find_gang(task, exclude)
+        fraction = min(task.gpu_fraction, 1.0)
+        best: list[GpuState] | None = None
+        best_score: tuple[int, int, str] | None = None
+        for node in self.nodes.values():
+            if task.node is not None and node.name != task.node:
+                continue
+            if fraction >= 1.0 and node.whole_free < task.gpus:
+                continue
+            cands = [
+                g
+                for g in node.gpus
+                if (g.node, g.index) not in exclude
+                and g.fits(memory_need_mib(task.gpu_memory_mib, fraction, g.total_mib), fraction)
+            ]
+            if len(cands) < task.gpus:
+                continue
+            cands.sort(key=lambda g: (g.total_mib, -g.shares, g.free_mib, g.index))
+            chosen = cands[: task.gpus]
+            score = (sum(g.total_mib for g in chosen), len(cands) - task.gpus, node.name)
+            if best_score is None or score < best_score:
+                best, best_score = chosen, score
+        return best
+
+    def _find_gang(self, task: QueuedTask, exclude: frozenset[tuple[str, int]]) -> list[GpuState] | None:
+        """Whole free nodes for a task larger than any node; smallest nodes first."""
+        nodes = sorted(self.nodes.values(), key=lambda n: (len(n.gpus), n.name))
+        chosen: list[GpuState] = []
+        for node in nodes:
+            if all(
+                g.available
+                and g.shares <= EPS
+                and (g.node, g.index) not in exclude
+                and g.free_mib >= task.gpu_memory_mib
+                for g in node.gpus
+            ):
+                chosen.extend(node.gpus)
+                if len(chosen) >= task.gpus:
+                    return chosen
+        return None
+
+    def take(self, chosen: Sequence[GpuState], gpu_memory_mib: int, gpu_fraction: float) -> None:
+        """Mark `chosen` as used by a task with this memory and fraction."""
+        fraction = min(gpu_fraction, 1.0)
+        for g in chosen:
+            was_open = g.available and g.shares < 1.0 - EPS
+            g.shares += fraction
+            g.free_mib -= memory_need_mib(gpu_memory_mib, fraction, g.total_mib)
+            self.open += (g.available and g.shares < 1.0 - EPS) - was_open
+        for name in {g.node for g in chosen}:
+            self.nodes[name].recount()
+        self.version += 1
+
+    def release(self, node: str, indices: Sequence[int], gpu_memory_mib: int, gpu_fraction: float) -> None:
+        """Give back what a task held (used when looking ahead at running tasks' ends)."""
+        fraction = min(gpu_fraction, 1.0)
+        for i in indices:
+            g = self.gpu(node, i)
+            if g is not None:
+                was_open = g.available and g.shares < 1.0 - EPS
+                g.shares = max(0.0, g.shares - fraction)
+                need_mib = memory_need_mib(gpu_memory_mib, fraction, g.total_mib)
+                g.free_mib = min(g.total_mib, g.free_mib + need_mib)
+                self.open += (g.available and g.shares < 1.0 - EPS) - was_open
+        if node in self.nodes:
+            self.nodes[node].recount()
+        self.version += 1
+
+
+def place_on_gpus(
+    task: QueuedTask, gpus: Sequence[GpuSlot], exclude: frozenset[tuple[str, int]] = frozenset()
+) -> tuple[GpuSlot, ...] | None:
+    """The GPUs `task` would get now (as they are before it starts), or None when it does not fit."""
+    chosen = Pool(gpus).find(task, exclude)
+    return None if chosen is None else tuple(g.slot() for g in chosen)
+
+
+def never_fits(task: QueuedTask, gpus: Sequence[GpuSlot]) -> str | None:
+    """Why `task` could not start even on an empty cluster, or None when it could."""
+    if task.gpus <= 0:
+        return None
+    empty = [replace(g, memory_free_mib=g.memory_total_mib, shares_used=0.0, available=True) for g in gpus]
+    if not empty:
+        return "there are no GPUs"
+    if Pool(empty).find(task) is not None:
+        return None
+    biggest_gb = max(g.memory_total_mib for g in empty) / 1024
+    if task.gpu_memory_mib > max(g.memory_total_mib for g in empty):
+        return f"no GPU here has {task.gpu_memory_mib / 1024:.0f} GB (the largest has {biggest_gb:.0f} GB)"
+    return f"no node here can give it {task.gpus} GPUs with {task.gpu_memory_mib / 1024:.0f} GB each"

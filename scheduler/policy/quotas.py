@@ -1,0 +1,62 @@
+"""Team quotas: a cap on concurrent GPUs, and rolling GPU-hour budgets that stop new starts (never kill)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from scheduler.policy.config import PolicyConfig, TeamUsage
+from scheduler.policy.types import QueuedTask, RunningTask
+
+
+def gpu_weight(gpus: int, gpu_fraction: float) -> float:
+    """GPUs a task counts against its team's cap: a shared GPU counts its fraction."""
+    return gpus * min(gpu_fraction, 1.0)
+
+
+def gpus_in_use(running: Iterable[RunningTask]) -> dict[str, float]:
+    """GPUs in use per team."""
+    used: dict[str, float] = {}
+    for r in running:
+        used[r.team] = used.get(r.team, 0.0) + gpu_weight(len(r.gpu_indices), r.gpu_fraction)
+    return used
+
+
+def over_cap(task: QueuedTask, used_gpus: float, config: PolicyConfig) -> int | None:
+    """The team's cap when starting `task` would exceed it, else None."""
+    cap = config.team_cap(task.team)
+    if cap is None:
+        return None
+    return cap if used_gpus + gpu_weight(task.gpus, task.gpu_fraction) > cap + 1e-9 else None
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetStatus:
+    """Where a team stands against its budgets: `ok`, `warn` (>= 80 %) or `exhausted` (no new starts)."""
+
+    team: str
+    level: Literal["ok", "warn", "exhausted"]
+    message: str
+
+
+def budget_status(team: str, usage: Mapping[str, TeamUsage] | None, config: PolicyConfig) -> BudgetStatus:
+    """The day and week budget state of `team`, with a plain-language message (for `GET /quota` too)."""
+    u = (usage or {}).get(team, TeamUsage(team))
+    worst: BudgetStatus = BudgetStatus(team, "ok", "")
+    for period, budgets, used_s in (
+        ("day", config.day_budget_gpu_h, u.gpu_s_last_day),
+        ("week", config.week_budget_gpu_h, u.gpu_s_last_week),
+    ):
+        budget_h = budgets.get(team)
+        if budget_h is None:
+            continue
+        used_h = used_s / 3600.0
+        if used_h >= budget_h:
+            msg = f"{period} budget of team {team} is used up ({used_h:.1f}/{budget_h:g} GPU-h)"
+            return BudgetStatus(team, "exhausted", msg)
+        if used_h >= config.budget_warn_fraction * budget_h and worst.level == "ok":
+            pct = 100 * used_h / budget_h if budget_h else 100.0
+            msg = f"team {team} has used {pct:.0f}% of its {period} budget ({used_h:.1f}/{budget_h:g} GPU-h)"
+            worst = BudgetStatus(team, "warn", msg)
+    return worst

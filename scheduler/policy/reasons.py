@@ -1,0 +1,68 @@
+"""Plain-language reasons a task is not running, shared by `decide` and `explain`."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from scheduler.policy.windows import zone
+
+
+def human_duration(seconds: float) -> str:
+    """`"~25 min"`, `"~3 h"`, `"~2 d"`: rounded, for people."""
+    s = max(0.0, seconds)
+    if s < 90:
+        return "~1 min"
+    if s < 90 * 60:
+        return f"~{round(s / 60)} min"
+    if s < 36 * 3600:
+        hours = s / 3600
+        return f"~{hours:.1f} h" if hours < 10 else f"~{round(hours)} h"
+    return f"~{s / 86400:.1f} d"
+
+
+def local_time(epoch_s: float, now_s: float, tz_name: str) -> str:
+    """`"23:00"` when within a day of now, else `"2024-05-01 23:00"`."""
+    dt = datetime.fromtimestamp(epoch_s, zone(tz_name))
+    return dt.strftime("%H:%M") if epoch_s - now_s < 86400 else dt.strftime("%Y-%m-%d %H:%M")
+
+
+def behind(n: int) -> str:
+    """`"behind 3 higher-priority tasks"`."""
+    return f"behind {n} higher-priority task{'s' if n != 1 else ''}"
+
+
+def team_cap(team: str, cap: int) -> str:
+    """`"team vision is at its 4-GPU cap"`."""
+    return f"team {team} is at its {cap}-GPU cap"
+
+
+def waiting_for_parent(parent_id: int) -> str:
+    """`"waiting for task 12 to succeed"`."""
+    return f"waiting for task {parent_id} to succeed"
+
+
+def parent_failed(parent_id: int) -> str:
+    """The reason a dependent task is failed."""
+    return f"task {parent_id}, which it depends on, did not succeed"
+
+
+def no_room(gpus: int, gpu_memory_mib: int, next_free_in_s: float | None) -> str:
+    """`"no GPU has 40 GB free; the next frees in ~25 min"` and its variants."""
+    if gpu_memory_mib > 0:
+        head = f"no GPU has {gpu_memory_mib / 1024:.0f} GB free"
+        if gpus > 1:
+            head = f"no node has {gpus} GPUs with {gpu_memory_mib / 1024:.0f} GB free"
+    elif gpus > 1:
+        head = f"no node has {gpus} free GPUs"
+    else:
+        head = "all GPUs are busy"
+    if next_free_in_s is None:
+        return head
+    return f"{head}; the next frees in {human_duration(next_free_in_s)}"
+
+
+def reserved(gpus: int, nodes: tuple[str, ...], in_s: float) -> str:
+    """The reason for the top blocked task, which holds the reservation."""
+    where = ", ".join(nodes)
+    plural = "s" if gpus != 1 else ""
+    return f"next in line: {gpus} GPU{plural} reserved on {where}, expected free in {human_duration(in_s)}"

@@ -1,0 +1,68 @@
+"""Per-team usage the simulator keeps from its own history, in the form the live side computes from SQL."""
+
+from __future__ import annotations
+
+from collections import deque
+
+from scheduler.policy.config import TeamUsage
+from scheduler.policy.fairshare import decay_factor
+
+DAY_S = 86400.0
+WEEK_S = 7 * DAY_S
+
+
+class UsageTracker:
+    """Decayed GPU-seconds per team (fair share) and, when budgets matter, rolling day/week GPU-seconds."""
+
+    def __init__(self, half_life_s: float, rolling: bool = False) -> None:
+        self.half_life_s = half_life_s
+        self.rolling = rolling
+        self._decayed: dict[str, tuple[float, float]] = {}  # team -> (value, at_s)
+        self._running_gpus: dict[str, float] = {}
+        self._running_start_sum: dict[str, float] = {}  # sum of gpus * started_at_s
+        self._running: dict[int, tuple[str, float, float]] = {}  # task -> (team, gpus, start_s)
+        self._done: dict[str, deque[tuple[float, float, float]]] = {}  # team -> (start_s, end_s, gpus)
+
+    def started(self, task_id: int, team: str, gpus: float, at_s: float) -> None:
+        """A task of `team` started holding `gpus`."""
+        self._running[task_id] = (team, gpus, at_s)
+        self._running_gpus[team] = self._running_gpus.get(team, 0.0) + gpus
+        self._running_start_sum[team] = self._running_start_sum.get(team, 0.0) + gpus * at_s
+
+    def ended(self, task_id: int, at_s: float) -> None:
+        """A task ended: its GPU-seconds move from running to the decayed total."""
+        team, gpus, start_s = self._running.pop(task_id)
+        self._running_gpus[team] -= gpus
+        self._running_start_sum[team] -= gpus * start_s
+        value, ref_s = self._decayed.get(team, (0.0, at_s))
+        self._decayed[team] = (
+            value * decay_factor(at_s - ref_s, self.half_life_s) + gpus * (at_s - start_s),
+            at_s,
+        )
+        if self.rolling:
+            done = self._done.setdefault(team, deque())
+            done.append((start_s, at_s, gpus))
+            while done and done[0][1] < at_s - WEEK_S:
+                done.popleft()
+
+    def snapshot(self, now_s: float) -> dict[str, TeamUsage]:
+        """Usage of every team seen, at `now_s`, running work included."""
+        out: dict[str, TeamUsage] = {}
+        for team in set(self._decayed) | set(self._running_gpus):
+            value, ref_s = self._decayed.get(team, (0.0, now_s))
+            running_s = self._running_gpus.get(team, 0.0) * now_s - self._running_start_sum.get(team, 0.0)
+            decayed = value * decay_factor(now_s - ref_s, self.half_life_s) + max(0.0, running_s)
+            day = week = 0.0
+            if self.rolling:
+                day, week = self._rolling(team, now_s)
+            out[team] = TeamUsage(team, decayed, day, week)
+        return out
+
+    def _rolling(self, team: str, now_s: float) -> tuple[float, float]:
+        day = week = 0.0
+        spans = list(self._done.get(team, ()))
+        spans += [(s, now_s, g) for (t, g, s) in self._running.values() if t == team]
+        for start_s, end_s, gpus in spans:
+            day += gpus * max(0.0, end_s - max(start_s, now_s - DAY_S))
+            week += gpus * max(0.0, end_s - max(start_s, now_s - WEEK_S))
+        return day, week

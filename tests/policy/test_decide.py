@@ -1,0 +1,139 @@
+"""`decide`: what starts, and the plain-language reason for each task that waits."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from scheduler.policy.config import PolicyConfig, TeamUsage
+from scheduler.policy.engine import decide
+from scheduler.policy.types import PriorityClass
+from tests.policy.builders import GB, make_gpus, make_running, make_task, occupy
+
+CFG = PolicyConfig()
+
+
+def started(decisions: object) -> list[int]:
+    return [s.task_id for s in decisions.starts]  # type: ignore[attr-defined]
+
+
+def test_tasks_start_in_priority_order_while_gpus_last() -> None:
+    queued = [make_task(1), make_task(2, priority=PriorityClass.HIGH, enqueued_at_s=10.0), make_task(3)]
+    d = decide(queued, [], make_gpus(per_node=2), 100.0, PolicyConfig(policy="fifo"))
+    assert started(d) == [2, 1]
+    assert d.pending_reasons[3].startswith("all GPUs are busy")
+
+
+def test_waiting_for_off_peak_names_the_window_start() -> None:
+    noon = datetime(2024, 3, 6, 12, 0, tzinfo=ZoneInfo("UTC")).timestamp()
+    d = decide([make_task(1, offpeak=True)], [], make_gpus(), noon, CFG)
+    assert d.pending_reasons[1] == "waiting for off-peak at 23:00"
+    assert d.wake_at_s == noon + 11 * 3600
+
+
+def test_off_peak_task_starts_inside_the_window_only_if_its_estimate_fits() -> None:
+    late = datetime(2024, 3, 7, 5, 0, tzinfo=ZoneInfo("UTC")).timestamp()  # 2 h left in 23:00-07:00
+    short, long = (
+        make_task(1, offpeak=True, estimated_s=3600.0),
+        make_task(2, offpeak=True, estimated_s=4 * 3600.0),
+    )
+    d = decide([short, long], [], make_gpus(), late, CFG)
+    assert started(d) == [1]
+    assert d.pending_reasons[2].startswith("waiting for off-peak at 23:00: its ~4.0 h estimate does not fit")
+    # A task longer than any window starts anyway inside one: it could never fit.
+    d = decide([make_task(3, offpeak=True, estimated_s=20 * 3600.0)], [], make_gpus(), late, CFG)
+    assert started(d) == [3]
+
+
+def test_team_at_its_cap_waits_with_the_cap_in_the_reason() -> None:
+    cfg = PolicyConfig(team_gpu_caps={"vision": 4}, borrowing=False)
+    running = [make_running(9, gpus=(0, 1, 2, 3), team="vision")]
+    gpus = occupy(make_gpus(per_node=8), running[0])
+    d = decide([make_task(1, team="vision")], running, gpus, 10.0, cfg)
+    assert started(d) == [] and d.pending_reasons[1] == "team vision is at its 4-GPU cap"
+
+
+def test_idle_capacity_is_borrowed_above_the_cap_only_when_no_other_team_waits() -> None:
+    cfg = PolicyConfig(team_gpu_caps={"vision": 1})
+    gpus = make_gpus(per_node=2)
+    queued = [make_task(1, team="vision"), make_task(2, team="vision", enqueued_at_s=1.0)]
+    assert started(decide(queued, [], gpus, 10.0, cfg)) == [1, 2]
+    # When a task of another team waits for GPUs, nothing more is borrowed.
+    queued.append(make_task(3, team="nlp", gpus=2, enqueued_at_s=2.0))
+    d = decide(queued, [], gpus, 10.0, cfg)
+    assert started(d) == [1] and d.pending_reasons[2] == "team vision is at its 1-GPU cap"
+
+
+def test_a_used_up_budget_stops_new_starts_with_the_figures() -> None:
+    cfg = PolicyConfig(day_budget_gpu_h={"nlp": 40.0})
+    usage = {"nlp": TeamUsage("nlp", gpu_s_last_day=40 * 3600.0)}
+    d = decide([make_task(1, team="nlp")], [], make_gpus(), 10.0, cfg, usage)
+    assert d.pending_reasons[1] == "day budget of team nlp is used up (40.0/40 GPU-h)"
+
+
+def test_no_gpu_with_enough_memory_says_when_the_next_frees() -> None:
+    running = [make_running(9, gpus=(0,), estimated_end_s=25 * 60.0)]
+    gpus = occupy(make_gpus(per_node=1, gb=48), running[0])
+    d = decide([make_task(1, gpu_memory_mib=40 * GB)], running, gpus, 0.0, PolicyConfig(policy="fifo"))
+    assert d.pending_reasons[1] == "no GPU has 40 GB free; the next frees in ~25 min"
+
+
+def test_tasks_that_fit_but_would_delay_the_reservation_are_behind_higher_priority_ones() -> None:
+    # Given 2 GPUs, one busy for 1 h; a 2-GPU task first in line; then a 1-GPU task of 2 h
+    running = [make_running(9, gpus=(0,), estimated_end_s=3600.0)]
+    gpus = occupy(make_gpus(per_node=2), running[0])
+    big = make_task(1, gpus=2)
+    long = make_task(2, estimated_s=7200.0, enqueued_at_s=1.0)
+    short = make_task(3, estimated_s=600.0, enqueued_at_s=2.0)
+    d = decide([big, long, short], running, gpus, 0.0, PolicyConfig(policy="backfill"))
+    assert d.pending_reasons[1].startswith("next in line: 2 GPUs reserved on n0")
+    assert d.pending_reasons[2] == "behind 1 higher-priority task"
+    assert started(d) == [3]  # the short one ends before the reservation: backfilled
+
+
+def test_fifo_does_not_backfill() -> None:
+    running = [make_running(9, gpus=(0,), estimated_end_s=3600.0)]
+    gpus = occupy(make_gpus(per_node=2), running[0])
+    d = decide(
+        [make_task(1, gpus=2), make_task(3, estimated_s=60.0)],
+        running,
+        gpus,
+        0.0,
+        PolicyConfig(policy="fifo"),
+    )
+    assert started(d) == [] and d.pending_reasons[3] == "behind 1 higher-priority task"
+
+
+def test_dependencies_hold_a_task_until_the_parent_succeeds_and_fail_it_if_the_parent_fails() -> None:
+    child = make_task(2, depends_on=(12,))
+    d = decide([child], [], make_gpus(), 0.0, CFG)
+    assert d.pending_reasons[2] == "waiting for task 12 to succeed" and not d.starts
+    assert started(decide([child], [], make_gpus(), 0.0, CFG, succeeded={12})) == [2]
+    d = decide([child], [], make_gpus(), 0.0, CFG, failed={12})
+    assert d.fail[2] == "task 12, which it depends on, did not succeed" and not d.starts
+
+
+def test_not_before_holds_a_task_until_its_time() -> None:
+    d = decide([make_task(1, not_before_s=7200.0)], [], make_gpus(), 0.0, CFG)
+    assert d.pending_reasons[1] == "waiting until 02:00 (not before)" and d.wake_at_s == 7200.0
+
+
+def test_a_task_that_can_never_fit_says_so() -> None:
+    d = decide([make_task(1, gpu_memory_mib=80 * GB)], [], make_gpus(gb=24), 0.0, CFG)
+    assert d.pending_reasons[1].startswith("cannot start on this cluster: no GPU here has 80 GB")
+
+
+def test_fair_share_ranks_a_light_team_ahead_of_a_heavy_one() -> None:
+    usage = {"heavy": TeamUsage("heavy", decayed_gpu_s=1e6), "light": TeamUsage("light", decayed_gpu_s=0.0)}
+    queued = [make_task(1, team="heavy"), make_task(2, team="light", enqueued_at_s=60.0)]
+    assert started(decide(queued, [], make_gpus(per_node=1), 100.0, CFG, usage)) == [2]
+    assert started(
+        decide(queued, [], make_gpus(per_node=1), 100.0, replace(CFG, policy="backfill"), usage)
+    ) == [1]
+
+
+def test_only_the_window_is_looked_at() -> None:
+    queued = [make_task(i, enqueued_at_s=float(i)) for i in range(10)]
+    d = decide(queued, [], make_gpus(per_node=8), 100.0, PolicyConfig(window=3))
+    assert started(d) == [0, 1, 2]

@@ -1,0 +1,54 @@
+"""Run-time estimates, start-time forecasts and `explain`."""
+
+from __future__ import annotations
+
+import math
+
+from scheduler.policy.config import PolicyConfig
+from scheduler.policy.estimate import DurationHistory, estimate_duration_s
+from scheduler.policy.explain import explain
+from scheduler.policy.forecast import estimate_starts
+from tests.policy.builders import make_gpus, make_running, make_task, occupy
+
+CFG = PolicyConfig(policy="backfill")
+
+
+def test_estimate_comes_from_the_spec_then_history_then_time_limit_then_default() -> None:
+    history = DurationHistory(runs=3)
+    task = make_task(estimated_s=None, name="train", time_limit_s=7200.0)
+    assert estimate_duration_s(task, history, CFG).source == "time limit"
+    for d in (100.0, 300.0, 200.0, 900.0):
+        history.add("u", "train", 1, d)
+    est = estimate_duration_s(task, history, CFG)
+    assert est.seconds == 300.0 and est.source == "median of 3 recent runs"  # the last 3: 300, 200, 900
+    assert estimate_duration_s(make_task(estimated_s=50.0), history, CFG).seconds == 50.0
+    assert estimate_duration_s(make_task(estimated_s=None, gpus=2), history, CFG).source == "default"
+
+
+def test_start_estimates_replay_the_queue_forward_with_a_range() -> None:
+    # Given one GPU busy for 1 h, and two 1-h tasks queued
+    running = [make_running(9, gpus=(0,), estimated_end_s=3600.0)]
+    gpus = occupy(make_gpus(per_node=1), running[0])
+    queued = [make_task(1), make_task(2, enqueued_at_s=1.0)]
+    est = estimate_starts(queued, running, gpus, 0.0, CFG)
+    assert (est[1].start_s, est[1].position) == (3600.0, 1)
+    assert (est[2].start_s, est[2].position) == (7200.0, 2)
+    assert est[2].low_s == 3600.0 and est[2].high_s == 10800.0  # 0.5x and 1.5x run times
+    assert est[2].reason == "all GPUs are busy; the next frees in ~60 min"
+
+
+def test_a_task_that_never_fits_has_no_start_estimate() -> None:
+    est = estimate_starts([make_task(1, gpus=8)], [], make_gpus(per_node=2, nodes=1)[:1], 0.0, CFG)
+    assert math.isinf(est[1].start_s)
+
+
+def test_explain_gives_position_estimate_reason_and_priority_parts() -> None:
+    running = [make_running(9, gpus=(0,), estimated_end_s=1500.0)]
+    gpus = occupy(make_gpus(per_node=1), running[0])
+    queued = [make_task(1), make_task(2, enqueued_at_s=100.0)]
+    ex = explain(2, queued, running, gpus, 600.0, PolicyConfig())
+    assert ex.position == 2 and ex.queued_total == 2
+    assert ex.estimate.start_s == 1500.0 + 3600.0
+    assert ex.priority.class_s == 7200.0 and ex.priority.age_s == 500.0
+    assert ex.priority.short_job_s > 0 and ex.priority.fair_share_s > 0
+    assert ex.reason.startswith("all GPUs are busy")
