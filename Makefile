@@ -27,7 +27,11 @@ system-deps:
 	  else echo "not installed:$$missing (tests that need them skip outside CI)"; fi; fi
 
 ## Start API, scheduler and a worker on one port (embedded Redis + SQLite unless configured).
+## As root with no `run_as` mapping, jobs would be refused; a one-person box runs them as root, said out loud.
 up: $(STAMP)
+	@if [ "$$(id -u)" = 0 ] && [ -z "$$NIGHTSHIFT_ALLOW_ROOT_JOBS" ]; then \
+	  echo "warning: running as root: jobs run as root too (set run_as in nightshift.toml to map users to accounts)"; \
+	  export NIGHTSHIFT_ALLOW_ROOT_JOBS=true; fi; \
 	$(BIN)/nightshift up
 
 ## Run the whole test suite (starts its own redis-server; uses PostgreSQL on 127.0.0.1:5432 when present).

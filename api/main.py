@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, FastAPI
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, PlainTextResponse
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from api.errors import install_error_handlers
 from api.routes import cluster as cluster_routes
 from api.routes import forecasts as forecast_routes
 from api.routes import nodes as node_routes
+from api.routes import reports as report_routes
 from api.routes import tasks as task_routes
 from api.schemas import ErrorPublic
 from scheduler import __version__
 from scheduler.cluster_state import UsageCache
+from scheduler.metrics import registry_for
 from scheduler.service import Cluster
 
 ERROR_RESPONSES: dict[int | str, dict[str, object]] = {
@@ -36,7 +39,15 @@ def create_app(cluster: Cluster) -> FastAPI:
     v1.include_router(cluster_routes.router)
     v1.include_router(forecast_routes.router)
     v1.include_router(node_routes.router)
+    v1.include_router(report_routes.router)
     app.include_router(v1)
+
+    registry = registry_for(cluster)
+
+    @app.get("/metrics", tags=["health"], response_class=PlainTextResponse)
+    def metrics() -> PlainTextResponse:
+        """Prometheus metrics: queue, outcomes, waits, GPUs, workers, scheduler passes."""
+        return PlainTextResponse(generate_latest(registry).decode(), media_type=CONTENT_TYPE_LATEST)
 
     @app.get("/healthz", tags=["health"])
     def healthz() -> JSONResponse:

@@ -18,6 +18,7 @@ from langchain.agents import create_agent
 from langchain.agents.middleware import ModelRequest, dynamic_prompt
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
 
 from api.client import ClientError
 from assistant.cards import ActionStore
@@ -137,25 +138,33 @@ class Assistant:
             offpeak=self.settings.offpeak,
         )
 
-    def _config(self) -> dict[str, Any]:
+    def _config(self) -> RunnableConfig:
         return {"recursion_limit": RECURSION_LIMIT}
+
+    def _inputs(self, text: str) -> Any:
+        return {"messages": [*self.history, HumanMessage(text)]}
 
     def ask(self, text: str) -> Turn:
         """Run one turn to the end and return it."""
-        state = self.graph.invoke({"messages": [*self.history, HumanMessage(text)]}, self._config())
+        state = self.graph.invoke(self._inputs(text), self._config())
         return self._finish(state["messages"])
 
     def stream(self, text: str) -> Iterator[str | Turn]:
         """Run one turn, yielding reply text as it is generated, then the finished Turn."""
         final: list[BaseMessage] = []
-        inputs = {"messages": [*self.history, HumanMessage(text)]}
-        for mode, payload in self.graph.stream(inputs, self._config(), stream_mode=["messages", "values"]):
+        modes: Any = ["messages", "values"]
+        parts: Iterator[Any] = self.graph.stream(self._inputs(text), self._config(), stream_mode=modes)
+        for mode, payload in parts:
             if mode == "messages":
                 chunk = payload[0]
-                if isinstance(chunk, AIMessageChunk | AIMessage) and isinstance(chunk.content, str) and chunk.content:
+                if (
+                    isinstance(chunk, AIMessageChunk | AIMessage)
+                    and isinstance(chunk.content, str)
+                    and chunk.content
+                ):
                     yield chunk.content
             elif mode == "values":
-                final = payload["messages"]
+                final = list(payload["messages"])
         yield self._finish(final)
 
     def _finish(self, messages: list[BaseMessage]) -> Turn:
@@ -165,7 +174,9 @@ class Assistant:
         turn = Turn(reply="")
         for message in new:
             if isinstance(message, AIMessage):
-                turn.tool_calls += [{"name": call["name"], "args": call["args"]} for call in message.tool_calls]
+                turn.tool_calls += [
+                    {"name": call["name"], "args": call["args"]} for call in message.tool_calls
+                ]
                 if isinstance(message.content, str) and message.content and not message.tool_calls:
                     turn.reply = message.content
             elif isinstance(message, ToolMessage):
@@ -211,5 +222,9 @@ class Assistant:
     def _localize(self, message: str) -> str:
         last = next((m for m in reversed(self.history) if isinstance(m, HumanMessage)), None)
         if last is not None and language_of(str(last.content)) == "zh":
-            return message.replace("Submitted task", "已提交任务").replace("Task", "任务").replace(" is ", " 状态：")
+            return (
+                message.replace("Submitted task", "已提交任务")
+                .replace("Task", "任务")
+                .replace(" is ", " 状态：")
+            )
         return message

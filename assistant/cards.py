@@ -110,9 +110,17 @@ def start_label(start: datetime, now: datetime, why: str | None, immediate: bool
 
 def cli_equivalent(spec: dict[str, Any]) -> str:
     """The `nightshift submit` line that would submit the same spec (for shells and scripts)."""
-    flags = {"gpus": "--gpus", "gpu_memory_gb": "--gpu-mem", "priority": "--priority", "time_limit_minutes":
-             "--time-limit", "estimated_minutes": "--estimate", "conda_env": "--conda", "docker_image": "--docker",
-             "retries": "--retries", "name": "--name"}  # fmt: skip
+    flags = {
+        "gpus": "--gpus",
+        "gpu_memory_gb": "--gpu-mem",
+        "priority": "--priority",
+        "time_limit_minutes": "--time-limit",
+        "estimated_minutes": "--estimate",
+        "conda_env": "--conda",
+        "docker_image": "--docker",
+        "retries": "--retries",
+        "name": "--name",
+    }
     parts = ["nightshift", "submit"]
     for key, flag in flags.items():
         value = spec.get(key)
@@ -133,16 +141,26 @@ def check_limits(spec: TaskSpec, gpus_view: dict[str, Any] | None, max_task_gpus
     most = max((int(n["gpus"]) for n in nodes), default=max_task_gpus)
     limit = min(most, max_task_gpus)
     if spec.gpus > limit:
-        raise CardError(f"gpus must be between 0 and {limit} on this cluster; you asked for {spec.gpus}",
-                        [{"field": "gpus", "message": f"at most {limit} GPUs"}])  # fmt: skip
+        raise CardError(
+            f"gpus must be between 0 and {limit} on this cluster; you asked for {spec.gpus}",
+            [{"field": "gpus", "message": f"at most {limit} GPUs"}],
+        )
     largest = max((int(g.get("memory_total_mib", 0)) for g in (gpus_view or {}).get("gpus", [])), default=0)
     if spec.gpu_memory_gb is not None and largest and spec.gpu_memory_gb * MIB_PER_GB > largest:
-        raise CardError(f"no GPU on this cluster has {spec.gpu_memory_gb:g} GB (the largest has "
-                        f"{largest / MIB_PER_GB:.0f} GB)", [{"field": "gpu_memory_gb", "message": "too large"}])  # fmt: skip
+        raise CardError(
+            f"no GPU on this cluster has {spec.gpu_memory_gb:g} GB (the largest has "
+            f"{largest / MIB_PER_GB:.0f} GB)",
+            [{"field": "gpu_memory_gb", "message": "too large"}],
+        )
 
 
-def validated_spec(args: dict[str, Any], now: datetime, default_workdir: str, max_task_gpus: int,
-                   gpus_view: dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
+def validated_spec(
+    args: dict[str, Any],
+    now: datetime,
+    default_workdir: str,
+    max_task_gpus: int,
+    gpus_view: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """The fully resolved spec (name, workdir, times with offset) or CardError with the reasons."""
     raw = {key: value for key, value in args.items() if value is not None}
     try:
@@ -169,8 +187,13 @@ def _energy(spec: dict[str, Any], gpus_view: dict[str, Any] | None, minutes: flo
     return f"~{kwh:.1f} kWh ({spec['gpus']} × {power:.0f} W for {minutes:g} min)"
 
 
-def summarize(spec: dict[str, Any], now: datetime, offpeak_windows: str, client: AssistantClient | None,
-              gpus_view: dict[str, Any] | None) -> dict[str, Any]:  # fmt: skip
+def summarize(
+    spec: dict[str, Any],
+    now: datetime,
+    offpeak_windows: str,
+    client: AssistantClient | None,
+    gpus_view: dict[str, Any] | None,
+) -> dict[str, Any]:
     """Start label, estimate, energy and quota effect of a spec (each only when known)."""
     not_before = datetime.fromisoformat(spec["not_before"]) if spec.get("not_before") else None
     start, why = earliest_start(now, not_before, bool(spec.get("offpeak")), offpeak_windows)
@@ -179,8 +202,11 @@ def summarize(spec: dict[str, Any], now: datetime, offpeak_windows: str, client:
     estimated_start = start
     if client is not None:
         try:
-            est = client.estimate(gpus=spec.get("gpus"), gpu_memory_gb=spec.get("gpu_memory_gb"),
-                                  estimated_minutes=spec.get("estimated_minutes"))  # fmt: skip
+            est = client.estimate(
+                gpus=spec.get("gpus"),
+                gpu_memory_gb=spec.get("gpu_memory_gb"),
+                estimated_minutes=spec.get("estimated_minutes"),
+            )
             summary["wait_reason"] = est.get("reason")
             if est.get("start"):
                 estimated_start = max(start, datetime.fromisoformat(est["start"]).astimezone(now.tzinfo))
@@ -211,7 +237,8 @@ def _quota_effect(spec: dict[str, Any], client: AssistantClient | None, minutes:
         return f"team {quota.get('team')}: no daily budget" + (f"; uses ~{gpu_h:.1f} GPU-h" if gpu_h else "")
     left = float(budget) - float(day.get("used_gpu_h", 0))
     if gpu_h is None:
-        return f"team {quota.get('team')}: {left:.1f} of {float(budget):.0f} GPU-h left today ({day.get('state')})"
+        team, state = quota.get("team"), day.get("state")
+        return f"team {team}: {left:.1f} of {float(budget):.0f} GPU-h left today ({state})"
     after = left - gpu_h
     state = "over budget: it will run, with a warning" if after < 0 else f"{after:.1f} GPU-h left after it"
     return f"uses ~{gpu_h:.1f} of the team's {left:.1f} GPU-h left today; {state}"

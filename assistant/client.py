@@ -25,7 +25,9 @@ class AssistantClient(NightshiftClient):
             result: dict[str, Any] = self.get(path, **params)
         except ClientError as exc:
             if exc.status_code in (404, 405) and exc.message in ("Not Found", "Method Not Allowed"):
-                raise Unavailable(exc.status_code, f"this server has no {path.split('?')[0]} endpoint yet") from None
+                raise Unavailable(
+                    exc.status_code, f"this server has no {path.split('?')[0]} endpoint yet"
+                ) from None
             raise
         return result
 
@@ -43,7 +45,9 @@ class AssistantClient(NightshiftClient):
         """GET /estimate for a task, or for a hypothetical one of that size."""
         if task_id is not None:
             return self._read("/estimate", task_id=task_id)
-        return self._read("/estimate", gpus=gpus, gpu_memory_gb=gpu_memory_gb, estimated_minutes=estimated_minutes)
+        return self._read(
+            "/estimate", gpus=gpus, gpu_memory_gb=gpu_memory_gb, estimated_minutes=estimated_minutes
+        )
 
     def quota(self, team: str | None = None) -> dict[str, Any]:
         """GET /quota (your team's unless an admin names another)."""
@@ -54,6 +58,8 @@ class AssistantClient(NightshiftClient):
         return self._read("/reports/utilization", days=days, by=by)
 
 
-def client_for(base_url: str, token: str | None, transport: httpx.BaseTransport | None = None) -> AssistantClient:
+def client_for(
+    base_url: str, token: str | None, transport: httpx.BaseTransport | None = None
+) -> AssistantClient:
     """A client for one person (their token), optionally over an in-process transport."""
     return AssistantClient(base_url, token, transport=transport)

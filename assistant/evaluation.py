@@ -47,8 +47,12 @@ class Score:
 
     def summary(self) -> dict[str, Any]:
         """The bench's JSON line."""
-        return {"accuracy": round(self.accuracy, 4), "count": len(self.outcomes), "correct":
-                sum(o.ok for o in self.outcomes), "median_ms_per_turn": round(self.median_ms, 2)}  # fmt: skip
+        return {
+            "accuracy": round(self.accuracy, 4),
+            "count": len(self.outcomes),
+            "correct": sum(o.ok for o in self.outcomes),
+            "median_ms_per_turn": round(self.median_ms, 2),
+        }
 
 
 def load_devset(path: Path = DEVSET) -> list[dict[str, Any]]:
@@ -71,7 +75,7 @@ def _same(expected: Any, got: Any) -> bool:
 
 def judge(expect: dict[str, Any], message: AIMessage) -> tuple[bool, dict[str, Any]]:
     """Compare one model answer with the expectation."""
-    calls = [{"name": c["name"], "args": c["args"]} for c in message.tool_calls]
+    calls: list[dict[str, Any]] = [{"name": c["name"], "args": c["args"]} for c in message.tool_calls]
     kind = message.response_metadata.get(META_KEY, {}).get("kind")
     got: dict[str, Any] = {"tool_calls": calls, "kind": kind, "reply": str(message.content)[:120]}
     if "tool" in expect:
@@ -92,8 +96,9 @@ def evaluate(model: BaseChatModel, cases: list[dict[str, Any]]) -> Score:
     """Run each case as a fresh one-message chat (system prompt with the case's `now`)."""
     score = Score()
     for case in cases:
-        system = load_prompt(PROMPTS_DIR, now=case["now"], user="alice", team="vision", timezone="local",
-                             offpeak="23:00-07:00")  # fmt: skip
+        system = load_prompt(
+            PROMPTS_DIR, now=case["now"], user="alice", team="vision", timezone="local", offpeak="23:00-07:00"
+        )
         started = time.perf_counter()
         message = model.invoke([SystemMessage(system), HumanMessage(case["text"])])
         elapsed_ms = (time.perf_counter() - started) * 1000

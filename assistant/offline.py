@@ -38,7 +38,7 @@ def _text(message: BaseMessage) -> str:
 
 
 class OfflineChatModel(BaseChatModel):
-    """Rule-based tool-calling chat model; `now` (aware) pins the clock, else the system prompt's time is used."""
+    """Rule-based tool-calling chat model; `now` pins the clock, else the system prompt's time is used."""
 
     now: datetime | None = None
 
@@ -106,18 +106,27 @@ class OfflineChatModel(BaseChatModel):
             if found is None:
                 return text
             return f"`{found.command}` {remove_span(text, found.start, found.end).strip()} {request}"
-        if meta.get("reason") == "need_task_id" and re.fullmatch(r"\s*(?:task|job|#|任务)?\s*#?\d+\s*号?\s*", text):
+        if meta.get("reason") == "need_task_id" and re.fullmatch(
+            r"\s*(?:task|job|#|任务)?\s*#?\d+\s*号?\s*", text
+        ):
             return f"{request} task {task_ids(text)[0]}"
         return text
 
     def _message_for(self, reading: Reading, text: str, lang: str) -> AIMessage:
         if reading.kind == "tool" and reading.tool:
-            call = {"name": reading.tool, "args": reading.args, "id": f"call_{uuid.uuid4().hex[:16]}", "type": "tool_call"}
+            call = {
+                "name": reading.tool,
+                "args": reading.args,
+                "id": f"call_{uuid.uuid4().hex[:16]}",
+                "type": "tool_call",
+            }
             return AIMessage(content="", tool_calls=[call], response_metadata={META_KEY: {"kind": "tool"}})
         meta = {"kind": reading.kind, "reason": reading.reason}
         if reading.kind == "question":
             meta["request"] = text
-        return AIMessage(content=canned(reading.kind, reading.reason, lang), response_metadata={META_KEY: meta})
+        return AIMessage(
+            content=canned(reading.kind, reading.reason, lang), response_metadata={META_KEY: meta}
+        )
 
     def _summarize(self, results: Sequence[ToolMessage], lang: str, now: datetime) -> AIMessage:
         replies = [reply_for(str(result.name or ""), _text(result), lang, now) for result in results]

@@ -53,8 +53,13 @@ def _t(lang: str, en: str, zh: str) -> str:
     return zh if lang == "zh" else en
 
 
-_LABEL_ZH = {"as soon as GPUs are free": "有空闲 GPU 即开始", "tonight": "今晚", "today": "今天",
-             "tomorrow": "明天", ", off-peak": "（谷时电价）"}  # fmt: skip
+_LABEL_ZH = {
+    "as soon as GPUs are free": "有空闲 GPU 即开始",
+    "tonight": "今晚",
+    "today": "今天",
+    "tomorrow": "明天",
+    ", off-peak": "（谷时电价）",
+}
 
 
 def _label(label: str, lang: str) -> str:
@@ -69,7 +74,9 @@ def card_text(card: dict[str, Any], lang: str, now: datetime | None = None) -> s
     """The confirm card as text: what would happen, and that nothing happens before the person confirms."""
     if card.get("kind") == "cancel":
         task = card.get("task") or {}
-        label = f"#{card.get('task_id')}" + (f" ({unwrap(task['name'])}, {task.get('status')})" if task.get("name") else "")
+        label = f"#{card.get('task_id')}" + (
+            f" ({unwrap(task['name'])}, {task.get('status')})" if task.get("name") else ""
+        )
         return _t(
             lang,
             f"Cancel task {label}? Nothing happens until you confirm.",
@@ -90,11 +97,25 @@ def card_text(card: dict[str, Any], lang: str, now: datetime | None = None) -> s
     if summary.get("estimated_start"):
         text = when(summary["estimated_start"], now, lang)
         if summary.get("estimated_end"):
-            text += _t(lang, f", finish ~{when(summary['estimated_end'], now, lang)}",
-                       f"，预计 {when(summary['estimated_end'], now, lang)} 完成")  # fmt: skip
+            text += _t(
+                lang,
+                f", finish ~{when(summary['estimated_end'], now, lang)}",
+                f"，预计 {when(summary['estimated_end'], now, lang)} 完成",
+            )
         lines.append(f"• {_t(lang, 'estimate', '预计')}: {text}")
-    extras = [f"{key}={spec[key]}" for key in ("priority", "retries", "time_limit_minutes", "conda_env",
-                                               "docker_image", "depends_on", "deadline") if spec.get(key) not in (None, [], 0, "normal")]  # fmt: skip
+    extras = [
+        f"{key}={spec[key]}"
+        for key in (
+            "priority",
+            "retries",
+            "time_limit_minutes",
+            "conda_env",
+            "docker_image",
+            "depends_on",
+            "deadline",
+        )
+        if spec.get(key) not in (None, [], 0, "normal")
+    ]
     if extras:
         lines.append("• " + ", ".join(extras))
     for key, en, zh in (("energy", "energy", "能耗"), ("quota", "quota", "配额")):
@@ -108,7 +129,11 @@ def _tasks(data: dict[str, Any], lang: str) -> str:
     tasks = data.get("tasks", [])
     if not tasks:
         return _t(lang, "You have no matching tasks.", "没有符合条件的任务。")
-    shown = [f"#{t['id']} {unwrap(t.get('name', ''))} — {t.get('status')}" + (f" ({unwrap(t['reason'])})" if t.get("reason") else "") for t in tasks[:8]]
+    shown = [
+        f"#{t['id']} {unwrap(t.get('name', ''))} — {t.get('status')}"
+        + (f" ({unwrap(t['reason'])})" if t.get("reason") else "")
+        for t in tasks[:8]
+    ]
     more = len(tasks) - len(shown)
     head = _t(lang, f"{len(tasks)} task(s):", f"共 {len(tasks)} 个任务：")
     tail = _t(lang, f"\n… and {more} more", f"\n……另有 {more} 个") if more > 0 else ""
@@ -120,8 +145,13 @@ def _position(data: dict[str, Any], lang: str) -> str:
     if not entries:
         return _t(lang, "None of your tasks is waiting in the queue.", "你没有在排队的任务。")
     parts = [
-        _t(lang, f"#{e['task_id']} {unwrap(e.get('name', ''))} is number {e['position']} of {data.get('length')} in the queue",
-           f"任务 #{e['task_id']}（{unwrap(e.get('name', ''))}）排在第 {e['position']} 位（共 {data.get('length')} 个）")  # fmt: skip
+        _t(
+            lang,
+            f"#{e['task_id']} {unwrap(e.get('name', ''))} is number {e['position']} "
+            f"of {data.get('length')} in the queue",
+            f"任务 #{e['task_id']}（{unwrap(e.get('name', ''))}）排在第 {e['position']} 位"
+            f"（共 {data.get('length')} 个）",
+        )
         for e in entries[:5]
     ]
     return ("; " if lang == "en" else "；").join(parts) + ("." if lang == "en" else "。")
@@ -137,7 +167,8 @@ def _estimate(data: dict[str, Any], lang: str, now: datetime | None) -> str:
     reason = unwrap(est.get("reason") or "")
     return _t(
         lang,
-        f"{label}Estimated start {when(est['start'], now, lang)} (range {rng}), a wait of about {wait}. {reason}".strip(),
+        f"{label}Estimated start {when(est['start'], now, lang)} (range {rng}), "
+        f"a wait of about {wait}. {reason}".strip(),
         f"{label}预计 {when(est['start'], now, lang)} 开始（范围 {rng}），大约要等 {wait}。{reason}".strip(),
     )
 
@@ -153,8 +184,11 @@ def _explain(data: dict[str, Any], lang: str, now: datetime | None) -> str:
     if reason:
         text += _t(lang, f": {reason}", f"：{reason}")
     if info.get("estimated_start"):
-        text += _t(lang, f" Estimated start {when(info['estimated_start'], now, lang)}.",
-                   f" 预计 {when(info['estimated_start'], now, lang)} 开始。")  # fmt: skip
+        text += _t(
+            lang,
+            f" Estimated start {when(info['estimated_start'], now, lang)}.",
+            f" 预计 {when(info['estimated_start'], now, lang)} 开始。",
+        )
     return text
 
 
@@ -166,7 +200,8 @@ def _cluster(data: dict[str, Any], lang: str) -> str:
         lang,
         f"{busy} of {total} GPUs are busy; {total - busy} free, {free_gb:g} GB of GPU memory free; "
         f"{summary.get('queued', 0)} task(s) queued.",
-        f"{total} 张卡中 {busy} 张在用，{total - busy} 张空闲，空闲显存 {free_gb:g} GB；队列中 {summary.get('queued', 0)} 个任务。",
+        f"{total} 张卡中 {busy} 张在用，{total - busy} 张空闲，空闲显存 {free_gb:g} GB；"
+        f"队列中 {summary.get('queued', 0)} 个任务。",
     )
 
 
@@ -178,9 +213,13 @@ def _utilization(data: dict[str, Any], lang: str) -> str:
         lang,
         f"Last {report.get('days')} day(s): {float(report.get('total_gpu_hours', 0)):.1f} GPU-hours used, "
         f"utilization {pct:.0f}%.",
-        f"过去 {report.get('days')} 天共用 {float(report.get('total_gpu_hours', 0)):.1f} GPU小时，利用率 {pct:.0f}%。",
+        f"过去 {report.get('days')} 天共用 {float(report.get('total_gpu_hours', 0)):.1f} GPU小时，"
+        f"利用率 {pct:.0f}%。",
     )
-    shown = [f"{unwrap(r['key'])}: {float(r.get('gpu_hours', 0)):.1f} h, {r.get('tasks', 0)} task(s)" for r in rows[:6]]
+    shown = [
+        f"{unwrap(r['key'])}: {float(r.get('gpu_hours', 0)):.1f} h, {r.get('tasks', 0)} task(s)"
+        for r in rows[:6]
+    ]
     return head + ("\n" + "\n".join(shown) if shown else "")
 
 
@@ -191,15 +230,24 @@ def _quota(data: dict[str, Any], lang: str) -> str:
     def part(period: dict[str, Any], en: str, zh: str) -> str:
         used, budget = float(period.get("used_gpu_h", 0)), period.get("budget_gpu_h")
         if budget is None:
-            return _t(lang, f"{en}: {used:.1f} GPU-h used, no budget", f"{zh}：已用 {used:.1f} GPU小时，无预算限制")
+            return _t(
+                lang, f"{en}: {used:.1f} GPU-h used, no budget", f"{zh}：已用 {used:.1f} GPU小时，无预算限制"
+            )
         left = max(0.0, float(budget) - used)
-        return _t(lang, f"{en}: {used:.1f} of {float(budget):.0f} GPU-h used, {left:.1f} left ({period.get('state')})",
-                  f"{zh}：已用 {used:.1f}/{float(budget):.0f} GPU小时，剩余 {left:.1f}（{period.get('state')}）")  # fmt: skip
+        return _t(
+            lang,
+            f"{en}: {used:.1f} of {float(budget):.0f} GPU-h used, {left:.1f} left ({period.get('state')})",
+            f"{zh}：已用 {used:.1f}/{float(budget):.0f} GPU小时，剩余 {left:.1f}（{period.get('state')}）",
+        )
 
     cap = quota.get("gpu_cap")
-    head = _t(lang, f"Team {quota.get('team')}: {quota.get('gpus_in_use', 0)} GPU(s) in use"
-              + (f" of a cap of {cap}" if cap else ""), f"团队 {quota.get('team')}：正在使用 {quota.get('gpus_in_use', 0)} 张卡"
-              + (f"（上限 {cap}）" if cap else ""))  # fmt: skip
+    head = _t(
+        lang,
+        f"Team {quota.get('team')}: {quota.get('gpus_in_use', 0)} GPU(s) in use"
+        + (f" of a cap of {cap}" if cap else ""),
+        f"团队 {quota.get('team')}：正在使用 {quota.get('gpus_in_use', 0)} 张卡"
+        + (f"（上限 {cap}）" if cap else ""),
+    )
     return f"{head}; {part(day, 'today', '今天')}; {part(week, 'this week', '本周')}."
 
 
@@ -214,8 +262,11 @@ def reply_for(tool: str, content: str, lang: str, now: datetime | None = None) -
     if not data.get("ok", True):
         error = unwrap(data.get("error", "error"))
         if tool == "submit_task":
-            return _t(lang, f"I can't submit that: {error}. Tell me what to change.",
-                      f"无法提交：{error}。请告诉我要怎么改。")  # fmt: skip
+            return _t(
+                lang,
+                f"I can't submit that: {error}. Tell me what to change.",
+                f"无法提交：{error}。请告诉我要怎么改。",
+            )
         return _t(lang, f"Sorry, that didn't work: {error}", f"抱歉，没能完成：{error}")
     if "pending_action" in data:
         return card_text(data["pending_action"], lang, now)
@@ -233,32 +284,51 @@ def reply_for(tool: str, content: str, lang: str, now: datetime | None = None) -
 
 
 QUESTIONS = {
-    "need_command": ("What command should I run? For example: run `python train.py` tonight on 2 GPUs.",
-                     "要运行什么命令？例如：今晚用两张卡跑 `python train.py`。"),
-    "need_task_id": ("Which task? Please give its number (e.g. task 31); `list my tasks` shows them.",
-                     "是哪个任务？请告诉我任务编号（例如 31 号），可以说“列出我的任务”查看。"),
-    "bulk_own": ("I cancel one task at a time, after you confirm each. Which task number should I cancel first?",
-                 "我一次只取消一个任务，每个都需要你确认。先取消哪个任务编号？"),
-    "unclear": ("I'm not sure what you need. I can submit tasks, show your queue position, wait estimates, "
-                "your tasks, GPU status, quota and utilization. What would you like?",
-                "我不太确定你的意思。我可以提交任务、查询排队位置、等待时间、你的任务、GPU 状态、配额和利用率。需要什么？"),
-}  # fmt: skip
+    "need_command": (
+        "What command should I run? For example: run `python train.py` tonight on 2 GPUs.",
+        "要运行什么命令？例如：今晚用两张卡跑 `python train.py`。",
+    ),
+    "need_task_id": (
+        "Which task? Please give its number (e.g. task 31); `list my tasks` shows them.",
+        "是哪个任务？请告诉我任务编号（例如 31 号），可以说“列出我的任务”查看。",
+    ),
+    "bulk_own": (
+        "I cancel one task at a time, after you confirm each. Which task number should I cancel first?",
+        "我一次只取消一个任务，每个都需要你确认。先取消哪个任务编号？",
+    ),
+    "unclear": (
+        "I'm not sure what you need. I can submit tasks, show your queue position, wait estimates, "
+        "your tasks, GPU status, quota and utilization. What would you like?",
+        "我不太确定你的意思。我可以提交任务、查询排队位置、等待时间、你的任务、"
+        "GPU 状态、配额和利用率。需要什么？",
+    ),
+}
 REFUSALS = {
-    "cross_team": ("Sorry, I can't do that: I can only act on your own tasks, one at a time and with your "
-                   "confirmation. Other teams' jobs are theirs to manage.",
-                   "抱歉，这个我不能做：我只能操作你自己的任务，每次一个，并且需要你确认。其他团队的任务由他们自己管理。"),
-    "injection": ("Sorry, I can't follow that. I only act on your own tasks, and every submit or cancel needs "
-                  "your confirmation.", "抱歉，我不能照做。我只操作你自己的任务，任何提交或取消都需要你确认。"),
-    "privilege": ("Sorry, I can't change permissions, quotas, tokens or the servers. An admin can help with that.",
-                  "抱歉，我不能修改权限、配额、令牌或服务器，这需要管理员处理。"),
-    "out_of_scope": ("Sorry, I can only help with nightshift: GPU tasks, the queue, quotas and utilization.",
-                     "抱歉，我只能帮忙处理 nightshift 相关的事：GPU 任务、队列、配额和利用率。"),
-}  # fmt: skip
+    "cross_team": (
+        "Sorry, I can't do that: I can only act on your own tasks, one at a time and with your "
+        "confirmation. Other teams' jobs are theirs to manage.",
+        "抱歉，这个我不能做：我只能操作你自己的任务，每次一个，并且需要你确认。其他团队的任务由他们自己管理。",
+    ),
+    "injection": (
+        "Sorry, I can't follow that. I only act on your own tasks, and every submit or cancel needs "
+        "your confirmation.",
+        "抱歉，我不能照做。我只操作你自己的任务，任何提交或取消都需要你确认。",
+    ),
+    "privilege": (
+        "Sorry, I can't change permissions, quotas, tokens or the servers. An admin can help with that.",
+        "抱歉，我不能修改权限、配额、令牌或服务器，这需要管理员处理。",
+    ),
+    "out_of_scope": (
+        "Sorry, I can only help with nightshift: GPU tasks, the queue, quotas and utilization.",
+        "抱歉，我只能帮忙处理 nightshift 相关的事：GPU 任务、队列、配额和利用率。",
+    ),
+}
 HELP_TEXT = (
     "Hi! Tell me what to run, e.g. run `python train.py` tonight on 2 GPUs with 40GB. I can also tell you "
     "where your task is in the queue, how long you'll wait, why a task isn't running, GPU status, quota and "
     "utilization.",
-    "你好！告诉我要运行什么，例如：今晚用两张卡跑 `python train.py`，40G 显存。我也能查排队位置、等待时间、任务为什么没开始、"
+    "你好！告诉我要运行什么，例如：今晚用两张卡跑 `python train.py`，40G 显存。"
+    "我也能查排队位置、等待时间、任务为什么没开始、"
     "GPU 状态、配额和利用率。",
 )
 

@@ -60,8 +60,22 @@ def _error(message: str, errors: list[dict[str, Any]] | None = None, **extra: An
 
 def task_view(task: dict[str, Any]) -> dict[str, Any]:
     """A task as the model sees it: facts plus user-written text wrapped as data."""
-    view = {key: task.get(key) for key in ("id", "status", "priority", "gpus", "gpu_memory_gb", "submitted_at",
-                                           "started_at", "finished_at", "exit_code", "attempts", "node")}  # fmt: skip
+    view = {
+        key: task.get(key)
+        for key in (
+            "id",
+            "status",
+            "priority",
+            "gpus",
+            "gpu_memory_gb",
+            "submitted_at",
+            "started_at",
+            "finished_at",
+            "exit_code",
+            "attempts",
+            "node",
+        )
+    }
     view["name"] = as_data(task.get("name", ""), 120)
     view["command"] = as_data(task.get("command", ""), 200)
     for key in ("reason", "message"):
@@ -162,125 +176,175 @@ def _guard(fn: Callable[..., str]) -> Callable[..., str]:
     return run
 
 
+def submit_task(ctx: ToolContext, **args: Any) -> str:
+    """Prepare a task for submission: validates it and returns a card the person must confirm."""
+    now = ctx.now()
+    gpus_view = None
+    if ctx.client is not None:
+        try:
+            gpus_view = ctx.client.gpus()
+        except ClientError:
+            gpus_view = None
+    try:
+        spec = validated_spec(args, now, ctx.default_workdir, ctx.max_task_gpus, gpus_view)
+    except CardError as exc:
+        return _error(exc.message, exc.errors)
+    summary = summarize(spec, now, ctx.offpeak, ctx.client, gpus_view)
+    card = {"kind": "submit", "spec": spec, "summary": summary}
+    ctx.actions.add("submit", card, {"spec": spec})
+    return _result(pending_action=card, note="Nothing has been submitted: the person must confirm the card.")
+
+
+def cancel_task(ctx: ToolContext, task_id: int) -> str:
+    """Prepare a cancellation of one of your tasks: returns a card the person must confirm."""
+    task: dict[str, Any] | None = None
+    if ctx.client is not None:
+        task = ctx.client.get_task(task_id)
+        if task.get("status") in ("succeeded", "failed", "cancelled"):
+            return _error(f"task {task_id} already {task['status']}; nothing to cancel")
+    card = {"kind": "cancel", "task_id": task_id, "task": task_view(task) if task else None}
+    ctx.actions.add("cancel", card, {"task_id": task_id})
+    return _result(pending_action=card, note="Nothing has been cancelled: the person must confirm the card.")
+
+
+def queue_position(ctx: ToolContext, task_id: int | None = None) -> str:
+    """Where your task (or your queued tasks) stand in the queue."""
+    client = _need_client(ctx)
+    if task_id is not None:
+        task = client.get_task(task_id)
+        if task["status"] != "queued":
+            return _result(
+                entries=[], task=task_view(task), note=f"task {task_id} is {task['status']}, not queued"
+            )
+    queue = client.queue()
+    entries = [
+        {"task_id": e["task"]["id"], "name": as_data(e["task"]["name"], 120), "position": e["position"]}
+        for e in queue.get("entries", [])
+        if task_id is None or e["task"]["id"] == task_id
+    ]
+    return _result(entries=entries[:10], length=queue.get("length"))
+
+
+def estimate_wait(
+    ctx: ToolContext,
+    task_id: int | None = None,
+    gpus: int | None = None,
+    gpu_memory_gb: float | None = None,
+    estimated_minutes: float | None = None,
+) -> str:
+    """Estimated start (with its range and reason) for a task, or for a task of the given size."""
+    client = _need_client(ctx)
+    if task_id is None and gpus is None and gpu_memory_gb is None:
+        queued = client.list_tasks(status="queued", limit=1)
+        task_id = queued[0]["id"] if queued else None
+        gpus = None if queued else 1
+    estimate = client.estimate(task_id, gpus, gpu_memory_gb, estimated_minutes)
+    estimate["reason"] = as_data(estimate.get("reason", ""))
+    return _result(task_id=task_id, estimate=estimate)
+
+
+def list_tasks(ctx: ToolContext, status: str | None = None) -> str:
+    """Your team's tasks, newest first, optionally only one status."""
+    tasks = _need_client(ctx).list_tasks(status=status, limit=20)
+    return _result(tasks=[task_view(t) for t in tasks], count=len(tasks))
+
+
+def explain_task(ctx: ToolContext, task_id: int) -> str:
+    """Why a task is where it is: status, position, reason, estimated start (log tail if failed)."""
+    client = _need_client(ctx)
+    try:
+        info = client.explain(task_id)
+    except Unavailable:
+        task = client.get_task(task_id)
+        info = {
+            "task_id": task_id,
+            "status": task["status"],
+            "reason": task.get("reason") or "waiting in the queue",
+        }
+    info["reason"] = as_data(info.get("reason", ""))
+    result: dict[str, Any] = {"explain": info}
+    if info.get("status") == "failed":
+        try:
+            text = client.logs(task_id, tail=LOG_LINES)
+            if len(text) > LOG_CHARS:
+                text = "[truncated]…" + text[-LOG_CHARS:]
+            result["log_tail"] = as_data(text, LOG_CHARS + 20)
+        except ClientError:
+            pass
+    return _result(**result)
+
+
+def cluster_status(ctx: ToolContext) -> str:
+    """Every GPU: memory free/total, utilization, which tasks hold it; plus the queue length."""
+    client = _need_client(ctx)
+    view = client.gpus()
+    gpus = view.get("gpus", [])
+    busy = sum(1 for g in gpus if g.get("tasks"))
+    free_gb = sum(g.get("memory_free_mib", 0) for g in gpus if not g.get("tasks")) / 1024
+    rows = [
+        {
+            "node": g["node"],
+            "index": g["index"],
+            "name": g.get("name"),
+            "free_gb": round(g["memory_free_mib"] / 1024, 1),
+            "total_gb": round(g["memory_total_mib"] / 1024, 1),
+            "util_pct": g.get("utilization_pct"),
+            "tasks": g.get("tasks", []),
+        }
+        for g in gpus
+    ]
+    queued = client.queue(limit=1).get("length", 0)
+    summary = {
+        "gpus": len(gpus),
+        "busy": busy,
+        "free_memory_gb": round(free_gb, 1),
+        "queued": queued,
+        "nodes": len(view.get("nodes", [])),
+    }
+    return _result(summary=summary, gpus=rows[:32])
+
+
+def utilization_report(ctx: ToolContext, days: int = 7, by: str | None = None) -> str:
+    """GPU-hours, tasks, successes and waits over the last `days`, grouped by team, user or GPU."""
+    report = _need_client(ctx).utilization(days, by)
+    for row in report.get("rows", []):
+        row["key"] = as_data(row.get("key", ""), 80)
+    return _result(report=report)
+
+
+def quota_status(ctx: ToolContext, team: str | None = None) -> str:
+    """Your team's GPU cap and GPU-hour budgets (day and week) with what is used."""
+    return _result(quota=_need_client(ctx).quota(team))
+
+
+def _bind(ctx: ToolContext, fn: Callable[..., str]) -> Callable[..., str]:
+    def run(**kwargs: Any) -> str:
+        return fn(ctx, **kwargs)
+
+    run.__name__ = fn.__name__
+    run.__doc__ = fn.__doc__
+    return _guard(run)
+
+
 def make_tools(ctx: ToolContext) -> list[BaseTool]:
     """The nine tools bound to one person's session."""
-
-    def submit_task(**args: Any) -> str:
-        """Prepare a task for submission: validates it and returns a card the person must confirm."""
-        now = ctx.now()
-        gpus_view = None
-        if ctx.client is not None:
-            try:
-                gpus_view = ctx.client.gpus()
-            except ClientError:
-                gpus_view = None
-        try:
-            spec = validated_spec(args, now, ctx.default_workdir, ctx.max_task_gpus, gpus_view)
-        except CardError as exc:
-            return _error(exc.message, exc.errors)
-        summary = summarize(spec, now, ctx.offpeak, ctx.client, gpus_view)
-        card = {"kind": "submit", "spec": spec, "summary": summary}
-        action = ctx.actions.add("submit", card, {"spec": spec})
-        return _result(pending_action=card, note="Nothing has been submitted: the person must confirm the card.")
-
-    def cancel_task(task_id: int) -> str:
-        """Prepare a cancellation of one of your tasks: returns a card the person must confirm."""
-        task: dict[str, Any] | None = None
-        if ctx.client is not None:
-            task = ctx.client.get_task(task_id)
-            if task.get("status") in ("succeeded", "failed", "cancelled"):
-                return _error(f"task {task_id} already {task['status']}; nothing to cancel")
-        card = {"kind": "cancel", "task_id": task_id, "task": task_view(task) if task else None}
-        ctx.actions.add("cancel", card, {"task_id": task_id})
-        return _result(pending_action=card, note="Nothing has been cancelled: the person must confirm the card.")
-
-    def queue_position(task_id: int | None = None) -> str:
-        """Where your task (or your queued tasks) stand in the queue."""
-        client = _need_client(ctx)
-        if task_id is not None:
-            task = client.get_task(task_id)
-            if task["status"] != "queued":
-                return _result(entries=[], task=task_view(task), note=f"task {task_id} is {task['status']}, not queued")
-        queue = client.queue()
-        entries = [
-            {"task_id": e["task"]["id"], "name": as_data(e["task"]["name"], 120), "position": e["position"]}
-            for e in queue.get("entries", []) if task_id is None or e["task"]["id"] == task_id
-        ]  # fmt: skip
-        return _result(entries=entries[:10], length=queue.get("length"))
-
-    def estimate_wait(
-        task_id: int | None = None,
-        gpus: int | None = None,
-        gpu_memory_gb: float | None = None,
-        estimated_minutes: float | None = None,
-    ) -> str:
-        """Estimated start (with its range and reason) for a task, or for a task of the given size."""
-        client = _need_client(ctx)
-        if task_id is None and gpus is None and gpu_memory_gb is None:
-            queued = client.list_tasks(status="queued", limit=1)
-            task_id = queued[0]["id"] if queued else None
-            gpus = None if queued else 1
-        estimate = client.estimate(task_id, gpus, gpu_memory_gb, estimated_minutes)
-        estimate["reason"] = as_data(estimate.get("reason", ""))
-        return _result(task_id=task_id, estimate=estimate)
-
-    def list_tasks(status: str | None = None) -> str:
-        """Your team's tasks, newest first, optionally only one status."""
-        tasks = _need_client(ctx).list_tasks(status=status, limit=20)
-        return _result(tasks=[task_view(t) for t in tasks], count=len(tasks))
-
-    def explain_task(task_id: int) -> str:
-        """Why a task is where it is: status, queue position, reason, estimated start (and log tail if failed)."""
-        client = _need_client(ctx)
-        try:
-            info = client.explain(task_id)
-        except Unavailable:
-            task = client.get_task(task_id)
-            info = {"task_id": task_id, "status": task["status"], "reason": task.get("reason") or "waiting in the queue"}
-        info["reason"] = as_data(info.get("reason", ""))
-        result: dict[str, Any] = {"explain": info}
-        if info.get("status") == "failed":
-            try:
-                lines = client.logs(task_id, tail=LOG_LINES)
-                result["log_tail"] = as_data(lines[-LOG_CHARS:], LOG_CHARS)
-            except ClientError:
-                pass
-        return _result(**result)
-
-    def cluster_status() -> str:
-        """Every GPU: memory free/total, utilization, which tasks hold it; plus the queue length."""
-        client = _need_client(ctx)
-        view = client.gpus()
-        gpus = view.get("gpus", [])
-        busy = sum(1 for g in gpus if g.get("tasks"))
-        free_gb = sum(g.get("memory_free_mib", 0) for g in gpus if not g.get("tasks")) / 1024
-        rows = [{"node": g["node"], "index": g["index"], "name": g.get("name"), "free_gb": round(g["memory_free_mib"] / 1024, 1),
-                 "total_gb": round(g["memory_total_mib"] / 1024, 1), "util_pct": g.get("utilization_pct"),
-                 "tasks": g.get("tasks", [])} for g in gpus]  # fmt: skip
-        queued = client.queue(limit=1).get("length", 0)
-        summary = {"gpus": len(gpus), "busy": busy, "free_memory_gb": round(free_gb, 1), "queued": queued,
-                   "nodes": len(view.get("nodes", []))}  # fmt: skip
-        return _result(summary=summary, gpus=rows[:32])
-
-    def utilization_report(days: int = 7, by: str | None = None) -> str:
-        """GPU-hours, tasks, successes and waits over the last `days`, grouped by team, user or GPU."""
-        report = _need_client(ctx).utilization(days, by)
-        for row in report.get("rows", []):
-            row["key"] = as_data(row.get("key", ""), 80)
-        return _result(report=report)
-
-    def quota_status(team: str | None = None) -> str:
-        """Your team's GPU cap and GPU-hour budgets (day and week) with what is used."""
-        return _result(quota=_need_client(ctx).quota(team))
-
     specs: list[tuple[Callable[..., str], type[BaseModel]]] = [
-        (submit_task, SubmitArgs), (queue_position, OptionalTaskArgs), (estimate_wait, EstimateArgs),
-        (list_tasks, ListArgs), (cancel_task, TaskIdArgs), (explain_task, TaskIdArgs),
-        (cluster_status, NoArgs), (utilization_report, UtilizationArgs), (quota_status, QuotaArgs),
-    ]  # fmt: skip
+        (submit_task, SubmitArgs),
+        (queue_position, OptionalTaskArgs),
+        (estimate_wait, EstimateArgs),
+        (list_tasks, ListArgs),
+        (cancel_task, TaskIdArgs),
+        (explain_task, TaskIdArgs),
+        (cluster_status, NoArgs),
+        (utilization_report, UtilizationArgs),
+        (quota_status, QuotaArgs),
+    ]
     return [
         StructuredTool.from_function(
-            func=_guard(fn), name=fn.__name__, description=fn.__doc__ or fn.__name__, args_schema=schema,
+            func=_bind(ctx, fn),
+            name=fn.__name__.lstrip("_"),
+            description=fn.__doc__ or fn.__name__,
+            args_schema=schema,
             handle_validation_error=_validation_message,
         )
         for fn, schema in specs
@@ -289,10 +353,22 @@ def make_tools(ctx: ToolContext) -> list[BaseTool]:
 
 def _validation_message(error: ValidationError | Exception) -> str:
     if isinstance(error, ValidationError):
-        items = [{"field": ".".join(str(p) for p in e.get("loc", ())), "message": e.get("msg", "")} for e in error.errors()]
+        items = [
+            {"field": ".".join(str(p) for p in e.get("loc", ())), "message": e.get("msg", "")}
+            for e in error.errors()
+        ]
         return _error("; ".join(f"{i['field']}: {i['message']}" for i in items), items)
     return _error(str(error))
 
 
-TOOL_NAMES = ("submit_task", "queue_position", "estimate_wait", "list_tasks", "cancel_task", "explain_task",
-              "cluster_status", "utilization_report", "quota_status")  # fmt: skip
+TOOL_NAMES = (
+    "submit_task",
+    "queue_position",
+    "estimate_wait",
+    "list_tasks",
+    "cancel_task",
+    "explain_task",
+    "cluster_status",
+    "utilization_report",
+    "quota_status",
+)

@@ -33,23 +33,49 @@ class ClusterState:
 
 
 class UsageCache:
-    """Team usage and learned run times, recomputed from SQL at most every `USAGE_CACHE_S` seconds."""
+    """Team usage and learned run times, recomputed from SQL at most every `USAGE_CACHE_S` seconds.
 
-    def __init__(self, cluster: Cluster) -> None:
+    With `background=True` (the scheduler) a stale value is returned at once while a thread recomputes it,
+    so the O(history) queries never sit on a scheduling pass; only the very first call waits.
+    """
+
+    def __init__(self, cluster: Cluster, background: bool = False) -> None:
         self.cluster = cluster
+        self.background = background
         self._lock = threading.Lock()
+        self._refreshing = False
         self._at = -1e9
         self._usage: dict[str, TeamUsage] = {}
         self._history = DurationHistory()
 
+    def _compute(self, now: float) -> tuple[dict[str, TeamUsage], DurationHistory]:
+        config = self.cluster.policy_config
+        spans = gpu_spans(self.cluster.factory, now, 4 * config.fairshare_half_life_s)
+        usage = team_usage(spans, now, config.fairshare_half_life_s)
+        return usage, learned_durations(self.cluster.factory, now, config.history_runs)
+
+    def _refresh_in_background(self, now: float) -> None:
+        try:
+            usage, history = self._compute(now)
+            with self._lock:
+                self._usage, self._history, self._at = usage, history, time.monotonic()
+        finally:
+            with self._lock:
+                self._refreshing = False
+
     def get(self, now: float) -> tuple[dict[str, TeamUsage], DurationHistory]:
         """The cached usage and history, refreshed when stale."""
         with self._lock:
-            if time.monotonic() - self._at >= USAGE_CACHE_S:
-                config = self.cluster.policy_config
-                spans = gpu_spans(self.cluster.factory, now, 4 * config.fairshare_half_life_s)
-                self._usage = team_usage(spans, now, config.fairshare_half_life_s)
-                self._history = learned_durations(self.cluster.factory, now, config.history_runs)
+            stale = time.monotonic() - self._at >= USAGE_CACHE_S
+            if stale and self.background and self._at > 0:
+                if not self._refreshing:
+                    self._refreshing = True
+                    threading.Thread(
+                        target=self._refresh_in_background, args=(now,), name="usage-refresh", daemon=True
+                    ).start()
+                return self._usage, self._history
+            if stale:
+                self._usage, self._history = self._compute(now)
                 self._at = time.monotonic()
             return self._usage, self._history
 
@@ -57,6 +83,52 @@ class UsageCache:
         """Recompute on the next call (a task just finished)."""
         with self._lock:
             self._at = -1e9
+
+
+class RowCache:
+    """The scheduler's policy views of task rows, reused across passes while the row has not changed.
+
+    A queued row is keyed by (id, claim count) and a running one by (id, lease token): what the policy reads
+    of a row does not change while those stay the same, so a pass checks two columns instead of loading
+    every row of the window and every running task.
+    """
+
+    def __init__(self) -> None:
+        self.queued: dict[tuple[int, int], QueuedTask] = {}
+        self.running: dict[tuple[int, str | None], RunningTask | None] = {}
+
+    def queued_views(self, cluster: Cluster, task_ids: list[int]) -> dict[int, QueuedTask]:
+        """The policy view of each of these tasks that is still queued (others are absent)."""
+        versions = cluster.tasks.queued_versions(task_ids)
+        missing = [task_id for task_id, count in versions.items() if (task_id, count) not in self.queued]
+        if missing:
+            for row in cluster.tasks.by_ids(missing).values():
+                if row.status == "queued":
+                    self.queued[(row.id, row.attempts_count)] = queued_task_of(row)
+        found = {task_id: self.queued.get((task_id, count)) for task_id, count in versions.items()}
+        return {task_id: view for task_id, view in found.items() if view is not None}
+
+    def running_views(self, cluster: Cluster) -> list[RunningTask]:
+        """The policy view of every running task."""
+        tokens = cluster.tasks.running_tokens()
+        missing = [task_id for task_id, token in tokens.items() if (task_id, token) not in self.running]
+        if missing:
+            for row in cluster.tasks.by_ids(missing).values():
+                if row.status != "running":
+                    continue
+                view = None
+                if row.node is not None and row.started_at is not None:
+                    view = running_task_of(row, row.node, row.gpu_indices or [], to_epoch_s(row.started_at))
+                self.running[(row.id, row.lease_token)] = view
+        views = [self.running.get(item) for item in tokens.items()]
+        return [view for view in views if view is not None]
+
+    def prune(self, keep_queued: set[int], keep_running: set[int]) -> None:
+        """Forget rows no longer in the window or running, so the cache stays the size of one pass."""
+        if len(self.queued) > 4 * max(len(keep_queued), 256):
+            self.queued = {key: view for key, view in self.queued.items() if key[0] in keep_queued}
+        if len(self.running) > 4 * max(len(keep_running), 256):
+            self.running = {key: view for key, view in self.running.items() if key[0] in keep_running}
 
 
 def with_learned_estimate(task: QueuedTask, history: DurationHistory, config: PolicyConfig) -> QueuedTask:
@@ -69,25 +141,44 @@ def with_learned_estimate(task: QueuedTask, history: DurationHistory, config: Po
     return task
 
 
-def gather_state(cluster: Cluster, usage_cache: UsageCache, window: int) -> ClusterState:
-    """Read the first `window` queued tasks, the tasks holding GPUs, the nodes and the teams' usage."""
+def gather_state(
+    cluster: Cluster, usage_cache: UsageCache, window: int, rows: RowCache | None = None
+) -> ClusterState:
+    """Read the first `window` queued tasks, the tasks holding GPUs, the nodes and the teams' usage.
+
+    With `rows` (the scheduler's cache) unchanged rows are not loaded again.
+    """
+    if rows is not None:
+        return _gather_cached(cluster, usage_cache, window, rows)
     queue, tasks = cluster.queue, cluster.tasks
     now = now_s()
     head = queue.head(window)
-    rows = tasks.by_ids(task_id for task_id, _ in head)
-    stale = [task_id for task_id, _ in head if task_id not in rows or rows[task_id].status != "queued"]
+    rows_by_id = tasks.by_ids(task_id for task_id, _ in head)
+    stale = [
+        task_id for task_id, _ in head if task_id not in rows_by_id or rows_by_id[task_id].status != "queued"
+    ]
     for task_id in stale:
         queue.remove(task_id)
     usage, history = usage_cache.get(now)
     config = cluster.policy_config
     queued = [
-        with_learned_estimate(queued_task_of(rows[task_id]), history, config)
+        with_learned_estimate(queued_task_of(rows_by_id[task_id]), history, config)
         for task_id, _ in head
         if task_id not in stale
     ]
     holders = _holders(cluster, now)
+    return _state(cluster, now, queued, holders, usage)
+
+
+def _state(
+    cluster: Cluster,
+    now: float,
+    queued: list[QueuedTask],
+    holders: list[RunningTask],
+    usage: dict[str, TeamUsage],
+) -> ClusterState:
     nodes = cluster.nodes.all()
-    parents = tasks.statuses({parent for task in queued for parent in task.depends_on})
+    parents = cluster.tasks.statuses({parent for task in queued for parent in task.depends_on})
     return ClusterState(
         now_s=now,
         queued=queued,
@@ -97,6 +188,43 @@ def gather_state(cluster: Cluster, usage_cache: UsageCache, window: int) -> Clus
         usage=usage,
         succeeded={task_id for task_id, status in parents.items() if status == "succeeded"},
         failed={task_id for task_id, status in parents.items() if status in ("failed", "cancelled")},
+    )
+
+
+def _gather_cached(cluster: Cluster, usage_cache: UsageCache, window: int, rows: RowCache) -> ClusterState:
+    queue = cluster.queue
+    now = now_s()
+    head = queue.head_ids(window)
+    assigned = queue.assignments()
+    views = rows.queued_views(cluster, head + list(assigned))
+    for task_id in head:
+        if task_id not in views:
+            queue.remove(task_id)
+    usage, history = usage_cache.get(now)
+    config = cluster.policy_config
+    queued = [with_learned_estimate(views[task_id], history, config) for task_id in head if task_id in views]
+    holders = rows.running_views(cluster)
+    for task_id, (node, gpu_indices) in assigned.items():
+        view = views.get(task_id)
+        if view is not None:
+            holders.append(_holder_of(view, node, gpu_indices, now))
+    rows.prune(set(views), {holder.task_id for holder in holders})
+    return _state(cluster, now, queued, holders, usage)
+
+
+def _holder_of(task: QueuedTask, node: str, gpu_indices: tuple[int, ...], started_at_s: float) -> RunningTask:
+    """What `running_task_of` makes of the row behind `task` (same fields), from the cached view."""
+    estimate = task.estimated_s or task.time_limit_s
+    return RunningTask(
+        task_id=task.task_id,
+        team=task.team,
+        user=task.user,
+        node=node,
+        gpu_indices=tuple(gpu_indices),
+        started_at_s=started_at_s,
+        gpu_memory_mib=task.gpu_memory_mib,
+        priority=task.priority,
+        estimated_end_s=started_at_s + estimate if estimate else None,
     )
 
 

@@ -10,12 +10,14 @@ import logging
 import secrets
 import threading
 import time
+from dataclasses import replace
 
 from scheduler.clock import now_ms
-from scheduler.cluster_state import UsageCache, gather_state
+from scheduler.cluster_state import ClusterState, RowCache, UsageCache, gather_state
+from scheduler.metrics import record_lease_expiries, record_pass
 from scheduler.policy import engine
 from scheduler.policy.config import PolicyConfig
-from scheduler.policy.types import Decisions
+from scheduler.policy.types import Decisions, GpuSlot, QueuedTask
 from scheduler.service import Cluster
 
 log = logging.getLogger(__name__)
@@ -30,22 +32,14 @@ class Dispatcher:
         self.cluster = cluster
         self.config = config or cluster.policy_config
         self.name = name or f"scheduler-{secrets.token_hex(4)}"
-        self.usage = UsageCache(cluster)
+        self.usage = UsageCache(cluster, background=True)
+        self.rows = RowCache()
         self.last_decisions = Decisions()
 
     def run_pass(self) -> Decisions:
         """One scheduling pass: decide, fail tasks whose parents failed, assign the starts to nodes."""
-        state = gather_state(self.cluster, self.usage, self.config.window)
-        decisions = engine.decide(
-            state.queued,
-            state.running,
-            state.gpus,
-            state.now_s,
-            self.config,
-            state.usage,
-            succeeded=state.succeeded,
-            failed=state.failed,
-        )
+        state = gather_state(self.cluster, self.usage, self.config.window, self.rows)
+        decisions = self._decide(state)
         for task_id, reason in decisions.fail.items():
             if self.cluster.tasks.fail_queued(task_id, "dependency_failed", reason):
                 self.cluster.queue.remove(task_id)
@@ -55,10 +49,53 @@ class Dispatcher:
         self.last_decisions = decisions
         return decisions
 
+    def _decide(self, state: ClusterState) -> Decisions:
+        """The policy's starts and failures for this pass.
+
+        The pass does not need the policy's wording of why each task waits (`explain` words it on demand),
+        and wording every blocked task of the window costs far more than deciding. Without wording the
+        policy stops at the first task after the GPUs run out; the tasks it then skipped that need no GPU
+        (CPU-only) or may have a failed parent get a second, GPU-less look so that nothing changes for them.
+        """
+        decisions = self._policy(state, state.queued, state.gpus, with_reasons=False)
+        seen = {start.task_id for start in decisions.starts}
+        seen |= decisions.pending_reasons.keys() | decisions.fail.keys()
+        skipped = [
+            task
+            for task in state.queued[: self.config.window]
+            if task.task_id not in seen and (task.gpus <= 0 or task.depends_on)
+        ]
+        if not skipped:
+            return decisions
+        extra = self._policy(state, skipped, [], with_reasons=True)
+        return replace(
+            decisions,
+            starts=decisions.starts + extra.starts,
+            pending_reasons={**decisions.pending_reasons, **extra.pending_reasons},
+            fail={**decisions.fail, **extra.fail},
+        )
+
+    def _policy(
+        self, state: ClusterState, queued: list[QueuedTask], gpus: list[GpuSlot], *, with_reasons: bool
+    ) -> Decisions:
+        return engine.decide(
+            queued,
+            state.running,
+            gpus,
+            state.now_s,
+            self.config,
+            state.usage,
+            succeeded=state.succeeded,
+            failed=state.failed,
+            with_reasons=with_reasons,
+        )
+
     def reap_expired_leases(self) -> int:
         """Requeue tasks whose worker stopped heartbeating (lost worker); returns how many."""
         requeued = 0
-        for task_id, token in self.cluster.queue.expired(now_ms()):
+        expired = self.cluster.queue.expired(now_ms())
+        record_lease_expiries(self.cluster, len(expired))
+        for task_id, token in expired:
             status = self.cluster.settle_attempt(
                 task_id, token, "lost_worker", message="its worker stopped heartbeating"
             )
@@ -78,14 +115,45 @@ class Dispatcher:
         return False
 
     def _reconcile_redis(self, last_reconcile: float) -> float:
-        """Rebuild Redis from SQL at once when it lost its data, and once a minute in any case."""
+        """Rebuild Redis from SQL at once when it lost its data; once a minute, check it and repair it.
+
+        The minute's check compares ids only (SQL's queued and running tasks against the queue, the
+        assignments and the leases); the full rebuild, which loads and rescores every queued row, runs only
+        when that check finds something missing or stale.
+        """
         lost = self.cluster.queue.epoch() is None
         if not lost and time.monotonic() - last_reconcile < FULL_RECONCILE_EVERY_S:
             return last_reconcile
+        if not lost and not self._redis_suspects(None):
+            return time.monotonic()
         report = self.cluster.rebuild_redis()
         if lost or report.queued_restored or report.leases_restored:
             log.warning("Redis was missing entries (lost data: %s); rebuilt from SQL: %s", lost, report)
         return time.monotonic()
+
+    def _redis_suspects(self, only: set[int] | None) -> set[int]:
+        """Ids on which Redis and SQL disagree (missing from Redis, or queued in Redis but not in SQL).
+
+        Redis is read before SQL, and any disagreement is checked once more on just those ids, so a task
+        caught between the two (being submitted, claimed or finished) is not mistaken for a lost one.
+        """
+        queue, keys = self.cluster.queue, self.cluster.queue.keys
+        pipe = queue.client.pipeline(transaction=False)
+        pipe.zrange(keys.queue, 0, -1)
+        pipe.smembers(keys.assigned)
+        pipe.zrange(keys.leases, 0, -1)
+        in_queue, assigned, leased = ({int(m) for m in members} for members in pipe.execute())
+        if only is None:
+            sql = self.cluster.tasks.ids_with_status("queued", "running")
+        else:
+            sql = {i: s for i, s in self.cluster.tasks.statuses(only).items() if s in ("queued", "running")}
+            in_queue &= only
+        held = in_queue | assigned | leased
+        suspects = {i for i, status in sql.items() if i not in (held if status == "queued" else leased)}
+        suspects |= {i for i in in_queue if sql.get(i) != "queued"}
+        if suspects and only is None:
+            return self._redis_suspects(suspects)
+        return suspects
 
     def run(self, stop: threading.Event) -> None:
         """Serve until `stop` is set: a pass on every doorbell ring, and a safety pass every few seconds."""
@@ -98,7 +166,9 @@ class Dispatcher:
                         last_reconcile = self._reconcile_redis(last_reconcile)
                         self.reap_expired_leases()
                         last_safety = time.monotonic()
+                    started = time.perf_counter()
                     self.run_pass()
+                    record_pass(self.cluster, time.perf_counter() - started)
             except Exception:
                 log.exception("scheduling pass failed; retrying")
                 stop.wait(1.0)

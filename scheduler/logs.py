@@ -1,41 +1,95 @@
-"""Reading task log files: the whole file, its last N lines, or what came after an offset."""
+"""Reading task log files: the whole file, its last N lines, or what came after an offset.
+
+Only a task's own log is ever served: the file is opened without following a symlink (`O_NOFOLLOW`), must be
+a regular file with a single link (no hard link to a file elsewhere), and its folder must be where it
+claims to be once resolved. Anything else reads as a missing log (empty), never as someone else's file.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import os
+import stat
+from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
+
+log = logging.getLogger(__name__)
 
 TAIL_BLOCK_BYTES = 64 * 1024
 MAX_WHOLE_BYTES = 32 * 1024 * 1024
 
 
+class RefusedLogFile(FileNotFoundError):
+    """Raised (and read as a missing log) when a log path is a symlink, a hard link or not a regular file."""
+
+
+def open_log(path: Path) -> BinaryIO:
+    """Open a task's log for reading, refusing symlinks, hard links and files outside its folder."""
+    folder = path.parent
+    try:
+        real_folder = Path(os.path.realpath(folder))
+    except OSError as error:
+        raise FileNotFoundError(str(path)) from error
+    # The folder must not be (or pass through) a symlink either: it is where the file claims to be.
+    if real_folder != Path(os.path.abspath(folder)) or path.name in ("", ".", ".."):
+        raise RefusedLogFile(str(path))
+    descriptor = os.open(real_folder / path.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+            raise RefusedLogFile(str(path))
+        return os.fdopen(descriptor, "rb")
+    except BaseException:
+        os.close(descriptor)
+        raise
+
+
+@contextlib.contextmanager
+def _opened(path: Path) -> Iterator[BinaryIO | None]:
+    """The open log, or None when it is missing or refused (a refusal is logged)."""
+    try:
+        handle = open_log(path)
+    except RefusedLogFile:
+        log.warning("refused to serve log file %s: a symlink, a hard link or not a regular file", path)
+        yield None
+        return
+    except OSError:  # missing; ELOOP when the last component is a symlink
+        if path.is_symlink():
+            log.warning("refused to serve log file %s: it is a symlink", path)
+        yield None
+        return
+    with handle:
+        yield handle
+
+
 def read_tail(path: Path, lines: int | None) -> tuple[str, int]:
     """The last `lines` lines of a log (all of it, up to 32 MiB, when None), and the file size read up to."""
-    try:
-        with path.open("rb") as handle:
-            size = handle.seek(0, 2)
-            if lines is None:
-                start = max(0, size - MAX_WHOLE_BYTES)
-                handle.seek(start)
-                return handle.read().decode("utf-8", errors="replace"), size
-            data = b""
-            position = size
-            while position > 0 and data.count(b"\n") <= lines:
-                step = min(TAIL_BLOCK_BYTES, position)
-                position -= step
-                handle.seek(position)
-                data = handle.read(step) + data
-    except FileNotFoundError:
-        return "", 0
+    with _opened(path) as handle:
+        if handle is None:
+            return "", 0
+        size = handle.seek(0, 2)
+        if lines is None:
+            start = max(0, size - MAX_WHOLE_BYTES)
+            handle.seek(start)
+            return handle.read().decode("utf-8", errors="replace"), size
+        data = b""
+        position = size
+        while position > 0 and data.count(b"\n") <= lines:
+            step = min(TAIL_BLOCK_BYTES, position)
+            position -= step
+            handle.seek(position)
+            data = handle.read(step) + data
     kept = data.splitlines(keepends=True)[-lines:]
     return b"".join(kept).decode("utf-8", errors="replace"), size
 
 
 def read_from(path: Path, offset: int) -> tuple[bytes, int]:
     """The bytes appended after `offset`, and the new offset (for `logs -f`)."""
-    try:
-        with path.open("rb") as handle:
-            handle.seek(offset)
-            data = handle.read()
-    except FileNotFoundError:
-        return b"", offset
+    with _opened(path) as handle:
+        if handle is None:
+            return b"", offset
+        handle.seek(offset)
+        data = handle.read()
     return data, offset + len(data)

@@ -105,7 +105,7 @@ class Cluster:
         if created:
             self.queue.enqueue(task.id, self.score(task))
         elif task.status == "queued" and self.queue.restore_queued(task.id, self.score(task)):
-            self.queue.ring_scheduler()  # a retried submit repairs a lost queue entry, never re-queues a claimed task
+            self.queue.ring_scheduler()  # repairs a lost entry; never re-queues a claimed task
         return task, created
 
     def _check_dependencies(self, who: Identity, depends_on: list[int]) -> None:

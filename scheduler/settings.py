@@ -64,6 +64,23 @@ class Settings(BaseSettings):
     fairshare_half_life_h: float = Field(default=168.0, gt=0)
     max_task_gpus: int = Field(default=8, ge=1, description="refuse specs asking more GPUs than this")
 
+    # --- abuse limits (API) ---
+    rate_limit_per_s: float = Field(default=50.0, ge=0, description="requests per second per token; 0 = off")
+    rate_limit_burst: int = Field(default=200, ge=1, description="requests a token may send at once")
+    max_queued_per_team: int | None = Field(default=1000, ge=1, description="queued tasks per team")
+
+    # --- safe execution (worker) ---
+    run_as: dict[str, str] = Field(
+        default_factory=dict, description="nightshift user -> OS account jobs run as when the worker is root"
+    )
+    allow_root_jobs: bool = Field(
+        default=False, description="a root worker may run jobs of unmapped users as root (else refused)"
+    )
+    docker_images_allowed: list[str] = Field(
+        default_factory=list, description="glob patterns of docker images jobs may use; empty = any"
+    )
+    max_grace_s: float = Field(default=300.0, ge=0, description="upper bound of a spec's grace_seconds")
+
     @classmethod
     def settings_customise_sources(
         cls,

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from scheduler.errors import SpecError
 
 Priority = Literal["low", "normal", "high", "urgent"]
+StopSignal = Literal["TERM", "INT", "USR1"]
 
 MAX_COMMAND_CHARS = 16_000
 MAX_GPUS_ANY_CLUSTER = 64
@@ -22,6 +23,8 @@ _NAME = re.compile(r"^[\w.\-+@:/ ]{1,120}$")
 _CONDA_ENV = re.compile(r"[\w.+/][\w.\-+/]{0,199}")
 _DOCKER_IMAGE = re.compile(r"^[a-z0-9][a-z0-9._\-/:@]{0,254}$")
 _RESERVED_ENV_PREFIX = "NIGHTSHIFT_"
+MAX_GRACE_SECONDS = 3600
+LATEST_PLACEHOLDER = "{latest}"
 
 
 class TaskSpec(BaseModel):
@@ -34,20 +37,36 @@ class TaskSpec(BaseModel):
     workdir: str | None = Field(
         default=None, description="absolute folder to run in; the data folder if unset"
     )
-    gpus: int = Field(default=1, ge=0, le=MAX_GPUS_ANY_CLUSTER, description="0 = CPU only")
-    gpu_memory_gb: float | None = Field(default=None, gt=0, le=4096, description="min free memory per GPU")
+    gpus: int = Field(default=1, strict=True, ge=0, le=MAX_GPUS_ANY_CLUSTER, description="0 = CPU only")
+    gpu_memory_gb: float | None = Field(
+        default=None, strict=True, gt=0, le=4096, description="min free memory per GPU"
+    )
     priority: Priority = "normal"
     not_before: datetime | None = Field(default=None, description="do not start before this time")
     offpeak: bool = Field(default=False, description="start only inside an off-peak window")
     deadline: datetime | None = Field(default=None, description="should finish by this time")
     time_limit_minutes: float | None = Field(default=None, gt=0, le=60 * 24 * 60)
     estimated_minutes: float | None = Field(default=None, gt=0, le=60 * 24 * 60)
-    retries: int = Field(default=0, ge=0, le=20)
+    retries: int = Field(default=0, strict=True, ge=0, le=20)
     conda_env: str | None = None
     docker_image: str | None = None
     env: dict[str, str] = Field(default_factory=dict)
     depends_on: list[int] = Field(default_factory=list, max_length=100)
     tags: list[str] = Field(default_factory=list, max_length=32)
+    resume_arg: str | None = Field(
+        default=None,
+        max_length=500,
+        description="appended to the command on a retry when a checkpoint exists; `{latest}` is its path",
+    )
+    checkpoint_glob: str | None = Field(
+        default=None,
+        max_length=200,
+        description="checkpoint files, relative to NIGHTSHIFT_CHECKPOINT_DIR (default `*`); newest wins",
+    )
+    stop_signal: StopSignal = Field(default="TERM", description="sent first when the job is stopped")
+    grace_seconds: float | None = Field(
+        default=None, ge=0, le=MAX_GRACE_SECONDS, description="wait this long after stop_signal, then KILL"
+    )
 
     @field_validator("command")
     @classmethod
@@ -110,6 +129,36 @@ class TaskSpec(BaseModel):
         for tag in value:
             if not tag or len(tag) > 64:
                 raise ValueError("each tag must be 1-64 characters")
+        return value
+
+    @field_validator("resume_arg")
+    @classmethod
+    def _resume_arg_names_latest(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if "\x00" in value or "\n" in value:
+            raise ValueError("resume_arg must be one line of text")
+        if LATEST_PLACEHOLDER not in value:
+            raise ValueError(f"resume_arg must contain {LATEST_PLACEHOLDER} (the newest checkpoint's path)")
+        return value
+
+    @field_validator("checkpoint_glob")
+    @classmethod
+    def _checkpoint_glob_is_relative(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if value.startswith("/") or ".." in value.split("/") or "\x00" in value or not value:
+            raise ValueError(
+                f"checkpoint_glob {value!r} must be a relative pattern inside the checkpoint folder "
+                "(like ckpt/*.pt), without '..'"
+            )
+        return value
+
+    @field_validator("stop_signal", mode="before")
+    @classmethod
+    def _signal_name(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return value.strip().upper().removeprefix("SIG")
         return value
 
     @model_validator(mode="after")

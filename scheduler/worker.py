@@ -3,23 +3,47 @@
 Threads: the main loop (claim, watch jobs, stop on cancel/timeout), one heartbeat thread (renews every
 lease and publishes the node's GPUs; a CPU-bound job cannot starve it), and one waiter per job that rings
 the node's doorbell the moment the job's process exits, so the next task starts at once.
+
+Fencing on the worker's side: a job whose lease was not renewed for a whole lease TTL (the worker was
+paused, or cut off from Redis) is killed at once, without a grace period, because by then the reaper may
+have handed the task to another node; a heartbeat answered STOLEN or MISSING (and not restored from SQL)
+stops it too. Its late completion is refused by SQL's compare-and-set on the lease token either way.
+
+Safe execution: a root worker runs each job as the OS account `run_as` maps its user to, or refuses it
+(`no_os_account`, see `scheduler.accounts`); docker images must match `docker_images_allowed`.
+
+Checkpoints: each task has `NIGHTSHIFT_CHECKPOINT_DIR` (`<home>/checkpoints/<task id>` on the node, the
+same folder for every attempt on that node; share the data folder between nodes to resume elsewhere). From
+attempt 2 on, when the spec has a `resume_arg` and a file matches `checkpoint_glob` (relative to that folder,
+default `*`), the newest match is passed as `{latest}` and as `NIGHTSHIFT_RESUME_FROM`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import shlex
+import signal
 import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from scheduler.accounts import OsAccount, account_for
 from scheduler.clock import now_ms
 from scheduler.errors import ExecutorError, NightshiftError
 from scheduler.executor.launch import LaunchRequest, start_job
+from scheduler.executor.outcome import StopReason
 from scheduler.executor.process import RunningJob
-from scheduler.executor.reaper import kill_processes_with_token
+from scheduler.executor.reaper import (
+    find_run_tokens,
+    kill_processes_with_token,
+    make_run_token,
+    node_token_part,
+    parse_run_token,
+)
 from scheduler.gpus.inventory import GpuMonitor
 from scheduler.nodes import NodeGpu
 from scheduler.service import Cluster
@@ -41,11 +65,37 @@ class ActiveJob:
     stop_reason: str | None = None
     stop_started: bool = False
     waiter: threading.Thread | None = field(default=None, repr=False)
+    renewed_at: float = field(default_factory=time.monotonic)  # last time the lease was known to be ours
 
 
-def run_token_of(claim: Claim) -> str:
-    """The marker every process of this attempt carries in its environment."""
-    return f"task{claim.task_id}-{claim.token}"
+def run_token_of(claim: Claim, node: str) -> str:
+    """The marker every process of this attempt carries in its environment (names the node and the task)."""
+    return make_run_token(node, claim.task_id, claim.token)
+
+
+def newest_checkpoint(checkpoint_dir: Path, pattern: str | None) -> Path | None:
+    """The most recently modified regular file matching `pattern` inside `checkpoint_dir`, if any."""
+    root = checkpoint_dir.resolve()
+    best: tuple[float, Path] | None = None
+    for path in checkpoint_dir.glob(pattern or "*"):
+        try:
+            if path.is_symlink() or not path.is_file() or not path.resolve().is_relative_to(root):
+                continue
+            mtime = path.stat().st_mtime
+        except OSError:
+            continue
+        if best is None or (mtime, str(path)) > (best[0], str(best[1])):
+            best = (mtime, path)
+    return None if best is None else best[1]
+
+
+def stop_signal_of(spec: Mapping[str, object]) -> signal.Signals:
+    """The signal that starts a graceful stop of this task's job (spec `stop_signal`, TERM by default)."""
+    name = str(spec.get("stop_signal") or "TERM")
+    try:
+        return signal.Signals[f"SIG{name}"]
+    except KeyError:
+        return signal.SIGTERM
 
 
 class Worker:
@@ -70,6 +120,7 @@ class Worker:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._ttl_ms = int(self.settings.lease_ttl_s * 1000)
+        self._ttl_s = self.settings.lease_ttl_s
 
     # --- life cycle ---------------------------------------------------------------------------
 
@@ -92,19 +143,40 @@ class Worker:
     def step(self) -> None:
         """One pass: react to finished, cancelled and overdue jobs, then claim new assignments."""
         self._check_cancels()
+        self._fence_overdue_leases()
         self._check_jobs()
         while not self._stop.is_set():
+            claimed_at = time.monotonic()
             claim = self.cluster.queue.claim(self.node, now_ms(), self._ttl_ms)
             if claim is None:
                 break
-            self._start(claim)
+            self._start(claim, claimed_at)
 
     def shutdown(self) -> None:
-        """Stop every job (TERM, grace, KILL) and requeue it: a worker restart is not the job's fault."""
+        """Stop every job (its stop signal, grace, KILL) and requeue it: a worker restart is not its fault."""
         with self._lock:
             active = list(self.jobs.values())
+        stoppers = [
+            threading.Thread(
+                target=self._stop_job, args=(item, "lost_lease"), name=f"stop-{item.claim.task_id}"
+            )
+            for item in active
+        ]
+        for thread in stoppers:
+            thread.start()
+        for thread in stoppers:
+            thread.join()
         for item in active:
-            item.job.stop(self.settings.kill_grace_s, "lost_lease")
+            outcome = item.job.outcome
+            if outcome is not None and outcome.reason != "lost_lease":  # it ended on its own meanwhile
+                self.cluster.settle_attempt(
+                    item.claim.task_id,
+                    item.claim.token,
+                    outcome.reason,
+                    outcome.exit_code,
+                    outcome.describe(),
+                )
+                continue
             self.cluster.settle_attempt(
                 item.claim.task_id,
                 item.claim.token,
@@ -115,33 +187,57 @@ class Worker:
             self.jobs.clear()
 
     def reconcile(self) -> None:
-        """On start: tasks SQL says run here, but that this process does not run, are killed and requeued."""
+        """On start: kill job processes of this node it does not run, and requeue what SQL says ran here."""
         for task in self.cluster.tasks.with_status("running"):
             if task.node != self.node or task.id in self.jobs or not task.lease_token:
                 continue
             token = task.lease_token
-            kill_processes_with_token(f"task{task.id}-{token}")
+            kill_processes_with_token(make_run_token(self.node, task.id, token))
             status = self.cluster.settle_attempt(
                 task.id, token, "lost_worker", message=f"worker {self.node} restarted"
             )
             log.warning("task %s was running here before this worker restarted: now %s", task.id, status)
+        self.kill_orphans()
+
+    def kill_orphans(self) -> list[str]:
+        """Kill processes with a run token of this node that no job of this worker owns; list the tokens."""
+        own = node_token_part(self.node)
+        with self._lock:
+            running = {item.job.run_token for item in self.jobs.values()}
+        killed = []
+        for run_token in find_run_tokens():
+            parsed = parse_run_token(run_token)
+            if parsed is None or parsed[0] != own or run_token in running:
+                continue
+            pids = kill_processes_with_token(run_token)
+            if pids:
+                killed.append(run_token)
+                log.warning(
+                    "killed orphaned job processes %s of task %s (run %s)", pids, parsed[1], run_token
+                )
+        return killed
 
     # --- starting ---------------------------------------------------------------------------------
 
-    def _start(self, claim: Claim) -> None:
+    def _start(self, claim: Claim, claimed_at: float | None = None) -> None:
         attempt = self.cluster.tasks.mark_running(claim.task_id, claim.token, self.node, claim.gpu_indices)
         if attempt is None:  # cancelled or already handled by someone else: let the lease go
             self.cluster.queue.release(claim.task_id, claim.token)
             return
         task = self.cluster.tasks.get_any(claim.task_id)
-        request = self._launch_request(task, claim, attempt)
         try:
+            account = account_for(task.user.name, self.settings.run_as, self.settings.allow_root_jobs)
+            request = self._launch_request(task, claim, attempt, account)
             job = start_job(request, base_env=self.base_env)
         except ExecutorError as exc:
-            self.cluster.settle_attempt(claim.task_id, claim.token, "executor", message=exc.message)
+            reason = str(exc.details.get("reason") or "executor")
+            log.warning("task %s could not start (%s): %s", claim.task_id, reason, exc.message)
+            self.cluster.settle_attempt(claim.task_id, claim.token, reason, message=exc.message)
             return
         self.cluster.tasks.record_pid(claim.task_id, claim.token, job.pid)
         active = ActiveJob(task=task, claim=claim, attempt=attempt, job=job)
+        if claimed_at is not None:
+            active.renewed_at = claimed_at
         active.waiter = threading.Thread(
             target=self._wait_for_exit, args=(job,), daemon=True, name=f"wait-{claim.task_id}"
         )
@@ -149,15 +245,26 @@ class Worker:
             self.jobs[claim.task_id] = active
         active.waiter.start()
 
-    def _launch_request(self, task: Task, claim: Claim, attempt: int) -> LaunchRequest:
+    def _launch_request(
+        self, task: Task, claim: Claim, attempt: int, account: OsAccount | None = None
+    ) -> LaunchRequest:
         spec = task.spec
         limit = spec.get("time_limit_minutes")
         checkpoint_dir = self.settings.checkpoints_dir / str(task.id)
         checkpoint_dir.mkdir(parents=True, exist_ok=True)
+        if account is not None:
+            os.chown(checkpoint_dir, account.uid, account.gid)
+        command = task.command
+        resume_from = None
+        resume_arg = spec.get("resume_arg")
+        if attempt >= 2 and resume_arg:
+            resume_from = newest_checkpoint(checkpoint_dir, spec.get("checkpoint_glob"))
+            if resume_from is not None:
+                command = f"{command} {str(resume_arg).replace('{latest}', shlex.quote(str(resume_from)))}"
         return LaunchRequest(
             task_id=task.id,
             attempt=attempt,
-            command=task.command,
+            command=command,
             workdir=Path(spec.get("workdir") or self.cluster.default_workdir()),
             log_path=self.cluster.log_path(task.id),
             gpu_indices=claim.gpu_indices,
@@ -166,10 +273,27 @@ class Worker:
             docker_image=spec.get("docker_image"),
             checkpoint_dir=checkpoint_dir,
             time_limit_s=float(limit) * 60 if limit else None,
-            run_token=run_token_of(claim),
+            run_token=run_token_of(claim, self.node),
+            run_as=account,
+            resume_from=resume_from,
+            docker_images_allowed=tuple(self.settings.docker_images_allowed),
         )
 
+    def grace_of(self, task: Task) -> float:
+        """How long a graceful stop waits after the stop signal: the spec's grace_seconds, bounded."""
+        wanted = task.spec.get("grace_seconds")
+        grace_s = self.settings.kill_grace_s if wanted is None else float(wanted)
+        return max(0.0, min(grace_s, self.settings.max_grace_s))
+
+    def _stop_job(self, item: ActiveJob, reason: StopReason, grace_s: float | None = None) -> None:
+        grace = self.grace_of(item.task) if grace_s is None else grace_s
+        item.job.stop(grace, reason, stop_signal_of(item.task.spec))
+
     def _wait_for_exit(self, job: RunningJob) -> None:
+        # Block in the kernel until the leader exits (WNOWAIT: not reaped, so `poll()` still owns the
+        # reaping and its pid stays reserved) instead of polling: the next task starts without a poll delay.
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitid(os.P_PID, job.pid, os.WEXITED | os.WNOWAIT)
         while job.wait(3600) is None:
             pass
         self.cluster.queue.client.rpush(self.cluster.queue.keys.node_doorbell(self.node), "1")
@@ -189,7 +313,7 @@ class Worker:
             if flagged:
                 self._request_stop(task_id, "cancelled")
 
-    def _request_stop(self, task_id: int, reason: str) -> None:
+    def _request_stop(self, task_id: int, reason: StopReason, grace_s: float | None = None) -> None:
         with self._lock:
             item = self.jobs.get(task_id)
             if item is None or item.stop_started:
@@ -198,11 +322,27 @@ class Worker:
             item.stop_started = True
         # stopping waits out the grace period: do it beside the loop so other jobs are not held up
         threading.Thread(
-            target=item.job.stop,
-            args=(self.settings.kill_grace_s, reason),
+            target=self._stop_job,
+            args=(item, reason, grace_s),
             daemon=True,
             name=f"stop-{task_id}",
         ).start()
+
+    def _fence_overdue_leases(self) -> None:
+        """Kill at once every job whose lease this worker could not renew for a whole TTL."""
+        now = time.monotonic()
+        with self._lock:
+            overdue = [item for item in self.jobs.values() if now - item.renewed_at >= self._ttl_s]
+        for item in overdue:
+            if not item.stop_started:
+                log.warning(
+                    "task %s: lease not renewed for %.1f s (TTL %.1f s): killing its job, the task may "
+                    "already run elsewhere",
+                    item.claim.task_id,
+                    now - item.renewed_at,
+                    self._ttl_s,
+                )
+            self._request_stop(item.claim.task_id, "lost_lease", grace_s=0.0)
 
     def _check_jobs(self) -> None:
         now = time.monotonic()
@@ -238,30 +378,55 @@ class Worker:
 
     def heartbeat(self) -> None:
         """Renew every lease; a job whose lease was lost is stopped before anyone else can take it."""
+        self._fence_overdue_leases()
         with self._lock:
             items = list(self.jobs.values())
         for item in items:
             claim = item.claim
+            asked_at = time.monotonic()
             answer = self.cluster.queue.renew(claim.task_id, claim.token, now_ms(), self._ttl_ms)
+            if answer in (RenewResult.RENEWED, RenewResult.CANCEL_REQUESTED):
+                item.renewed_at = max(item.renewed_at, asked_at)
             if answer == RenewResult.CANCEL_REQUESTED:
                 self._request_stop(claim.task_id, "cancelled")
             elif answer == RenewResult.STOLEN:
-                self._request_stop(claim.task_id, "lost_lease")
+                self._lost(item, "the lease belongs to another claim (STOLEN)")
             elif answer == RenewResult.MISSING:
-                self._recover_missing_lease(item)
+                self._recover_missing_lease(item, asked_at)
         self.publish_node()
+        self.return_assignments_of_dead_nodes()
 
-    def _recover_missing_lease(self, item: ActiveJob) -> None:
+    def return_assignments_of_dead_nodes(self) -> list[int]:
+        """Give back to the queue tasks assigned to a node that has not heartbeated for a lease TTL.
+
+        A node that died (or froze) between the scheduler's assignment and its claim would otherwise keep
+        them in its inbox until it comes back. Any live worker does this; the Lua script makes it safe
+        against a claim at the same moment.
+        """
+        now = now_ms()
+        alive = [node.name for node in self.cluster.nodes.all() if node.alive(now, self._ttl_ms)]
+        returned = self.cluster.queue.return_stale_assignments(now, self._ttl_ms, [*alive, self.node])
+        if returned:
+            log.warning("gave tasks %s back to the queue: their node stopped heartbeating", returned)
+        return returned
+
+    def _lost(self, item: ActiveJob, why: str) -> None:
+        if not item.stop_started:
+            log.warning("task %s: heartbeat refused, %s: stopping its job", item.claim.task_id, why)
+        self._request_stop(item.claim.task_id, "lost_lease", grace_s=0.0)
+
+    def _recover_missing_lease(self, item: ActiveJob, asked_at: float) -> None:
         """Redis lost the lease (restart, flush): SQL decides whether the claim still stands."""
         claim = item.claim
         row = self.cluster.tasks.get_any(claim.task_id)
-        if row.status == "running" and row.lease_token == claim.token:
+        if row.status == "running" and row.lease_token == claim.token and not item.stop_started:
             expires = now_ms() + self._ttl_ms
             self.cluster.queue.restore_lease(
                 claim.task_id, claim.token, self.node, claim.gpu_indices, expires
             )
+            item.renewed_at = max(item.renewed_at, asked_at)
         else:
-            self._request_stop(claim.task_id, "lost_lease")
+            self._lost(item, "the lease is gone and SQL no longer gives the task to this claim (MISSING)")
 
     def publish_node(self) -> None:
         """Tell the scheduler what this node has: its GPUs as the monitor reads them."""

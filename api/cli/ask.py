@@ -1,4 +1,4 @@
-"""`nightshift ask "TEXT"`: one chat turn with the assistant from the shell (for people, scripts and tests)."""
+"""`nightshift ask "TEXT"`: one chat turn with the assistant from the shell (for people and scripts)."""
 
 from __future__ import annotations
 

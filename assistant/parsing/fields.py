@@ -27,17 +27,36 @@ MEMORY = re.compile(
     re.I,
 )
 PRIORITY = [
-    ("urgent", re.compile(r"\burgent(?:ly)?\b|\basap\b|as\s+soon\s+as\s+possible|\bcritical\b|紧急|加急|十万火急|最高优先级", re.I)),
-    ("low", re.compile(
-        r"\blow[\s-]*(?:priority|prio)\b|\bpriority\s*[:=]?\s*low\b|\bnot\s+urgent\b|\bno\s+rush\b|\bwhenever\b"
-        r"|\bbackground\b|低优先级|优先级低|不急|不着急|低优先", re.I)),
-    ("high", re.compile(
-        r"\bhigh[\s-]*(?:priority|prio)\b|\bpriority\s*[:=]?\s*high\b|\bimportant\b|\bquickly\b|\bsoon\b"
-        r"|高优先级|优先级高|高优先|优先跑|尽快|重要", re.I)),
+    (
+        "urgent",
+        re.compile(
+            r"\burgent(?:ly)?\b|\basap\b|as\s+soon\s+as\s+possible|\bcritical\b|紧急|加急|十万火急|最高优先级",
+            re.I,
+        ),
+    ),
+    (
+        "low",
+        re.compile(
+            r"\blow[\s-]*(?:priority|prio)\b|\bpriority\s*[:=]?\s*low\b|\bnot\s+urgent\b|\bno\s+rush\b|\bwhenever\b"
+            r"|\bbackground\b|低优先级|优先级低|不急|不着急|低优先",
+            re.I,
+        ),
+    ),
+    (
+        "high",
+        re.compile(
+            r"\bhigh[\s-]*(?:priority|prio)\b|\bpriority\s*[:=]?\s*high\b|\bimportant\b|\bquickly\b|\bsoon\b"
+            r"|高优先级|优先级高|高优先|优先跑|尽快|重要",
+            re.I,
+        ),
+    ),
     ("normal", re.compile(r"\bnormal\s+priority\b|\bpriority\s*[:=]?\s*normal\b|普通优先级", re.I)),
 ]
 RETRIES = [
-    re.compile(rf"\bretr(?:y|ies)\s*(?:it\s*)?(?:up\s+to|at\s+most|max)?\s*[:=]?\s*(?P<n>{NUMBER})\s*(?:times|x)?\b", re.I),
+    re.compile(
+        rf"\bretr(?:y|ies)\s*(?:it\s*)?(?:up\s+to|at\s+most|max)?\s*[:=]?\s*(?P<n>{NUMBER})\s*(?:times|x)?\b",
+        re.I,
+    ),
     re.compile(rf"(?P<n>{NUMBER})\s*(?:retries|retry|re-?tries)\b", re.I),
     re.compile(rf"(?:重试|重跑|重新跑)\s*(?P<n>{NUMBER})\s*次"),
     re.compile(rf"(?:失败|挂了)[了后的话]*(?:自动)?(?:重试|重跑)\s*(?P<n>{NUMBER})?\s*次?"),
@@ -69,15 +88,23 @@ ESTIMATE = [
 CONDA = [
     re.compile(r"\bconda\s+activate\s+(?P<v>[\w.+\-/]+)", re.I),
     re.compile(r"\bconda\s*(?:env(?:ironment)?)?\s*[:=]?\s*(?!env|environment)(?P<v>[\w.+\-/]+)", re.I),
-    re.compile(r"\b(?:in|using|with|inside|from)\s+(?:the\s+|my\s+)?(?P<v>[\w.+\-/]+)\s+(?:conda\s+)?env(?:ironment)?\b", re.I),
+    re.compile(
+        r"\b(?:in|using|with|inside|from)\s+(?:the\s+|my\s+)?(?P<v>[\w.+\-/]+)\s+(?:conda\s+)?env(?:ironment)?\b",
+        re.I,
+    ),
     re.compile(r"\benv(?:ironment)?\s*[:=]\s*(?P<v>[\w.+\-/]+)", re.I),
     re.compile(r"(?:conda)?\s*环境\s*[:：]?\s*(?P<v>[A-Za-z0-9_.+\-/]+)"),
     re.compile(r"(?:在|用|使用)\s*(?P<v>[A-Za-z0-9_.+\-/]+)\s*(?:这个)?\s*(?:conda)?\s*环境"),
 ]
 DOCKER = [
-    re.compile(r"\b(?:docker|container)\s*(?:image)?\s*[:=]?\s*(?P<v>[a-z0-9][a-z0-9._\-/:@]*[a-z0-9])", re.I),
+    re.compile(
+        r"\b(?:docker|container)\s*(?:image)?\s*[:=]?\s*(?P<v>[a-z0-9][a-z0-9._\-/:@]*[a-z0-9])", re.I
+    ),
     re.compile(r"\b(?:image)\s*[:=]?\s*(?P<v>[a-z0-9][a-z0-9._\-/:@]*[a-z0-9])", re.I),
-    re.compile(r"\b(?:in|using|with)\s+(?:the\s+)?(?P<v>[a-z0-9][a-z0-9._\-/]*:[\w.\-]+)\s*(?:image|container)?", re.I),
+    re.compile(
+        r"\b(?:in|using|with)\s+(?:the\s+)?(?P<v>[a-z0-9][a-z0-9._\-/]*:[\w.\-]+)\s*(?:image|container)?",
+        re.I,
+    ),
     re.compile(r"(?:镜像|容器)\s*[:：]?\s*(?P<v>[a-z0-9][a-z0-9._\-/:@]*[a-z0-9])", re.I),
     re.compile(r"(?:用|使用|在)\s*(?P<v>[a-z0-9][a-z0-9._\-/:@]*[a-z0-9])\s*(?:这个)?\s*(?:镜像|容器)", re.I),
 ]
@@ -104,7 +131,9 @@ TASK_ID = re.compile(
     r"|(?:任务|作业)\s*#?\s*(?P<d>\d+))",
     re.I,
 )
-BARE_NUMBER = re.compile(r"(?<![\w.])(?P<n>\d{1,7})(?![\w.]|\s*(?:gb|g\b|gpus?|hours?|h\b|min|%|days?|卡|张|小时|分钟|天))", re.I)
+BARE_NUMBER = re.compile(
+    r"(?<![\w.])(?P<n>\d{1,7})(?![\w.]|\s*(?:gb|g\b|gpus?|hours?|h\b|min|%|days?|卡|张|小时|分钟|天))", re.I
+)
 
 
 @dataclass

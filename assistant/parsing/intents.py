@@ -23,7 +23,8 @@ INJECTION = re.compile(
 )
 PRIVILEGE = re.compile(
     r"\b(?:admin|root|sudo|superuser)\b\s*(?:rights?|access|privileges?|role|token|mode)|make\s+me\s+(?:an?\s+)?admin"
-    r"|give\s+(?:me|us)\s+(?:more|extra|unlimited|infinite)\s+(?:quota|gpus?|budget|gpu[- ]hours)|(?:raise|increase|"
+    r"|give\s+(?:me|us)\s+(?:more|extra|unlimited|infinite)\s+(?:quota|gpus?|budget|gpu[- ]hours)"
+    r"|(?:raise|increase|"
     r"double|reset|remove|disable|bypass)\s+(?:my|our|the|team\s+\w+'?s?)?\s*(?:quota|budget|cap|limits?)"
     r"|skip\s+the\s+queue|jump\s+(?:the\s+)?queue|cut\s+in\s+line|ahead\s+of\s+everyone|(?:other|someone'?s?|another)"
     r"\s+(?:user'?s?|people'?s?|person'?s?)?\s*(?:token|password|api\s+key)|\b(?:show|give|tell|print)\b.*\b(?:token|"
@@ -116,10 +117,23 @@ DAYS: list[tuple[int, re.Pattern[str]]] = [
     (14, re.compile(r"two\s+weeks|2\s+weeks|fortnight|两周|两个星期", _I)),
     (7, re.compile(r"\bweek\b|7\s*days|本周|这周|上周|一周|这个星期|七天|7天", _I)),
 ]
-N_DAYS = re.compile(rf"(?:last|past|previous)\s+(?P<n>{NUMBER})\s+days|(?:过去|最近|近)\s*(?P<z>{NUMBER})\s*天", _I)
+N_DAYS = re.compile(
+    rf"(?:last|past|previous)\s+(?P<n>{NUMBER})\s+days|(?:过去|最近|近)\s*(?P<z>{NUMBER})\s*天", _I
+)
 BY = [
-    ("user", re.compile(r"by\s+(?:user|person|people)|per\s+(?:user|person)|each\s+user|\bwho\b|按用户|每个用户|每个人|按人|谁", _I)),
-    ("gpu", re.compile(r"by\s+(?:gpu|card|device)|per\s+(?:gpu|card)|each\s+gpu|按卡|每张卡|按gpu|每块卡|按显卡", _I)),
+    (
+        "user",
+        re.compile(
+            r"by\s+(?:user|person|people)|per\s+(?:user|person)|each\s+user|\bwho\b|按用户|每个用户|每个人|按人|谁",
+            _I,
+        ),
+    ),
+    (
+        "gpu",
+        re.compile(
+            r"by\s+(?:gpu|card|device)|per\s+(?:gpu|card)|each\s+gpu|按卡|每张卡|按gpu|每块卡|按显卡", _I
+        ),
+    ),
     ("team", re.compile(r"by\s+team|per\s+team|each\s+team|按团队|各团队|每个团队|按组|各组|各个团队", _I)),
 ]
 _SLUG = r"([A-Za-z0-9][A-Za-z0-9_.\-]*)"
@@ -157,7 +171,9 @@ def _refusal(text: str) -> Reading | None:
     if PRIVILEGE.search(text):
         return Reading("refusal", reason="privilege")
     if CANCEL_VERB.search(text) and BULK_OTHERS.search(text):
-        if OWN.search(text) and not re.search(r"team\s+[\w.\-]+|[\w.\-]+\s*(?:组|团队)的|别人|others?|everyone", text, _I):
+        if OWN.search(text) and not re.search(
+            r"team\s+[\w.\-]+|[\w.\-]+\s*(?:组|团队)的|别人|others?|everyone", text, _I
+        ):
             return Reading("question", reason="bulk_own")
         return Reading("refusal", reason="cross_team")
     if OFF_TOPIC.search(text):
@@ -193,7 +209,9 @@ def _estimate(text: str) -> Reading:
     if task_id is not None:
         return _tool("estimate_wait", task_id=task_id)
     fields, _ = read_fields(text)
-    return _tool("estimate_wait", gpus=fields.values.get("gpus"), gpu_memory_gb=fields.values.get("gpu_memory_gb"))
+    return _tool(
+        "estimate_wait", gpus=fields.values.get("gpus"), gpu_memory_gb=fields.values.get("gpu_memory_gb")
+    )
 
 
 def _submit(command: str, rest: str, now: datetime) -> Reading:
@@ -223,7 +241,11 @@ def understand(text: str, now: datetime) -> Reading:
         return refusal
     if EXPLAIN.search(rest) and not ESTIMATE.search(rest):
         task_id = _first_id(rest)
-        return _tool("explain_task", task_id=task_id) if task_id is not None else Reading("question", reason="need_task_id")
+        return (
+            _tool("explain_task", task_id=task_id)
+            if task_id is not None
+            else Reading("question", reason="need_task_id")
+        )
     if CANCEL_VERB.search(rest) and not found:
         task_ids_found = task_ids(rest)
         if task_ids_found:
@@ -231,16 +253,9 @@ def understand(text: str, now: datetime) -> Reading:
         return Reading("question", reason="need_task_id")
     if ESTIMATE.search(rest):
         return _estimate(rest)
-    if POSITION.search(rest) and not found:
-        return _tool("queue_position", task_id=_first_id(rest))
-    if QUOTA.search(rest) and not found and not re.search(r"显存|\bmemory\b|\bvram\b", rest, _I):
-        return _tool("quota_status", team=_team(rest))
-    if CLUSTER.search(rest) and not found and not re.search(r"\b(?:week|month|days|report)\b|本周|报告|过去|最近", rest, _I):
-        return _tool("cluster_status")
-    if UTILIZATION.search(rest) and not found:
-        return _utilization(rest)
-    if LIST.search(rest) and not found:
-        return _status_reading(rest)
+    reading = _question(rest) if not found else None
+    if reading is not None:
+        return reading
     if found:
         return _submit(found.command, rest, now)
     if SUBMIT_VERB.search(rest):
@@ -248,3 +263,20 @@ def understand(text: str, now: datetime) -> Reading:
     if HELP.search(rest):
         return Reading("help", reason="help")
     return Reading("question", reason="unclear")
+
+
+def _question(rest: str) -> Reading | None:
+    """Read-only questions (no command in the request): position, quota, GPUs, utilization, lists."""
+    if POSITION.search(rest):
+        return _tool("queue_position", task_id=_first_id(rest))
+    if QUOTA.search(rest) and not re.search(r"显存|\bmemory\b|\bvram\b", rest, _I):
+        return _tool("quota_status", team=_team(rest))
+    if CLUSTER.search(rest) and not re.search(
+        r"\b(?:week|month|days|report)\b|本周|报告|过去|最近", rest, _I
+    ):
+        return _tool("cluster_status")
+    if UTILIZATION.search(rest):
+        return _utilization(rest)
+    if LIST.search(rest):
+        return _status_reading(rest)
+    return None

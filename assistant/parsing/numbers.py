@@ -5,24 +5,77 @@ from __future__ import annotations
 import re
 
 EN_NUMBERS: dict[str, int] = {
-    "zero": 0, "no": 0, "a": 1, "an": 1, "one": 1, "single": 1, "two": 2, "both": 2, "couple": 2,
-    "double": 2, "pair": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "sixteen": 16, "twenty": 20, "thirty": 30,
-}  # fmt: skip
+    "zero": 0,
+    "no": 0,
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "single": 1,
+    "two": 2,
+    "both": 2,
+    "couple": 2,
+    "double": 2,
+    "pair": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "sixteen": 16,
+    "twenty": 20,
+    "thirty": 30,
+}
 ZH_DIGITS: dict[str, int] = {
-    "零": 0, "〇": 0, "一": 1, "两": 2, "二": 2, "俩": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7,
-    "八": 8, "九": 9, "单": 1, "双": 2,
-}  # fmt: skip
+    "零": 0,
+    "〇": 0,
+    "一": 1,
+    "两": 2,
+    "二": 2,
+    "俩": 2,
+    "三": 3,
+    "四": 4,
+    "五": 5,
+    "六": 6,
+    "七": 7,
+    "八": 8,
+    "九": 9,
+    "单": 1,
+    "双": 2,
+}
 ZH_NUMBER = "[零〇一两二俩三四五六七八九十百单双]+"
 EN_NUMBER = "|".join(sorted(EN_NUMBERS, key=len, reverse=True))
 NUMBER = rf"(?:\d+(?:\.\d+)?|{ZH_NUMBER}|\b(?:{EN_NUMBER})\b)"
 
 _MINUTES_PER_UNIT: dict[str, float] = {
-    "m": 1, "min": 1, "mins": 1, "minute": 1, "minutes": 1, "分钟": 1, "分": 1,
-    "h": 60, "hr": 60, "hrs": 60, "hour": 60, "hours": 60, "小时": 60, "个小时": 60, "钟头": 60,
-    "个钟头": 60, "d": 1440, "day": 1440, "days": 1440, "天": 1440,
-}  # fmt: skip
-DURATION_UNIT = r"(?:个小时|个钟头|小时|钟头|分钟|天|hours|hour|hrs|hr|h|minutes|minute|mins|min|m|days|day|d)"
+    "m": 1,
+    "min": 1,
+    "mins": 1,
+    "minute": 1,
+    "minutes": 1,
+    "分钟": 1,
+    "分": 1,
+    "h": 60,
+    "hr": 60,
+    "hrs": 60,
+    "hour": 60,
+    "hours": 60,
+    "小时": 60,
+    "个小时": 60,
+    "钟头": 60,
+    "个钟头": 60,
+    "d": 1440,
+    "day": 1440,
+    "days": 1440,
+    "天": 1440,
+}
+DURATION_UNIT = (
+    r"(?:个小时|个钟头|小时|钟头|分钟|天|hours|hour|hrs|hr|h|minutes|minute|mins|min|m|days|day|d)"
+)
 DURATION = re.compile(
     rf"(?P<num>{NUMBER})\s*(?P<half>个半)?\s*(?P<unit>{DURATION_UNIT})(?![a-z])", re.IGNORECASE
 )

@@ -59,12 +59,45 @@ DAY_ONLY = re.compile(
     r"|(?P<zh>后天|明天|明早|明日)(?P<zhpart>早上|上午|中午|下午|早晨|清晨)?",
     re.I,
 )
-_DAY_OFFSET = {"today": 0, "tonight": 0, "this": 0, "今天": 0, "今晚": 0, "今早": 0, "今日": 0,
-               "tomorrow": 1, "明天": 1, "明晚": 1, "明早": 1, "明日": 1, "后天": 2}  # fmt: skip
+_DAY_OFFSET = {
+    "today": 0,
+    "tonight": 0,
+    "this": 0,
+    "今天": 0,
+    "今晚": 0,
+    "今早": 0,
+    "今日": 0,
+    "tomorrow": 1,
+    "明天": 1,
+    "明晚": 1,
+    "明早": 1,
+    "明日": 1,
+    "后天": 2,
+}
 _PM_PARTS = {"afternoon", "evening", "night", "下午", "傍晚", "晚上", "tonight", "今晚", "明晚"}
 _AM_PARTS = {"morning", "早上", "上午", "凌晨", "早晨", "清晨", "明早", "今早"}
-_PART_HOUR = {"morning": 8, "afternoon": 14, "早上": 8, "上午": 9, "中午": 12, "下午": 14, "早晨": 8, "清晨": 7}
-_DEADLINE_WORDS = {"by", "before", "until", "till", "no later than", "deadline", "deadline is", "之前", "以前", "前"}
+_PART_HOUR = {
+    "morning": 8,
+    "afternoon": 14,
+    "早上": 8,
+    "上午": 9,
+    "中午": 12,
+    "下午": 14,
+    "早晨": 8,
+    "清晨": 7,
+}
+_DEADLINE_WORDS = {
+    "by",
+    "before",
+    "until",
+    "till",
+    "no later than",
+    "deadline",
+    "deadline is",
+    "之前",
+    "以前",
+    "前",
+}
 
 
 @dataclass

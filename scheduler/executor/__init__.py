@@ -14,6 +14,7 @@ from scheduler.executor.launch import (
     LaunchRequest,
     build_argv,
     build_env,
+    check_docker_image_allowed,
     container_name,
     is_secret_env_name,
     start_job,
@@ -25,6 +26,9 @@ from scheduler.executor.reaper import (
     find_processes_with_token,
     find_run_tokens,
     kill_processes_with_token,
+    make_run_token,
+    node_token_part,
+    parse_run_token,
 )
 
 __all__ = [
@@ -36,10 +40,14 @@ __all__ = [
     "StopReason",
     "build_argv",
     "build_env",
+    "check_docker_image_allowed",
     "container_name",
     "find_processes_with_token",
     "find_run_tokens",
     "is_secret_env_name",
     "kill_processes_with_token",
+    "make_run_token",
+    "node_token_part",
+    "parse_run_token",
     "start_job",
 ]

@@ -24,6 +24,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from scheduler.accounts import OsAccount
 from scheduler.errors import ExecutorError
 from scheduler.executor.process import RunningJob
 from scheduler.executor.reaper import TOKEN_VAR, check_run_token
@@ -67,6 +68,9 @@ class LaunchRequest:
     checkpoint_dir: Path | None
     time_limit_s: float | None
     run_token: str
+    run_as: OsAccount | None = None  # switch to this account (the worker is root); None: as the worker
+    resume_from: Path | None = None  # the checkpoint this attempt resumes from (NIGHTSHIFT_RESUME_FROM)
+    docker_images_allowed: tuple[str, ...] = ()  # glob patterns; empty: any image
 
 
 def container_name(request: LaunchRequest) -> str:
@@ -82,7 +86,19 @@ def _job_var_names(request: LaunchRequest) -> list[str]:
     names = ["NIGHTSHIFT_TASK_ID", "NIGHTSHIFT_ATTEMPT", "NIGHTSHIFT_GPUS", TOKEN_VAR]
     if request.checkpoint_dir is not None:
         names.append("NIGHTSHIFT_CHECKPOINT_DIR")
+    if request.resume_from is not None:
+        names.append("NIGHTSHIFT_RESUME_FROM")
     return names
+
+
+def check_docker_image_allowed(image: str, patterns: tuple[str, ...] | list[str]) -> str:
+    """Return the image if it matches an allow-list glob (or the list is empty); else raise ExecutorError."""
+    if patterns and not any(fnmatch.fnmatchcase(image, pattern) for pattern in patterns):
+        raise ExecutorError(
+            f"docker_image {image!r} is not allowed on this cluster; allowed: {', '.join(patterns)}",
+            reason="docker_image_not_allowed",
+        )
+    return image
 
 
 def _require(which: Which, program: str, what: str) -> str:
@@ -95,7 +111,10 @@ def _require(which: Which, program: str, what: str) -> str:
 def _docker_argv(request: LaunchRequest, image: str, docker: str) -> list[str]:
     if not _DOCKER_IMAGE.fullmatch(image):
         raise ExecutorError(f"docker_image {image!r} is not a valid image name (like pytorch/pytorch:2.4.0)")
+    check_docker_image_allowed(image, request.docker_images_allowed)
     argv = [docker, "run", "--rm", "--init", "--name", container_name(request)]
+    if request.run_as is not None:
+        argv += ["--user", f"{request.run_as.uid}:{request.run_as.gid}"]
     if request.gpu_indices:
         # The inner quotes are part of the value: docker parses --gpus as CSV, so `device=0,1` unquoted
         # would read as two fields.
@@ -130,6 +149,7 @@ def build_argv(request: LaunchRequest, *, which: Which = shutil.which) -> list[s
         # A conda env given as an absolute path is selected with -p, a name with -n.
         return [conda, "run", "--no-capture-output", "-p" if name.startswith("/") else "-n", name, *shell]
     if request.docker_image is not None:
+        check_docker_image_allowed(request.docker_image, request.docker_images_allowed)
         docker = _require(which, "docker", f"docker_image {request.docker_image!r}")
         return _docker_argv(request, request.docker_image, docker)
     return shell
@@ -160,6 +180,11 @@ def build_env(request: LaunchRequest, base_env: Mapping[str, str]) -> dict[str, 
     env[TOKEN_VAR] = request.run_token
     if request.checkpoint_dir is not None:
         env["NIGHTSHIFT_CHECKPOINT_DIR"] = str(request.checkpoint_dir)
+    if request.resume_from is not None:
+        env["NIGHTSHIFT_RESUME_FROM"] = str(request.resume_from)
+    if request.run_as is not None:
+        env["HOME"] = request.run_as.home
+        env["USER"] = env["LOGNAME"] = request.run_as.name
     return env
 
 
@@ -178,6 +203,8 @@ _PRCTL = _load_prctl()
 
 
 def _die_with_parent(parent_pid: int) -> Callable[[], None]:
+    # Runs after Popen switched to the job's account (`user=`/`group=`): a change of credentials clears the
+    # parent-death signal, so it must be set afterwards, here.
     def preexec() -> None:
         # Fail-safe: without the parent-death signal the job still runs, and the token sweep still finds it.
         with contextlib.suppress(Exception):
@@ -195,6 +222,10 @@ def _header(request: LaunchRequest) -> str:
         where += f" in conda env {request.conda_env}"
     if request.docker_image is not None:
         where += f" in docker image {request.docker_image}"
+    if request.run_as is not None:
+        where += f" as {request.run_as.name}"
+    if request.resume_from is not None:
+        where += f", resuming from {request.resume_from}"
     now = datetime.now().astimezone().isoformat(timespec="seconds")
     return (
         f"==> nightshift task {request.task_id} attempt {request.attempt} {where} at {now}\n"
@@ -222,6 +253,13 @@ def start_job(
         log.write(_header(request).encode())
         log.flush()
         log_offset = log.tell()
+        account: dict[str, Any] = {}
+        if request.run_as is not None:
+            account = {
+                "user": request.run_as.uid,
+                "group": request.run_as.gid,
+                "extra_groups": list(request.run_as.groups),
+            }
         try:
             popen = subprocess.Popen(
                 argv,
@@ -233,6 +271,7 @@ def start_job(
                 start_new_session=True,
                 preexec_fn=_die_with_parent(os.getpid()),
                 close_fds=True,
+                **account,
             )
         except (OSError, subprocess.SubprocessError) as error:
             log.write(f"==> nightshift could not start the job: {error}\n".encode())

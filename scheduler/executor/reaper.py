@@ -32,6 +32,30 @@ _PROC = "/proc"
 log = logging.getLogger(__name__)
 
 
+_NODE_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+_NODE_TOKEN = re.compile(
+    r"(?P<node>[A-Za-z0-9._-]{1,100}):task(?P<task>[0-9]{1,18}):(?P<lease>[A-Za-z0-9._-]{1,64})"
+)
+
+
+def node_token_part(node: str) -> str:
+    """A node name as it appears in run tokens (characters outside `A-Za-z0-9._-` become `_`)."""
+    return _NODE_UNSAFE.sub("_", node)[:100] or "_"
+
+
+def make_run_token(node: str, task_id: int, lease_token: str) -> str:
+    """The run token of one attempt: `<node>:task<id>:<lease token>`, so a restarted worker knows its own."""
+    return check_run_token(f"{node_token_part(node)}:task{int(task_id)}:{lease_token}")
+
+
+def parse_run_token(run_token: str) -> tuple[str, int, str] | None:
+    """(node part, task id, lease token) of a token made by `make_run_token`; None for any other token."""
+    match = _NODE_TOKEN.fullmatch(run_token)
+    if match is None:
+        return None
+    return match["node"], int(match["task"]), match["lease"]
+
+
 def check_run_token(run_token: str) -> str:
     """Return the token when it is safe to match on (8–200 of `A-Za-z0-9._:-`), else raise ExecutorError."""
     if not _TOKEN.fullmatch(run_token):

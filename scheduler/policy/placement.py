@@ -85,27 +85,36 @@ class Pool:
 
     def __init__(self, gpus: Iterable[GpuSlot]) -> None:
         self.nodes: dict[str, NodeState] = {}
+        nodes = self.nodes
+        open_count = 0
         for s in gpus:
-            node = self.nodes.setdefault(s.node, NodeState(s.node))
+            node = nodes.get(s.node)
+            if node is None:
+                node = nodes[s.node] = NodeState(s.node)
+            shares = s.shares_used
             node.gpus.append(
                 GpuState(
                     s.node,
                     s.index,
                     s.memory_total_mib,
                     s.memory_free_mib,
-                    s.shares_used,
+                    shares,
                     s.available,
                     s.model,
                     s.power_w,
                 )
             )
-        for node in self.nodes.values():
-            node.gpus.sort(key=lambda g: g.index)
-            node.recount()
-        self.open = sum(
-            1 for n in self.nodes.values() for g in n.gpus if g.available and g.shares < 1.0 - EPS
-        )
-        self.max_node_gpus = max((len(n.gpus) for n in self.nodes.values()), default=0)
+            if s.available:
+                if shares <= EPS:
+                    node.whole_free += 1
+                if shares < 1.0 - EPS:
+                    open_count += 1
+        for node in nodes.values():
+            gs = node.gpus
+            if any(gs[i].index > gs[i + 1].index for i in range(len(gs) - 1)):
+                gs.sort(key=lambda g: g.index)
+        self.open = open_count
+        self.max_node_gpus = max((len(n.gpus) for n in nodes.values()), default=0)
         self.version = 0
 
     def copy(self) -> Pool:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import Engine, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -34,6 +34,9 @@ class NewTask:
     retries: int
 
 
+MAX_TASK_ID = 2**63 - 1  # the largest id a 64-bit SQL integer holds
+
+
 def _rowcount(result: Any) -> int:
     return int(getattr(result, "rowcount", 0) or 0)
 
@@ -43,6 +46,7 @@ class TaskStore:
 
     def __init__(self, factory: sessionmaker[Session]) -> None:
         self.factory = factory
+        self._engine: Engine = factory.kw["bind"]
 
     # --- creation and lookups --------------------------------------------------------------------
 
@@ -87,6 +91,8 @@ class TaskStore:
 
     def get_any(self, task_id: int) -> Task:
         """A task by id regardless of team (internal use: scheduler, worker)."""
+        if not 0 < task_id <= MAX_TASK_ID:  # beyond what SQL integers hold: it cannot exist
+            raise NotFoundError(f"task {task_id} not found")
         with self.factory() as session:
             row = session.get(Task, task_id)
         if row is None:
@@ -95,6 +101,8 @@ class TaskStore:
 
     def get_for(self, who: Identity, task_id: int) -> Task:
         """A task the caller may see; another team's task answers exactly like a missing one."""
+        if not 0 < task_id <= MAX_TASK_ID:
+            raise NotFoundError(f"task {task_id} not found")
         with self.factory() as session:
             row = session.get(Task, task_id)
         if row is None or (not who.is_admin and row.team_id != who.team_id):
@@ -128,6 +136,30 @@ class TaskStore:
         with self.factory() as session:
             return {row.id: row for row in session.scalars(select(Task).where(Task.id.in_(ids)))}
 
+    def queued_versions(self, task_ids: Iterable[int]) -> dict[int, int]:
+        """For the queued tasks among these ids, their claim count: is a cached row current?."""
+        ids = list(task_ids)
+        if not ids:
+            return {}
+        # status is checked here, not in SQL: `status = 'queued'` would steer SQLite to the status index
+        # (every queued row) instead of the primary key (these ids)
+        query = select(Task.id, Task.attempts_count, Task.status).where(Task.id.in_(ids))
+        with self._engine.connect() as connection:  # plain SQL, no ORM session: on every scheduling pass
+            rows = connection.execute(query)
+            return {task_id: count for task_id, count, status in rows if status == "queued"}
+
+    def running_tokens(self) -> dict[int, str | None]:
+        """Id -> lease token of every running task (the scheduler's hot path: two columns, no joins)."""
+        with self._engine.connect() as connection:
+            rows = connection.execute(select(Task.id, Task.lease_token).where(Task.status == "running"))
+            return {task_id: token for task_id, token in rows}
+
+    def ids_with_status(self, *statuses: str) -> dict[int, str]:
+        """Id -> status of every task in these states (ids only: the scheduler's cheap Redis check)."""
+        with self.factory() as session:
+            rows = session.execute(select(Task.id, Task.status).where(Task.status.in_(statuses)))
+            return {task_id: status for task_id, status in rows}
+
     def with_status(self, *statuses: str) -> list[Task]:
         """All tasks in these states (rebuild and reconciliation; not on the hot path)."""
         with self.factory() as session:
@@ -147,6 +179,14 @@ class TaskStore:
         with self.factory() as session:
             rows = session.execute(select(Task.status, func.count()).group_by(Task.status))
             return {status: int(count) for status, count in rows}
+
+    def count_queued_for_team(self, team_id: int) -> int:
+        """How many tasks of this team wait in the queue (the per-team cap on queued tasks)."""
+        with self.factory() as session:
+            query = (
+                select(func.count()).select_from(Task).where(Task.team_id == team_id, Task.status == "queued")
+            )
+            return int(session.scalar(query) or 0)
 
     def attempt_reasons(self, task_id: int, excluding_token: str | None = None) -> list[str]:
         """Why each finished attempt of a task ended, oldest first (for retry decisions)."""

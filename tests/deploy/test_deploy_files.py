@@ -49,7 +49,13 @@ def test_the_compose_file_refuses_to_start_without_its_secrets(tmp_path: Path):
 
 def test_the_compose_file_reserves_gpus_and_checks_health():
     text = (ROOT / "compose.yaml").read_text()
-    for expected in ("driver: nvidia", "capabilities: [gpu]", "service_healthy", "--appendonly", "noeviction"):
+    for expected in (
+        "driver: nvidia",
+        "capabilities: [gpu]",
+        "service_healthy",
+        "--appendonly",
+        "noeviction",
+    ):
         assert expected in text
 
 
@@ -64,6 +70,8 @@ def test_each_systemd_unit_verifies(unit: str, tmp_path: Path):
         "/etc/nightshift/nightshift.env", str(env_file)
     )
     (tmp_path / unit).write_text(text)
-    result = subprocess.run([analyze, "verify", str(tmp_path / unit)], capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [analyze, "verify", str(tmp_path / unit)], capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0, result.stderr
     assert "error" not in result.stderr.lower(), result.stderr

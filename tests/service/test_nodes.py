@@ -16,7 +16,7 @@ from tests.conftest import wait_until
 def test_an_admin_drains_a_node_and_new_tasks_go_to_the_other_node(
     cluster, make_identity, run_in_thread, tmp_path
 ):
-    admin, admin_token = make_identity("root", "ops", admin=True)
+    _admin, admin_token = make_identity("root", "ops", admin=True)
     who, token = make_identity()
     for node in ("box-1", "box-2"):
         worker = Worker(cluster, node, SimulatedGpus("2x24", node=node), base_env=dict(os.environ))

@@ -3,10 +3,13 @@
 -- KEYS[4] assigned SET      KEYS[5] node doorbell LIST
 -- ARGV[1] task id   ARGV[2] node   ARGV[3] gpu indices "0,1"   ARGV[4] now (ms)
 -- Returns 1 when assigned, 0 when the task had left the queue (cancelled, assigned elsewhere).
-if redis.call('ZREM', KEYS[1], ARGV[1]) == 0 then
+-- The queue score is kept in the assignment, so an assignment its node never claims can go back in place.
+local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not score then
   return 0
 end
-redis.call('HSET', KEYS[3], 'node', ARGV[2], 'gpus', ARGV[3], 'assigned_ms', ARGV[4])
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('HSET', KEYS[3], 'node', ARGV[2], 'gpus', ARGV[3], 'assigned_ms', ARGV[4], 'score', score)
 redis.call('SADD', KEYS[4], ARGV[1])
 redis.call('RPUSH', KEYS[2], ARGV[1])
 redis.call('RPUSH', KEYS[5], '1')

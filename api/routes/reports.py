@@ -1,0 +1,30 @@
+"""/api/v1/reports/utilization: GPU-hours, energy, cost and waits by team, user or GPU."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query
+
+from api.deps import ClusterDep, IdentityDep
+from scheduler.clock import now_s
+from scheduler.reports import utilization_report
+
+router = APIRouter(prefix="/reports", tags=["reports"])
+
+
+@router.get("/utilization")
+def utilization(
+    cluster: ClusterDep,
+    who: IdentityDep,
+    days: Annotated[float, Query(gt=0, le=366)] = 7,
+    by: Literal["team", "user", "gpu"] = "team",
+) -> dict[str, Any]:
+    """Who used how many GPU-hours over the last `days`; admins see every team, others their own."""
+    nodes = cluster.nodes.all()
+    models = {f"{node.name}:{gpu.index}": gpu.name for node in nodes for gpu in node.gpus}
+    capacity = sum(len(node.gpus) for node in nodes)
+    return utilization_report(
+        cluster.factory, now_s(), days, by, cluster.policy_config, models, capacity,
+        team=None if who.is_admin else who.team,
+    )  # fmt: skip

@@ -1,0 +1,170 @@
+"""Utilization reports: who used how many GPU-hours, at what energy and cost, and how long they waited."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from sqlalchemy import or_, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from scheduler.clock import from_epoch_s, to_epoch_s
+from scheduler.policy.config import PolicyConfig
+from scheduler.policy.tariff import estimate_cost, estimate_energy_kwh, gpu_power_w
+from scheduler.store.tables import Attempt, Task, Team, User
+
+GroupBy = Literal["team", "user", "gpu"]
+DAY_S = 86400.0
+
+
+@dataclass
+class _Row:
+    gpu_s: float = 0.0
+    energy_kwh: float = 0.0
+    cost: float = 0.0
+    tasks: set[int] = field(default_factory=set)
+    succeeded: set[int] = field(default_factory=set)
+    failed: set[int] = field(default_factory=set)
+    waits_s: list[float] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptSpan:
+    """One attempt's share of the report window."""
+
+    task_id: int
+    team: str
+    user: str
+    gpus: tuple[int, ...]
+    node: str
+    start_s: float
+    end_s: float
+    status: str
+    wait_s: float | None
+
+
+def _spans(
+    factory: sessionmaker[Session], since_s: float, now_s: float, team: str | None
+) -> list[AttemptSpan]:
+    since = from_epoch_s(since_s)
+    query = (
+        select(
+            Attempt.task_id,
+            Team.name,
+            User.name,
+            Attempt.gpu_indices,
+            Attempt.node,
+            Attempt.started_at,
+            Attempt.finished_at,
+            Task.status,
+            Task.submitted_at,
+            Task.gpus,
+            Attempt.number,
+        )
+        .join(Task, Attempt.task_id == Task.id)
+        .join(Team, Task.team_id == Team.id)
+        .join(User, Task.user_id == User.id)
+        .where(or_(Attempt.finished_at.is_(None), Attempt.finished_at >= since))
+    )
+    if team:
+        query = query.where(Team.name == team)
+    spans: list[AttemptSpan] = []
+    with factory() as session:
+        for (
+            task_id,
+            team_name,
+            user,
+            gpu_indices,
+            node,
+            started,
+            finished,
+            status,
+            submitted,
+            gpus,
+            number,
+        ) in session.execute(query):
+            start = max(to_epoch_s(started), since_s)
+            end = min(to_epoch_s(finished), now_s) if finished else now_s
+            if end <= start or gpus == 0:
+                continue
+            wait = to_epoch_s(started) - to_epoch_s(submitted) if number == 1 else None
+            spans.append(
+                AttemptSpan(
+                    task_id, team_name, user, tuple(gpu_indices or ()), node, start, end, status, wait
+                )
+            )
+    return spans
+
+
+def _keys(span: AttemptSpan, by: GroupBy) -> Iterable[tuple[str, int]]:
+    """Report keys of a span with the number of GPUs counted under each."""
+    if by == "team":
+        yield span.team, len(span.gpus)
+    elif by == "user":
+        yield f"{span.team}/{span.user}", len(span.gpus)
+    else:
+        for index in span.gpus:
+            yield f"{span.node}:{index}", 1
+
+
+def utilization_report(
+    factory: sessionmaker[Session],
+    now_s: float,
+    days: float,
+    by: GroupBy,
+    config: PolicyConfig,
+    gpu_models: dict[str, str],
+    capacity_gpus: int,
+    team: str | None = None,
+) -> dict[str, Any]:
+    """GPU-hours, energy, cost, outcomes and waits over the last `days`, grouped `by` team, user or GPU.
+
+    `gpu_models` maps "node:index" to the GPU's model name (for its default power); `capacity_gpus` is the
+    number of GPUs the cluster has now (the utilization's denominator); `team` limits the report to one team.
+    """
+    since_s = now_s - days * DAY_S
+    rows: dict[str, _Row] = {}
+    for span in _spans(factory, since_s, now_s, team):
+        duration_s = span.end_s - span.start_s
+        for key, gpus in _keys(span, by):
+            row = rows.setdefault(key, _Row())
+            power_w = statistics.fmean(
+                gpu_power_w(gpu_models.get(f"{span.node}:{index}", "")) for index in span.gpus
+            )
+            kwh = estimate_energy_kwh(gpus, power_w, duration_s)
+            row.gpu_s += gpus * duration_s
+            row.energy_kwh += kwh
+            row.cost += estimate_cost(span.start_s, span.end_s, kwh, config.tariff)
+            row.tasks.add(span.task_id)
+            if span.status == "succeeded":
+                row.succeeded.add(span.task_id)
+            elif span.status == "failed":
+                row.failed.add(span.task_id)
+            if span.wait_s is not None:
+                row.waits_s.append(span.wait_s)
+    total_gpu_h = sum(row.gpu_s for row in rows.values()) / 3600.0
+    capacity_gpu_h = capacity_gpus * days * 24.0
+    return {
+        "days": days,
+        "by": by,
+        "team": team,
+        "rows": [
+            {
+                "key": key,
+                "gpu_hours": round(row.gpu_s / 3600.0, 6),
+                "tasks": len(row.tasks),
+                "succeeded": len(row.succeeded),
+                "failed": len(row.failed),
+                "mean_wait_s": round(statistics.fmean(row.waits_s), 1) if row.waits_s else None,
+                "energy_kwh": round(row.energy_kwh, 3),
+                "cost": round(row.cost, 2),
+            }
+            for key, row in sorted(rows.items(), key=lambda item: -item[1].gpu_s)
+        ],
+        "total_gpu_hours": round(total_gpu_h, 6),
+        "capacity_gpu_hours": round(capacity_gpu_h, 3),
+        "utilization": round(total_gpu_h / capacity_gpu_h, 4) if capacity_gpu_h else None,
+        "currency": config.tariff.currency,
+    }

@@ -1,0 +1,167 @@
+"""Bad input of every kind gets a 4xx with a message a person can act on, and creates no task row."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+TOO_LONG = "echo " + "x" * 16_000
+
+
+def case(name: str, body: Any, *expected: str, status: int = 422, marks: Any = ()) -> Any:
+    """One bad submission: the body (a dict is sent as JSON, a str as raw bytes) and what the answer says."""
+    return pytest.param(body, status, expected, id=name, marks=marks)
+
+
+BAD_SPECS = [
+    case("empty command", {"command": ""}, "command must not be empty"),
+    case("whitespace-only command", {"command": "   \t "}, "command must not be empty"),
+    case("missing command", {"gpus": 1}, "command is required"),
+    case("command of the wrong type", {"command": ["echo", "hi"]}, "command", "valid string"),
+    case("NUL byte in the command", {"command": "echo a\x00b"}, "command must not contain NUL bytes"),
+    case("huge command", {"command": TOO_LONG}, "command", "at most 16000 characters"),
+    case("negative gpus", {"command": "x", "gpus": -1}, "gpus", "greater than or equal to 0"),
+    case(
+        "more gpus than the largest node",
+        {"command": "x", "gpus": 9},
+        "gpus must be between 0 and 4 on this cluster",
+    ),
+    case("absurd gpus", {"command": "x", "gpus": 1000}, "gpus", "less than or equal to 64"),
+    case("gpus as a word", {"command": "x", "gpus": "two"}, "gpus", "valid integer"),
+    case("gpus as a fraction", {"command": "x", "gpus": 1.5}, "gpus", "valid integer"),
+    case(
+        "gpus as a boolean",
+        {"command": "x", "gpus": True},
+        "gpus",
+    ),
+    case("zero gpu memory", {"command": "x", "gpu_memory_gb": 0}, "gpu_memory_gb", "greater than 0"),
+    case("negative gpu memory", {"command": "x", "gpu_memory_gb": -8}, "gpu_memory_gb", "greater than 0"),
+    case(
+        "more gpu memory than any GPU",
+        {"command": "x", "gpu_memory_gb": 80},
+        "no GPU on this cluster has 80 GB",
+    ),
+    case(
+        "gpu memory on a CPU-only task",
+        {"command": "x", "gpus": 0, "gpu_memory_gb": 8},
+        "gpu_memory_gb needs gpus",
+    ),
+    case(
+        "unknown priority",
+        {"command": "x", "priority": "asap"},
+        "priority",
+        "'low', 'normal', 'high' or 'urgent'",
+    ),
+    case("unknown field", {"command": "x", "gpu": 2}, "unknown field 'gpu'", "allowed fields are"),
+    case("team in the spec", {"command": "x", "team": "other"}, "unknown field 'team'"),
+    case("malformed JSON", '{"command": "echo hi",', "the request body is not valid JSON"),
+    case("JSON array body", '[{"command": "echo hi"}]', "the request body must be a JSON object"),
+    case("JSON string body", '"echo hi"', "the request body must be a JSON object"),
+    case("JSON number body", "42", "the request body must be a JSON object"),
+    case("JSON null body", "null", "the request body must be a JSON object"),
+    case("empty body", "", "the request body is required"),
+    case("not_before not a date", {"command": "x", "not_before": "soon"}, "not_before", "valid datetime"),
+    case(
+        "deadline before not_before",
+        {"command": "x", "not_before": "2030-01-02T00:00:00Z", "deadline": "2030-01-01T00:00:00Z"},
+        "deadline must be after not_before",
+    ),
+    case(
+        "both conda and docker",
+        {"command": "x", "conda_env": "torch", "docker_image": "pytorch/pytorch"},
+        "choose conda_env or docker_image, not both",
+    ),
+    case("docker image with a space", {"command": "x", "docker_image": "my image"}, "not a valid image name"),
+    case(
+        "docker image like an option", {"command": "x", "docker_image": "-v/:/host"}, "not a valid image name"
+    ),
+    case(
+        "invalid env name",
+        {"command": "x", "env": {"1BAD-NAME": "v"}},
+        "env name '1BAD-NAME' must be letters",
+    ),
+    case(
+        "reserved env name", {"command": "x", "env": {"NIGHTSHIFT_TASK_ID": "7"}}, "set by nightshift itself"
+    ),
+    case(
+        "CUDA_VISIBLE_DEVICES in env",
+        {"command": "x", "env": {"CUDA_VISIBLE_DEVICES": "0"}},
+        "set by nightshift",
+    ),
+    case("env value not a string", {"command": "x", "env": {"A": 1}}, "env.A", "valid string"),
+    case(
+        "depends_on a missing task",
+        {"command": "x", "depends_on": [999]},
+        "depends_on names task 999",
+        "does not exist",
+    ),
+    case("depends_on a non-positive id", {"command": "x", "depends_on": [0]}, "depends_on holds task ids"),
+    case("negative retries", {"command": "x", "retries": -1}, "retries", "greater than or equal to 0"),
+    case(
+        "zero time limit", {"command": "x", "time_limit_minutes": 0}, "time_limit_minutes", "greater than 0"
+    ),
+    case("relative workdir", {"command": "x", "workdir": "data/run"}, "workdir must be an absolute path"),
+    case("name with a newline", {"command": "x", "name": "a\nb"}, "name must be 1-120 letters"),
+]
+
+
+@pytest.mark.parametrize(("body", "status", "expected"), BAD_SPECS)
+def test_a_bad_submission_gets_a_4xx_that_names_the_problem_and_creates_no_task(
+    client, cluster, alice, four_gpu_node, body, status, expected
+):
+    if isinstance(body, str):
+        response = client.post(
+            "/api/v1/tasks", content=body, headers={**alice, "Content-Type": "application/json"}
+        )
+    else:
+        response = client.post(
+            "/api/v1/tasks", content=json.dumps(body), headers={**alice, "Content-Type": "application/json"}
+        )
+
+    assert response.status_code == status, response.text
+    detail = response.json()["detail"]
+    assert isinstance(detail, str)
+    for words in expected:
+        assert words in detail
+    assert "Traceback" not in detail
+    assert cluster.tasks.count_by_status() == {}
+    assert cluster.queue.length() == 0
+
+
+def test_each_error_item_names_its_field(client, alice):
+    response = client.post(
+        "/api/v1/tasks", json={"command": "", "gpus": -1, "priority": "asap"}, headers=alice
+    )
+
+    assert response.status_code == 422
+    fields = {item["field"] for item in response.json()["errors"]}
+    assert fields == {"command", "gpus", "priority"}
+
+
+def test_malformed_json_is_not_blamed_on_a_field(client, alice):
+    response = client.post(
+        "/api/v1/tasks", content='{"command": "x",', headers={**alice, "Content-Type": "application/json"}
+    )
+
+    assert response.status_code == 422
+    assert [item["field"] for item in response.json()["errors"]] == [None]
+
+
+def test_an_overlong_idempotency_key_is_refused(client, cluster, alice):
+    response = client.post(
+        "/api/v1/tasks", json={"command": "x"}, headers={**alice, "Idempotency-Key": "k" * 200}
+    )
+
+    assert response.status_code == 422
+    assert "idempotency-key" in response.json()["detail"].lower()
+    assert cluster.tasks.count_by_status() == {}
+
+
+def test_without_any_node_the_gpu_limit_is_the_configured_maximum(client, cluster, alice):
+    response = client.post("/api/v1/tasks", json={"command": "x", "gpus": 9}, headers=alice)
+
+    assert response.status_code == 422
+    assert "gpus must be between 0 and 8 on this cluster" in response.json()["detail"]
+    assert cluster.tasks.count_by_status() == {}

@@ -1,0 +1,69 @@
+"""POST /api/v1/tasks: a valid spec becomes one queued task; Idempotency-Key makes retries safe."""
+
+from __future__ import annotations
+
+from tests.api.conftest import bearer
+
+
+def test_submitting_a_spec_returns_201_and_the_resolved_task(client, cluster, alice, tmp_path):
+    response = client.post(
+        "/api/v1/tasks", json={"command": "python train.py --lr 3e-4", "gpus": 2}, headers=alice
+    )
+
+    assert response.status_code == 201
+    task = response.json()
+    assert task["status"] == "queued"
+    assert task["name"] == "train.py"
+    assert (task["team"], task["user"]) == ("vision", "alice")
+    assert task["gpus"] == 2
+    assert task["priority"] == "normal"
+    assert task["spec"]["workdir"] == cluster.default_workdir()
+    assert task["spec"]["name"] == "train.py"
+    assert cluster.tasks.count_by_status() == {"queued": 1}
+    assert cluster.queue.length() == 1
+
+
+def test_an_explicit_name_and_workdir_are_kept(client, alice, tmp_path):
+    spec = {"command": "echo hi", "name": "greeting", "workdir": str(tmp_path), "gpus": 0}
+
+    task = client.post("/api/v1/tasks", json=spec, headers=alice).json()
+
+    assert (task["name"], task["spec"]["workdir"], task["gpus"]) == ("greeting", str(tmp_path), 0)
+
+
+def test_the_same_idempotency_key_from_the_same_user_returns_the_first_task_with_200(client, cluster, alice):
+    headers = {**alice, "Idempotency-Key": "run-42"}
+
+    first = client.post("/api/v1/tasks", json={"command": "echo once"}, headers=headers)
+    again = client.post("/api/v1/tasks", json={"command": "echo once"}, headers=headers)
+
+    assert (first.status_code, again.status_code) == (201, 200)
+    assert again.json()["id"] == first.json()["id"]
+    assert cluster.tasks.count_by_status() == {"queued": 1}
+    assert cluster.queue.length() == 1
+
+
+def test_another_user_with_the_same_idempotency_key_gets_a_new_task(client, cluster, alice, make_identity):
+    _, bob_token = make_identity("bob", "vision")
+
+    first = client.post(
+        "/api/v1/tasks", json={"command": "echo a"}, headers={**alice, "Idempotency-Key": "k"}
+    )
+    other = client.post(
+        "/api/v1/tasks", json={"command": "echo a"}, headers={**bearer(bob_token), "Idempotency-Key": "k"}
+    )
+
+    assert (first.status_code, other.status_code) == (201, 201)
+    assert other.json()["id"] != first.json()["id"]
+    assert other.json()["user"] == "bob"
+    assert cluster.tasks.count_by_status() == {"queued": 2}
+
+
+def test_submissions_without_a_key_are_never_merged(client, cluster, alice):
+    ids = {
+        client.post("/api/v1/tasks", json={"command": "echo same"}, headers=alice).json()["id"]
+        for _ in range(2)
+    }
+
+    assert len(ids) == 2
+    assert cluster.tasks.count_by_status() == {"queued": 2}

@@ -1,0 +1,95 @@
+"""The queue, the GPUs, health, and the OpenAPI document."""
+
+from __future__ import annotations
+
+from tests.api.conftest import bearer
+
+
+def _submit(client, headers, **spec) -> int:
+    response = client.post("/api/v1/tasks", json={"command": "echo hi", **spec}, headers=headers)
+    assert response.status_code == 201, response.text
+    return int(response.json()["id"])
+
+
+def test_the_queue_shows_positions_best_first_counting_every_team(client, alice, make_identity):
+    _, bob_token = make_identity("bob", "nlp")
+    _, admin_token = make_identity("root", "ops", admin=True)
+    normal = _submit(client, alice)
+    bobs = _submit(client, bearer(bob_token))
+    high = _submit(client, alice, priority="high")
+    low = _submit(client, alice, priority="low")
+
+    mine = client.get("/api/v1/queue", headers=alice).json()
+    everyone = client.get("/api/v1/queue", headers=bearer(admin_token)).json()
+
+    assert mine["length"] == everyone["length"] == 4
+    assert [(e["position"], e["task"]["id"]) for e in mine["entries"]] == [(1, high), (2, normal), (4, low)]
+    assert [(e["position"], e["task"]["id"]) for e in everyone["entries"]] == [
+        (1, high),
+        (2, normal),
+        (3, bobs),
+        (4, low),
+    ]
+
+
+def test_a_cancelled_task_leaves_the_queue(client, alice):
+    first = _submit(client, alice)
+    second = _submit(client, alice)
+    client.post(f"/api/v1/tasks/{first}/cancel", headers=alice)
+
+    queue = client.get("/api/v1/queue", headers=alice).json()
+
+    assert queue["length"] == 1
+    assert [(e["position"], e["task"]["id"]) for e in queue["entries"]] == [(1, second)]
+
+
+def test_the_gpus_endpoint_shows_the_nodes_gpus(client, alice, four_gpu_node):
+    data = client.get("/api/v1/gpus", headers=alice).json()
+
+    assert [(node["name"], node["gpus"], node["alive"], node["drained"]) for node in data["nodes"]] == [
+        ("node-a", 4, True, False)
+    ]
+    assert data["nodes"][0]["source"] == "simulated"
+    assert [(gpu["node"], gpu["index"]) for gpu in data["gpus"]] == [("node-a", i) for i in range(4)]
+    for gpu in data["gpus"]:
+        assert gpu["memory_total_mib"] == 24 * 1024
+        assert gpu["memory_free_mib"] == 24 * 1024
+        assert gpu["tasks"] == []
+
+
+def test_with_no_worker_yet_the_gpus_endpoint_is_empty(client, alice):
+    assert client.get("/api/v1/gpus", headers=alice).json() == {"nodes": [], "gpus": []}
+
+
+def test_healthz_answers_200_without_a_token(client):
+    response = client.get("/healthz")
+
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok", "database": "ok", "redis": "ok"}
+
+
+def test_the_openapi_document_puts_every_route_under_api_v1_and_declares_bearer_auth(client):
+    document = client.get("/openapi.json").json()
+
+    paths = set(document["paths"])
+    assert {
+        "/api/v1/tasks",
+        "/api/v1/tasks/{task_id}",
+        "/api/v1/tasks/{task_id}/cancel",
+        "/api/v1/tasks/{task_id}/logs",
+        "/api/v1/queue",
+        "/api/v1/gpus",
+    } <= paths
+    assert paths - {"/healthz", "/metrics"} == {path for path in paths if path.startswith("/api/v1/")}
+    schemes = document["components"]["securitySchemes"]
+    bearer_schemes = {
+        name for name, scheme in schemes.items() if scheme == {**scheme, "type": "http", "scheme": "bearer"}
+    }
+    assert bearer_schemes
+    for path, operations in document["paths"].items():
+        if not path.startswith("/api/v1/"):
+            continue
+        for method, operation in operations.items():
+            declared = {name for requirement in operation.get("security", []) for name in requirement}
+            assert declared & bearer_schemes, f"{method.upper()} {path} declares no bearer security"
+    assert set(document["paths"]["/api/v1/tasks"]["post"]["responses"]) >= {"201", "401", "422"}

@@ -1,0 +1,173 @@
+"""The agent loop: model → tools → the real API (in-process) → answer; cards wait for the person's confirm."""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime
+
+import pytest
+from langchain_core.messages import AIMessage
+
+from scheduler.gpus import SimulatedGpus
+from scheduler.worker import Worker
+from tests.assistant.conftest import ScriptedChatModel, tool_call
+
+
+@pytest.fixture(autouse=True)
+def four_gpu_node(cluster):
+    """A node with 4 simulated 24 GB GPUs, registered as a worker registers it (no worker loop runs)."""
+    worker = Worker(cluster, "node-a", SimulatedGpus("4x24", node="node-a"), base_env=dict(os.environ))
+    worker.publish_node()
+    return worker
+
+
+def test_a_scripted_model_calls_a_tool_through_the_api_and_answers(make_assistant, cluster):
+    # Given a scripted model that asks for list_tasks, then answers
+    model = ScriptedChatModel(
+        messages=iter(
+            [tool_call("list_tasks", {"status": "queued"}), AIMessage(content="You have 1 queued task.")]
+        )
+    )
+    assistant = make_assistant(model=model)
+    assistant.client.submit({"command": "echo hi", "gpus": 0})
+
+    # When the person asks
+    turn = assistant.ask("what is queued?")
+
+    # Then the tool ran against the real API and the model's answer came back
+    assert turn.tool_calls == [{"name": "list_tasks", "args": {"status": "queued"}}]
+    assert turn.reply == "You have 1 queued task."
+    result = [m for m in assistant.history if m.type == "tool"][-1]
+    assert '"count": 1' in result.content and "<data>echo hi</data>" in result.content
+
+
+def test_submit_returns_a_card_and_only_confirm_submits(make_assistant, cluster):
+    assistant = make_assistant()
+
+    turn = assistant.ask("run `python train.py` tonight on 2 GPUs")
+
+    assert turn.tool_calls == [
+        {"name": "submit_task", "args": {"command": "python train.py", "gpus": 2, "offpeak": True}}
+    ]
+    assert cluster.tasks.count_by_status() == {}
+    assert len(turn.cards) == 1 and turn.cards[0]["kind"] == "submit"
+    assert "confirm" in turn.reply and "23:00" in turn.reply
+    assert turn.spec is not None and turn.spec["offpeak"] is True and turn.spec["name"] == "train.py"
+
+    result = assistant.confirm(turn.cards[0]["action_id"])
+
+    assert result["ok"], result
+    assert result["task"]["status"] == "queued" and result["task"]["spec"]["offpeak"] is True
+    assert cluster.tasks.count_by_status() == {"queued": 1}
+    assert assistant.confirm(turn.cards[0]["action_id"])["ok"] is False  # a card is used once
+
+
+def test_a_validation_error_goes_back_to_the_model_as_the_tool_result(make_assistant, cluster):
+    model = ScriptedChatModel(
+        messages=iter(
+            [
+                tool_call("submit_task", {"command": "python train.py", "gpus": 6}),
+                tool_call("submit_task", {"command": "python train.py", "gpus": 4}, "call_2"),
+                AIMessage(content="The cluster has 4 GPUs per node, so I used 4. Please confirm."),
+            ]
+        )
+    )
+    assistant = make_assistant(model=model)
+
+    turn = assistant.ask("run train.py on 6 GPUs")
+
+    errors = [m.content for m in assistant.history if m.type == "tool" and '"ok": false' in m.content]
+    assert errors and "between 0 and 4" in errors[0]
+    assert turn.spec is not None and turn.spec["gpus"] == 4 and turn.error is None
+    assert cluster.tasks.count_by_status() == {}
+
+
+def test_the_offline_model_reports_a_spec_error_in_the_persons_language(make_assistant):
+    assistant = make_assistant()
+
+    turn = assistant.ask("用两张卡跑 `python train.py`，显存 200G")
+
+    assert turn.spec is None and turn.error is not None and "200" in turn.error
+    assert "无法提交" in turn.reply
+
+
+def test_cancel_needs_a_confirm_and_then_cancels_through_the_api(make_assistant, cluster):
+    assistant = make_assistant()
+    task = assistant.client.submit({"command": "sleep 100", "gpus": 0})
+
+    turn = assistant.ask(f"cancel task {task['id']}")
+
+    assert turn.tool_calls == [{"name": "cancel_task", "args": {"task_id": task["id"]}}]
+    assert cluster.tasks.get_any(task["id"]).status == "queued"
+    result = assistant.confirm(turn.cards[0]["action_id"])
+    assert result["ok"] and cluster.tasks.get_any(task["id"]).status == "cancelled"
+
+
+def test_a_dropped_card_is_never_performed(make_assistant, cluster):
+    assistant = make_assistant()
+    turn = assistant.ask("run `echo hi` on cpu only")
+
+    assert assistant.drop(turn.cards[0]["action_id"]) is True
+    assert assistant.confirm(turn.cards[0]["action_id"])["ok"] is False
+    assert cluster.tasks.count_by_status() == {}
+
+
+def test_read_tools_answer_from_the_api_data(make_assistant):
+    assistant = make_assistant()
+    task = assistant.client.submit({"command": "python train.py", "gpus": 2})
+
+    position = assistant.ask("where is my job in the queue?")
+    wait = assistant.ask("how long will I wait?")
+    why = assistant.ask(f"why isn't {task['id']} running?")
+    gpus = assistant.ask("how busy are the GPUs?")
+    quota = assistant.ask("how much quota is left?")
+    report = assistant.ask("utilization this week by team")
+
+    assert f"#{task['id']}" in position.reply and "number 1" in position.reply
+    assert wait.tool_calls == [{"name": "estimate_wait", "args": {}}] and "Estimated start" in wait.reply
+    assert why.reply.startswith(f"Task #{task['id']} is queued")
+    assert "of 4 GPUs are busy" in gpus.reply
+    assert quota.reply.startswith("Team vision:") and "this week" in quota.reply
+    assert "GPU-hours used" in report.reply
+
+
+def test_chinese_questions_get_chinese_answers(make_assistant):
+    assistant = make_assistant()
+    assistant.client.submit({"command": "python train.py", "gpus": 1})
+
+    assert "排在第 1 位" in assistant.ask("我的任务排第几？").reply
+    assert "张卡" in assistant.ask("有空闲的卡吗？").reply
+
+
+def test_a_missing_command_gets_a_question_and_the_answer_completes_the_request(make_assistant):
+    assistant = make_assistant()
+
+    first = assistant.ask("run something on 2 GPUs tonight")
+    second = assistant.ask("python train.py")
+
+    assert first.tool_calls == [] and "command" in first.reply
+    assert second.tool_calls == [
+        {"name": "submit_task", "args": {"command": "python train.py", "gpus": 2, "offpeak": True}}
+    ]
+
+
+def test_an_older_server_without_the_new_endpoints_gets_a_plain_answer(cluster, make_identity):
+    # Given an API without explain/estimate/quota/reports (no fallback transport)
+    from api.main import create_app
+    from assistant.agent import Assistant
+    from assistant.client import AssistantClient
+    from tests.assistant.conftest import AppTransport, TestClient
+
+    _, token = make_identity("alice", "vision")
+    with TestClient(create_app(cluster)) as api:
+        client = AssistantClient("http://testserver", token, transport=AppTransport(api, old_server=True))
+        assistant = Assistant(cluster.settings, client, now=lambda: datetime.now().astimezone())
+        task = client.submit({"command": "echo hi", "gpus": 0})
+        turn = assistant.ask("how much quota is left?")
+        why = assistant.ask(f"why isn't {task['id']} running?")
+        card = assistant.ask("run `python train.py` on 1 GPU")
+        client.close()
+
+    assert "no /quota endpoint yet" in turn.reply
+    assert f"#{task['id']}" in why.reply and "queued" in why.reply
+    assert card.spec is not None and card.cards

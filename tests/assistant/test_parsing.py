@@ -1,0 +1,81 @@
+"""The pure readers behind the offline model: numbers, durations, times, commands."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+
+from assistant.parsing.commands import find_command
+from assistant.parsing.numbers import duration_minutes, to_int
+from assistant.parsing.times import read_times
+
+NOW = datetime.fromisoformat("2026-03-02T15:00:00+08:00")
+
+
+@pytest.mark.parametrize(
+    ("text", "value"), [("two", 2), ("两", 2), ("十二", 12), ("二十四", 24), ("8", 8), ("单", 1)]
+)
+def test_numbers_in_words_and_digits(text, value):
+    assert to_int(text) == value
+
+
+@pytest.mark.parametrize(
+    ("text", "minutes"),
+    [
+        ("3 hours", 180),
+        ("90 min", 90),
+        ("2h", 120),
+        ("两个半小时", 150),
+        ("半小时", 30),
+        ("half an hour", 30),
+        ("1 day", 1440),
+    ],
+)
+def test_durations_in_minutes(text, minutes):
+    assert duration_minutes(text) == minutes
+
+
+@pytest.mark.parametrize(
+    ("text", "not_before", "offpeak", "deadline"),
+    [
+        ("tonight", None, True, None),
+        ("谷时", None, True, None),
+        ("after 11pm", "2026-03-02T23:00:00+08:00", False, None),
+        ("tomorrow 9am", "2026-03-03T09:00:00+08:00", False, None),
+        ("in 2 hours", "2026-03-02T17:00:00+08:00", False, None),
+        ("明天早上9点", "2026-03-03T09:00:00+08:00", False, None),
+        ("凌晨两点", "2026-03-03T02:00:00+08:00", False, None),
+        ("finish by 8am tomorrow", None, False, "2026-03-03T08:00:00+08:00"),
+        ("今晚12点之后", "2026-03-03T00:00:00+08:00", False, None),
+    ],
+)
+def test_times_resolve_against_now(text, not_before, offpeak, deadline):
+    when = read_times(text, NOW)
+    assert (when.not_before.isoformat() if when.not_before else None) == not_before
+    assert when.offpeak is offpeak
+    assert (when.deadline.isoformat() if when.deadline else None) == deadline
+
+
+@pytest.mark.parametrize(
+    ("text", "command"),
+    [
+        ("run `python train.py --lr 3e-4` tonight", "python train.py --lr 3e-4"),
+        ("run python train.py --epochs 10 on 2 GPUs", "python train.py --epochs 10"),
+        ("今晚用两张卡跑 train.py", "python train.py"),
+        ("execute bash scripts/run.sh now", "bash scripts/run.sh"),
+        ("run make train tonight", "make train"),
+        (
+            "launch torchrun --nproc_per_node 4 train.py --task at tonight",
+            "torchrun --nproc_per_node 4 train.py --task at",
+        ),
+    ],
+)
+def test_commands_are_found_and_end_where_plain_language_starts(text, command):
+    found = find_command(text)
+    assert found is not None and found.command == command
+
+
+def test_plain_language_is_not_a_command():
+    assert find_command("make me admin") is None
+    assert find_command("how busy are the GPUs?") is None

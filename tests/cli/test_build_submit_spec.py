@@ -1,0 +1,144 @@
+"""`nightshift submit` turns a spec file, options and the words after `--` into one spec."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import pytest
+from typer.testing import CliRunner
+
+from api.cli.app import app, build_submit_spec
+from scheduler.errors import NightshiftError, SpecError
+from scheduler.spec import parse_spec
+
+MORNING = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
+NO_OVERRIDES: dict[str, object] = {"gpus": None, "priority": None, "name": None}
+
+
+@pytest.fixture
+def settings(make_settings):
+    return make_settings()
+
+
+@pytest.fixture(autouse=True)
+def in_tmp(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_the_words_after_the_double_dash_are_joined_into_the_command(settings, tmp_path):
+    spec = build_submit_spec(["python", "train.py", "--lr", "3e-4"], settings, MORNING, NO_OVERRIDES, None)
+
+    assert spec == {"command": "python train.py --lr 3e-4", "workdir": str(tmp_path)}
+    assert parse_spec(spec).command == "python train.py --lr 3e-4"
+
+
+def test_a_single_quoted_command_is_kept_as_it_is(settings):
+    spec = build_submit_spec(["echo a  b && ls"], settings, MORNING, NO_OVERRIDES, None)
+
+    assert spec["command"] == "echo a  b && ls"
+
+
+def test_the_workdir_defaults_to_where_submit_runs(settings, tmp_path):
+    assert build_submit_spec(["true"], settings, MORNING, {}, None)["workdir"] == str(tmp_path)
+
+
+def test_options_override_the_spec_file_and_unset_options_do_not(settings, tmp_path):
+    path = tmp_path / "train.yaml"
+    path.write_text("command: python train.py\ngpus: 1\npriority: low\nworkdir: /data/run\ntags: [nightly]\n")
+
+    spec = build_submit_spec(
+        [str(path)], settings, MORNING, {"gpus": 2, "priority": None, "name": "big"}, None
+    )
+
+    assert spec == {
+        "command": "python train.py",
+        "gpus": 2,
+        "priority": "low",
+        "workdir": "/data/run",
+        "tags": ["nightly"],
+        "name": "big",
+    }
+    assert parse_spec(spec).gpus == 2
+
+
+def test_a_command_after_the_spec_file_replaces_the_files_command(settings, tmp_path):
+    path = tmp_path / "train.yml"
+    path.write_text("command: python train.py\ngpus: 2\n")
+
+    spec = build_submit_spec([str(path), "python", "eval.py"], settings, MORNING, NO_OVERRIDES, None)
+
+    assert (spec["command"], spec["gpus"]) == ("python eval.py", 2)
+
+
+def test_a_json_spec_file_is_read_too(settings, tmp_path):
+    path = tmp_path / "job.json"
+    path.write_text(json.dumps({"command": "echo hi", "gpus": 0, "env": {"SEED": "1"}}))
+
+    spec = build_submit_spec([str(path)], settings, MORNING, NO_OVERRIDES, None)
+
+    assert (spec["command"], spec["gpus"], spec["env"]) == ("echo hi", 0, {"SEED": "1"})
+
+
+def test_after_a_clock_time_means_its_next_occurrence_in_the_cluster_zone(settings):
+    tonight = build_submit_spec(["true"], settings, MORNING, NO_OVERRIDES, "23:00")
+    late = build_submit_spec(["true"], settings, MORNING.replace(hour=23, minute=30), NO_OVERRIDES, "23:00")
+
+    assert tonight["not_before"] == "2026-03-01T23:00:00+00:00"
+    assert late["not_before"] == "2026-03-02T23:00:00+00:00"
+    assert parse_spec(tonight).not_before == datetime(2026, 3, 1, 23, 0, tzinfo=UTC)
+
+
+def test_after_a_delay_counts_from_now(settings):
+    spec = build_submit_spec(["true"], settings, MORNING, NO_OVERRIDES, "+2h")
+
+    assert spec["not_before"] == "2026-03-01T12:00:00+00:00"
+
+
+@pytest.mark.parametrize(
+    ("when", "message"), [("25:00", "not a time of day"), ("someday", "cannot read the time")]
+)
+def test_an_unreadable_after_is_a_clear_error(settings, when, message):
+    with pytest.raises(SpecError, match=message):
+        build_submit_spec(["true"], settings, MORNING, NO_OVERRIDES, when)
+
+
+def test_without_a_command_there_is_nothing_to_run(settings, tmp_path):
+    path = tmp_path / "nocommand.yaml"
+    path.write_text("gpus: 2\n")
+
+    with pytest.raises(NightshiftError, match="nothing to run"):
+        build_submit_spec([], settings, MORNING, NO_OVERRIDES, None)
+    with pytest.raises(NightshiftError, match="nothing to run"):
+        build_submit_spec([str(path)], settings, MORNING, NO_OVERRIDES, None)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        pytest.param("command: [unclosed\n", "is not valid YAML", id="broken YAML"),
+        pytest.param("- command: echo hi\n", "must hold a mapping of fields, got list", id="a list"),
+        pytest.param("", "is empty", id="empty"),
+    ],
+)
+def test_a_bad_yaml_file_is_a_clear_error(settings, tmp_path, text, message):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+
+    with pytest.raises(SpecError, match=message) as raised:
+        build_submit_spec([str(path)], settings, MORNING, NO_OVERRIDES, None)
+    assert str(path) in raised.value.message
+
+
+def test_submit_with_a_bad_yaml_file_exits_2_with_the_message_and_sends_nothing(tmp_path, monkeypatch):
+    path = tmp_path / "bad.yaml"
+    path.write_text("command: [unclosed\n")
+    # nothing listens there: had the CLI tried to send, it would say "cannot reach"
+    monkeypatch.setenv("NIGHTSHIFT_API_URL", "http://127.0.0.1:9")
+
+    result = CliRunner().invoke(app, ["submit", str(path)])
+
+    assert result.exit_code == 2
+    assert "is not valid YAML" in " ".join(result.output.split())
+    assert "cannot reach" not in result.output

@@ -1,0 +1,48 @@
+"""Fixtures of the reliability tests: a worker loop in a thread whose tasks are assigned directly."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from scheduler.clock import now_ms
+from scheduler.gpus import SimulatedGpus
+from scheduler.service import Cluster
+from scheduler.worker import Worker
+
+FINAL = ("succeeded", "failed", "cancelled")
+
+
+def settled(cluster: Cluster, task_id: int) -> str:
+    """The task's final status, or '' while it is not final."""
+    status = cluster.tasks.get_any(task_id).status
+    return status if status in FINAL else ""
+
+
+@pytest.fixture
+def start_worker(cluster: Cluster, run_in_thread) -> Callable[..., Worker]:
+    """Factory: a worker loop for `node` in a thread (stopped after the test)."""
+
+    def start(node: str = "node-a", **kwargs: Any) -> Worker:
+        worker = Worker(cluster, node, SimulatedGpus("4x24", node=node), base_env=dict(os.environ), **kwargs)
+        worker.publish_node()
+        run_in_thread(worker.run)
+        return worker
+
+    return start
+
+
+@pytest.fixture
+def submit_to(cluster: Cluster, make_identity) -> Callable[..., Any]:
+    """Factory: submit a spec and assign it to `node` at once, as the scheduler would (GPU 0)."""
+    who, _ = make_identity()
+
+    def submit(spec: dict[str, Any], node: str = "node-a"):
+        task, _ = cluster.submit(who, {"gpus": 1, **spec})
+        assert cluster.queue.assign(task.id, node, [0], now_ms())
+        return task
+
+    return submit

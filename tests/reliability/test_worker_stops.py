@@ -1,0 +1,140 @@
+"""Through the worker: no survivor after cancel or timeout (children and a `setsid` grandchild), graceful
+stops with the spec's signal and grace, orphans of this node killed at start, assignments of a dead node
+given back."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import psutil
+import pytest
+
+from scheduler.clock import now_ms
+from scheduler.executor import TOKEN_VAR, find_processes_with_token, make_run_token
+from tests.conftest import wait_until
+from tests.reliability.conftest import settled
+
+FAMILY = (
+    "sleep 300 & echo $! >> {pids}; "
+    "sh -c 'sleep 301 & echo $! >> {pids}; wait' & "
+    "setsid sh -c 'echo $$ >> {pids}; exec sleep 302' & "
+    "echo $$ >> {pids}; wait"
+)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _pids(path, count):
+    return wait_until(
+        lambda: (
+            [int(p) for p in path.read_text().split()]
+            if path.exists() and len(path.read_text().split()) >= count
+            else None
+        )
+    )
+
+
+@pytest.mark.parametrize("how", ["cancel", "timeout"])
+def test_a_job_with_children_and_a_setsid_grandchild_leaves_no_survivor(
+    cluster, make_identity, start_worker, submit_to, tmp_path, how
+):
+    start_worker()
+    pids_file = tmp_path / "pids"
+    spec = {"command": FAMILY.format(pids=pids_file), "workdir": str(tmp_path), "grace_seconds": 0.5}
+    if how == "timeout":
+        spec["time_limit_minutes"] = 0.05  # 3 s
+    task = submit_to(spec)
+    pids = _pids(pids_file, 4)
+    escaped = [pid for pid in pids if os.getsid(pid) != os.getsid(pids[-1])]
+    assert escaped, "the setsid grandchild left the job's session"
+
+    if how == "cancel":
+        who, _ = make_identity()
+        cluster.cancel(who, task.id)
+
+    assert wait_until(lambda: settled(cluster, task.id)) == ("cancelled" if how == "cancel" else "failed")
+    wait_until(lambda: not any(_alive(pid) for pid in pids))
+    assert cluster.tasks.get_any(task.id).reason == ("cancelled" if how == "cancel" else "timeout")
+
+
+def test_a_cancel_sends_the_specs_stop_signal_and_waits_its_grace_period(
+    cluster, make_identity, start_worker, submit_to, tmp_path
+):
+    start_worker()
+    saved = tmp_path / "saved"
+    ready = tmp_path / "ready"
+    command = f"trap 'echo saved-on-int > {saved}; exit 0' INT; touch {ready}; while :; do sleep 0.05; done"
+    task = submit_to(
+        {"command": command, "workdir": str(tmp_path), "stop_signal": "INT", "grace_seconds": 20}
+    )
+    wait_until(ready.exists)
+    who, _ = make_identity()
+
+    cluster.cancel(who, task.id)
+
+    assert wait_until(lambda: settled(cluster, task.id)) == "cancelled"
+    assert saved.read_text().strip() == "saved-on-int"
+    assert "SIGINT, SIGKILL after 20 s" in cluster.log_path(task.id).read_text()
+
+
+def test_a_starting_worker_kills_orphaned_job_processes_of_its_node_only(cluster, start_worker, tmp_path):
+    # Given job processes left behind on this machine: one of node-a's tasks that SQL no longer gives it,
+    # and one of another node
+    orphan_token = make_run_token("node-a", 999, "deadbeef-1")
+    foreign_token = make_run_token("node-b", 998, "deadbeef-2")
+    spawned = []
+    for token in (orphan_token, foreign_token):
+        env = {**os.environ, TOKEN_VAR: token}
+        spawned.append(subprocess.Popen(["setsid", "sleep", "300"], env=env, start_new_session=True))
+    try:
+        wait_until(
+            lambda: find_processes_with_token(orphan_token) and find_processes_with_token(foreign_token)
+        )
+
+        # When node-a's worker starts
+        start_worker("node-a")
+
+        # Then node-a's orphan is killed, node-b's process is left alone
+        wait_until(lambda: not find_processes_with_token(orphan_token))
+        assert find_processes_with_token(foreign_token)
+    finally:
+        for process in spawned:
+            process.kill()
+            process.wait()
+
+
+def test_assignments_of_a_node_that_never_claims_them_go_back_to_the_queue(cluster, make_identity):
+    who, _ = make_identity()
+    task, _ = cluster.submit(who, {"command": "true"})
+    score = cluster.queue.head(1)[0][1]
+    assert cluster.queue.assign(task.id, "dead-node", [0], 1_000)
+
+    assert cluster.queue.return_stale_assignments(1_500, 1_000, alive_nodes=[]) == []  # not old enough
+    assert cluster.queue.return_stale_assignments(5_000, 1_000, alive_nodes=["dead-node"]) == []  # alive
+    assert cluster.queue.return_stale_assignments(5_000, 1_000, alive_nodes=[]) == [task.id]
+
+    assert cluster.queue.head(1) == [(task.id, score)]
+    assert cluster.queue.assignments() == {}
+    assert cluster.queue.claim("dead-node", now_ms(), 5_000) is None  # its inbox entry is gone too
+
+
+def test_an_assignment_claimed_first_is_not_given_back(cluster, make_identity):
+    who, _ = make_identity()
+    task, _ = cluster.submit(who, {"command": "true"})
+    assert cluster.queue.assign(task.id, "node-a", [0], 1_000)
+    claim = cluster.queue.claim("node-a", 2_000, 5_000)
+
+    assert claim is not None and claim.task_id == task.id
+    assert cluster.queue.return_assignment(task.id, "node-a") is False
+    assert cluster.queue.length() == 0
+
+
+if sys.platform != "linux":  # pragma: no cover
+    pytestmark = pytest.mark.skip("process groups and /proc are Linux-only")

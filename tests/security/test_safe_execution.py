@@ -1,0 +1,208 @@
+"""Safe execution through the worker: jobs run as the mapped OS account (never silently as root), see none
+of the service's secrets, and docker jobs use only allow-listed images with nightshift's own flags."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from scheduler.accounts import account_for, lookup_account
+from scheduler.clock import now_ms
+from scheduler.errors import ExecutorError
+from scheduler.executor import LaunchRequest, build_argv
+from scheduler.gpus import SimulatedGpus
+from scheduler.service import Cluster
+from scheduler.worker import Worker
+from tests.conftest import wait_until
+
+as_root = pytest.mark.skipif(os.geteuid() != 0, reason="switching accounts needs root")
+
+
+@pytest.fixture
+def make_cluster(make_settings, redis_url, tmp_path):
+    """Factory: a cluster with these setting overrides; closed after the test."""
+    opened: list[Cluster] = []
+
+    def make(**overrides) -> Cluster:
+        settings = make_settings(database_url=f"sqlite:///{tmp_path / 'safe.db'}", **overrides)
+        settings.home.mkdir(parents=True, exist_ok=True)
+        cluster = Cluster.open(settings, redis_url)
+        cluster.rebuild_redis()
+        opened.append(cluster)
+        return cluster
+
+    yield make
+    for cluster in opened:
+        cluster.close()
+
+
+def _run(cluster: Cluster, run_in_thread, base_env: dict[str, str] | None = None) -> Worker:
+    """A worker loop in a thread; tasks are assigned to it by `_submit` (the worker is under test)."""
+    worker = Worker(
+        cluster, "node-a", SimulatedGpus("4x24", node="node-a"), base_env=base_env or dict(os.environ)
+    )
+    worker.publish_node()
+    run_in_thread(worker.run)
+    return worker
+
+
+def _submit(cluster: Cluster, who, spec: dict):
+    """Submit, then assign to node-a as the scheduler would."""
+    task, _ = cluster.submit(who, spec)
+    assert cluster.queue.assign(task.id, "node-a", [], now_ms())
+    return task
+
+
+def _settled(cluster: Cluster, task_id: int) -> str:
+    status = cluster.tasks.get_any(task_id).status
+    return status if status in ("succeeded", "failed", "cancelled") else ""
+
+
+@as_root
+def test_a_root_worker_runs_a_job_as_the_os_account_mapped_to_its_user(
+    make_cluster, make_identity_on, run_in_thread, tmp_path
+):
+    cluster = make_cluster(allow_root_jobs=False, run_as={"alice": "nobody"})
+    who = make_identity_on(cluster, "alice", "vision")
+    _run(cluster, run_in_thread)
+
+    task = _submit(cluster, who, {"command": 'echo "uid=$(id -u) home=$HOME user=$USER"', "gpus": 0})
+
+    assert wait_until(lambda: _settled(cluster, task.id)) == "succeeded"
+    nobody = lookup_account("nobody")
+    assert f"uid={nobody.uid} home={nobody.home} user=nobody" in cluster.log_path(task.id).read_text()
+
+
+@as_root
+def test_a_root_worker_refuses_a_job_whose_user_has_no_os_account(
+    make_cluster, make_identity_on, run_in_thread, tmp_path
+):
+    cluster = make_cluster(allow_root_jobs=False, run_as={"alice": "nobody"})
+    who = make_identity_on(cluster, "bob", "nlp")
+    _run(cluster, run_in_thread)
+    marker = tmp_path / "ran-as-root"
+
+    task = _submit(cluster, who, {"command": f"touch {marker}", "gpus": 0, "retries": 3})
+
+    assert wait_until(lambda: _settled(cluster, task.id)) == "failed"
+    row = cluster.tasks.get_any(task.id)
+    assert row.reason == "no_os_account"
+    assert "user 'bob' has no OS account" in (row.message or "")
+    assert row.attempts_count == 1  # refused, never retried
+    assert not marker.exists()
+
+
+def test_the_account_rules_never_fall_back_to_root_silently():
+    root, user = (lambda: 0), (lambda: 1000)
+
+    assert account_for("alice", {}, allow_root_jobs=False, euid=user) is None  # not root: as the worker
+    assert account_for("alice", {}, allow_root_jobs=True, euid=root) is None  # explicitly allowed
+    with pytest.raises(ExecutorError) as unmapped:
+        account_for("alice", {}, allow_root_jobs=False, euid=root)
+    with pytest.raises(ExecutorError) as mapped_to_root:
+        account_for("alice", {"alice": "root"}, allow_root_jobs=False, euid=root)
+    with pytest.raises(ExecutorError) as no_such_account:
+        account_for("alice", {"alice": "no-such-account-here"}, allow_root_jobs=True, euid=root)
+    assert {e.value.details["reason"] for e in (unmapped, mapped_to_root, no_such_account)} == {
+        "no_os_account"
+    }
+    assert account_for("alice", {"alice": "nobody"}, allow_root_jobs=False, euid=root).name == "nobody"
+
+
+def test_a_job_started_by_the_worker_sees_none_of_the_services_secrets(
+    make_cluster, make_identity_on, run_in_thread, tmp_path
+):
+    cluster = make_cluster()
+    who = make_identity_on(cluster, "alice", "vision")
+    secrets = {
+        "NIGHTSHIFT_DATABASE_URL": "postgresql://u:pw@db/x",
+        "NIGHTSHIFT_REDIS_URL": "redis://:pw@redis",
+        "NIGHTSHIFT_TOKEN": "ns_secret",
+        "NIGHTSHIFT_LLM_API_KEY": "sk-1",
+        "OPENAI_API_KEY": "sk-2",
+        "DATABASE_URL": "postgresql://u:pw@db/y",
+        "GITHUB_TOKEN": "ghp_x",
+        "AWS_SECRET_ACCESS_KEY": "aws",
+    }
+    _run(cluster, run_in_thread, base_env={"PATH": os.environ["PATH"], "LANG": "C.UTF-8", **secrets})
+    dump = tmp_path / "env.txt"
+
+    task = _submit(cluster, who, {"command": f"env > {dump}", "gpus": 0, "workdir": str(tmp_path)})
+
+    assert wait_until(lambda: _settled(cluster, task.id)) == "succeeded"
+    seen = dict(line.split("=", 1) for line in dump.read_text().splitlines() if "=" in line)
+    assert not set(secrets) & set(seen)
+    assert not {value for value in secrets.values()} & set(seen.values())
+    assert seen["LANG"] == "C.UTF-8"
+    assert seen["NIGHTSHIFT_TASK_ID"] == str(task.id)
+
+
+def test_a_docker_image_outside_the_allow_list_is_refused_with_a_clear_reason(
+    make_cluster, make_identity_on, run_in_thread, tmp_path
+):
+    cluster = make_cluster(docker_images_allowed=["pytorch/pytorch:*", "nvcr.io/nvidia/*"])
+    who = make_identity_on(cluster, "alice", "vision")
+    _run(cluster, run_in_thread)
+
+    task = _submit(cluster, who, {"command": "true", "docker_image": "evil/miner:latest", "gpus": 0})
+
+    assert wait_until(lambda: _settled(cluster, task.id)) == "failed"
+    row = cluster.tasks.get_any(task.id)
+    assert row.reason == "docker_image_not_allowed"
+    assert "'evil/miner:latest' is not allowed" in (row.message or "")
+
+
+def _docker_request(tmp_path: Path, **overrides) -> LaunchRequest:
+    fields = {
+        "task_id": 3,
+        "attempt": 1,
+        "command": "python train.py",
+        "workdir": tmp_path / "work",
+        "log_path": tmp_path / "3.log",
+        "gpu_indices": (1,),
+        "env": {"SEED": "1"},
+        "conda_env": None,
+        "docker_image": "pytorch/pytorch:2.4.0",
+        "checkpoint_dir": tmp_path / "ckpt",
+        "time_limit_s": None,
+        "run_token": "node-a:task3:abcd-1",
+        "docker_images_allowed": ("pytorch/pytorch:*",),
+    }
+    fields.update(overrides)
+    return LaunchRequest(**fields)
+
+
+def test_a_docker_job_gets_only_nightshifts_flags_and_mounts(tmp_path):
+    argv = build_argv(
+        _docker_request(tmp_path, run_as=lookup_account("nobody")), which=lambda _: "/usr/bin/docker"
+    )
+
+    image_at = argv.index("pytorch/pytorch:2.4.0")
+    flags = argv[2:image_at]
+    mounts = [flags[i + 1] for i, flag in enumerate(flags) if flag == "-v"]
+    assert argv[:2] == ["/usr/bin/docker", "run"]
+    assert argv[image_at + 1 :] == ["/bin/sh", "-c", "python train.py"]
+    assert mounts == [f"{tmp_path / 'work'}:{tmp_path / 'work'}", f"{tmp_path / 'ckpt'}:{tmp_path / 'ckpt'}"]
+    assert {flag for flag in flags if flag.startswith("-")} == {
+        "--rm",
+        "--init",
+        "--name",
+        "--user",
+        "--gpus",
+        "-v",
+        "-w",
+        "-e",
+    }
+    assert not {"--privileged", "--network", "--pid", "--cap-add", "--device", "--security-opt"} & set(flags)
+    nobody = lookup_account("nobody")
+    assert flags[flags.index("--user") + 1] == f"{nobody.uid}:{nobody.gid}"
+
+
+@pytest.mark.parametrize(
+    "image", ["ubuntu:22.04", "pytorch/pytorch", "--privileged", "pytorch/pytorch:2.4 -v /:/h"]
+)
+def test_images_that_are_not_allowed_or_not_names_never_reach_docker(tmp_path, image):
+    with pytest.raises(ExecutorError):
+        build_argv(_docker_request(tmp_path, docker_image=image), which=lambda _: "/usr/bin/docker")
