@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Path, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from api.ratelimit import TokenBuckets, retry_after_s
@@ -19,7 +19,6 @@ from scheduler.service import Cluster
 from scheduler.store.identity import Identity, authenticate
 
 bearer = HTTPBearer(auto_error=False, description="an API token from `nightshift token create`")
-SUBMIT_ROUTE_NAME = "submit_task"
 
 
 def get_cluster(request: Request) -> Cluster:
@@ -85,13 +84,20 @@ def current_identity(
     """Who is calling, from the bearer token; 401 when missing, unknown or revoked; 429 over the limits."""
     who = authenticate(cluster.factory, credentials.credentials if credentials else None)
     enforce_rate_limit(request, cluster, who)
-    route = request.scope.get("route")
-    if request.method == "POST" and getattr(route, "name", None) == SUBMIT_ROUTE_NAME:
-        enforce_queued_cap(cluster, who)
     return who
 
 
 IdentityDep = Annotated[Identity, Depends(current_identity)]
+
+
+def within_queued_cap(cluster: ClusterDep, who: IdentityDep) -> None:
+    """Dependency of every submit route: 429 before the body is read when the team's queue is full."""
+    enforce_queued_cap(cluster, who)
+
+
+QueuedCap = Depends(within_queued_cap)
+# A task id in a path: out-of-range numbers (SQL BIGINT) answer 422, not a database error.
+TaskId = Annotated[int, Path(ge=1, le=2**63 - 1, description="the task's id")]
 
 
 def admin_identity(who: IdentityDep) -> Identity:

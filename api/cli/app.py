@@ -175,7 +175,10 @@ def build_submit_spec(
 ) -> dict[str, Any]:
     """The spec to send: a YAML/JSON file if the first argument is one, then options, then the command."""
     spec: dict[str, Any] = {}
-    if args and args[0].endswith((".yaml", ".yml", ".json")) and Path(args[0]).is_file():
+    looks_like_spec_file = bool(args) and args[0].endswith((".yaml", ".yml", ".json"))
+    if looks_like_spec_file and len(args) == 1 and not Path(args[0]).is_file():
+        raise NightshiftError(f"spec file {args[0]} not found (no such file in {os.getcwd()})")
+    if looks_like_spec_file and Path(args[0]).is_file():
         spec = load_spec_file(Path(args[0]))
         args = args[1:]
     if args:

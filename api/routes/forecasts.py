@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
 
-from api.deps import ClusterDep, IdentityDep, UsageDep
+from api.deps import ClusterDep, IdentityDep, TaskId, UsageDep
 from scheduler.errors import PermissionDenied
 from scheduler.forecasts import estimate_wait, explain_task, quota_status
 
@@ -14,7 +14,7 @@ router = APIRouter(tags=["forecasts"])
 
 
 @router.get("/tasks/{task_id}/explain")
-def explain(task_id: int, cluster: ClusterDep, usage: UsageDep, who: IdentityDep) -> dict[str, Any]:
+def explain(task_id: TaskId, cluster: ClusterDep, usage: UsageDep, who: IdentityDep) -> dict[str, Any]:
     """Position, expected start (with a range), the reason in plain words, and the priority's parts."""
     return explain_task(cluster, usage, who, task_id)
 

@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Header, Query, Response
 from fastapi.responses import PlainTextResponse, StreamingResponse
 
-from api.deps import ClusterDep, IdentityDep
+from api.deps import ClusterDep, IdentityDep, QueuedCap, TaskId
 from api.schemas import TaskPublic, TasksPublic
 from scheduler.logs import read_from, read_tail
 from scheduler.spec import TaskSpec
@@ -20,7 +20,7 @@ Status = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 FOLLOW_POLL_S = 0.25
 
 
-@router.post("", status_code=201, response_model=TaskPublic)
+@router.post("", status_code=201, response_model=TaskPublic, dependencies=[QueuedCap])
 def submit_task(
     spec: TaskSpec,
     cluster: ClusterDep,
@@ -50,20 +50,20 @@ def list_tasks(
 
 
 @router.get("/{task_id}", response_model=TaskPublic)
-def get_task(task_id: int, cluster: ClusterDep, who: IdentityDep) -> TaskPublic:
+def get_task(task_id: TaskId, cluster: ClusterDep, who: IdentityDep) -> TaskPublic:
     """One task."""
     return TaskPublic.of(cluster.tasks.get_for(who, task_id))
 
 
 @router.post("/{task_id}/cancel", response_model=TaskPublic)
-def cancel_task(task_id: int, cluster: ClusterDep, who: IdentityDep) -> TaskPublic:
+def cancel_task(task_id: TaskId, cluster: ClusterDep, who: IdentityDep) -> TaskPublic:
     """Cancel a queued task, or stop a running one (SIGTERM to its process group, grace, SIGKILL)."""
     return TaskPublic.of(cluster.cancel(who, task_id))
 
 
 @router.get("/{task_id}/logs", response_class=PlainTextResponse)
 async def task_logs(
-    task_id: int,
+    task_id: TaskId,
     cluster: ClusterDep,
     who: IdentityDep,
     tail: Annotated[int | None, Query(ge=1, le=100_000, description="only the last N lines")] = None,

@@ -29,6 +29,15 @@ def test_a_non_integer_task_id_answers_422_naming_the_task_id(client, alice, met
     assert "integer" in response.json()["detail"]
 
 
+@pytest.mark.parametrize(("method", "path"), ACTIONS)
+@pytest.mark.parametrize("bad_id", ["0", "-3", str(2**63), "9" * 40])
+def test_a_task_id_out_of_range_answers_422_not_a_database_error(client, alice, method, path, bad_id):
+    response = client.request(method, path.format(id=bad_id), headers=alice)
+
+    assert response.status_code == 422
+    assert "task_id" in response.json()["detail"]
+
+
 def test_cancelling_a_queued_task_cancels_it_at_once(client, cluster, alice):
     task_id = client.post("/api/v1/tasks", json={"command": "sleep 300"}, headers=alice).json()["id"]
 

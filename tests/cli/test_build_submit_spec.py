@@ -81,6 +81,13 @@ def test_a_json_spec_file_is_read_too(settings, tmp_path):
     assert (spec["command"], spec["gpus"], spec["env"]) == ("echo hi", 0, {"SEED": "1"})
 
 
+def test_a_missing_spec_file_is_an_error_not_a_command(settings, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+
+    with pytest.raises(NightshiftError, match=r"spec file typo\.yaml not found"):
+        build_submit_spec(["typo.yaml"], settings, MORNING, NO_OVERRIDES, None)
+
+
 def test_after_a_clock_time_means_its_next_occurrence_in_the_cluster_zone(settings):
     tonight = build_submit_spec(["true"], settings, MORNING, NO_OVERRIDES, "23:00")
     late = build_submit_spec(["true"], settings, MORNING.replace(hour=23, minute=30), NO_OVERRIDES, "23:00")
