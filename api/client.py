@@ -78,6 +78,39 @@ class NightshiftClient:
         result: dict[str, Any] = self._call("POST", "/tasks", json=spec, headers=headers)
         return result
 
+    def submit_sweep(self, spec: dict[str, Any], idempotency_key: str | None = None) -> dict[str, Any]:
+        """POST /sweeps: a spec with a `sweep`, one task per parameter set."""
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
+        result: dict[str, Any] = self._call("POST", "/sweeps", json=spec, headers=headers)
+        return result
+
+    def submit_batch(
+        self, specs: list[dict[str, Any]], idempotency_key: str | None = None, name: str | None = None
+    ) -> dict[str, Any]:
+        """POST /tasks/batch: every spec becomes a task, or none does."""
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
+        body: dict[str, Any] = {"specs": specs, **({"name": name} if name else {})}
+        result: dict[str, Any] = self._call("POST", "/tasks/batch", json=body, headers=headers)
+        return result
+
+    def cancel_sweep(self, sweep_id: int) -> dict[str, Any]:
+        """POST /sweeps/{id}/cancel."""
+        result: dict[str, Any] = self._call("POST", f"/sweeps/{int(sweep_id)}/cancel")
+        return result
+
+    def results(
+        self,
+        sweep_id: int | None = None,
+        tag: str | None = None,
+        sort: str | None = None,
+        goal: str | None = None,
+    ) -> dict[str, Any]:
+        """GET /sweeps/{id}/results, or GET /results?tag= for the tasks carrying a tag."""
+        params = {k: v for k, v in {"sort": sort, "goal": goal, "tag": tag}.items() if v is not None}
+        path = f"/sweeps/{int(sweep_id)}/results" if sweep_id is not None else "/results"
+        result: dict[str, Any] = self._call("GET", path, params=params)
+        return result
+
     def list_tasks(
         self, status: str | None = None, team: str | None = None, limit: int = 200
     ) -> list[dict[str, Any]]:

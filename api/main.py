@@ -9,8 +9,10 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from api.errors import install_error_handlers
 from api.routes import cluster as cluster_routes
 from api.routes import forecasts as forecast_routes
+from api.routes import me as me_routes
 from api.routes import nodes as node_routes
 from api.routes import reports as report_routes
+from api.routes import sweeps as sweep_routes
 from api.routes import tasks as task_routes
 from api.schemas import ErrorPublic
 from scheduler import __version__
@@ -23,8 +25,8 @@ ERROR_RESPONSES: dict[int | str, dict[str, object]] = {
 }
 
 
-def create_app(cluster: Cluster) -> FastAPI:
-    """The API app serving `cluster` (the caller owns the cluster's life cycle)."""
+def create_app(cluster: Cluster, *, ui: bool = True) -> FastAPI:
+    """The API app serving `cluster` (the caller owns the cluster's life cycle), with the chat UI at /ui."""
     app = FastAPI(
         title="nightshift",
         version=__version__,
@@ -35,11 +37,15 @@ def create_app(cluster: Cluster) -> FastAPI:
     install_error_handlers(app)
 
     v1 = APIRouter(prefix="/api/v1", responses=ERROR_RESPONSES)
+    v1.include_router(sweep_routes.batch_router)  # before /tasks/{task_id}
     v1.include_router(task_routes.router)
+    v1.include_router(sweep_routes.router)
+    v1.include_router(sweep_routes.results_router)
     v1.include_router(cluster_routes.router)
     v1.include_router(forecast_routes.router)
     v1.include_router(node_routes.router)
     v1.include_router(report_routes.router)
+    v1.include_router(me_routes.router)
     app.include_router(v1)
 
     registry = registry_for(cluster)
@@ -66,4 +72,8 @@ def create_app(cluster: Cluster) -> FastAPI:
             {"status": "ok" if healthy else "degraded", **checks}, status_code=200 if healthy else 503
         )
 
+    if ui:
+        from assistant.ui import mount_ui
+
+        mount_ui(app, cluster.settings)
     return app

@@ -7,7 +7,47 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from scheduler.store.tables import Task
+from scheduler.store.tables import Task, TaskUsage
+
+
+class TaskUsagePublic(BaseModel):
+    """What a task used over all its attempts (recorded by its workers when each attempt ended)."""
+
+    attempts: int
+    gpu_hours: float
+    energy_kwh: float
+    energy_source: str  # measured (NVML power), estimated (from the GPU model) or mixed
+    offpeak_share: float | None  # part of the energy drawn inside the off-peak windows
+    cost: float
+    currency: str
+    peak_gpu_memory_mib: int | None  # the most any one of its GPUs had in use
+    requested_gpu_memory_mib: int | None  # what the spec asked for (gpu_memory_gb), per GPU
+    mean_utilization_pct: float | None
+
+    @classmethod
+    def of(cls, rows: list[TaskUsage]) -> TaskUsagePublic | None:
+        """Sum the attempts' rows (None when there are none)."""
+        if not rows:
+            return None
+        energy = sum(row.energy_kwh for row in rows)
+        sources = {row.energy_source for row in rows}
+        peaks = [row.peak_memory_mib for row in rows if row.peak_memory_mib is not None]
+        utils = [
+            (row.mean_utilization_pct, row.samples) for row in rows if row.mean_utilization_pct is not None
+        ]
+        weight = sum(n for _, n in utils)
+        return cls(
+            attempts=len(rows),
+            gpu_hours=round(sum(row.gpu_hours for row in rows), 6),
+            energy_kwh=round(energy, 6),
+            energy_source=sources.pop() if len(sources) == 1 else "mixed",
+            offpeak_share=round(sum(row.offpeak_energy_kwh for row in rows) / energy, 4) if energy else None,
+            cost=round(sum(row.cost for row in rows), 6),
+            currency=rows[-1].currency,
+            peak_gpu_memory_mib=max(peaks) if peaks else None,
+            requested_gpu_memory_mib=rows[-1].requested_memory_mib,
+            mean_utilization_pct=round(sum(u * n for u, n in utils) / weight, 2) if weight else None,
+        )
 
 
 class TaskPublic(BaseModel):
@@ -33,11 +73,17 @@ class TaskPublic(BaseModel):
     message: str | None
     cancel_requested: bool
     spec: dict[str, Any]
+    sweep_id: int | None = None
+    params: dict[str, Any] | None = None
+    metrics: dict[str, Any] | None = None
+    metrics_note: str | None = None
+    usage: TaskUsagePublic | None = None  # GPU-hours, energy, cost, peak memory (ended attempts)
 
     @classmethod
-    def of(cls, task: Task) -> TaskPublic:
-        """Build from a row."""
+    def of(cls, task: Task, usage: TaskUsagePublic | None = None) -> TaskPublic:
+        """Build from a row (and its usage, on `GET /tasks/{id}`)."""
         return cls(
+            usage=usage,
             id=task.id,
             name=task.name,
             command=task.command,
@@ -58,6 +104,10 @@ class TaskPublic(BaseModel):
             message=task.message,
             cancel_requested=task.cancel_requested,
             spec=task.spec,
+            sweep_id=task.sweep_id,
+            params=task.params,
+            metrics=task.metrics,
+            metrics_note=task.metrics_note,
         )
 
 
@@ -96,6 +146,7 @@ class GpuPublic(BaseModel):
     temperature_c: float | None
     power_w: float | None
     tasks: list[int]
+    out_of_service: str | None = None  # why it takes no new tasks (too hot, memory left behind), if so
 
 
 class NodePublic(BaseModel):

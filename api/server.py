@@ -18,10 +18,13 @@ import uvicorn
 from api.main import create_app
 from scheduler.dispatcher import Dispatcher
 from scheduler.gpus import open_gpu_monitor
+from scheduler.notify.jobs import ClusterJobs
+from scheduler.notify.notifier import Notifier
 from scheduler.redis_server import EmbeddedRedis
 from scheduler.service import Cluster
 from scheduler.settings import Settings
 from scheduler.store.identity import create_token
+from scheduler.telemetry.agent import WorkerTelemetry
 from scheduler.worker import Worker
 
 log = logging.getLogger("nightshift")
@@ -107,12 +110,17 @@ def serve(settings: Settings, *, api: bool, scheduler: bool, worker: bool, host:
         cluster.rebuild_redis()
         stop = threading.Event()
         threads: list[threading.Thread] = []
+        notifier = Notifier.from_settings(settings)
+        background: list[ClusterJobs | WorkerTelemetry] = []
         if scheduler:
             threads.append(_thread("scheduler", Dispatcher(cluster).run, stop))
+            background.append(ClusterJobs(cluster, notifier).start())
         monitor = None
         if worker:
             monitor = open_gpu_monitor(settings.simulate_gpus, settings.node_name)
-            threads.append(_thread("worker", Worker(cluster, settings.node_name, monitor).run, stop))
+            node_worker = Worker(cluster, settings.node_name, monitor)
+            background.append(WorkerTelemetry(node_worker, notifier=notifier).start())
+            threads.append(_thread("worker", node_worker.run, stop))
         try:
             if api:
                 config = uvicorn.Config(
@@ -126,6 +134,9 @@ def serve(settings: Settings, *, api: bool, scheduler: bool, worker: bool, host:
             stop.set()
             for thread in threads:
                 thread.join(timeout=settings.kill_grace_s + 10)
+            for jobs in background:
+                jobs.stop()
+            notifier.close()
             if monitor is not None:
                 monitor.close()
 

@@ -24,13 +24,13 @@ from api.client import ClientError
 from assistant.cards import ActionStore
 from assistant.client import AssistantClient
 from assistant.offline import OfflineChatModel
+from assistant.prompt_files import PROMPT_FILES, find_prompts_dir
 from assistant.replies import language_of
 from assistant.tools import ToolContext, make_tools
 from scheduler.clock import local_zone
 from scheduler.settings import Settings
 
-PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
-PROMPT_FILES = ("system.md", "tools.md", "examples.md")
+PROMPTS_DIR = find_prompts_dir()
 RECURSION_LIMIT = 16
 HISTORY_MESSAGES = 40
 
@@ -204,7 +204,10 @@ class Assistant:
         if self.client is None:
             return {"ok": False, "error": "no API connection: nothing was done"}
         try:
-            if action.kind == "submit":
+            if action.kind == "submit" and action.payload["spec"].get("sweep") is not None:
+                task = self.client.submit_sweep(action.payload["spec"], idempotency_key=action.action_id)
+                message = f"Submitted sweep #{task['id']} ({task['name']}): {task['tasks_count']} tasks."
+            elif action.kind == "submit":
                 task = self.client.submit(action.payload["spec"], idempotency_key=action.action_id)
                 message = f"Submitted task #{task['id']} ({task['name']}): {task['status']}."
             else:

@@ -20,6 +20,9 @@ from scheduler.errors import SpecError
 from scheduler.policy.windows import DailyWindow, parse_windows
 from scheduler.spec import TaskSpec, parse_spec
 from scheduler.submission import resolve
+from scheduler.sweeps import expand
+
+SWEEP_EXAMPLES = 3
 
 MIB_PER_GB = 1024
 FALLBACK_GPU_POWER_W = 300.0
@@ -168,6 +171,11 @@ def validated_spec(
     except SpecError as exc:
         raise CardError(exc.message, exc.errors) from None
     check_limits(spec, gpus_view, max_task_gpus)
+    if spec.sweep is not None:
+        try:
+            expand(spec)
+        except SpecError as exc:
+            raise CardError(exc.message, exc.errors) from None
     tz = now.tzinfo
     assert tz is not None, "now must be timezone-aware"
     return dict(resolve(spec, tz, default_workdir).spec)
@@ -242,3 +250,16 @@ def _quota_effect(spec: dict[str, Any], client: AssistantClient | None, minutes:
     after = left - gpu_h
     state = "over budget: it will run, with a warning" if after < 0 else f"{after:.1f} GPU-h left after it"
     return f"uses ~{gpu_h:.1f} of the team's {left:.1f} GPU-h left today; {state}"
+
+
+def sweep_preview(spec: dict[str, Any]) -> dict[str, Any] | None:
+    """For a spec with a `sweep`: how many tasks it makes, its parameters and the first few commands."""
+    if spec.get("sweep") is None:
+        return None
+    tasks = expand(parse_spec({key: value for key, value in spec.items() if value is not None}))
+    return {
+        "tasks": len(tasks),
+        "params": list(dict.fromkeys(name for task in tasks for name in task.params)),
+        "examples": [task.spec.command for task in tasks[:SWEEP_EXAMPLES]],
+        "more": max(0, len(tasks) - SWEEP_EXAMPLES),
+    }

@@ -18,8 +18,9 @@ from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field, ValidationError
 
 from api.client import ClientError
-from assistant.cards import ActionStore, CardError, summarize, validated_spec
+from assistant.cards import ActionStore, CardError, summarize, sweep_preview, validated_spec
 from assistant.client import AssistantClient, Unavailable
+from scheduler.spec import SweepGrid, SweepList
 
 DATA_CHARS = 300
 LOG_CHARS = 1500
@@ -113,6 +114,14 @@ class SubmitArgs(BaseModel):
     env: dict[str, str] | None = None
     depends_on: list[int] | None = Field(default=None, description="start after these task ids succeed")
     tags: list[str] | None = None
+    node: str | None = Field(default=None, description="run only on this node")
+    gpu_model: str | None = Field(default=None, description="only GPUs whose model contains this, e.g. A100")
+    sweep: SweepGrid | SweepList | None = Field(
+        default=None,
+        description="one task per parameter set: a grid {name: [values]} (every combination) or a list "
+        "of {name: value}; the command names each as {name}, e.g. python train.py --lr {lr}",
+    )
+    metrics_file: str | None = Field(default=None, description="results file in NIGHTSHIFT_OUTPUT_DIR")
 
 
 class TaskIdArgs(BaseModel):
@@ -190,7 +199,11 @@ def submit_task(ctx: ToolContext, **args: Any) -> str:
     except CardError as exc:
         return _error(exc.message, exc.errors)
     summary = summarize(spec, now, ctx.offpeak, ctx.client, gpus_view)
-    card = {"kind": "submit", "spec": spec, "summary": summary}
+    card: dict[str, Any] = {"kind": "submit", "spec": spec, "summary": summary}
+    preview = sweep_preview(spec)
+    if preview is not None:  # one card for the whole sweep
+        card["sweep"] = preview
+        summary["cli"] = "nightshift submit SPEC.yaml  (a spec file with this sweep)"
     ctx.actions.add("submit", card, {"spec": spec})
     return _result(pending_action=card, note="Nothing has been submitted: the person must confirm the card.")
 

@@ -8,7 +8,8 @@ peers/ts_bench.sh:
 - drain: a 64-GPU blocker holds every GPU while the 1,000 are submitted; release -> last completion (pure
   dispatch + execution rate).
 task-spooler (`tsp`, 64 slots) runs the same workload in the same run through ../shared/peers/ts_bench.sh
-(installed with apt-get when missing), and Slurm through peers/slurm_throughput.py when `sinfo` answers.
+(installed with apt-get when missing), and Slurm through peers/slurm_throughput.py (`loop` and `array`
+modes) when `sinfo` answers; otherwise the peers' recorded figure, labelled as recorded.
 Target: >= 300 tasks/s (and > 4x Slurm's ~65/s). Prints one JSON line with the ratios.
 
 Usage: python bench/end_to_end.py [--tasks 1000]
@@ -118,16 +119,33 @@ def _task_spooler(n: int) -> dict[str, object]:
     return json.loads(lines[-1])
 
 
-def _slurm() -> dict[str, object]:
+RECORDED_SLURM = {
+    "recorded_not_measured": "peers/README.md, 2026-11-30, this machine kind: sbatch loop 63-71 jobs/s, "
+    "--array=1-1000 63 jobs/s (64 job slots)",
+    "jobs_per_s": 65.0,
+}
+
+
+def _slurm(n: int) -> dict[str, object]:
+    """`peers/slurm_throughput.py` (sbatch loop and job array, 64 slots) when a local Slurm answers."""
     if shutil.which("sinfo") is None:
-        return {"skipped": "no local Slurm (sinfo not found); peers/README.md measured 63-71 jobs/s here"}
+        return {"skipped": "no local Slurm (sinfo not found)", **RECORDED_SLURM}
     if subprocess.run(["sinfo"], capture_output=True, timeout=10, check=False).returncode != 0:
-        return {"skipped": "sinfo does not answer (Slurm not running); peers/README.md measured 63-71 jobs/s"}
+        why = "sinfo does not answer (Slurm not running; see peers/slurm_up.sh)"
+        return {"skipped": why, **RECORDED_SLURM}
+    # `loop2` (2 jobs at a time, ~6 min) is left out: it is not the 64-slot workload compared here
     proc = subprocess.run(
-        ["python3", str(PEERS / "slurm_throughput.py")], capture_output=True, text=True, timeout=1200
+        ["python3", str(PEERS / "slurm_throughput.py"), "-n", str(n), "loop", "array"],
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
-    return json.loads(lines[-1]) if lines else {"error": proc.stderr[-300:]}
+    modes = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    if not modes:
+        return {"error": proc.stderr[-300:], **RECORDED_SLURM}
+    by_mode = {m["mode"]: m for m in modes}
+    best = max(float(m["jobs_per_s"]) for m in modes)
+    return {"measured": True, "modes": by_mode, "jobs_per_s": best}
 
 
 def main() -> None:
@@ -137,17 +155,23 @@ def main() -> None:
     out: dict[str, object] = {"bench": "end_to_end", "machine": machine(), "tasks": args.tasks}
     out["nightshift"] = ns = _nightshift(args.tasks)
     out["task_spooler"] = ts = _task_spooler(args.tasks)
-    out["slurm"] = _slurm()
+    out["slurm"] = slurm = _slurm(args.tasks)
     ns_stream = ns["stream"]["tasks_per_s"]  # type: ignore[index]
     ns_drain = ns["drain"]["tasks_per_s"]  # type: ignore[index]
-    ratios: dict[str, float] = {"vs_slurm_65_per_s_stream": round(ns_stream / 65, 2)}
+    slurm_rate = float(slurm["jobs_per_s"])  # type: ignore[arg-type]
+    measured = "measured" if slurm.get("measured") else "recorded"
+    ratios: dict[str, float | str] = {
+        "slurm_figure": measured,
+        "vs_slurm_stream": round(ns_stream / slurm_rate, 2),
+        "vs_slurm_drain": round(ns_drain / slurm_rate, 2),
+    }
     if "stream" in ts:
         ratios["vs_tsp_stream"] = round(ns_stream / ts["stream"]["jobs_per_s"], 3)  # type: ignore[index]
         ratios["vs_tsp_drain"] = round(ns_drain / ts["drain"]["jobs_per_s"], 3)  # type: ignore[index]
     out["ratios"] = ratios
     out["targets"] = {
         "ge_300_tasks_per_s": max(ns_stream, ns_drain) >= 300,
-        "gt_4x_slurm": ns_stream > 4 * 65,
+        "gt_4x_slurm": max(ns_stream, ns_drain) > 4 * slurm_rate,
     }
     emit(out)
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 import csv
+import itertools
+import sqlite3
 import threading
 import time
 
@@ -63,7 +65,10 @@ def main() -> None:
 
         def submit(job: dict) -> None:
             path = stamps / job["id"]
-            command = f"s=$(date +%s.%N); sleep {job['dur']:.3f}; e=$(date +%s.%N); echo $s $e > {path}"
+            command = (
+                f"s=$(date +%s.%N); sleep {job['dur']:.3f}; e=$(date +%s.%N); "
+                f"echo $s $e $CUDA_VISIBLE_DEVICES > {path}"
+            )
             spec = {"command": command, "gpus": job["gpus"], "workdir": str(home),
                     "priority": job["priority"],
                     "name": job["id"]}  # fmt: skip
@@ -85,12 +90,24 @@ def main() -> None:
         finished = wait_for(lambda: all((stamps / j["id"]).is_file() for j in jobs), 900, 0.2)
         time.sleep(0.2)
         rows = []
+        on_gpu: dict[str, list[tuple[float, float]]] = {}
         for job in jobs:
             try:
-                s, e = (float(x) for x in (stamps / job["id"]).read_text().split())
+                s_raw, e_raw, *devices = (stamps / job["id"]).read_text().split()
+                s, e = float(s_raw), float(e_raw)
             except (OSError, ValueError):
                 continue
             rows.append((job, s - t0, e - t0))
+            for gpu in devices[0].split(",") if devices else []:
+                on_gpu.setdefault(gpu, []).append((s, e))
+        db = home / "nightshift.db"
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10) as conn:
+            retried = conn.execute("select count(*) from tasks where attempts_count > 1").fetchone()[0]
+            reasons = dict(
+                conn.execute(
+                    "select coalesce(reason, outcome, '?'), count(*) from attempts group by 1"
+                ).fetchall()
+            )
     waits = [s - job["offset"] for job, s, _ in rows]
     makespan = max(e for _, _, e in rows) if rows else float("nan")
     # GPU-count overlap check: at any start, the GPUs of running jobs must not exceed 8
@@ -99,6 +116,11 @@ def main() -> None:
     for _, delta in events:
         used += delta
         peak = max(peak, used)
+    # the same GPU index held by two jobs at once (exact, from CUDA_VISIBLE_DEVICES): must be 0
+    shared = 0
+    for spans in on_gpu.values():
+        spans.sort()
+        shared += sum(1 for (_, e1), (s2, _) in itertools.pairwise(spans) if s2 < e1)
     by_size: dict[str, float] = {}
     for size in sorted({j["gpus"] for j in jobs}):
         ws = [s - j["offset"] for j, s, _ in rows if j["gpus"] == size]
@@ -110,7 +132,8 @@ def main() -> None:
             "makespan_over_ideal": round(makespan / ideal, 3),
             "wait_s": {"mean": round(sum(waits) / len(waits), 1), "p50": round(pct(waits, 50), 1),
                        "p95": round(pct(waits, 95), 1), "max": round(max(waits), 1)},
-            "max_wait_by_gpus_s": by_size, "peak_gpus_in_use": peak,
+            "max_wait_by_gpus_s": by_size, "peak_gpus_in_use_by_stamps": peak,
+            "gpu_index_overlaps": shared, "tasks_retried": retried, "attempts_by_reason": reasons,
             "gpu_utilization": round(sum(j["gpus"] * (e - s) for j, s, e in rows) / (gpus * makespan), 3),
         }
     )  # fmt: skip

@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass, replace
 
 from scheduler.clock import now_ms, now_s, to_epoch_s
-from scheduler.nodes import NodeState
+from scheduler.nodes import NodeState, nodes_from_raw
 from scheduler.policy.config import PolicyConfig, TeamUsage
 from scheduler.policy.estimate import DurationHistory, estimate_duration_s
 from scheduler.policy.types import GpuSlot, QueuedTask, RunningTask
@@ -97,9 +97,15 @@ class RowCache:
         self.queued: dict[tuple[int, int], QueuedTask] = {}
         self.running: dict[tuple[int, str | None], RunningTask | None] = {}
 
-    def queued_views(self, cluster: Cluster, task_ids: list[int]) -> dict[int, QueuedTask]:
-        """The policy view of each of these tasks that is still queued (others are absent)."""
-        versions = cluster.tasks.queued_versions(task_ids)
+    def queued_views(
+        self, cluster: Cluster, task_ids: list[int], versions: dict[int, int] | None = None
+    ) -> dict[int, QueuedTask]:
+        """The policy view of each of these tasks that is still queued (others are absent).
+
+        `versions` is `tasks.queued_versions(task_ids)` when the caller already read it.
+        """
+        if versions is None:
+            versions = cluster.tasks.queued_versions(task_ids)
         missing = [task_id for task_id, count in versions.items() if (task_id, count) not in self.queued]
         if missing:
             for row in cluster.tasks.by_ids(missing).values():
@@ -108,9 +114,12 @@ class RowCache:
         found = {task_id: self.queued.get((task_id, count)) for task_id, count in versions.items()}
         return {task_id: view for task_id, view in found.items() if view is not None}
 
-    def running_views(self, cluster: Cluster) -> list[RunningTask]:
-        """The policy view of every running task."""
-        tokens = cluster.tasks.running_tokens()
+    def running_views(
+        self, cluster: Cluster, tokens: dict[int, str | None] | None = None
+    ) -> list[RunningTask]:
+        """The policy view of every running task (`tokens`: `tasks.running_tokens()`, when already read)."""
+        if tokens is None:
+            tokens = cluster.tasks.running_tokens()
         missing = [task_id for task_id, token in tokens.items() if (task_id, token) not in self.running]
         if missing:
             for row in cluster.tasks.by_ids(missing).values():
@@ -176,8 +185,10 @@ def _state(
     queued: list[QueuedTask],
     holders: list[RunningTask],
     usage: dict[str, TeamUsage],
+    nodes: list[NodeState] | None = None,
 ) -> ClusterState:
-    nodes = cluster.nodes.all()
+    if nodes is None:
+        nodes = cluster.nodes.all()
     parents = cluster.tasks.statuses({parent for task in queued for parent in task.depends_on})
     return ClusterState(
         now_s=now,
@@ -194,22 +205,30 @@ def _state(
 def _gather_cached(cluster: Cluster, usage_cache: UsageCache, window: int, rows: RowCache) -> ClusterState:
     queue = cluster.queue
     now = now_s()
-    head = queue.head_ids(window)
-    assigned = queue.assignments()
-    views = rows.queued_views(cluster, head + list(assigned))
+    # Redis in two round trips (head, assignments, leases, nodes), SQL on one connection (versions, running)
+    snap = queue.pass_snapshot(window)
+    head, assigned = snap.head, snap.assignments
+    # a task claimed (leased) but not yet marked running in SQL still holds its GPUs: without looking at
+    # the leases, a pass in that moment would see them free and hand them out twice
+    claimed = sorted(snap.leased - assigned.keys())
+    versions, tokens = cluster.tasks.pass_versions(head + list(assigned) + claimed)
+    views = rows.queued_views(cluster, head + list(assigned) + claimed, versions)
     for task_id in head:
         if task_id not in views:
             queue.remove(task_id)
     usage, history = usage_cache.get(now)
     config = cluster.policy_config
     queued = [with_learned_estimate(views[task_id], history, config) for task_id in head if task_id in views]
-    holders = rows.running_views(cluster)
+    holders = rows.running_views(cluster, tokens)
     for task_id, (node, gpu_indices) in assigned.items():
         view = views.get(task_id)
         if view is not None:
             holders.append(_holder_of(view, node, gpu_indices, now))
+    in_flight = [task_id for task_id in claimed if task_id not in tokens and task_id in views]
+    for task_id, (node, gpu_indices) in queue.leased_gpus(in_flight).items():
+        holders.append(_holder_of(views[task_id], node, gpu_indices, now))
     rows.prune(set(views), {holder.task_id for holder in holders})
-    return _state(cluster, now, queued, holders, usage)
+    return _state(cluster, now, queued, holders, usage, nodes_from_raw(snap.nodes))
 
 
 def _holder_of(task: QueuedTask, node: str, gpu_indices: tuple[int, ...], started_at_s: float) -> RunningTask:

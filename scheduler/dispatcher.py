@@ -17,6 +17,7 @@ from scheduler.cluster_state import ClusterState, RowCache, UsageCache, gather_s
 from scheduler.metrics import record_lease_expiries, record_pass
 from scheduler.policy import engine
 from scheduler.policy.config import PolicyConfig
+from scheduler.policy.placement import cpu_node
 from scheduler.policy.types import Decisions, GpuSlot, QueuedTask
 from scheduler.service import Cluster
 
@@ -35,6 +36,7 @@ class Dispatcher:
         self.usage = UsageCache(cluster, background=True)
         self.rows = RowCache()
         self.last_decisions = Decisions()
+        self._cpu_turn = 0  # spreads CPU-only tasks over the nodes in service
 
     def run_pass(self) -> Decisions:
         """One scheduling pass: decide, fail tasks whose parents failed, assign the starts to nodes."""
@@ -44,8 +46,15 @@ class Dispatcher:
             if self.cluster.tasks.fail_queued(task_id, "dependency_failed", reason):
                 self.cluster.queue.remove(task_id)
         stamp = now_ms()
-        for start in decisions.starts:
-            self.cluster.queue.assign(start.task_id, start.node, start.gpu_indices, stamp)
+        in_service = [node.name for node in state.nodes if node.alive(stamp) and not node.drained]
+        queued = {task.task_id: task for task in state.queued}
+        for turn, start in enumerate(decisions.starts):
+            node: str | None = start.node
+            if not node and start.task_id in queued:  # CPU-only: no GPU chose its node
+                node = cpu_node(queued[start.task_id], in_service, self._cpu_turn + turn)
+            if node:
+                self.cluster.queue.assign(start.task_id, node, start.gpu_indices, stamp)
+        self._cpu_turn += len(decisions.starts)
         self.last_decisions = decisions
         return decisions
 

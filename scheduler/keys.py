@@ -74,3 +74,7 @@ class RedisKeys:
     def cancel(self, task_id: int) -> str:
         """STRING set when a running task should be stopped; its worker sees it on the next loop."""
         return f"{self.prefix}cancel:{task_id}"
+
+    def notified(self, what: str) -> str:
+        """STRING (with expiry) marking a once-only notification as sent, e.g. a team's quota warning."""
+        return f"{self.prefix}notified:{what}"

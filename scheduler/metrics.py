@@ -17,6 +17,7 @@ from sqlalchemy import func, select
 from scheduler.clock import now_ms
 from scheduler.service import Cluster
 from scheduler.store.tables import Task, Team
+from scheduler.telemetry.metrics import TelemetryCollector
 
 WAIT_BUCKETS_S = (1.0, 10.0, 60.0, 300.0, 900.0, 3600.0, 4 * 3600.0, 12 * 3600.0, 86400.0, 3 * 86400.0)
 RUN_BUCKETS_S = (10.0, 60.0, 600.0, 3600.0, 4 * 3600.0, 12 * 3600.0, 86400.0, 3 * 86400.0, 7 * 86400.0)
@@ -158,6 +159,7 @@ def registry_for(cluster: Cluster) -> CollectorRegistry:
     """A registry holding only nightshift's cluster metrics."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(ClusterCollector(cluster))
+    registry.register(TelemetryCollector(cluster))
     return registry
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -24,6 +25,7 @@ class NodeGpu:
     utilization_pct: float | None = None
     temperature_c: float | None = None
     power_w: float | None = None
+    out_of_service: str | None = None  # why it takes no new tasks (too hot, memory left behind), if so
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +90,11 @@ class NodeRegistry:
         return [_parse(name, raw) for name, raw in zip(names, pipe.execute(), strict=True) if raw]
 
 
+def nodes_from_raw(raw_by_name: Mapping[str, Mapping[str, str]]) -> list[NodeState]:
+    """The nodes of raw Redis records (name -> hash, as `RedisQueue.pass_snapshot` reads them), by name."""
+    return [_parse(name, dict(raw)) for name, raw in sorted(raw_by_name.items()) if raw]
+
+
 def _gpu_dict(gpu: NodeGpu) -> dict[str, Any]:
     return {
         "index": gpu.index,
@@ -97,6 +104,7 @@ def _gpu_dict(gpu: NodeGpu) -> dict[str, Any]:
         "utilization_pct": gpu.utilization_pct,
         "temperature_c": gpu.temperature_c,
         "power_w": gpu.power_w,
+        "out_of_service": gpu.out_of_service,
     }
 
 

@@ -44,6 +44,8 @@ def queued_task_of(task: Task) -> QueuedTask:
         offpeak=bool(spec.get("offpeak")),
         name=task.name,
         depends_on=tuple(spec.get("depends_on") or ()),
+        node=spec.get("node"),
+        gpu_model=spec.get("gpu_model"),
     )
 
 
@@ -88,7 +90,7 @@ def gpu_slots(nodes: Iterable[NodeState], holders: Sequence[RunningTask], now_ms
                     model=gpu.name,
                     shares_used=shares.get(key, 0.0),
                     power_w=gpu.power_w,
-                    available=usable,
+                    available=usable and not gpu.out_of_service,
                 )
             )
     return slots

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -12,11 +13,13 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from scheduler.clock import from_epoch_s, to_epoch_s
 from scheduler.policy.config import PolicyConfig
-from scheduler.policy.tariff import estimate_cost, estimate_energy_kwh, gpu_power_w
+from scheduler.policy.tariff import gpu_power_w
 from scheduler.store.tables import Attempt, Task, Team, User
+from scheduler.telemetry.report import by_day, measured_usage, offpeak_share_s, quota_use, span_energy
 
 GroupBy = Literal["team", "user", "gpu"]
 DAY_S = 86400.0
+HOUR_S = 3600.0
 
 
 @dataclass
@@ -28,6 +31,7 @@ class _Row:
     succeeded: set[int] = field(default_factory=set)
     failed: set[int] = field(default_factory=set)
     waits_s: list[float] = field(default_factory=list)
+    offpeak_gpu_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +47,7 @@ class AttemptSpan:
     end_s: float
     status: str
     wait_s: float | None
+    attempt: int = 0
 
 
 def _spans(
@@ -92,7 +97,7 @@ def _spans(
             wait = to_epoch_s(started) - to_epoch_s(submitted) if number == 1 else None
             spans.append(
                 AttemptSpan(
-                    task_id, team_name, user, tuple(gpu_indices or ()), node, start, end, status, wait
+                    task_id, team_name, user, tuple(gpu_indices or ()), node, start, end, status, wait, number
                 )
             )
     return spans
@@ -107,6 +112,37 @@ def _keys(span: AttemptSpan, by: GroupBy) -> Iterable[tuple[str, int]]:
     else:
         for index in span.gpus:
             yield f"{span.node}:{index}", 1
+
+
+def _percentile(sorted_values: list[float], pct: float) -> float:
+    """Nearest-rank percentile of sorted, non-empty values."""
+    rank = max(1, math.ceil(pct / 100.0 * len(sorted_values)))
+    return sorted_values[min(rank, len(sorted_values)) - 1]
+
+
+def waits_over_time(spans: Iterable[AttemptSpan], since_s: float, days: float) -> dict[str, Any]:
+    """p50 and p90 of the waits (submit to first start) per hour (windows up to 2 days) or per day.
+
+    Buckets are whole UTC hours or days; each first attempt counts in the one where it started (or where
+    the window begins, when it started before); buckets without starts are left out.
+    """
+    bucket_s = HOUR_S if days <= 2 else DAY_S
+    buckets: dict[int, list[float]] = {}
+    for span in spans:
+        if span.wait_s is not None:
+            buckets.setdefault(int(max(span.start_s, since_s) // bucket_s), []).append(max(0.0, span.wait_s))
+    points = []
+    for number, waits in sorted(buckets.items()):
+        waits.sort()
+        points.append(
+            {
+                "start": from_epoch_s(number * bucket_s).isoformat(),
+                "tasks": len(waits),
+                "p50_wait_s": round(_percentile(waits, 50), 1),
+                "p90_wait_s": round(_percentile(waits, 90), 1),
+            }
+        )
+    return {"bucket_s": bucket_s, "points": points}
 
 
 def utilization_report(
@@ -126,17 +162,26 @@ def utilization_report(
     """
     since_s = now_s - days * DAY_S
     rows: dict[str, _Row] = {}
-    for span in _spans(factory, since_s, now_s, team):
+    spans = _spans(factory, since_s, now_s, team)
+    measured = measured_usage(factory, (span.task_id for span in spans))
+    energy: list[tuple[float, float]] = []  # (kWh, cost) of each span: measured when stored, else estimated
+    for span in spans:
         duration_s = span.end_s - span.start_s
+        power_w = statistics.fmean(
+            [gpu_power_w(gpu_models.get(f"{span.node}:{index}", "")) for index in span.gpus] or [0.0]
+        )
+        span_kwh, span_cost = span_energy(
+            span, len(span.gpus), power_w, measured.get((span.task_id, span.attempt)), config
+        )
+        energy.append((span_kwh, span_cost))
+        offpeak_s = offpeak_share_s(span, config)
         for key, gpus in _keys(span, by):
             row = rows.setdefault(key, _Row())
-            power_w = statistics.fmean(
-                gpu_power_w(gpu_models.get(f"{span.node}:{index}", "")) for index in span.gpus
-            )
-            kwh = estimate_energy_kwh(gpus, power_w, duration_s)
+            share = gpus / max(1, len(span.gpus))
             row.gpu_s += gpus * duration_s
-            row.energy_kwh += kwh
-            row.cost += estimate_cost(span.start_s, span.end_s, kwh, config.tariff)
+            row.energy_kwh += span_kwh * share
+            row.cost += span_cost * share
+            row.offpeak_gpu_s += gpus * offpeak_s
             row.tasks.add(span.task_id)
             if span.status == "succeeded":
                 row.succeeded.add(span.task_id)
@@ -160,6 +205,7 @@ def utilization_report(
                 "mean_wait_s": round(statistics.fmean(row.waits_s), 1) if row.waits_s else None,
                 "energy_kwh": round(row.energy_kwh, 3),
                 "cost": round(row.cost, 2),
+                "offpeak_share": round(row.offpeak_gpu_s / row.gpu_s, 4) if row.gpu_s else None,
             }
             for key, row in sorted(rows.items(), key=lambda item: -item[1].gpu_s)
         ],
@@ -167,4 +213,21 @@ def utilization_report(
         "capacity_gpu_hours": round(capacity_gpu_h, 3),
         "utilization": round(total_gpu_h / capacity_gpu_h, 4) if capacity_gpu_h else None,
         "currency": config.tariff.currency,
+        "waits_over_time": waits_over_time(spans, since_s, days),
+        **accounting_totals(rows.values(), spans, energy, config),
+        "quota": quota_use(factory, now_s, config, team),
+    }
+
+
+def accounting_totals(
+    rows: Iterable[_Row], spans: list[AttemptSpan], energy: list[tuple[float, float]], config: PolicyConfig
+) -> dict[str, Any]:
+    """Energy, cost and off-peak share over the whole window, and the same per local day and team."""
+    rows = list(rows)
+    gpu_s = sum(row.gpu_s for row in rows)
+    return {
+        "total_energy_kwh": round(sum(row.energy_kwh for row in rows), 4),
+        "total_cost": round(sum(row.cost for row in rows), 4),
+        "offpeak_share": round(sum(row.offpeak_gpu_s for row in rows) / gpu_s, 4) if gpu_s else None,
+        "by_day": by_day(spans, energy, config),
     }

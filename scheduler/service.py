@@ -98,6 +98,12 @@ class Cluster:
     ) -> tuple[Task, bool]:
         """Validate, store, then enqueue a task; returns (task, created). SQL first: Redis can be rebuilt."""
         parsed = spec if isinstance(spec, TaskSpec) else parse_spec(spec)
+        if parsed.sweep is not None:
+            raise SpecError(
+                "a spec with `sweep` makes several tasks: send it to POST /api/v1/sweeps "
+                "(`nightshift submit FILE` and the chat do that by themselves)",
+                [{"field": "sweep", "message": "use POST /api/v1/sweeps for a sweep"}],
+            )
         check_against_cluster(parsed, self.nodes.all(), self.settings.max_task_gpus)
         self._check_dependencies(who, parsed.depends_on)
         new = resolve(parsed, self.zone, self.default_workdir())

@@ -16,6 +16,8 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from scheduler.notify.config import NotifyTarget
+
 
 def _toml_files() -> list[Path]:
     """`nightshift.toml` in the working directory, then the one named by `NIGHTSHIFT_CONFIG`."""
@@ -80,6 +82,30 @@ class Settings(BaseSettings):
         default_factory=list, description="glob patterns of docker images jobs may use; empty = any"
     )
     max_grace_s: float = Field(default=300.0, ge=0, description="upper bound of a spec's grace_seconds")
+
+    # --- telemetry, watchdogs, notifications (scheduler/telemetry, watchdogs.py, notify/) ---
+    telemetry_interval_s: float = Field(default=10.0, gt=0, description="GPU and host sampling period")
+    telemetry_retention_days: float = Field(default=90.0, gt=0, description="older history is deleted")
+    idle_utilization_pct: float = Field(default=5.0, ge=0, le=100, description="GPU idle below this")
+    idle_after_min: float = Field(default=30.0, gt=0, description="a task idle this long is reported")
+    idle_action: Literal["notify", "stop", "requeue"] = Field(
+        default="notify", description="what the idle watchdog does besides telling the owner"
+    )
+    gpu_max_temperature_c: float = Field(default=85.0, description="a GPU above this gets no new tasks")
+    gpu_cool_temperature_c: float = Field(default=80.0, description="... until it is back below this")
+    leftover_memory_mib: int = Field(
+        default=256, ge=0, description="memory still used after a task ended that takes a GPU out of service"
+    )
+    notify: list[NotifyTarget] = Field(default_factory=list, description="webhook and e-mail targets")
+    notify_retries: int = Field(default=5, ge=0, description="delivery retries after the first try")
+    notify_backoff_s: float = Field(default=2.0, ge=0, description="first retry delay, doubling")
+    smtp_host: str | None = None
+    smtp_port: int = 25
+    smtp_user: str | None = None
+    smtp_password: str | None = None
+    smtp_starttls: bool = False
+    smtp_from: str = "nightshift@localhost"
+    summary_time: str = Field(default="08:00", description="local HH:MM of the morning summary; empty = off")
 
     @classmethod
     def settings_customise_sources(

@@ -25,6 +25,14 @@ _DOCKER_IMAGE = re.compile(r"^[a-z0-9][a-z0-9._\-/:@]{0,254}$")
 _RESERVED_ENV_PREFIX = "NIGHTSHIFT_"
 MAX_GRACE_SECONDS = 3600
 LATEST_PLACEHOLDER = "{latest}"
+_NODE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]{0,127}$")
+_GPU_MODEL = re.compile(r"^[\w .\-]{1,64}$")
+_PARAM_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+MAX_SWEEP_PARAMS = 20
+MAX_SWEEP_VALUES = 1000
+SweepValue = bool | int | float | str
+SweepGrid = dict[str, list[SweepValue]]
+SweepList = list[dict[str, SweepValue]]
 
 
 class TaskSpec(BaseModel):
@@ -66,6 +74,21 @@ class TaskSpec(BaseModel):
     stop_signal: StopSignal = Field(default="TERM", description="sent first when the job is stopped")
     grace_seconds: float | None = Field(
         default=None, ge=0, le=MAX_GRACE_SECONDS, description="wait this long after stop_signal, then KILL"
+    )
+    node: str | None = Field(default=None, description="run only on this node (a worker's node name)")
+    gpu_model: str | None = Field(
+        default=None, description="run only on GPUs whose model name contains this (any case), e.g. A100"
+    )
+    sweep: SweepGrid | SweepList | None = Field(
+        default=None,
+        description="expand into one task per parameter set: a grid {name: [values]} (every combination) "
+        "or a list of {name: value} sets; the command names them as {name}",
+    )
+    metrics_file: str | None = Field(
+        default=None,
+        max_length=200,
+        description="the job's results (a JSON object of numbers), relative to NIGHTSHIFT_OUTPUT_DIR; "
+        "default metrics.json",
     )
 
     @field_validator("command")
@@ -154,6 +177,38 @@ class TaskSpec(BaseModel):
             )
         return value
 
+    @field_validator("node")
+    @classmethod
+    def _node_name(cls, value: str | None) -> str | None:
+        if value is not None and not _NODE_NAME.fullmatch(value):
+            raise ValueError(
+                f"node {value!r} is not a node name (letters, digits, . - _; `nightshift nodes`)"
+            )
+        return value or None
+
+    @field_validator("gpu_model")
+    @classmethod
+    def _gpu_model_text(cls, value: str | None) -> str | None:
+        if value is not None and not _GPU_MODEL.fullmatch(value):
+            raise ValueError(f"gpu_model {value!r} must be 1-64 letters, digits, spaces or . - _ (like A100)")
+        return value or None
+
+    @field_validator("metrics_file")
+    @classmethod
+    def _metrics_file_is_relative(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if not value or value.startswith("/") or ".." in value.split("/") or "\x00" in value:
+            raise ValueError(
+                f"metrics_file {value!r} must be a relative path inside NIGHTSHIFT_OUTPUT_DIR, without '..'"
+            )
+        return value
+
+    @field_validator("sweep", mode="before")
+    @classmethod
+    def _sweep_shape(cls, value: Any) -> Any:
+        return check_sweep_shape(value)
+
     @field_validator("stop_signal", mode="before")
     @classmethod
     def _signal_name(cls, value: Any) -> Any:
@@ -167,6 +222,8 @@ class TaskSpec(BaseModel):
             raise ValueError("choose conda_env or docker_image, not both")
         if self.gpus == 0 and self.gpu_memory_gb is not None:
             raise ValueError("gpu_memory_gb needs gpus of at least 1 (gpus is 0: a CPU-only task)")
+        if self.gpus == 0 and self.gpu_model is not None:
+            raise ValueError("gpu_model needs gpus of at least 1 (gpus is 0: a CPU-only task)")
         if (
             self.not_before
             and self.deadline
@@ -174,6 +231,64 @@ class TaskSpec(BaseModel):
         ):
             raise ValueError("deadline must be after not_before")
         return self
+
+
+def _check_value(where: str, value: Any) -> None:
+    if not isinstance(value, bool | int | float | str):
+        raise ValueError(f"{where} must be a number, a string or true/false, got {type(value).__name__}")
+    if isinstance(value, str) and (len(value) > 500 or "\x00" in value):
+        raise ValueError(f"{where} must be a string of at most 500 characters")
+
+
+def _check_name(name: Any) -> None:
+    if not isinstance(name, str) or not _PARAM_NAME.fullmatch(name):
+        raise ValueError(
+            f"sweep parameter name {name!r} must be letters, digits and _ (not starting with a digit)"
+        )
+
+
+def _check_grid(grid: dict[Any, Any]) -> None:
+    if not grid:
+        raise ValueError("sweep grid is empty: give at least one parameter with a list of values")
+    if len(grid) > MAX_SWEEP_PARAMS:
+        raise ValueError(f"sweep has {len(grid)} parameters; at most {MAX_SWEEP_PARAMS}")
+    for name, values in grid.items():
+        _check_name(name)
+        if not isinstance(values, list) or not values:
+            raise ValueError(f"sweep parameter {name!r} needs a non-empty list of values")
+        if len(values) > MAX_SWEEP_VALUES:
+            raise ValueError(f"sweep parameter {name!r} has {len(values)} values; at most {MAX_SWEEP_VALUES}")
+        for item in values:
+            _check_value(f"sweep value of {name!r}", item)
+
+
+def _check_sets(sets: list[Any]) -> None:
+    if not sets:
+        raise ValueError("sweep list is empty: give at least one parameter set")
+    if len(sets) > MAX_SWEEP_VALUES:
+        raise ValueError(f"sweep lists {len(sets)} parameter sets; at most {MAX_SWEEP_VALUES}")
+    for number, item in enumerate(sets, 1):
+        if not isinstance(item, dict) or not item:
+            raise ValueError(f"sweep set {number} must be a non-empty mapping of name: value")
+        for name, scalar in item.items():
+            _check_name(name)
+            _check_value(f"sweep set {number} value of {name!r}", scalar)
+
+
+def check_sweep_shape(value: Any) -> Any:
+    """Refuse a `sweep` that is neither a grid `{name: [values]}` nor a list of `{name: value}` sets."""
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        _check_grid(value)
+        return value
+    if isinstance(value, list):
+        _check_sets(value)
+        return value
+    raise ValueError(
+        "sweep must be a grid {name: [values, ...]} or a list of parameter sets [{name: value}, ...], "
+        f"got {type(value).__name__}"
+    )
 
 
 def _as_comparable(moment: datetime) -> float:

@@ -42,14 +42,59 @@ def _localize(moment: datetime | None, zone: tzinfo) -> datetime | None:
     return moment.replace(tzinfo=zone) if moment.tzinfo is None else moment
 
 
+def _matches_model(wanted: str | None, model: str) -> bool:
+    return wanted is None or wanted.strip().casefold() in model.casefold()
+
+
+def _check_node_and_model(spec: TaskSpec, nodes: Sequence[NodeState]) -> list[NodeState]:
+    """The nodes the spec allows (its `node`, GPUs of its `gpu_model`); SpecError when there are none."""
+    if spec.node is not None:
+        named = [node for node in nodes if node.name.casefold() == spec.node.casefold()]
+        if not named:
+            known = ", ".join(node.name for node in nodes) or "none"
+            raise SpecError(
+                f"there is no node named {spec.node!r} on this cluster (nodes: {known})",
+                [{"field": "node", "message": f"no node named {spec.node!r}; nodes: {known}"}],
+            )
+        nodes = named
+    if spec.gpu_model is not None:
+        models = sorted({gpu.name for node in nodes for gpu in node.gpus})
+        with_model = [
+            NodeState(
+                node.name,
+                tuple(gpu for gpu in node.gpus if _matches_model(spec.gpu_model, gpu.name)),
+                node.heartbeat_ms,
+                node.source,
+                node.drained,
+                node.labels,
+            )
+            for node in nodes
+        ]
+        nodes = [node for node in with_model if node.gpus]
+        if not nodes:
+            where = f"node {spec.node} has" if spec.node else "GPU models here"
+            raise SpecError(
+                f"no GPU model matches {spec.gpu_model!r} ({where}: {', '.join(models) or 'none'})",
+                [{"field": "gpu_model", "message": f"no GPU model contains {spec.gpu_model!r}"}],
+            )
+    return list(nodes)
+
+
 def check_against_cluster(spec: TaskSpec, nodes: Sequence[NodeState], max_task_gpus: int) -> None:
-    """Refuse what no node of this cluster could ever run, with a message naming the limit."""
-    live = [node for node in nodes if node.gpus or not nodes]
+    """Refuse what no node of this cluster could ever run, with a message naming the limit.
+
+    With no node registered yet (a fresh cluster) only the configured `max_task_gpus` applies.
+    """
+    if nodes and (spec.node is not None or (spec.gpu_model is not None and spec.gpus > 0)):
+        nodes = _check_node_and_model(spec, nodes)
+    live = [node for node in nodes if node.gpus]
     most_gpus = max((len(node.gpus) for node in live), default=max_task_gpus)
     limit = min(most_gpus, max_task_gpus) if live else max_task_gpus
     if spec.gpus > limit:
+        where = f"node {spec.node} has" if spec.node else "the largest node has"
+        model = f" {spec.gpu_model}" if spec.gpu_model else ""
         raise SpecError(
-            f"gpus must be between 0 and {limit} on this cluster (the largest node has {most_gpus} GPUs); "
+            f"gpus must be between 0 and {limit} on this cluster ({where} {most_gpus}{model} GPUs); "
             f"you asked for {spec.gpus}",
             [{"field": "gpus", "message": f"gpus must be between 0 and {limit} on this cluster"}],
         )
@@ -65,6 +110,16 @@ def check_against_cluster(spec: TaskSpec, nodes: Sequence[NodeState], max_task_g
                         "message": f"at most {largest_gb:.0f} GB per GPU on this cluster",
                     }
                 ],
+            )
+        need_mib = spec.gpu_memory_gb * MIB_PER_GB
+        most_big = max(
+            (sum(1 for gpu in node.gpus if gpu.memory_total_mib >= need_mib) for node in live), default=0
+        )
+        if spec.gpus > most_big:
+            raise SpecError(
+                f"no node has {spec.gpus} GPUs with {spec.gpu_memory_gb:g} GB each (at most {most_big} "
+                "on one node); ask for fewer GPUs or less memory",
+                [{"field": "gpus", "message": f"at most {most_big} GPUs of {spec.gpu_memory_gb:g} GB"}],
             )
 
 

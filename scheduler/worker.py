@@ -16,11 +16,16 @@ Checkpoints: each task has `NIGHTSHIFT_CHECKPOINT_DIR` (`<home>/checkpoints/<tas
 same folder for every attempt on that node; share the data folder between nodes to resume elsewhere). From
 attempt 2 on, when the spec has a `resume_arg` and a file matches `checkpoint_glob` (relative to that folder,
 default `*`), the newest match is passed as `{latest}` and as `NIGHTSHIFT_RESUME_FROM`.
+
+Results: each task has `NIGHTSHIFT_OUTPUT_DIR` (`<home>/outputs/<task id>`); when its job ends, the
+worker stores the `metrics.json` found there (or the spec's `metrics_file`) with the task
+(`scheduler.results`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import os
 import shlex
@@ -30,6 +35,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from scheduler.accounts import OsAccount, account_for
 from scheduler.clock import now_ms
@@ -46,6 +52,7 @@ from scheduler.executor.reaper import (
 )
 from scheduler.gpus.inventory import GpuMonitor
 from scheduler.nodes import NodeGpu
+from scheduler.results import collect_metrics, prepare_output_dir
 from scheduler.service import Cluster
 from scheduler.store.queue import Claim, RenewResult
 from scheduler.store.tables import Task
@@ -66,11 +73,34 @@ class ActiveJob:
     stop_started: bool = False
     waiter: threading.Thread | None = field(default=None, repr=False)
     renewed_at: float = field(default_factory=time.monotonic)  # last time the lease was known to be ours
+    settle_as: str | None = None  # settle with this reason instead of the outcome's (watchdog stops)
+    settle_message: str | None = None
 
 
-def run_token_of(claim: Claim, node: str) -> str:
+class JobListener(Protocol):
+    """Told when this worker's jobs start and end (telemetry, accounting, notifications); must not raise."""
+
+    def job_started(self, item: ActiveJob) -> None:
+        """The job of `item` was launched."""
+
+    def job_ending(self, item: ActiveJob) -> None:
+        """The job's processes are gone; its task is about to be settled (GPUs about to be handed out)."""
+
+    def job_ended(self, item: ActiveJob, status: str | None) -> None:
+        """The task was settled: its new status, or None when the claim was no longer this worker's."""
+
+
+def run_token_of(claim: Claim, token_node: str) -> str:
     """The marker every process of this attempt carries in its environment (names the node and the task)."""
-    return make_run_token(node, claim.task_id, claim.token)
+    return make_run_token(token_node, claim.task_id, claim.token)
+
+
+def token_node_of(node: str, cluster: Cluster) -> str:
+    """How run tokens name this worker: its node and its cluster's database, so that a worker reconciling
+    its node never touches the jobs of another nightshift on the same machine with the same node name."""
+    database = cluster.engine.url.render_as_string(hide_password=True)
+    digest = hashlib.sha256(database.encode()).hexdigest()[:10]
+    return f"{node_token_part(node)}.{digest}"
 
 
 def newest_checkpoint(checkpoint_dir: Path, pattern: str | None) -> Path | None:
@@ -113,6 +143,7 @@ class Worker:
         self.cluster = cluster
         self.settings = cluster.settings
         self.node = node
+        self.token_node = token_node_of(node, cluster)
         self.monitor = monitor
         self.base_env = dict(os.environ if base_env is None else base_env)
         self.labels = dict(labels or {})
@@ -121,6 +152,8 @@ class Worker:
         self._stop = threading.Event()
         self._ttl_ms = int(self.settings.lease_ttl_s * 1000)
         self._ttl_s = self.settings.lease_ttl_s
+        self.listeners: list[JobListener] = []
+        self.out_of_service: dict[int, str] = {}  # GPU index -> why it takes no new tasks (watchdogs)
 
     # --- life cycle ---------------------------------------------------------------------------
 
@@ -167,6 +200,7 @@ class Worker:
         for thread in stoppers:
             thread.join()
         for item in active:
+            self._emit("job_ending", item)
             outcome = item.job.outcome
             if outcome is not None and outcome.reason != "lost_lease":  # it ended on its own meanwhile
                 self.cluster.settle_attempt(
@@ -192,7 +226,7 @@ class Worker:
             if task.node != self.node or task.id in self.jobs or not task.lease_token:
                 continue
             token = task.lease_token
-            kill_processes_with_token(make_run_token(self.node, task.id, token))
+            kill_processes_with_token(make_run_token(self.token_node, task.id, token))
             status = self.cluster.settle_attempt(
                 task.id, token, "lost_worker", message=f"worker {self.node} restarted"
             )
@@ -201,7 +235,7 @@ class Worker:
 
     def kill_orphans(self) -> list[str]:
         """Kill processes with a run token of this node that no job of this worker owns; list the tokens."""
-        own = node_token_part(self.node)
+        own = self.token_node
         with self._lock:
             running = {item.job.run_token for item in self.jobs.values()}
         killed = []
@@ -241,6 +275,8 @@ class Worker:
         active.waiter = threading.Thread(
             target=self._wait_for_exit, args=(job,), daemon=True, name=f"wait-{claim.task_id}"
         )
+        # Listeners hear of the start before anything can see the job end (the waiter) or hold its GPUs.
+        self._emit("job_started", active)
         with self._lock:
             self.jobs[claim.task_id] = active
         active.waiter.start()
@@ -254,6 +290,7 @@ class Worker:
         checkpoint_dir.mkdir(parents=True, exist_ok=True)
         if account is not None:
             os.chown(checkpoint_dir, account.uid, account.gid)
+        output_dir = prepare_output_dir(self.settings.home, task, account)
         command = task.command
         resume_from = None
         resume_arg = spec.get("resume_arg")
@@ -273,10 +310,11 @@ class Worker:
             docker_image=spec.get("docker_image"),
             checkpoint_dir=checkpoint_dir,
             time_limit_s=float(limit) * 60 if limit else None,
-            run_token=run_token_of(claim, self.node),
+            run_token=run_token_of(claim, self.token_node),
             run_as=account,
             resume_from=resume_from,
             docker_images_allowed=tuple(self.settings.docker_images_allowed),
+            output_dir=output_dir,
         )
 
     def grace_of(self, task: Task) -> float:
@@ -359,11 +397,40 @@ class Worker:
         if outcome is None:  # still being stopped: the next pass sees it end
             return
         claim = item.claim
-        self.cluster.settle_attempt(
-            claim.task_id, claim.token, outcome.reason, outcome.exit_code, outcome.describe()
+        collect_metrics(self.cluster.factory, self.settings.home, item.task, claim.token)
+        self._emit("job_ending", item)
+        status = self.cluster.settle_attempt(
+            claim.task_id,
+            claim.token,
+            item.settle_as or outcome.reason,
+            outcome.exit_code,
+            item.settle_message or outcome.describe(),
         )
         with self._lock:
             self.jobs.pop(claim.task_id, None)
+        self._emit("job_ended", item, status)
+
+    def _emit(self, hook: str, item: ActiveJob, *args: str | None) -> None:
+        for listener in self.listeners:
+            try:
+                getattr(listener, hook)(item, *args)
+            except Exception:
+                log.exception("job listener %s.%s failed", type(listener).__name__, hook)
+
+    def gpu_holders(self) -> dict[int, tuple[int, ...]]:
+        """Task id -> GPU indices, for every job this worker runs now."""
+        with self._lock:
+            return {task_id: tuple(item.claim.gpu_indices) for task_id, item in self.jobs.items()}
+
+    def stop_task(self, task_id: int, settle_as: str, message: str) -> bool:
+        """Stop a running job (its stop signal, grace, KILL) and settle it with `settle_as` (watchdogs)."""
+        with self._lock:
+            item = self.jobs.get(task_id)
+            if item is None or item.stop_started:
+                return False
+            item.settle_as, item.settle_message = settle_as, message
+        self._request_stop(task_id, "cancelled")
+        return True
 
     # --- heartbeat ------------------------------------------------------------------------------------
 
@@ -439,6 +506,7 @@ class Worker:
                 utilization_pct=gpu.utilization_pct,
                 temperature_c=gpu.temperature_c,
                 power_w=gpu.power_w,
+                out_of_service=self.out_of_service.get(gpu.index),
             )
             for gpu in self.monitor.read()
         ]

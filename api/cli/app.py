@@ -28,6 +28,8 @@ from api.cli.render import (
     task_detail,
     tasks_table,
 )
+from api.cli.report import report_command
+from api.cli.sweeps import compare_command, sweep_line
 from api.client import ClientError, NightshiftClient
 from scheduler.clock import local_zone
 from scheduler.errors import NightshiftError
@@ -225,6 +227,10 @@ def submit(
         spec = build_submit_spec(list(args or []), settings, datetime.now().astimezone(), overrides, after)
     except NightshiftError as exc:
         _fail(exc.message, code=2)
+    if spec.get("sweep") is not None:  # one task per parameter set, under one sweep id
+        sweep = _with_client(lambda client: client.submit_sweep(spec, idempotency_key))
+        print_json(sweep) if as_json else console.print(sweep_line(sweep))
+        return
     task = _with_client(lambda client: client.submit(spec, idempotency_key))
     if as_json:
         print_json(task)
@@ -260,8 +266,20 @@ def show(task_id: int, as_json: JsonOpt = False) -> None:
 
 
 @app.command()
-def cancel(task_id: int, as_json: JsonOpt = False) -> None:
-    """Cancel a queued task or stop a running one."""
+def cancel(
+    task_id: Annotated[int | None, typer.Argument(help="the task")] = None,
+    sweep: Annotated[int | None, typer.Option("--sweep", help="cancel every task of this sweep")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Cancel a queued task or stop a running one (or all the tasks of a sweep with --sweep ID)."""
+    if (task_id is None) == (sweep is None):
+        _fail("give a task id, or --sweep ID", code=2)
+    if sweep is not None:
+        group = _with_client(lambda client: client.cancel_sweep(sweep))
+        counts = ", ".join(f"{count} {status}" for status, count in sorted(group["counts"].items()))
+        print_json(group) if as_json else console.print(f"sweep {sweep}: {counts}")
+        return
+    assert task_id is not None
     task = _with_client(lambda client: client.cancel(task_id))
     if as_json:
         print_json(task)
@@ -374,6 +392,8 @@ def simulate(
 
 
 app.command("ask")(ask_command)
+app.command("compare")(compare_command)
+app.command("report")(report_command)
 
 
 @app.command()

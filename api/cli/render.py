@@ -89,11 +89,16 @@ def task_detail(task: dict[str, Any]) -> Table:
         "submitted_at",
         "started_at",
         "finished_at",
+        "sweep_id",
+        "params",
+        "metrics",
+        "metrics_note",
     ):
         value = task.get(key)
         if value is None or value == "":
             continue
-        table.add_row(key, _status(task) if key == "status" else str(value))
+        text = json.dumps(value) if isinstance(value, dict) else str(value)
+        table.add_row(key, _status(task) if key == "status" else text)
     spec = task.get("spec") or {}
     extras = {k: v for k, v in spec.items() if v not in (None, [], {}, False) and k not in task}
     for key, value in extras.items():

@@ -62,6 +62,7 @@ def gpus(cluster: ClusterDep, who: IdentityDep) -> GpusPublic:
                     temperature_c=gpu.temperature_c,
                     power_w=gpu.power_w,
                     tasks=holders.get((node.name, gpu.index), []),
+                    out_of_service=gpu.out_of_service,
                 )
             )
     return GpusPublic(nodes=nodes, gpus=gpu_rows)

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Query
 
 from api.deps import ClusterDep, IdentityDep
 from scheduler.clock import now_s
+from scheduler.notify.summary import morning_summary
 from scheduler.reports import utilization_report
 
 router = APIRouter(prefix="/reports", tags=["reports"])
@@ -26,5 +27,23 @@ def utilization(
     capacity = sum(len(node.gpus) for node in nodes)
     return utilization_report(
         cluster.factory, now_s(), days, by, cluster.policy_config, models, capacity,
+        team=None if who.is_admin else who.team,
+    )  # fmt: skip
+
+
+@router.get("/summary")
+def summary(
+    cluster: ClusterDep,
+    who: IdentityDep,
+    hours: Annotated[
+        float | None, Query(gt=0, le=24 * 31, description="look back; default: last night")
+    ] = None,
+) -> dict[str, Any]:
+    """The morning summary: tasks that ended last night (since 18:00 yesterday), failures and why, cost."""
+    now = now_s()
+    config = cluster.policy_config
+    since = None if hours is None else now - hours * 3600.0
+    return morning_summary(
+        cluster.factory, now, config.timezone, config.tariff.currency, since_s=since,
         team=None if who.is_admin else who.team,
     )  # fmt: skip

@@ -10,10 +10,11 @@ from fastapi import APIRouter, Header, Query, Response
 from fastapi.responses import PlainTextResponse, StreamingResponse
 
 from api.deps import ClusterDep, IdentityDep, QueuedCap, TaskId
-from api.schemas import TaskPublic, TasksPublic
+from api.schemas import TaskPublic, TasksPublic, TaskUsagePublic
 from scheduler.logs import read_from, read_tail
 from scheduler.spec import TaskSpec
 from scheduler.store.tables import FINAL_STATUSES
+from scheduler.telemetry.store import TelemetryStore
 
 router = APIRouter(prefix="/tasks", tags=["tasks"])
 Status = Literal["queued", "running", "succeeded", "failed", "cancelled"]
@@ -42,7 +43,7 @@ def list_tasks(
     status: Status | None = None,
     team: Annotated[str | None, Query(max_length=64)] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 200,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=2**62)] = 0,
 ) -> TasksPublic:
     """Your team's tasks, newest first (an admin sees every team's, or one `team`'s)."""
     rows = cluster.tasks.list_for(who, status=status, team=team, limit=limit, offset=offset)
@@ -52,7 +53,9 @@ def list_tasks(
 @router.get("/{task_id}", response_model=TaskPublic)
 def get_task(task_id: TaskId, cluster: ClusterDep, who: IdentityDep) -> TaskPublic:
     """One task."""
-    return TaskPublic.of(cluster.tasks.get_for(who, task_id))
+    task = cluster.tasks.get_for(who, task_id)
+    usage = TelemetryStore(cluster.factory).usage_rows([task.id]).get(task.id, [])
+    return TaskPublic.of(task, usage=TaskUsagePublic.of(usage))
 
 
 @router.post("/{task_id}/cancel", response_model=TaskPublic)

@@ -30,7 +30,7 @@ from scheduler.executor.outcome import STOP_REASONS, JobOutcome, StopReason, cla
 from scheduler.executor.reaper import (
     KILL_SETTLE_S,
     find_processes_with_token,
-    group_members,
+    job_processes,
     kill_processes_with_token,
     signal_group,
     signal_pids,
@@ -104,9 +104,10 @@ class RunningJob:
         with self._lock:
             if self._returncode is not None or self._stopping or not self._leader_exited():
                 return self._returncode
-            self._sweep()
+            swept = self._sweep()
             returncode = self._popen.wait()
-            self.reap_descendants()
+            if not swept:  # a clean sweep just found no process left: no need to look once more
+                self.reap_descendants()
             self._finish(returncode)
             return returncode
 
@@ -145,10 +146,9 @@ class RunningJob:
 
     def survivors(self) -> list[int]:
         """Live processes of this job: its group (until the leader is reaped) and any carrying its token."""
-        pids = set(find_processes_with_token(self.run_token))
-        if self._popen.returncode is None:
-            pids.update(group_members(self.pid))
-        return sorted(pids)
+        return sorted(
+            set(job_processes(self.run_token, self.pid if self._popen.returncode is None else None))
+        )
 
     def reap_descendants(self) -> list[int]:
         """SIGKILL processes left behind with this job's token (escaped the group); return the pids killed."""

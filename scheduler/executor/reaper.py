@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 
 _NODE_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 _NODE_TOKEN = re.compile(
-    r"(?P<node>[A-Za-z0-9._-]{1,100}):task(?P<task>[0-9]{1,18}):(?P<lease>[A-Za-z0-9._-]{1,64})"
+    r"(?P<node>[A-Za-z0-9._-]{1,120}):task(?P<task>[0-9]{1,18}):(?P<lease>[A-Za-z0-9._-]{1,64})"
 )
 
 
@@ -108,6 +108,27 @@ def find_run_tokens() -> dict[str, list[int]]:
             if entry.startswith(prefix):
                 found.setdefault(entry[len(prefix) :].decode(errors="replace"), []).append(pid)
                 break
+    return found
+
+
+def job_processes(run_token: str, pgid: int | None) -> list[int]:
+    """Live processes carrying this run token, plus (when `pgid` is given) the live members of that group.
+
+    One pass over /proc instead of `find_processes_with_token` and `group_members` one after the other.
+    """
+    entry = f"{TOKEN_VAR}={check_run_token(run_token)}".encode()
+    own = os.getpid()
+    found = []
+    for pid in _pids():
+        if pid == own:
+            continue
+        if pgid is not None:
+            stat = _stat(pid)
+            if stat is not None and stat[1] == pgid and stat[0] not in ("Z", "X"):
+                found.append(pid)
+                continue
+        if entry in _environ(pid):
+            found.append(pid)
     return found
 
 

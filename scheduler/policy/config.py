@@ -64,6 +64,7 @@ class PolicyConfig:
     estimate_low_factor: float = 0.5
     estimate_high_factor: float = 1.5
     estimate_horizon_steps: int = 2000
+    forecast_overrun_factor: float = 3.0  # forecasts: an overrunning task needs this x its elapsed time more
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:

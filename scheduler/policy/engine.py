@@ -20,7 +20,7 @@ from scheduler.policy.quotas import budget_status, gpu_weight, gpus_in_use, over
 from scheduler.policy.types import Decisions, GpuSlot, QueuedTask, RunningTask, StartDecision
 from scheduler.policy.windows import current_window, next_window_start
 
-ShapeKey = tuple[int, int, float, str | None, bool]
+ShapeKey = tuple[int, int, float, str | None, str | None, bool]
 
 
 @dataclass
@@ -79,14 +79,21 @@ def decide(
     failed: Set[int] = frozenset(),
     *,
     with_reasons: bool = True,
+    pool: Pool | None = None,
 ) -> Decisions:
     """Which of the first `config.window` queued tasks start now and where, and why the others wait.
 
     `queued` comes ordered by static score; `gpus` show what is free now (running tasks already counted);
     `succeeded`/`failed` hold the ids of parents (from `depends_on`) that ended that way. With
     `with_reasons=False` (the simulator) the pass stops once no GPU has room and skips the wording.
+    `pool`, when given, is a `Pool` the caller keeps equal to `gpus` (the simulator's incremental view): the
+    pass works on a copy-on-write copy of it instead of building one from `gpus`, and leaves it unchanged.
     """
-    ps = _Pass(config, now_s, Pool(gpus), gpus, running, usage or {}, with_reasons, gpus_in_use(running))
+    work = Pool(gpus) if pool is None else pool.copy()
+    # per-team GPUs in use matter only for caps; without any cap configured, skip the O(running) sum
+    capped = bool(config.team_gpu_caps) or config.default_team_gpu_cap is not None
+    used = gpus_in_use(running) if capped else {}
+    ps = _Pass(config, now_s, work, gpus, running, usage or {}, with_reasons, used)
     for task in _ordered(queued[: config.window], now_s, config, ps.usage):
         if not with_reasons and not ps.pool.any_room():
             break
@@ -181,7 +188,14 @@ def _find(ps: _Pass, task: QueuedTask) -> list[GpuState] | None:
     for r in ps.reservations:
         if end_s > r.start_s:
             exclude = exclude | r.gpus
-    shape: ShapeKey = (task.gpus, task.gpu_memory_mib, task.gpu_fraction, task.node, bool(exclude))
+    shape: ShapeKey = (
+        task.gpus,
+        task.gpu_memory_mib,
+        task.gpu_fraction,
+        task.node,
+        task.gpu_model,
+        bool(exclude),
+    )
     if not exclude and ps.failed_shapes.get(shape) == ps.pool.version:
         return None
     chosen = ps.pool.find(task, exclude)

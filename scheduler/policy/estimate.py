@@ -64,12 +64,21 @@ def estimate_duration_s(
     return DurationEstimate(config.default_estimate_s, "default")
 
 
-def expected_end_s(task: RunningTask, now_s: float, config: PolicyConfig) -> float:
-    """When a running task is expected to end. Past its estimate, it is assumed to need a quarter of
-    its elapsed time more (at least a minute): it is late, so the end is not 'now'."""
+OVERRUN_FACTOR = 0.25
+
+
+def expected_end_s(
+    task: RunningTask, now_s: float, config: PolicyConfig, overrun_factor: float = OVERRUN_FACTOR
+) -> float:
+    """When a running task is expected to end. Past its estimate, it is assumed to need `overrun_factor`
+    times its elapsed time more (at least a minute): it is late, so the end is not 'now'.
+
+    `decide` uses the default (a quarter: reservations stay close); start-time forecasts use
+    `config.forecast_overrun_factor`, a task that overran its estimate being likely to run much longer.
+    """
     end_s = task.estimated_end_s
     if end_s is None:
         end_s = task.started_at_s + config.default_estimate_s
     if end_s > now_s:
         return end_s
-    return now_s + max(60.0, 0.25 * (now_s - task.started_at_s))
+    return now_s + max(60.0, overrun_factor * (now_s - task.started_at_s))

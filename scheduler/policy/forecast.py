@@ -1,6 +1,8 @@
 """Expected start times, like Slurm's `squeue --start`: replay the schedule forward from now with `decide`,
 using estimates as run times. The range comes from replaying again with every remaining run time multiplied
-by `estimate_low_factor` (optimistic) and `estimate_high_factor` (pessimistic)."""
+by `estimate_low_factor` (optimistic) and `estimate_high_factor` (pessimistic). A running task already past
+its estimate is assumed to need `forecast_overrun_factor` × its elapsed time more (run times are heavy-tailed:
+one that overran is likely to run long), a forecast-only assumption that never changes what `decide` does."""
 
 from __future__ import annotations
 
@@ -58,7 +60,8 @@ def _replay_starts(
     for r in running:
         by_task.setdefault(r.task_id, []).append(r)
     for parts in by_task.values():
-        end_s = now_s + (expected_end_s(parts[0], now_s, config) - now_s) * factor
+        expected_s = expected_end_s(parts[0], now_s, config, config.forecast_overrun_factor)
+        end_s = now_s + (expected_s - now_s) * factor
         replay.add_running(parts, end_s)
     for task in queued:
         replay.submit(task, at_s=now_s)

@@ -5,7 +5,9 @@ Rules:
 - a fractional task needs `shares_used + fraction <= 1` and its memory free on the GPU; without an explicit
   `gpu_memory_mib` it is charged `fraction × memory_total` so shares never oversubscribe memory;
 - all GPUs of a task are on one node; a task larger than every node (simulator only) takes whole nodes (gang);
-- best fit: the smallest GPUs that fit (large ones stay free for large jobs), then the node left fullest.
+- best fit: the smallest GPUs that fit (large ones stay free for large jobs), then the node left fullest;
+- a task naming a `node` goes only there; one naming a `gpu_model` only on GPUs whose model name contains
+  it, ignoring case (`"a100"` matches `"NVIDIA A100-SXM4-80GB"`).
 """
 
 from __future__ import annotations
@@ -76,6 +78,17 @@ class NodeState:
         self.whole_free = sum(1 for g in self.gpus if g.available and g.shares <= EPS)
 
 
+def model_matches(wanted: str | None, model: str) -> bool:
+    """True when a task asking for GPU model `wanted` (None: any) may use a GPU named `model`."""
+    return wanted is None or wanted.strip().casefold() in model.casefold()
+
+
+def _eligible(task: QueuedTask, g: GpuState | GpuSlot) -> bool:
+    """The task's own constraints on where it may run (pinned node, GPU model), whatever is free."""
+    pinned = task.node is None or g.node.casefold() == task.node.casefold()
+    return pinned and model_matches(task.gpu_model, g.model)
+
+
 def _copy(g: GpuState) -> GpuState:
     return GpuState(g.node, g.index, g.total_mib, g.free_mib, g.shares, g.available, g.model, g.power_w)
 
@@ -116,19 +129,31 @@ class Pool:
         self.open = open_count
         self.max_node_gpus = max((len(n.gpus) for n in nodes.values()), default=0)
         self.version = 0
+        self._owned: set[str] = set(nodes)
 
     def copy(self) -> Pool:
-        """An independent copy (for looking ahead at reservations)."""
+        """An independent copy (for looking ahead at reservations, or for one pass over a kept pool).
+
+        Copy-on-write per node: the copy shares every node with this pool until either side changes it, so
+        a copy costs O(nodes), not O(GPUs); `take`/`release` clone a shared node before changing it.
+        """
         other = Pool(())
-        other.nodes = {
-            name: NodeState(name, [_copy(g) for g in n.gpus], n.whole_free) for name, n in self.nodes.items()
-        }
+        other.nodes = dict(self.nodes)
         other.max_node_gpus = self.max_node_gpus
         other.open = self.open
+        self._owned = set()  # both sides now share every node
         return other
 
+    def _own(self, name: str) -> NodeState:
+        """Node `name`, cloned first if it is shared with another pool (copy-on-write)."""
+        node = self.nodes[name]
+        if name not in self._owned:
+            node = self.nodes[name] = NodeState(name, [_copy(g) for g in node.gpus], node.whole_free)
+            self._owned.add(name)
+        return node
+
     def gpu(self, node: str, index: int) -> GpuState | None:
-        """The state of one GPU, or None when unknown."""
+        """The state of one GPU, or None when unknown (read only: change it through `take`/`release`)."""
         n = self.nodes.get(node)
         if n is None:
             return None
@@ -136,6 +161,28 @@ class Pool:
             if g.index == index:
                 return g
         return None
+
+    def _owned_gpu(self, node: str, index: int) -> GpuState | None:
+        """Like `gpu`, on this pool's own (cloned if shared) copy of the node, ready to be changed."""
+        if node not in self.nodes:
+            return None
+        for g in self._own(node).gpus:
+            if g.index == index:
+                return g
+        return None
+
+    def set_gpu(self, slot: GpuSlot) -> None:
+        """Make one known GPU show `slot`'s free memory and shares (an incremental update of a kept pool)."""
+        g = self._owned_gpu(slot.node, slot.index)
+        if g is None:
+            raise KeyError(f"unknown GPU {slot.node}:{slot.index}")
+        was_open = g.available and g.shares < 1.0 - EPS
+        g.free_mib = slot.memory_free_mib
+        g.shares = slot.shares_used
+        g.available = slot.available
+        self.open += (g.available and g.shares < 1.0 - EPS) - was_open
+        self.nodes[slot.node].recount()
+        self.version += 1
 
     def any_room(self) -> bool:
         """False when no GPU can take even a sliver more: nothing can start this pass."""
@@ -153,7 +200,7 @@ class Pool:
         best: list[GpuState] | None = None
         best_score: tuple[int, int, str] | None = None
         for node in self.nodes.values():
-            if task.node is not None and node.name != task.node:
+            if task.node is not None and node.name.casefold() != task.node.casefold():
                 continue
             if fraction >= 1.0 and node.whole_free < task.gpus:
                 continue
@@ -161,6 +208,7 @@ class Pool:
                 g
                 for g in node.gpus
                 if (g.node, g.index) not in exclude
+                and _eligible(task, g)
                 and g.fits(memory_need_mib(task.gpu_memory_mib, fraction, g.total_mib), fraction)
             ]
             if len(cands) < task.gpus:
@@ -178,7 +226,8 @@ class Pool:
         chosen: list[GpuState] = []
         for node in nodes:
             if all(
-                g.available
+                _eligible(task, g)
+                and g.available
                 and g.shares <= EPS
                 and (g.node, g.index) not in exclude
                 and g.free_mib >= task.gpu_memory_mib
@@ -192,7 +241,10 @@ class Pool:
     def take(self, chosen: Sequence[GpuState], gpu_memory_mib: int, gpu_fraction: float) -> None:
         """Mark `chosen` as used by a task with this memory and fraction."""
         fraction = min(gpu_fraction, 1.0)
-        for g in chosen:
+        for c in chosen:
+            g = self._owned_gpu(c.node, c.index)
+            if g is None:
+                continue
             was_open = g.available and g.shares < 1.0 - EPS
             g.shares += fraction
             g.free_mib -= memory_need_mib(gpu_memory_mib, fraction, g.total_mib)
@@ -205,7 +257,7 @@ class Pool:
         """Give back what a task held (used when looking ahead at running tasks' ends)."""
         fraction = min(gpu_fraction, 1.0)
         for i in indices:
-            g = self.gpu(node, i)
+            g = self._owned_gpu(node, i)
             if g is not None:
                 was_open = g.available and g.shares < 1.0 - EPS
                 g.shares = max(0.0, g.shares - fraction)
@@ -234,7 +286,29 @@ def never_fits(task: QueuedTask, gpus: Sequence[GpuSlot]) -> str | None:
         return "there are no GPUs"
     if Pool(empty).find(task) is not None:
         return None
+    pinned = task.node.casefold() if task.node is not None else None
+    if pinned is not None and all(g.node.casefold() != pinned for g in empty):
+        return f"there is no node named {task.node!r}"
+    if task.gpu_model is not None:
+        models = sorted({g.model for g in empty if pinned is None or g.node.casefold() == pinned})
+        matching = [g for g in empty if _eligible(task, g)]
+        if not matching:
+            where = f"node {task.node} has" if task.node else "the GPUs here are"
+            return f"no GPU model matches {task.gpu_model!r} ({where}: {', '.join(models)})"
+        empty = matching
+    elif pinned is not None:
+        empty = [g for g in empty if g.node.casefold() == pinned]
     biggest_gb = max(g.memory_total_mib for g in empty) / 1024
     if task.gpu_memory_mib > max(g.memory_total_mib for g in empty):
         return f"no GPU here has {task.gpu_memory_mib / 1024:.0f} GB (the largest has {biggest_gb:.0f} GB)"
-    return f"no node here can give it {task.gpus} GPUs with {task.gpu_memory_mib / 1024:.0f} GB each"
+    where = f"node {task.node}" if task.node is not None else "no node here"
+    verb = "cannot give" if task.node is not None else "can give"
+    return f"{where} {verb} it {task.gpus} GPUs with {task.gpu_memory_mib / 1024:.0f} GB each"
+
+
+def cpu_node(task: QueuedTask, nodes: Sequence[str], turn: int) -> str | None:
+    """The node a CPU-only task (no GPUs, so no GPU picked its node) goes to: its pinned node if in
+    service, else the nodes in service taken in turn; None when no node is in service."""
+    if task.node is not None:
+        return next((name for name in nodes if name.casefold() == task.node.casefold()), None)
+    return nodes[turn % len(nodes)] if nodes else None

@@ -11,12 +11,11 @@ from __future__ import annotations
 import bisect
 import heapq
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
 
 from scheduler.policy.aging import static_score
 from scheduler.policy.config import PolicyConfig, TeamUsage
 from scheduler.policy.engine import decide
-from scheduler.policy.placement import EPS, memory_need_mib
+from scheduler.policy.placement import EPS, Pool, memory_need_mib
 from scheduler.policy.types import GpuSlot, QueuedTask, RunningTask, StartDecision
 
 _END, _ARRIVE, _WAKE = 0, 1, 2
@@ -40,6 +39,9 @@ class Replay:
         self.usage_of = usage_of
         self.slots: dict[tuple[str, int], GpuSlot] = {(g.node, g.index): g for g in gpus}
         self.open_gpus = sum(1 for g in self.slots.values() if _open(g))
+        # the same GPUs as a placement `Pool`, kept current by `_change`: each pass takes a copy-on-write
+        # copy of it instead of building a new one from every slot
+        self.pool = Pool(self.slots.values())
         self.queue: list[tuple[float, int]] = []  # (static score, task id), ascending
         self.tasks: dict[int, QueuedTask] = {}
         self.running: dict[int, tuple[RunningTask, ...]] = {}
@@ -118,13 +120,19 @@ class Replay:
         frac = min(abs(fraction), 1.0)
         need = memory_need_mib(gpu_memory_mib, frac, slot.memory_total_mib)
         sign = 1 if fraction > 0 else -1
-        slot = replace(
-            slot,
-            shares_used=max(0.0, slot.shares_used + sign * frac),
-            memory_free_mib=min(slot.memory_total_mib, slot.memory_free_mib - sign * need),
+        slot = GpuSlot(
+            slot.node,
+            slot.index,
+            slot.memory_total_mib,
+            min(slot.memory_total_mib, slot.memory_free_mib - sign * need),
+            slot.model,
+            max(0.0, slot.shares_used + sign * frac),
+            slot.power_w,
+            slot.available,
         )
         self.slots[key] = slot
         self.open_gpus += _open(slot) - was_open
+        self.pool.set_gpu(slot)
 
     def _pass(self) -> None:
         if not self.queue or (self.open_gpus == 0 and self._zero_gpu_queued == 0):
@@ -143,6 +151,7 @@ class Replay:
             self.succeeded,
             self.failed.keys(),
             with_reasons=False,
+            pool=self.pool,
         )
         for task_id, why in dec.fail.items():
             self.failed[task_id] = why

@@ -56,6 +56,7 @@ class QueuedTask:
     name: str = ""
     depends_on: tuple[int, ...] = ()
     node: str | None = None  # pinned node label, when the spec names one
+    gpu_model: str | None = None  # only GPUs whose model contains this (case-insensitive), e.g. "A100"
 
 
 @dataclass(frozen=True, slots=True)

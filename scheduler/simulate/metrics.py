@@ -19,7 +19,8 @@ def percentile(sorted_values: Sequence[float], pct: float) -> float:
 
 @dataclass
 class SimulationResult:
-    """What `nightshift simulate --json` prints; `starts_s` (job index -> start) is kept for analysis."""
+    """What `nightshift simulate --json` prints. Kept for analysis, not printed: `starts_s` (job index ->
+    start) and `placements` (job index -> the (node, GPU indices) parts it started on)."""
 
     policy: str
     jobs: int
@@ -38,6 +39,7 @@ class SimulationResult:
     energy_cost: float
     wall_s: float
     starts_s: dict[int, float] = field(default_factory=dict, repr=False)
+    placements: dict[int, tuple[tuple[str, tuple[int, ...]], ...]] = field(default_factory=dict, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         """The brief's metrics, in its order, rounded for reading."""

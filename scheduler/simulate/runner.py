@@ -114,7 +114,10 @@ def simulate_jobs(
         tracker.snapshot if cfg.credits_on or tracker.rolling else None,
     )
 
+    placements: dict[int, tuple[tuple[str, tuple[int, ...]], ...]] = {}
+
     def on_start(task: QueuedTask, at_s: float, parts: tuple[RunningTask, ...]) -> None:
+        placements[task.task_id] = tuple((p.node, p.gpu_indices) for p in parts)
         tracker.started(task.task_id, task.team, gpu_weight(task.gpus, task.gpu_fraction), at_s)
 
     def on_end(task: QueuedTask, start_s: float, end_s: float) -> None:
@@ -124,7 +127,9 @@ def simulate_jobs(
     sim.on_start, sim.on_end = on_start, on_end
     arrivals = sorted(jobs, key=lambda j: (j.submit_s, j.index))
     _feed(sim, arrivals, history, cfg, oracle, epoch_s, probe)
-    return _measure(policy, jobs, gpus, sim, cfg, epoch_s, time.perf_counter() - wall0)
+    result = _measure(policy, jobs, gpus, sim, cfg, epoch_s, time.perf_counter() - wall0)
+    result.placements = placements
+    return result
 
 
 def _feed(

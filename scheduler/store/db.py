@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,9 +33,27 @@ def _tune_sqlite(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
+# Execution option of connections that only read (`read_only`): they begin a plain (deferred) transaction.
+READ_ONLY = "nightshift_read_only"
+# One lock per SQLite engine, held by `transaction()` while it writes: threads of one process hand the
+# database's single write lock to each other at once instead of through SQLite's busy handler, which
+# sleeps (1, 2, 5, ... up to 100 ms) between tries.
+_WRITE_LOCKS: weakref.WeakKeyDictionary[Engine, threading.RLock] = weakref.WeakKeyDictionary()
+
+
 def _begin_immediate(connection: Any) -> None:
     # BEGIN IMMEDIATE takes the write lock up front, so read-then-write transactions never deadlock.
-    connection.exec_driver_sql("BEGIN IMMEDIATE")
+    # A connection marked read-only takes no write lock: WAL readers never wait for the writer.
+    if connection.get_execution_options().get(READ_ONLY):
+        connection.exec_driver_sql("BEGIN")
+    else:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def read_only(session: Session) -> Session:
+    """Mark a fresh session as read-only (call before its first query): on SQLite it takes no write lock."""
+    session.connection(execution_options={READ_ONLY: True})
+    return session
 
 
 def create_db_engine(url: str) -> Engine:
@@ -45,6 +65,7 @@ def create_db_engine(url: str) -> Engine:
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 15})
         event.listen(engine, "connect", _tune_sqlite)
         event.listen(engine, "begin", _begin_immediate)
+        _WRITE_LOCKS[engine] = threading.RLock()
         return engine
     if parsed.get_backend_name() == "postgresql" and parsed.drivername == "postgresql":
         url = str(parsed.set(drivername="postgresql+psycopg").render_as_string(hide_password=False))
@@ -70,6 +91,15 @@ def make_session_factory(engine: Engine) -> sessionmaker[Session]:
 
 @contextmanager
 def transaction(factory: sessionmaker[Session]) -> Iterator[Session]:
-    """One unit of work: commit on success, roll back on any error."""
-    with factory() as session, session.begin():
+    """One unit of work: commit on success, roll back on any error.
+
+    On SQLite the engine's in-process write lock is held for the whole unit (see `_WRITE_LOCKS`).
+    """
+    bind = factory.kw.get("bind")
+    lock = _WRITE_LOCKS.get(bind) if isinstance(bind, Engine) else None
+    if lock is None:
+        with factory() as session, session.begin():
+            yield session
+        return
+    with lock, factory() as session, session.begin():
         yield session

@@ -12,7 +12,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from scheduler.errors import AuthError, NotFoundError, SpecError
-from scheduler.store.db import transaction
+from scheduler.store.db import read_only, transaction
 from scheduler.store.tables import ApiToken, Team, User, utcnow
 
 TOKEN_PREFIX = "ns_"
@@ -95,7 +95,7 @@ def authenticate(factory: sessionmaker[Session], token: str | None) -> Identity:
             "missing API token: send 'Authorization: Bearer <token>' (see `nightshift token create`)"
         )
     with factory() as session:
-        row = session.scalar(select(ApiToken).where(ApiToken.token_hash == hash_token(token)))
+        row = read_only(session).scalar(select(ApiToken).where(ApiToken.token_hash == hash_token(token)))
         if row is None:
             raise AuthError("unknown API token")
         if row.revoked_at is not None:

@@ -132,6 +132,11 @@ class Task(Base):
     message: Mapped[str | None] = mapped_column(Text, default=None)
     cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
     hold_until: Mapped[datetime | None] = mapped_column(default=None)  # retry backoff
+    # sweeps and results (scheduler/sweeps.py, scheduler/results.py)
+    sweep_id: Mapped[int | None] = mapped_column(ForeignKey("sweeps.id"), default=None, index=True)
+    params: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)  # this task's sweep values
+    metrics: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)  # its metrics.json
+    metrics_note: Mapped[str | None] = mapped_column(Text, default=None)  # why metrics were not read
 
     team: Mapped[Team] = relationship(lazy="joined")
     user: Mapped[User] = relationship(lazy="joined")
@@ -155,3 +160,93 @@ class Attempt(Base):
     exit_code: Mapped[int | None] = mapped_column(Integer, default=None)
     outcome: Mapped[str | None] = mapped_column(String(16), default=None)
     reason: Mapped[str | None] = mapped_column(String(32), default=None)
+
+
+# --- telemetry and accounting (scheduler/telemetry) ------------------------------------------------
+# Sample times are integer epoch seconds: the history is the biggest table and a number is 4-8 bytes where
+# a datetime would be 26. `resolution_s` is 0 for a raw sample, else the width of the bucket it averages.
+_BIG_ID = BigInteger().with_variant(Integer, "sqlite")
+
+
+class GpuSample(Base):
+    """One GPU reading (raw), or the mean of a bucket of them (downsampled), and the task it belongs to.
+
+    Downsampled rows hold the mean utilization and power, the peak memory and the peak temperature.
+    """
+
+    __tablename__ = "gpu_samples"
+    __table_args__ = (
+        Index("ix_gpu_samples_node_ts", "node", "ts_s"),
+        Index("ix_gpu_samples_task", "task_id"),
+    )
+
+    id: Mapped[int] = mapped_column(_BIG_ID, primary_key=True, autoincrement=True)
+    node: Mapped[str] = mapped_column(String(128))
+    gpu_index: Mapped[int] = mapped_column(Integer)
+    ts_s: Mapped[int] = mapped_column(BigInteger)
+    resolution_s: Mapped[int] = mapped_column(Integer, default=0)
+    task_id: Mapped[int | None] = mapped_column(Integer, default=None)
+    utilization_pct: Mapped[float | None] = mapped_column(Float, default=None)
+    memory_used_mib: Mapped[int | None] = mapped_column(Integer, default=None)
+    power_w: Mapped[float | None] = mapped_column(Float, default=None)
+    temperature_c: Mapped[float | None] = mapped_column(Float, default=None)
+
+
+class HostSample(Base):
+    """One reading of a worker's host (CPU, memory and disk use in percent), raw or downsampled."""
+
+    __tablename__ = "host_samples"
+    __table_args__ = (Index("ix_host_samples_node_ts", "node", "ts_s"),)
+
+    id: Mapped[int] = mapped_column(_BIG_ID, primary_key=True, autoincrement=True)
+    node: Mapped[str] = mapped_column(String(128))
+    ts_s: Mapped[int] = mapped_column(BigInteger)
+    resolution_s: Mapped[int] = mapped_column(Integer, default=0)
+    cpu_pct: Mapped[float | None] = mapped_column(Float, default=None)
+    memory_pct: Mapped[float | None] = mapped_column(Float, default=None)
+    disk_pct: Mapped[float | None] = mapped_column(Float, default=None)
+
+
+class TaskUsage(Base):
+    """What one attempt of a task used: GPU-hours, energy (measured or estimated), cost, memory, use."""
+
+    __tablename__ = "task_usage"
+    __table_args__ = (UniqueConstraint("task_id", "attempt", name="uq_task_usage_attempt"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    task_id: Mapped[int] = mapped_column(ForeignKey("tasks.id"), index=True)
+    attempt: Mapped[int] = mapped_column(Integer)
+    node: Mapped[str] = mapped_column(String(128))
+    gpus: Mapped[int] = mapped_column(Integer)
+    started_at: Mapped[datetime] = mapped_column()
+    finished_at: Mapped[datetime] = mapped_column()
+    gpu_hours: Mapped[float] = mapped_column(Float, default=0.0)
+    energy_kwh: Mapped[float] = mapped_column(Float, default=0.0)
+    energy_source: Mapped[str] = mapped_column(String(16), default="estimated")
+    offpeak_energy_kwh: Mapped[float] = mapped_column(Float, default=0.0)
+    cost: Mapped[float] = mapped_column(Float, default=0.0)
+    currency: Mapped[str] = mapped_column(String(8), default="EUR")
+    peak_memory_mib: Mapped[int | None] = mapped_column(Integer, default=None)
+    requested_memory_mib: Mapped[int | None] = mapped_column(Integer, default=None)
+    mean_utilization_pct: Mapped[float | None] = mapped_column(Float, default=None)
+    samples: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class Sweep(Base):
+    """A group of tasks submitted at once: a sweep (one spec, several parameter sets) or a batch of specs."""
+
+    __tablename__ = "sweeps"
+    __table_args__ = (UniqueConstraint("user_id", "idempotency_key", name="uq_sweeps_user_idempotency"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id"))
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    kind: Mapped[str] = mapped_column(String(8), default="sweep")  # sweep | batch
+    name: Mapped[str] = mapped_column(String(120))
+    command: Mapped[str | None] = mapped_column(Text, default=None)  # the template of a sweep
+    tasks_count: Mapped[int] = mapped_column(Integer, default=0)
+    idempotency_key: Mapped[str | None] = mapped_column(String(128), default=None)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    team: Mapped[Team] = relationship(lazy="joined")
+    user: Mapped[User] = relationship(lazy="joined")

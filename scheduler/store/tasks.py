@@ -16,7 +16,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from scheduler.errors import ConflictError, NotFoundError
-from scheduler.store.db import transaction
+from scheduler.store.db import READ_ONLY, read_only, transaction
 from scheduler.store.identity import Identity
 from scheduler.store.tables import FINAL_STATUSES, Attempt, Task, Team, utcnow
 
@@ -94,7 +94,7 @@ class TaskStore:
         if not 0 < task_id <= MAX_TASK_ID:  # beyond what SQL integers hold: it cannot exist
             raise NotFoundError(f"task {task_id} not found")
         with self.factory() as session:
-            row = session.get(Task, task_id)
+            row = read_only(session).get(Task, task_id)
         if row is None:
             raise NotFoundError(f"task {task_id} not found")
         return row
@@ -104,7 +104,7 @@ class TaskStore:
         if not 0 < task_id <= MAX_TASK_ID:
             raise NotFoundError(f"task {task_id} not found")
         with self.factory() as session:
-            row = session.get(Task, task_id)
+            row = read_only(session).get(Task, task_id)
         if row is None or (not who.is_admin and row.team_id != who.team_id):
             raise NotFoundError(f"task {task_id} not found")
         return row
@@ -144,15 +144,27 @@ class TaskStore:
         # status is checked here, not in SQL: `status = 'queued'` would steer SQLite to the status index
         # (every queued row) instead of the primary key (these ids)
         query = select(Task.id, Task.attempts_count, Task.status).where(Task.id.in_(ids))
-        with self._engine.connect() as connection:  # plain SQL, no ORM session: on every scheduling pass
+        # plain SQL, no ORM session: on every scheduling pass
+        with self._engine.connect().execution_options(**{READ_ONLY: True}) as connection:
             rows = connection.execute(query)
             return {task_id: count for task_id, count, status in rows if status == "queued"}
 
     def running_tokens(self) -> dict[int, str | None]:
         """Id -> lease token of every running task (the scheduler's hot path: two columns, no joins)."""
-        with self._engine.connect() as connection:
+        with self._engine.connect().execution_options(**{READ_ONLY: True}) as connection:
             rows = connection.execute(select(Task.id, Task.lease_token).where(Task.status == "running"))
             return {task_id: token for task_id, token in rows}
+
+    def pass_versions(self, task_ids: Iterable[int]) -> tuple[dict[int, int], dict[int, str | None]]:
+        """`queued_versions(task_ids)` and `running_tokens()` on one connection (once per scheduling pass)."""
+        ids = list(task_ids)
+        queued: dict[int, int] = {}
+        with self._engine.connect().execution_options(**{READ_ONLY: True}) as connection:
+            if ids:
+                query = select(Task.id, Task.attempts_count, Task.status).where(Task.id.in_(ids))
+                queued = {i: count for i, count, status in connection.execute(query) if status == "queued"}
+            rows = connection.execute(select(Task.id, Task.lease_token).where(Task.status == "running"))
+            return queued, {task_id: token for task_id, token in rows}
 
     def ids_with_status(self, *statuses: str) -> dict[int, str]:
         """Id -> status of every task in these states (ids only: the scheduler's cheap Redis check)."""
@@ -186,7 +198,7 @@ class TaskStore:
             query = (
                 select(func.count()).select_from(Task).where(Task.team_id == team_id, Task.status == "queued")
             )
-            return int(session.scalar(query) or 0)
+            return int(read_only(session).scalar(query) or 0)
 
     def attempt_reasons(self, task_id: int, excluding_token: str | None = None) -> list[str]:
         """Why each finished attempt of a task ended, oldest first (for retry decisions)."""

@@ -52,3 +52,16 @@ def test_explain_gives_position_estimate_reason_and_priority_parts() -> None:
     assert ex.priority.class_s == 7200.0 and ex.priority.age_s == 500.0
     assert ex.priority.short_job_s > 0 and ex.priority.fair_share_s > 0
     assert ex.reason.startswith("all GPUs are busy")
+
+
+def test_a_forecast_expects_a_task_past_its_estimate_to_run_on_but_decide_keeps_its_quarter() -> None:
+    # Given the only GPU held by a task started 8 h ago with a 1-h estimate: it overran by 7 h
+    running = [make_running(9, gpus=(0,), started_at_s=0.0, estimated_end_s=3600.0)]
+    gpus = occupy(make_gpus(per_node=1), running[0])
+    now_s = 8 * 3600.0
+    queued = [make_task(1, enqueued_at_s=now_s)]
+    cfg = PolicyConfig(policy="backfill", forecast_overrun_factor=3.0)
+    # the forecast assumes it needs 3x its 8 h more; the reservation `decide` words keeps a quarter (2 h)
+    est = estimate_starts(queued, running, gpus, now_s, cfg)[1]
+    assert est.start_s == now_s + 24 * 3600.0
+    assert est.reason == "next in line: 1 GPU reserved on n0, expected free in ~2.0 h"

@@ -54,11 +54,13 @@ def _free_port() -> int:
 class Stack:
     """Start, kill -9, pause and resume the parts of one cluster; `close()` ends every process it started."""
 
-    def __init__(self, folder: Path, redis_url: str, **overrides: str) -> None:
+    def __init__(
+        self, folder: Path, redis_url: str, database_url: str | None = None, **overrides: str
+    ) -> None:
         self.folder = folder
         self.home = folder / "home"
         self.home.mkdir(parents=True, exist_ok=True)
-        self.database_url = f"sqlite:///{folder / 'nightshift.db'}"
+        self.database_url = database_url or f"sqlite:///{folder / 'nightshift.db'}"
         self.env = {key: value for key, value in os.environ.items() if not key.startswith("NIGHTSHIFT_")}
         self.env.update(
             FAST,

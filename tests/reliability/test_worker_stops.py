@@ -13,6 +13,7 @@ import pytest
 
 from scheduler.clock import now_ms
 from scheduler.executor import TOKEN_VAR, find_processes_with_token, make_run_token
+from scheduler.worker import token_node_of
 from tests.conftest import wait_until
 from tests.reliability.conftest import settled
 
@@ -86,24 +87,24 @@ def test_a_cancel_sends_the_specs_stop_signal_and_waits_its_grace_period(
 
 def test_a_starting_worker_kills_orphaned_job_processes_of_its_node_only(cluster, start_worker, tmp_path):
     # Given job processes left behind on this machine: one of node-a's tasks that SQL no longer gives it,
-    # and one of another node
-    orphan_token = make_run_token("node-a", 999, "deadbeef-1")
-    foreign_token = make_run_token("node-b", 998, "deadbeef-2")
-    spawned = []
-    for token in (orphan_token, foreign_token):
+    # one of another node, and one of a node-a of another nightshift (another database) on this machine
+    orphan_token = make_run_token(token_node_of("node-a", cluster), 999, "deadbeef-1")
+    foreign_token = make_run_token(token_node_of("node-b", cluster), 998, "deadbeef-2")
+    other_cluster_token = make_run_token("node-a.0123456789", 997, "deadbeef-3")
+    spawned, spawned_tokens = [], (orphan_token, foreign_token, other_cluster_token)
+    for token in spawned_tokens:
         env = {**os.environ, TOKEN_VAR: token}
         spawned.append(subprocess.Popen(["setsid", "sleep", "300"], env=env, start_new_session=True))
     try:
-        wait_until(
-            lambda: find_processes_with_token(orphan_token) and find_processes_with_token(foreign_token)
-        )
+        wait_until(lambda: all(find_processes_with_token(token) for token in spawned_tokens))
 
         # When node-a's worker starts
         start_worker("node-a")
 
-        # Then node-a's orphan is killed, node-b's process is left alone
+        # Then node-a's orphan is killed; node-b's process and the other nightshift's are left alone
         wait_until(lambda: not find_processes_with_token(orphan_token))
         assert find_processes_with_token(foreign_token)
+        assert find_processes_with_token(other_cluster_token)
     finally:
         for process in spawned:
             process.kill()

@@ -1,0 +1,117 @@
+"""`nightshift report`: GPU-hours, energy, cost, off-peak share, waits and quotas; or last night's summary."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import typer
+from rich.console import Group
+from rich.table import Table
+
+from api.cli.render import console, err_console, print_json
+from api.client import ClientError, NightshiftClient
+from scheduler.settings import get_settings
+
+
+def _num(value: Any, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _pct(value: Any) -> str:
+    return "-" if value is None else f"{value * 100:.0f}%"
+
+
+def utilization_tables(report: dict[str, Any]) -> Group:
+    """The report as rich tables: one row per key, then per day and team, then quota use."""
+    currency = report.get("currency", "")
+    main = Table(title=f"usage over the last {report['days']:g} days, by {report['by']}")
+    for column in (
+        "key",
+        "GPU-h",
+        "tasks",
+        "ok",
+        "failed",
+        "mean wait",
+        "kWh",
+        f"cost {currency}",
+        "off-peak",
+    ):
+        main.add_column(column, justify="left" if column == "key" else "right")
+    for row in report["rows"]:
+        main.add_row(
+            row["key"], _num(row["gpu_hours"]), str(row["tasks"]), str(row["succeeded"]), str(row["failed"]),
+            "-" if row["mean_wait_s"] is None else f"{row['mean_wait_s']:.0f} s",
+            _num(row["energy_kwh"]), _num(row["cost"]), _pct(row.get("offpeak_share")),
+        )  # fmt: skip
+    main.caption = (
+        f"total {_num(report['total_gpu_hours'])} GPU-h of {_num(report['capacity_gpu_hours'], 0)} "
+        f"({_pct(report.get('utilization'))}); {_num(report.get('total_energy_kwh'))} kWh, "
+        f"{_num(report.get('total_cost'))} {currency}; off-peak {_pct(report.get('offpeak_share'))}"
+    )
+    days = Table(title="by day")
+    for column in ("day", "team", "GPU-h", "tasks", "kWh", "cost", "wait p50", "wait p90"):
+        days.add_column(column, justify="left" if column in ("day", "team") else "right")
+    for row in report.get("by_day", []):
+        days.add_row(
+            row["day"], row["team"], _num(row["gpu_hours"]), str(row["tasks"]), _num(row["energy_kwh"]),
+            _num(row["cost"]), _num(row["p50_wait_s"], 0), _num(row["p90_wait_s"], 0),
+        )  # fmt: skip
+    quota = Table(title="quota use (rolling)")
+    for column in ("team", "24 h GPU-h", "day budget", "7 d GPU-h", "week budget"):
+        quota.add_column(column, justify="left" if column == "team" else "right")
+    for row in report.get("quota", []):
+        quota.add_row(
+            row["team"],
+            f"{_num(row['day_used_gpu_h'])} ({_pct(row['day_share'])})",
+            _num(row["day_budget_gpu_h"], 0),
+            f"{_num(row['week_used_gpu_h'])} ({_pct(row['week_share'])})",
+            _num(row["week_budget_gpu_h"], 0),
+        )
+    return Group(main, days, quota)
+
+
+def summary_table(summary: dict[str, Any]) -> Table:
+    """Last night's tasks: failures first with their reason, then the successes."""
+    table = Table(title=f"tasks ended {summary['since'][:16]} → {summary['until'][:16]}")
+    for column in ("id", "status", "name", "user", "why", "cost"):
+        table.add_column(column)
+    for task in summary["failed"]:
+        why = task.get("message") or task.get("reason") or ""
+        table.add_row(str(task["id"]), "[red]failed[/]", task["name"], task["user"], why, _num(task["cost"]))
+    for task in summary["succeeded"]:
+        table.add_row(
+            str(task["id"]), "[green]succeeded[/]", task["name"], task["user"], "", _num(task["cost"])
+        )
+    table.caption = (
+        f"{len(summary['succeeded'])} succeeded, {len(summary['failed'])} failed, "
+        f"{len(summary['cancelled'])} cancelled; {_num(summary['gpu_hours'])} GPU-h, "
+        f"{_num(summary['energy_kwh'])} kWh, {_num(summary['cost'])} {summary['currency']}"
+    )
+    return table
+
+
+def report_command(
+    days: Annotated[float, typer.Option(help="look back this many days")] = 7,
+    by: Annotated[Literal["team", "user", "gpu"], typer.Option(help="group by team, user or gpu")] = "team",
+    summary: Annotated[bool, typer.Option("--summary", help="last night's tasks instead")] = False,
+    hours: Annotated[float | None, typer.Option(help="with --summary: look back this many hours")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON for scripts")] = False,
+) -> None:
+    """GPU-hours, energy, cost, off-peak share, waits and quota use; `--summary`: last night's tasks."""
+    client = NightshiftClient.from_settings(get_settings())
+    try:
+        if summary:
+            data = client.get("/reports/summary", hours=hours)
+        else:
+            data = client.get("/reports/utilization", days=days, by=by)
+    except ClientError as exc:
+        err_console.print(f"[red]error:[/] {exc.message}")
+        raise typer.Exit(1) from None
+    finally:
+        client.close()
+    if as_json:
+        print_json(data)
+    elif summary:
+        console.print(summary_table(data))
+    else:
+        console.print(utilization_tables(data))

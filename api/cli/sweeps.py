@@ -1,0 +1,103 @@
+"""`nightshift compare SWEEP|TAG`: parameters vs metrics of a sweep's (or a tag's) tasks, best row marked."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from api.cli.render import STATUS_STYLE, console, err_console
+
+BEST_MARK = "★"
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def results_table(data: dict[str, Any], title: str) -> Table:
+    """One row per task: id, status, each parameter, each metric; the best row starred and bold."""
+    table = Table(title=title, title_justify="left")
+    table.add_column("", no_wrap=True)
+    table.add_column("task", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    for name in data["params"]:
+        table.add_column(name, style="cyan")
+    for name in data["metrics"]:
+        arrow = (" ↓" if data["goal"] == "min" else " ↑") if name == data.get("sort") else ""
+        table.add_column(f"{name}{arrow}", justify="right")
+    for row in data["rows"]:
+        status = str(row["status"])
+        cells = [
+            BEST_MARK if row["best"] else "",
+            str(row["task_id"]),
+            f"[{STATUS_STYLE.get(status, 'white')}]{status}[/]",
+            *(_cell(row["params"].get(name)) for name in data["params"]),
+            *(_cell(row["metrics"].get(name)) for name in data["metrics"]),
+        ]
+        table.add_row(*cells, style="bold" if row["best"] else None)
+    return table
+
+
+def sweep_line(sweep: dict[str, Any]) -> str:
+    """`submitted sweep 3 (train): 6 tasks, 11-16`."""
+    ids = [task["id"] for task in sweep["tasks"]]
+    span = f"{ids[0]}-{ids[-1]}" if len(ids) > 1 else str(ids[0])
+    return f"submitted {sweep['kind']} [bold]{sweep['id']}[/] ({sweep['name']}): {len(ids)} tasks, {span}"
+
+
+def compare_command(
+    target: Annotated[str, typer.Argument(help="a sweep id, or a tag")],
+    sort: Annotated[
+        str | None, typer.Option("--sort", help="the metric to sort by (default: the first)")
+    ] = None,
+    maximize: Annotated[bool, typer.Option("--maximize", help="larger is better for --sort")] = False,
+    minimize: Annotated[bool, typer.Option("--minimize", help="smaller is better for --sort")] = False,
+    tag: Annotated[
+        bool, typer.Option("--tag", help="TARGET is a tag even if it looks like a number")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON for scripts")] = False,
+) -> None:
+    """Compare the tasks of a sweep (or carrying a tag): parameters vs metrics, best row marked.
+
+    Best means smallest for metrics named like loss, error or time, largest otherwise; --maximize or
+    --minimize says otherwise.
+    """
+    from api.cli.app import _with_client
+
+    if maximize and minimize:
+        err_console.print("[red]error:[/] choose --maximize or --minimize, not both")
+        raise typer.Exit(2)
+    goal = "max" if maximize else "min" if minimize else None
+    by_tag = tag or not target.isdigit()
+    data: dict[str, Any] = _with_client(
+        lambda client: client.results(
+            sweep_id=None if by_tag else int(target), tag=target if by_tag else None, sort=sort, goal=goal
+        )
+    )
+    if as_json:
+        print(json.dumps(data, indent=2, ensure_ascii=False))
+        return
+    title = f"tag {target}" if by_tag else f"sweep {target}"
+    if not data["rows"]:
+        console.print(f"{title}: no tasks")
+        return
+    console.print(results_table(data, title))
+    if data.get("sort") is None:
+        console.print(
+            "no task has reported a numeric metric yet (write metrics.json in $NIGHTSHIFT_OUTPUT_DIR)"
+        )
+    else:
+        best = data.get("best_task_id")
+        console.print(f"{BEST_MARK} best by {data['sort']} ({data['goal']}): task {best}")
+    for row in data["rows"]:
+        if row.get("note"):
+            err_console.print(f"task {row['task_id']}: {row['note']}")

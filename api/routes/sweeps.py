@@ -1,0 +1,100 @@
+"""/api/v1/sweeps and /api/v1/tasks/batch: many tasks at once (all or nothing), their cancel and results."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Header, Path, Query, Response
+
+from api.deps import ClusterDep, IdentityDep, QueuedCap
+from api.schemas_sweeps import BatchCreate, Goal, ResultsPublic, SweepPublic
+from scheduler.batches import (
+    cancel_sweep,
+    get_sweep,
+    submit_group,
+    submit_sweep,
+    sweep_results,
+    tag_results,
+)
+from scheduler.spec import TaskSpec
+
+router = APIRouter(prefix="/sweeps", tags=["sweeps"])
+batch_router = APIRouter(prefix="/tasks", tags=["sweeps"])
+results_router = APIRouter(prefix="/results", tags=["sweeps"])
+SweepId = Annotated[int, Path(ge=1, le=2**63 - 1, description="the sweep's id")]
+IdempotencyKey = Annotated[str | None, Header(max_length=128)]
+SortMetric = Annotated[str | None, Query(max_length=64, description="the metric to sort by")]
+GoalQuery = Annotated[
+    Goal | None, Query(description="min or max; default: min for names like loss/error, else max")
+]
+
+
+@router.post("", status_code=201, response_model=SweepPublic, dependencies=[QueuedCap])
+def create_sweep(
+    spec: TaskSpec,
+    cluster: ClusterDep,
+    who: IdentityDep,
+    response: Response,
+    idempotency_key: IdempotencyKey = None,
+) -> SweepPublic:
+    """Submit a spec with a `sweep`: one task per parameter set, all or none, grouped under one id.
+
+    The same `Idempotency-Key` from the same user returns the first sweep (200).
+    """
+    view, created = submit_sweep(cluster, who, spec, idempotency_key)
+    if not created:
+        response.status_code = 200
+    return SweepPublic.of(view)
+
+
+@batch_router.post("/batch", status_code=201, response_model=SweepPublic, dependencies=[QueuedCap])
+def create_batch(
+    batch: BatchCreate,
+    cluster: ClusterDep,
+    who: IdentityDep,
+    response: Response,
+    idempotency_key: IdempotencyKey = None,
+) -> SweepPublic:
+    """Submit several specs at once: every task is created or none, grouped under one sweep id."""
+    view, created = submit_group(cluster, who, batch.specs, "batch", idempotency_key, batch.name)
+    if not created:
+        response.status_code = 200
+    return SweepPublic.of(view)
+
+
+@router.get("/{sweep_id}", response_model=SweepPublic)
+def read_sweep(sweep_id: SweepId, cluster: ClusterDep, who: IdentityDep) -> SweepPublic:
+    """A sweep with its tasks and how many are in each status."""
+    return SweepPublic.of(get_sweep(cluster, who, sweep_id))
+
+
+@router.post("/{sweep_id}/cancel", response_model=SweepPublic)
+def cancel(sweep_id: SweepId, cluster: ClusterDep, who: IdentityDep) -> SweepPublic:
+    """Cancel every queued task of the sweep and stop every running one (finished ones stay)."""
+    return SweepPublic.of(cancel_sweep(cluster, who, sweep_id))
+
+
+@router.get("/{sweep_id}/results", response_model=ResultsPublic)
+def results(
+    sweep_id: SweepId,
+    cluster: ClusterDep,
+    who: IdentityDep,
+    sort: SortMetric = None,
+    goal: GoalQuery = None,
+) -> ResultsPublic:
+    """Parameters vs metrics of the sweep's tasks, best first (by `sort`, default the first metric)."""
+    _, table = sweep_results(cluster, who, sweep_id, sort, goal)
+    return ResultsPublic.of(table, sweep_id=sweep_id)
+
+
+@results_router.get("", response_model=ResultsPublic)
+def results_by_tag(
+    cluster: ClusterDep,
+    who: IdentityDep,
+    tag: Annotated[str, Query(min_length=1, max_length=64, description="tasks carrying this tag")],
+    sort: SortMetric = None,
+    goal: GoalQuery = None,
+) -> ResultsPublic:
+    """Parameters vs metrics of your team's tasks with this tag, best first."""
+    _, table = tag_results(cluster, who, tag, sort, goal)
+    return ResultsPublic.of(table, tag=tag)

@@ -1,0 +1,112 @@
+"""Request and response models of sweeps, batches and results (`api/routes/sweeps.py`)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from api.schemas import TaskPublic
+from scheduler.batches import SweepView
+from scheduler.results import Comparison
+from scheduler.spec import TaskSpec
+from scheduler.sweeps import MAX_SWEEP_TASKS
+
+Goal = Literal["min", "max"]
+
+
+class BatchCreate(BaseModel):
+    """Several specs submitted at once: every task is created, or none (each spec may carry a `sweep`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    specs: list[TaskSpec] = Field(min_length=1, max_length=MAX_SWEEP_TASKS)
+    name: str | None = Field(default=None, max_length=120, description="a label for the group")
+
+
+class SweepPublic(BaseModel):
+    """A sweep or batch: its tasks, grouped under one id."""
+
+    id: int
+    kind: str
+    name: str
+    command: str | None
+    team: str
+    user: str
+    created_at: datetime
+    status: str
+    tasks_count: int
+    counts: dict[str, int]
+    params: list[str]
+    tasks: list[TaskPublic]
+
+    @classmethod
+    def of(cls, view: SweepView) -> SweepPublic:
+        """Build from a sweep and its task rows."""
+        sweep = view.sweep
+        names = dict.fromkeys(name for task in view.tasks for name in (task.params or {}))
+        return cls(
+            id=sweep.id,
+            kind=sweep.kind,
+            name=sweep.name,
+            command=sweep.command,
+            team=sweep.team.name,
+            user=sweep.user.name,
+            created_at=sweep.created_at,
+            status=view.status,
+            tasks_count=sweep.tasks_count,
+            counts=view.counts,
+            params=list(names),
+            tasks=[TaskPublic.of(task) for task in view.tasks],
+        )
+
+
+class ResultRowPublic(BaseModel):
+    """One task of a comparison: its parameters and metrics; `best` marks the best row."""
+
+    task_id: int
+    name: str
+    status: str
+    params: dict[str, Any]
+    metrics: dict[str, Any]
+    note: str | None
+    best: bool
+
+
+class ResultsPublic(BaseModel):
+    """Parameters vs metrics of a sweep's (or a tag's) tasks, sorted by `sort` toward `goal`, best first."""
+
+    sweep_id: int | None = None
+    tag: str | None = None
+    params: list[str]
+    metrics: list[str]
+    sort: str | None
+    goal: Goal | None
+    best_task_id: int | None
+    rows: list[ResultRowPublic]
+
+    @classmethod
+    def of(cls, table: Comparison, sweep_id: int | None = None, tag: str | None = None) -> ResultsPublic:
+        """Build from a comparison."""
+        return cls(
+            sweep_id=sweep_id,
+            tag=tag,
+            params=table.params,
+            metrics=table.metrics,
+            sort=table.sort,
+            goal=table.goal,
+            best_task_id=table.best,
+            rows=[
+                ResultRowPublic(
+                    task_id=row.task_id,
+                    name=row.name,
+                    status=row.status,
+                    params=dict(row.params),
+                    metrics=dict(row.metrics),
+                    note=row.note,
+                    best=row.best,
+                )
+                for row in table.rows
+            ],
+        )

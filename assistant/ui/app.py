@@ -1,0 +1,166 @@
+"""The Gradio app: sign-in, chat with confirm cards, my tasks + logs, queue, GPUs, admin charts.
+
+Element ids (`elem_id`) are part of the page's contract for the browser tests: `token-input`,
+`sign-in-button`, `who`, `model-label`, `chat`, `chat-input`, `send-button`, `confirm-card`,
+`confirm-button`, `drop-button`, `tasks-table`, `log-view`, `queue-table`, `gpus-table`,
+`chart-gpu-hours`, `chart-gpu-share`, `chart-waits`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+
+from assistant.ui import views
+from assistant.ui.handlers import TASK_STATUSES, Handlers
+from assistant.ui.session import close_session
+from scheduler.settings import Settings
+
+SESSION_TTL_S = 12 * 3600
+CSS = """
+.ns-card { border: 2px solid var(--color-accent); border-radius: 8px; padding: 8px 12px; }
+.ns-card-table th { text-align: left; padding-right: 12px; white-space: nowrap; }
+.ns-card-note { font-style: italic; }
+"""
+
+
+def build_ui(settings: Settings) -> gr.Blocks:
+    """The whole UI for this server; every browser tab gets its own session state."""
+    handlers = Handlers(settings)
+    with gr.Blocks(title="nightshift", analytics_enabled=False, fill_width=True) as demo:
+        session = gr.State(None, time_to_live=SESSION_TTL_S, delete_callback=close_session)
+        with gr.Row(equal_height=True):
+            gr.Markdown("## nightshift: GPU queue assistant")
+            who = gr.Markdown("Not signed in.", elem_id="who")
+            gr.Markdown(f"Answering: **{handlers.model_label}**", elem_id="model-label")
+        with gr.Row(equal_height=True, elem_id="sign-in") as sign_in_box:
+            token = gr.Textbox(
+                label="API token", type="password", elem_id="token-input", scale=4,
+                placeholder="from `nightshift token create --user U --team T`",
+            )  # fmt: skip
+            sign_in = gr.Button("Sign in", variant="primary", elem_id="sign-in-button", scale=1)
+        with gr.Row(visible=False) as account_row:
+            sign_out = gr.Button("Sign out", size="sm", elem_id="sign-out-button", scale=0, min_width=100)
+        note = gr.Markdown(elem_id="sign-in-note")
+
+        with gr.Tabs():
+            with gr.Tab("Chat", id="chat-tab"):
+                chatbot = gr.Chatbot(
+                    elem_id="chat", height=440, feedback_options=None, label="assistant",
+                    group_consecutive_messages=False, buttons=["copy_all"],
+                )  # fmt: skip
+                with gr.Column(visible=False, elem_id="confirm-card", variant="panel") as card_box:
+                    card_body = gr.HTML(elem_id="card-body", js_on_load=None)
+                    with gr.Row():
+                        confirm = gr.Button("Confirm", variant="primary", elem_id="confirm-button")
+                        drop = gr.Button("Drop", variant="stop", elem_id="drop-button")
+                with gr.Row(equal_height=True):
+                    text = gr.Textbox(
+                        show_label=False, scale=8, elem_id="chat-input", submit_btn=False,
+                        placeholder="e.g. run `python train.py` tonight on 2 GPUs · how long will I wait?",
+                    )  # fmt: skip
+                    send = gr.Button("Send", variant="primary", scale=1, elem_id="send-button")
+            with gr.Tab("My tasks", id="tasks-tab") as tasks_tab:
+                with gr.Row(equal_height=True):
+                    status = gr.Dropdown(TASK_STATUSES, value="all", label="status", scale=1)
+                    refresh_tasks = gr.Button("Refresh", scale=0)
+                tasks_note = gr.Markdown()
+                tasks_table = gr.Dataframe(
+                    views.tasks_frame([]), interactive=False, elem_id="tasks-table", wrap=True
+                )
+                with gr.Row(equal_height=True):
+                    log_id = gr.Number(None, label="task id", precision=0, scale=1, elem_id="log-task-id")
+                    show_log = gr.Button("Show log", scale=0, elem_id="show-log-button")
+                log_view = gr.Code(label="log (last lines)", language=None, elem_id="log-view", max_lines=30)
+            with gr.Tab("Queue", id="queue-tab") as queue_tab:
+                queue_note = gr.Markdown()
+                queue_table = gr.Dataframe(
+                    views.queue_frame({}), interactive=False, elem_id="queue-table", wrap=True
+                )
+                gr.Markdown("**How long would a new task wait?**")
+                with gr.Row(equal_height=True):
+                    est_gpus = gr.Number(1, label="GPUs", precision=0, minimum=0)
+                    est_mem = gr.Number(None, label="GB free per GPU (optional)", minimum=0)
+                    est_minutes = gr.Number(None, label="estimated minutes (optional)", minimum=0)
+                    estimate = gr.Button("Estimate", scale=0, elem_id="estimate-button")
+                estimate_out = gr.Markdown(elem_id="estimate-answer")
+            with gr.Tab("GPUs", id="gpus-tab") as gpus_tab:
+                gpus_note = gr.Markdown()
+                gpus_table = gr.Dataframe(views.gpus_frame({}), interactive=False, elem_id="gpus-table")
+                gpus_chart = gr.BarPlot(
+                    views.gpu_usage_frame({}), x="gpu", y="percent", color="measure", y_lim=[0, 100],
+                    title="memory used and utilization per GPU (%)", elem_id="chart-gpus",
+                )  # fmt: skip
+            with gr.Tab("Admin", id="admin-tab", visible=False) as admin_tab:
+                with gr.Row(equal_height=True):
+                    days = gr.Number(7, label="days", precision=0, minimum=1, maximum=366, scale=1)
+                    refresh_admin = gr.Button("Refresh charts", scale=0, elem_id="admin-refresh")
+                admin_summary = gr.Markdown(elem_id="admin-summary")
+                hours_chart = gr.BarPlot(
+                    views.gpu_hours_frame({}), x="team", y="gpu_hours", y_lim=[0, None],
+                    title="GPU-hours by team", elem_id="chart-gpu-hours",
+                )  # fmt: skip
+                share_chart = gr.BarPlot(
+                    views.gpu_share_frame({}, {}), x="gpu", y="percent", color="state", y_lim=[0, 100],
+                    title="busy and idle share per GPU (%)", elem_id="chart-gpu-share",
+                    color_map={"busy": "#d9534f", "idle": "#5cb85c"},
+                )  # fmt: skip
+                waits_chart = gr.LinePlot(
+                    views.waits_frame({}), x="time", y="wait_min", color="percentile", y_lim=[0, None],
+                    title="waits over time (minutes, p50 and p90)", elem_id="chart-waits",
+                )  # fmt: skip
+
+        identity: list[Any] = [
+            session,
+            sign_in_box,
+            account_row,
+            who,
+            admin_tab,
+            chatbot,
+            card_box,
+            card_body,
+        ]
+        identity.append(note)
+        tasks_out = [tasks_table, tasks_note]
+        gpus_out = [gpus_table, gpus_chart, gpus_note]
+        admin_out = [admin_summary, hours_chart, share_chart, waits_chart]
+
+        def refresh_all(state: Any, chosen: str, window: float | None) -> tuple[Any, ...]:
+            return (
+                *handlers.tasks(state, chosen),
+                *handlers.queue(state),
+                *handlers.gpus(state),
+                *handlers.admin(state, window),
+            )
+
+        everything = [*tasks_out, queue_table, queue_note, *gpus_out, *admin_out]
+        refresh_inputs = [session, status, days]
+
+        demo.load(handlers.auto_sign_in, [session], identity).then(refresh_all, refresh_inputs, everything)
+        for trigger in (sign_in.click, token.submit):
+            trigger(handlers.sign_in, [token, session], identity).then(lambda: "", None, token).then(
+                refresh_all, refresh_inputs, everything
+            )
+        sign_out.click(handlers.sign_out, [session], identity).then(refresh_all, refresh_inputs, everything)
+
+        chat_out = [chatbot, text, card_box, card_body]
+        send.click(handlers.chat, [text, session], chat_out)
+        text.submit(handlers.chat, [text, session], chat_out)
+        confirm.click(handlers.confirm, [session], identity).then(
+            handlers.tasks, [session, status], tasks_out
+        )
+        drop.click(handlers.drop, [session], identity)
+
+        for event in (tasks_tab.select, refresh_tasks.click, status.change):
+            event(handlers.tasks, [session, status], tasks_out)
+        show_log.click(handlers.log_text, [session, log_id], log_view)
+        tasks_table.select(handlers.select_task, [session, tasks_table], [log_id, log_view])
+        queue_tab.select(handlers.queue, [session], [queue_table, queue_note])
+        estimate.click(handlers.estimate, [session, est_gpus, est_mem, est_minutes], estimate_out)
+        gpus_tab.select(handlers.gpus, [session], gpus_out)
+        for event in (admin_tab.select, refresh_admin.click):
+            event(handlers.admin, [session, days], admin_out)
+    demo.queue(default_concurrency_limit=8)
+    blocks: gr.Blocks = demo
+    return blocks

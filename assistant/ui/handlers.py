@@ -1,0 +1,247 @@
+"""The UI's event handlers: each reads the person's session and calls the API with their token.
+
+Handlers return plain values (and `gr.update`s for visibility); `assistant.ui.app` wires them to components.
+A refused or failed call shows the API's own message; it never raises into Gradio's error toast.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import gradio as gr
+import pandas as pd
+
+from api.client import ClientError
+from assistant.agent import Turn, make_model
+from assistant.ui import views
+from assistant.ui.session import UiSession, api_base_url, local_admin_token, open_session
+from scheduler.clock import local_zone
+from scheduler.settings import Settings
+
+log = logging.getLogger("nightshift.ui")
+LOG_TAIL_LINES = 400
+TASK_STATUSES = ["all", "queued", "running", "succeeded", "failed", "cancelled"]
+ChatUpdate = tuple[list[dict[str, Any]], str, Any, str]
+
+
+class Handlers:
+    """Event handlers bound to this server's settings (time zone, model, token file)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.zone = local_zone(settings.timezone)
+        self.model_label = make_model(settings)[1]
+
+    # --- identity -------------------------------------------------------------------------------------
+
+    def view(self, session: UiSession | None, note: str = "") -> tuple[Any, ...]:
+        """Everything that depends on who is signed in (see `app.IDENTITY_OUTPUTS` for the order)."""
+        signed_in = session is not None
+        if session is None:
+            who = "Not signed in."
+        else:
+            how = " (local admin token of this machine)" if session.local else ""
+            role = ", admin" if session.admin else ""
+            who = f"Signed in as **{session.user}** (team {session.team}{role}){how}."
+        card = session.card if session is not None else None
+        return (
+            session,
+            gr.update(visible=not signed_in),
+            gr.update(visible=signed_in),
+            who,
+            gr.update(visible=bool(session and session.admin)),
+            list(session.messages) if session else [],
+            gr.update(visible=card is not None),
+            views.card_html(card, self.zone) if card else "",
+            note,
+        )
+
+    def sign_in(self, token: str, session: UiSession | None, request: gr.Request) -> tuple[Any, ...]:
+        """Sign in with a typed token (checked by GET /me)."""
+        if not token or not token.strip():
+            return self.view(session, "Paste an API token (`nightshift token create --user U --team T`).")
+        try:
+            new = open_session(self.settings, api_base_url(request, self.settings), token)
+        except ClientError as exc:
+            return self.view(session, f"Sign-in refused: {exc.message}")
+        if session is not None:
+            session.close()
+        return self.view(new)
+
+    def auto_sign_in(self, session: UiSession | None, request: gr.Request) -> tuple[Any, ...]:
+        """On page load: use the local admin token when the browser runs on this machine as our user."""
+        if session is not None:
+            return self.view(session)
+        token = local_admin_token(request, self.settings)
+        if token is None:
+            return self.view(None)
+        try:
+            return self.view(
+                open_session(self.settings, api_base_url(request, self.settings), token, local=True)
+            )
+        except ClientError as exc:
+            return self.view(None, f"The local admin token was refused: {exc.message}")
+
+    def sign_out(self, session: UiSession | None) -> tuple[Any, ...]:
+        """Forget the token of this browser tab."""
+        if session is not None:
+            session.close()
+        return self.view(None, "Signed out.")
+
+    # --- chat -----------------------------------------------------------------------------------------
+
+    def _card_update(self, session: UiSession) -> tuple[Any, str]:
+        card = session.card
+        return gr.update(visible=card is not None), views.card_html(card, self.zone) if card else ""
+
+    def chat(self, text: str, session: UiSession | None) -> Iterator[ChatUpdate]:
+        """One chat turn, the reply streamed as it is written; a submit or cancel shows the confirm card."""
+        if session is None:
+            yield [{"role": "assistant", "content": "Sign in first (token above)."}], text, gr.update(), ""
+            return
+        text = (text or "").strip()
+        if not text:
+            yield list(session.messages), "", *self._card_update(session)
+            return
+        with session.lock:
+            session.say("user", text)
+            session.say("assistant", "…")
+            yield list(session.messages), "", *self._card_update(session)
+            streamed, turn = "", None
+            try:
+                for part in session.assistant.stream(text):
+                    if isinstance(part, Turn):
+                        turn = part
+                    elif part:
+                        streamed += part
+                        session.messages[-1]["content"] = streamed
+                        yield list(session.messages), "", *self._card_update(session)
+            except Exception as exc:  # the model or the network failed: say so, keep the session
+                log.exception("chat turn failed")
+                streamed = f"Sorry, that failed: {type(exc).__name__}: {exc}"
+            reply = (turn.reply if turn is not None and turn.reply else streamed) or "(no answer)"
+            session.messages[-1]["content"] = reply
+            if turn is not None and turn.cards:
+                session.card = turn.cards[-1]
+            yield list(session.messages), "", *self._card_update(session)
+
+    def confirm(self, session: UiSession | None) -> tuple[Any, ...]:
+        """Perform the card's action through the API with the person's token."""
+        if session is None or session.card is None:
+            return self.view(session)
+        with session.lock:
+            result = session.assistant.confirm(str(session.card["action_id"]))
+            if result.get("ok"):
+                session.say("assistant", str(result["message"]))
+            else:
+                details = "; ".join(str(e.get("message")) for e in result.get("errors") or [])
+                session.say(
+                    "assistant", f"Not done: {result.get('error')}" + (f" ({details})" if details else "")
+                )
+            session.card = session.next_card()
+        return self.view(session)
+
+    def drop(self, session: UiSession | None) -> tuple[Any, ...]:
+        """Forget the card's action without doing it."""
+        if session is None or session.card is None:
+            return self.view(session)
+        with session.lock:
+            kind = session.card.get("kind")
+            session.assistant.drop(str(session.card["action_id"]))
+            session.say(
+                "assistant", f"Dropped: nothing was {'cancelled' if kind == 'cancel' else 'submitted'}."
+            )
+            session.card = session.next_card()
+        return self.view(session)
+
+    # --- tables ---------------------------------------------------------------------------------------
+
+    def tasks(self, session: UiSession | None, status: str) -> tuple[pd.DataFrame, str]:
+        """The person's tasks (their team's; every team's for admins), optionally one status."""
+        if session is None:
+            return views.tasks_frame([]), "Sign in to see your tasks."
+        try:
+            tasks = session.client.list_tasks(status=None if status in ("", "all") else status, limit=200)
+        except ClientError as exc:
+            return views.tasks_frame([]), f"Could not load tasks: {exc.message}"
+        return views.tasks_frame(tasks, self.zone), f"{len(tasks)} task(s)."
+
+    def log_text(self, session: UiSession | None, task_id: float | None) -> str:
+        """The last lines of a task's log."""
+        if session is None or task_id is None:
+            return ""
+        try:
+            text = session.client.logs(int(task_id), tail=LOG_TAIL_LINES)
+        except ClientError as exc:
+            return f"[{exc.message}]"
+        return text or "[the log is empty so far]"
+
+    def select_task(
+        self, session: UiSession | None, frame: pd.DataFrame, event: gr.SelectData
+    ) -> tuple[float | None, str]:
+        """Clicking a row of the task table shows that task's log."""
+        try:
+            row = event.index[0] if isinstance(event.index, list | tuple) else event.index
+            task_id = float(frame.iloc[int(row)]["id"])
+        except (IndexError, KeyError, TypeError, ValueError):
+            return None, ""
+        return task_id, self.log_text(session, task_id)
+
+    def queue(self, session: UiSession | None) -> tuple[pd.DataFrame, str]:
+        """The queue in start order with expected starts (other teams' tasks count but are not shown)."""
+        if session is None:
+            return views.queue_frame({}), "Sign in to see the queue."
+        try:
+            queue = session.client.queue()
+        except ClientError as exc:
+            return views.queue_frame({}), f"Could not load the queue: {exc.message}"
+        shown = len(queue.get("entries", []))
+        return views.queue_frame(queue, self.zone), f"{queue.get('length', 0)} task(s) queued; {shown} shown."
+
+    def estimate(
+        self, session: UiSession | None, gpus: float | None, memory_gb: float | None, minutes: float | None
+    ) -> str:
+        """What-if: when would a task of this size start if submitted now."""
+        if session is None:
+            return "Sign in first."
+        try:
+            answer = session.client.estimate(
+                gpus=int(gpus or 0), gpu_memory_gb=memory_gb or None, estimated_minutes=minutes or None
+            )
+        except ClientError as exc:
+            return f"No estimate: {exc.message}"
+        return views.estimate_text(answer, self.zone)
+
+    def gpus(self, session: UiSession | None) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+        """Every GPU's memory and utilization, and which tasks hold it."""
+        empty = views.gpus_frame({}), views.gpu_usage_frame({})
+        if session is None:
+            return *empty, "Sign in to see the GPUs."
+        try:
+            view = session.client.gpus()
+        except ClientError as exc:
+            return *empty, f"Could not load the GPUs: {exc.message}"
+        alive = sum(1 for node in view.get("nodes", []) if node.get("alive"))
+        note = f"{len(view.get('gpus', []))} GPU(s) on {alive} live node(s)."
+        return views.gpus_frame(view), views.gpu_usage_frame(view), note
+
+    def admin(self, session: UiSession | None, days: float | None) -> tuple[str, Any, pd.DataFrame, Any]:
+        """Admin charts: GPU-hours by team, busy/idle share per GPU, waits p50/p90 over time."""
+        empty = views.gpu_hours_frame({}), views.gpu_share_frame({}, {}), views.waits_frame({})
+        if session is None or not session.admin:
+            return "Admins only.", *empty
+        window = max(1, int(days or 7))
+        try:
+            by_team = session.client.utilization(window, "team")
+            by_gpu = session.client.utilization(window, "gpu")
+            gpus_view = session.client.gpus()
+        except ClientError as exc:
+            return f"Could not load the report: {exc.message}", *empty
+        return (
+            views.report_summary(by_team),
+            views.gpu_hours_frame(by_team),
+            views.gpu_share_frame(by_gpu, gpus_view),
+            views.waits_frame(by_team, self.zone),
+        )

@@ -1,0 +1,101 @@
+"""One signed-in browser session: the person's token and client, their assistant, chat and pending card.
+
+The UI holds no powers of its own: every call goes to the HTTP API with the person's token, over the
+address the request reached this very server at, so the API checks identity and rights as for any client.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from api.client import ClientError
+from assistant.agent import Assistant
+from assistant.client import AssistantClient
+from assistant.ui.local import is_local_owner
+from scheduler.settings import Settings
+
+ChatMessage = dict[str, Any]
+
+
+def api_base_url(request: Any, settings: Settings) -> str:
+    """Where this server answers: the local socket the request came in on, else `settings.api_url`."""
+    inner = getattr(request, "request", None)
+    scope = getattr(inner, "scope", None)
+    server = scope.get("server") if isinstance(scope, dict) else None
+    if server and server[1]:
+        host = str(server[0])
+        if host in ("0.0.0.0", "::"):
+            host = "127.0.0.1"
+        if ":" in host:
+            host = f"[{host}]"
+        return f"http://{host}:{server[1]}"
+    return settings.api_url
+
+
+def local_admin_token(request: Any, settings: Settings) -> str | None:
+    """The local admin token, for a browser on this machine run by the server's own OS user; else None."""
+    if not is_local_owner(request):
+        return None
+    try:
+        return settings.local_token_file.read_text(encoding="utf-8").strip() or None
+    except OSError:
+        return None
+
+
+@dataclass
+class UiSession:
+    """A signed-in person: who they are (from GET /me), their client, assistant, chat and pending card."""
+
+    settings: Settings
+    client: AssistantClient
+    user: str
+    team: str
+    admin: bool
+    local: bool = False
+    messages: list[ChatMessage] = field(default_factory=list)
+    card: dict[str, Any] | None = None
+    _assistant: Assistant | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def assistant(self) -> Assistant:
+        """The person's chat agent (made on first use: tools bound to their client)."""
+        if self._assistant is None:
+            self._assistant = Assistant(self.settings, self.client, user=self.user, team=self.team)
+        return self._assistant
+
+    def say(self, role: str, content: str) -> None:
+        """Append a chat message (what the Chatbot shows)."""
+        self.messages.append({"role": role, "content": content})
+
+    def next_card(self) -> dict[str, Any] | None:
+        """The newest action still waiting for a click (after one was confirmed or dropped)."""
+        if self._assistant is None:
+            return None
+        pending = self._assistant.actions.pending()
+        return pending[-1].card if pending else None
+
+    def close(self) -> None:
+        """Close the person's HTTP connections."""
+        self.client.close()
+
+
+def open_session(settings: Settings, base_url: str, token: str, *, local: bool = False) -> UiSession:
+    """Sign in: check the token with GET /me; raises ClientError (401) when the API refuses it."""
+    client = AssistantClient(base_url, token.strip())
+    try:
+        me = client.get("/me")
+    except ClientError:
+        client.close()
+        raise
+    return UiSession(
+        settings, client, user=str(me["user"]), team=str(me["team"]), admin=bool(me["admin"]), local=local
+    )
+
+
+def close_session(session: UiSession | None) -> None:
+    """Gradio's delete callback for the session state (tab closed, state expired)."""
+    if isinstance(session, UiSession):
+        session.close()

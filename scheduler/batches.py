@@ -1,0 +1,176 @@
+"""Sweeps and batches on a cluster: submit many tasks at once (all or nothing), cancel them, compare them.
+
+    submit_group(cluster, who, specs, kind)   -> every spec checked and expanded, then one SQL transaction
+                                                 (the sweep row and all its tasks), then Redis
+    cancel_sweep(cluster, who, sweep_id)      -> each queued task cancelled, each running one stopped
+    sweep_results(cluster, who, sweep_id)     -> `results.compare()` over the sweep's tasks
+
+Nothing reaches SQL before every spec is valid, fits the cluster and stays within the size cap, so a bad
+parameter set leaves no row behind.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from scheduler.errors import ConflictError, NotFoundError, RateLimited, SpecError
+from scheduler.results import Comparison, Goal, ResultRow, compare
+from scheduler.service import Cluster
+from scheduler.spec import TaskSpec
+from scheduler.store.identity import Identity
+from scheduler.store.sweeps import NewSweep, SweepStore
+from scheduler.store.tables import FINAL_STATUSES, Sweep, Task
+from scheduler.submission import check_against_cluster, default_name, resolve
+from scheduler.sweeps import MAX_SWEEP_TASKS, expand_all, in_batch
+
+
+@dataclass(frozen=True, slots=True)
+class SweepView:
+    """A sweep with its tasks and how many are in each status."""
+
+    sweep: Sweep
+    tasks: list[Task]
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Tasks per status."""
+        return dict(Counter(task.status for task in self.tasks))
+
+    @property
+    def status(self) -> str:
+        """`running` while any task is queued or running, else `done` (or `cancelled` when all were)."""
+        statuses = {task.status for task in self.tasks}
+        if statuses - FINAL_STATUSES:
+            return "running" if "running" in statuses else "queued"
+        return "cancelled" if statuses == {"cancelled"} else "done"
+
+
+def sweeps_of(cluster: Cluster) -> SweepStore:
+    """The sweep store over the cluster's database."""
+    return SweepStore(cluster.factory)
+
+
+def _check_queued_cap(cluster: Cluster, who: Identity, adding: int) -> None:
+    cap = cluster.settings.max_queued_per_team
+    if cap is None:
+        return
+    queued = cluster.tasks.count_queued_for_team(who.team_id)
+    if queued + adding > cap:
+        raise RateLimited(
+            f"team {who.team!r} has {queued} tasks queued and this would add {adding} (the cap is {cap}); "
+            "submit fewer at once or wait for some to start",
+            retry_after_s=60,
+        )
+
+
+def submit_group(
+    cluster: Cluster,
+    who: Identity,
+    specs: Sequence[TaskSpec],
+    kind: str,
+    idempotency_key: str | None = None,
+    name: str | None = None,
+) -> tuple[SweepView, bool]:
+    """Create every task of these specs (sweeps expanded) under one sweep id, all or nothing.
+
+    Returns (view, created); `created` is False when this user already used `idempotency_key` for a group.
+    """
+    store = sweeps_of(cluster)
+    if idempotency_key:
+        existing = store.by_key(who, idempotency_key)
+        if existing is not None:
+            return SweepView(existing, store.tasks_of(existing.id)), False
+    expanded = expand_all(specs, MAX_SWEEP_TASKS)
+    nodes = cluster.nodes.all()
+    for number, spec in enumerate(specs, 1):
+        try:
+            check_against_cluster(spec, nodes, cluster.settings.max_task_gpus)
+            _check_parents(cluster, who, spec.depends_on)
+        except SpecError as exc:
+            raise in_batch(exc, number, len(specs)) from None
+    _check_queued_cap(cluster, who, len(expanded))
+    workdir = cluster.default_workdir()
+    new_tasks = [(resolve(item.spec, cluster.zone, workdir), dict(item.params)) for item in expanded]
+    first = specs[0]
+    label = name or first.name or default_name(first.command)
+    template = first.command if kind == "sweep" else None
+    sweep, tasks, created = store.create(
+        who, NewSweep(kind, label[:120], template, new_tasks), idempotency_key
+    )
+    if created:
+        pipe_tasks = [task for task in tasks if task.status == "queued"]
+        for task in pipe_tasks:
+            cluster.queue.enqueue(task.id, cluster.score(task))
+    return SweepView(sweep, tasks), created
+
+
+def _check_parents(cluster: Cluster, who: Identity, depends_on: list[int]) -> None:
+    for parent in depends_on:
+        try:
+            cluster.tasks.get_for(who, parent)
+        except NotFoundError:
+            raise SpecError(
+                f"depends_on names task {parent}, which does not exist",
+                [{"field": "depends_on", "message": f"task {parent} does not exist"}],
+            ) from None
+
+
+def submit_sweep(
+    cluster: Cluster, who: Identity, spec: TaskSpec, idempotency_key: str | None = None
+) -> tuple[SweepView, bool]:
+    """One spec with a `sweep`: one task per parameter set, grouped under one sweep id."""
+    if spec.sweep is None:
+        raise SpecError(
+            "this spec has no `sweep`: add a grid like {lr: [0.1, 0.01]} or submit it as one task",
+            [{"field": "sweep", "message": "sweep is required here"}],
+        )
+    return submit_group(cluster, who, [spec], "sweep", idempotency_key)
+
+
+def get_sweep(cluster: Cluster, who: Identity, sweep_id: int) -> SweepView:
+    """A sweep the caller may see, with its tasks."""
+    store = sweeps_of(cluster)
+    sweep = store.get_for(who, sweep_id)
+    return SweepView(sweep, store.tasks_of(sweep.id))
+
+
+def cancel_sweep(cluster: Cluster, who: Identity, sweep_id: int) -> SweepView:
+    """Cancel every queued task of the sweep and stop every running one; finished tasks stay as they are."""
+    view = get_sweep(cluster, who, sweep_id)
+    for task in view.tasks:
+        if task.status in FINAL_STATUSES:
+            continue
+        try:
+            cluster.cancel(who, task.id)
+        except ConflictError:  # it finished meanwhile
+            continue
+    return get_sweep(cluster, who, sweep_id)
+
+
+def result_rows(tasks: Sequence[Task]) -> list[ResultRow]:
+    """Each task's parameters and metrics, as `compare()` takes them."""
+    return [
+        ResultRow(task.id, task.name, task.status, task.params or {}, task.metrics or {}, task.metrics_note)
+        for task in tasks
+    ]
+
+
+def sweep_results(
+    cluster: Cluster, who: Identity, sweep_id: int, sort: str | None = None, goal: Goal | None = None
+) -> tuple[SweepView, Comparison]:
+    """The sweep and its table of parameters vs metrics, best first."""
+    view = get_sweep(cluster, who, sweep_id)
+    return view, compare(result_rows(view.tasks), sort, goal)
+
+
+def tag_results(
+    cluster: Cluster, who: Identity, tag: str, sort: str | None = None, goal: Goal | None = None
+) -> tuple[list[Task], Comparison]:
+    """The caller's tasks carrying `tag` and their table; NotFoundError when there are none."""
+    tasks = sweeps_of(cluster).tasks_with_tag(who, tag)
+    if not tasks:
+        raise NotFoundError(f"no task carries the tag {tag!r}")
+    params_from_tags = result_rows(tasks)
+    return tasks, compare(params_from_tags, sort, goal)

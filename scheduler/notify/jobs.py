@@ -1,0 +1,112 @@
+"""The scheduler-side notification jobs (APScheduler): the morning summary and quota warnings.
+
+Run beside the scheduler (one per cluster is enough; a second one would not send twice: every message
+is marked sent in Redis first, with `SET NX`). Quota warnings go to a team once per rolling window and
+day, when its GPU-hours pass `budget_warn_fraction` of a day or week budget — a warning, never a kill.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import datetime
+
+from apscheduler.schedulers.background import BackgroundScheduler  # type: ignore[import-untyped]
+from apscheduler.triggers.cron import CronTrigger  # type: ignore[import-untyped]
+
+from scheduler.clock import now_s
+from scheduler.notify.events import Event
+from scheduler.notify.notifier import Notifier
+from scheduler.notify.summary import morning_summary, summary_event
+from scheduler.policy.windows import zone
+from scheduler.service import Cluster
+from scheduler.telemetry.report import quota_use
+
+log = logging.getLogger(__name__)
+QUOTA_CHECK_EVERY_S = 300
+MARK_TTL_S = 2 * 86400
+
+
+class ClusterJobs:
+    """Morning summary at `summary_time` (local) and quota checks every 5 minutes."""
+
+    def __init__(self, cluster: Cluster, notifier: Notifier, clock: Callable[[], float] = now_s) -> None:
+        self.cluster = cluster
+        self.notifier = notifier
+        self.clock = clock
+        self._scheduler: BackgroundScheduler | None = None
+
+    def start(self) -> ClusterJobs:
+        """Start the background jobs; returns self."""
+        config = self.cluster.policy_config
+        scheduler = BackgroundScheduler(timezone=zone(config.timezone))
+        common = {"max_instances": 1, "coalesce": True, "misfire_grace_time": 600}
+        when = self.cluster.settings.summary_time.strip()
+        if when:
+            hour, minute = (int(part) for part in when.split(":", 1))
+            scheduler.add_job(
+                self.send_summary,
+                CronTrigger(hour=hour, minute=minute, timezone=zone(config.timezone)),
+                id="summary",
+                **common,
+            )
+        scheduler.add_job(self.check_quotas, "interval", seconds=QUOTA_CHECK_EVERY_S, id="quota", **common)
+        scheduler.start()
+        self._scheduler = scheduler
+        return self
+
+    def stop(self) -> None:
+        """Stop the jobs."""
+        if self._scheduler is not None:
+            self._scheduler.shutdown(wait=False)
+            self._scheduler = None
+
+    def _once(self, what: str) -> bool:
+        """True the first time `what` is marked (for MARK_TTL_S); False when it was already sent."""
+        key = self.cluster.queue.keys.notified(what)
+        return bool(self.cluster.queue.client.set(key, "1", nx=True, ex=MARK_TTL_S))
+
+    def send_summary(self) -> list[Event]:
+        """Send last night's summary: one per team with a team target, one for the cluster-wide targets."""
+        now = self.clock()
+        config = self.cluster.policy_config
+        day = datetime.fromtimestamp(now, zone(config.timezone)).date().isoformat()
+        teams = {t.team for t in self.notifier.targets if t.wants("summary", t.user, t.team)}
+        sent = []
+        for team in sorted(teams, key=lambda name: name or ""):
+            if not self._once(f"summary:{team or '*'}:{day}"):
+                continue
+            summary = morning_summary(
+                self.cluster.factory, now, config.timezone, config.tariff.currency, team=team
+            )
+            event = summary_event(summary, team=team)
+            self.notifier.notify(event)
+            sent.append(event)
+        return sent
+
+    def check_quotas(self) -> list[Event]:
+        """Warn each team past `budget_warn_fraction` of a budget (once per window and day)."""
+        now = self.clock()
+        config = self.cluster.policy_config
+        day = datetime.fromtimestamp(now, zone(config.timezone)).date().isoformat()
+        sent = []
+        for row in quota_use(self.cluster.factory, now, config):
+            for window in ("day", "week"):
+                share = row[f"{window}_share"]
+                if share is None or share < config.budget_warn_fraction:
+                    continue
+                if not self._once(f"quota:{row['team']}:{window}:{day}"):
+                    continue
+                used, budget = row[f"{window}_used_gpu_h"], row[f"{window}_budget_gpu_h"]
+                period = "24 hours" if window == "day" else "7 days"
+                text = (
+                    f"Team {row['team']} used {used:.1f} of its {budget:g} GPU-hour budget over the last "
+                    f"{period} ({share:.0%}). Tasks keep running; new ones may wait behind other teams'."
+                )
+                event = Event(
+                    "quota_warning", f"{row['team']}: {share:.0%} of the {window} GPU-hour budget", text,
+                    team=row["team"], fields={"used_gpu_h": used, "budget_gpu_h": budget},
+                )  # fmt: skip
+                self.notifier.notify(event)
+                sent.append(event)
+        return sent

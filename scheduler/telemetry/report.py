@@ -1,0 +1,195 @@
+"""What the utilization report adds from telemetry: measured energy and cost, off-peak share, days, quotas.
+
+- Energy of an attempt: the `task_usage` row (integrated measured power, priced piece by piece) when the
+  worker stored one, prorated to the part of the attempt inside the report window; else the estimate from
+  the GPU model (`policy.tariff`).
+- Off-peak share: the part of the GPU-hours that ran inside the off-peak windows.
+- By day: GPU-hours, energy, cost, tasks and waits (p50/p90 of submit-to-first-start) per local day and team.
+- Quota: each team's rolling 24 h and 7 day GPU-hours against its budgets.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from scheduler.clock import to_epoch_s
+from scheduler.policy.config import PolicyConfig
+from scheduler.policy.tariff import estimate_cost, estimate_energy_kwh
+from scheduler.policy.windows import parse_windows, zone
+from scheduler.store.tables import TaskUsage
+from scheduler.telemetry.accounting import offpeak_seconds
+from scheduler.usage import gpu_spans, team_usage
+
+DAY_S = 86400.0
+
+
+class SpanLike(Protocol):
+    """The fields of `reports.AttemptSpan` used here."""
+
+    @property
+    def task_id(self) -> int: ...
+    @property
+    def team(self) -> str: ...
+    @property
+    def gpus(self) -> tuple[int, ...]: ...
+    @property
+    def start_s(self) -> float: ...
+    @property
+    def end_s(self) -> float: ...
+    @property
+    def wait_s(self) -> float | None: ...
+    @property
+    def attempt(self) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Measured:
+    """An attempt's stored usage: its whole span and what it used over it."""
+
+    start_s: float
+    end_s: float
+    energy_kwh: float
+    cost: float
+
+
+def measured_usage(
+    factory: sessionmaker[Session], task_ids: Iterable[int]
+) -> dict[tuple[int, int], Measured]:
+    """(task id, attempt) -> stored usage, for these tasks."""
+    ids = sorted(set(task_ids))
+    out: dict[tuple[int, int], Measured] = {}
+    if not ids:
+        return out
+    with factory() as session:
+        for chunk_start in range(0, len(ids), 500):
+            chunk = ids[chunk_start : chunk_start + 500]
+            for row in session.scalars(select(TaskUsage).where(TaskUsage.task_id.in_(chunk))):
+                out[(row.task_id, row.attempt)] = Measured(
+                    to_epoch_s(row.started_at), to_epoch_s(row.finished_at), row.energy_kwh, row.cost
+                )
+    return out
+
+
+def span_energy(
+    span: SpanLike,
+    gpus: int,
+    power_w: float,
+    measured: Measured | None,
+    config: PolicyConfig,
+) -> tuple[float, float]:
+    """(kWh, cost) of `gpus` of the span's GPUs over the span: measured and prorated when known."""
+    duration_s = span.end_s - span.start_s
+    if measured is not None and measured.end_s > measured.start_s and span.gpus:
+        share = min(1.0, duration_s / (measured.end_s - measured.start_s)) * gpus / len(span.gpus)
+        return measured.energy_kwh * share, measured.cost * share
+    kwh = estimate_energy_kwh(gpus, power_w, duration_s)
+    return kwh, estimate_cost(span.start_s, span.end_s, kwh, config.tariff)
+
+
+def offpeak_share_s(span: SpanLike, config: PolicyConfig) -> float:
+    """Seconds of the span inside the off-peak windows."""
+    return offpeak_seconds(span.start_s, span.end_s, parse_windows(config.offpeak), config.timezone)
+
+
+def percentile(values: Sequence[float], pct: float) -> float | None:
+    """Nearest-rank percentile (None for no values)."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, math.ceil(pct / 100.0 * len(ordered)))
+    return ordered[min(rank, len(ordered)) - 1]
+
+
+@dataclass
+class _Day:
+    gpu_s: float = 0.0
+    energy_kwh: float = 0.0
+    cost: float = 0.0
+    tasks: set[int] = field(default_factory=set)
+    waits_s: list[float] = field(default_factory=list)
+
+
+def _day_pieces(start_s: float, end_s: float, tz_name: str) -> Iterable[tuple[str, float, float]]:
+    """(local day ISO, piece start, piece end) for each local day [start_s, end_s) touches."""
+    tz = zone(tz_name)
+    t = start_s
+    while t < end_s:
+        local = datetime.fromtimestamp(t, tz)
+        next_midnight = datetime.combine(
+            local.date() + timedelta(days=1), datetime.min.time(), tz
+        ).timestamp()
+        piece_end = min(end_s, next_midnight)
+        yield local.date().isoformat(), t, piece_end
+        t = piece_end if piece_end > t else end_s
+
+
+def by_day(
+    spans: Sequence[SpanLike], energy: Sequence[tuple[float, float]], config: PolicyConfig
+) -> list[dict[str, Any]]:
+    """Rows per (local day, team): GPU-hours, energy, cost, tasks, wait p50/p90; `energy` is per span."""
+    days: dict[tuple[str, str], _Day] = {}
+    for span, (kwh, cost) in zip(spans, energy, strict=True):
+        duration_s = span.end_s - span.start_s
+        for day, start_s, end_s in _day_pieces(span.start_s, span.end_s, config.timezone):
+            row = days.setdefault((day, span.team), _Day())
+            share = (end_s - start_s) / duration_s if duration_s > 0 else 0.0
+            row.gpu_s += len(span.gpus) * (end_s - start_s)
+            row.energy_kwh += kwh * share
+            row.cost += cost * share
+            row.tasks.add(span.task_id)
+        if span.wait_s is not None:
+            first_day = next(iter(_day_pieces(span.start_s, span.start_s + 1, config.timezone)))[0]
+            days.setdefault((first_day, span.team), _Day()).waits_s.append(max(0.0, span.wait_s))
+    return [
+        {
+            "day": day,
+            "team": team,
+            "gpu_hours": round(row.gpu_s / 3600.0, 6),
+            "tasks": len(row.tasks),
+            "energy_kwh": round(row.energy_kwh, 4),
+            "cost": round(row.cost, 4),
+            "p50_wait_s": _round(percentile(row.waits_s, 50)),
+            "p90_wait_s": _round(percentile(row.waits_s, 90)),
+        }
+        for (day, team), row in sorted(days.items())
+    ]
+
+
+def quota_use(
+    factory: sessionmaker[Session], now_s: float, config: PolicyConfig, team: str | None = None
+) -> list[dict[str, Any]]:
+    """Each team's rolling 24 h / 7 day GPU-hours against its day/week budgets (teams with use or budget)."""
+    usage = team_usage(gpu_spans(factory, now_s, 7 * DAY_S), now_s, config.fairshare_half_life_s)
+    teams = set(usage) | set(config.day_budget_gpu_h) | set(config.week_budget_gpu_h)
+    if team is not None:
+        teams &= {team}
+    rows = []
+    for name in sorted(teams):
+        used = usage.get(name)
+        day_h = (used.gpu_s_last_day if used else 0.0) / 3600.0
+        week_h = (used.gpu_s_last_week if used else 0.0) / 3600.0
+        day_budget = config.day_budget_gpu_h.get(name)
+        week_budget = config.week_budget_gpu_h.get(name)
+        rows.append(
+            {
+                "team": name,
+                "day_used_gpu_h": round(day_h, 4),
+                "day_budget_gpu_h": day_budget,
+                "day_share": round(day_h / day_budget, 4) if day_budget else None,
+                "week_used_gpu_h": round(week_h, 4),
+                "week_budget_gpu_h": week_budget,
+                "week_share": round(week_h / week_budget, 4) if week_budget else None,
+            }
+        )
+    return rows
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)

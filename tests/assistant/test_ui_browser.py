@@ -1,0 +1,269 @@
+"""The chat UI in a real headless Chromium, against the real app served by uvicorn (Redis, SQLite, a worker
+with simulated GPUs and the scheduler running in threads).
+
+Waits use Playwright's `expect` with generous timeouts (the first request builds the Gradio app, which
+takes seconds on a small CI machine); nothing asserts how long anything took.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+
+from api.main import create_app
+from api.server import ensure_local_admin_token
+from scheduler.dispatcher import Dispatcher
+from scheduler.gpus import SimulatedGpus
+from scheduler.service import Cluster
+from scheduler.settings import Settings
+from scheduler.store.identity import create_token
+from scheduler.worker import Worker
+from tests.conftest import _unavailable, wait_until
+
+CHROMIUM = Path(os.environ.get("NIGHTSHIFT_TEST_CHROMIUM", "/usr/bin/chromium"))
+UI_TIMEOUT_MS = 120_000  # the first page load imports and builds Gradio
+STEP_TIMEOUT_MS = 60_000
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+pytestmark = pytest.mark.timeout(300)  # a busy 2-core machine: Gradio's first build, Chromium, jobs
+
+
+def offpeak_window_ahead(now: datetime) -> tuple[int, int, str]:
+    """An off-peak window starting 2 hours from now (so "tonight" cannot start during the test)."""
+    start, end = (now.hour + 2) % 24, (now.hour + 4) % 24
+    return start, end, f"{start:02d}:00-{end:02d}:00"
+
+
+def in_window(hour: int, start: int, end: int) -> bool:
+    """Is `hour` inside the daily window [start, end) (which may cross midnight)?"""
+    return start <= hour < end if start < end else hour >= start or hour < end
+
+
+@dataclass
+class LiveServer:
+    """The app on a real port, its cluster, and the off-peak window it was configured with."""
+
+    url: str
+    cluster: Cluster
+    window: tuple[int, int]
+
+    def token(self, user: str, team: str, admin: bool = False) -> str:
+        """A new API token for `user` of `team`."""
+        return create_token(self.cluster.factory, user=user, team=team, is_admin=admin)
+
+    def api(self, token: str) -> httpx.Client:
+        """An HTTP client of the API with `token` (close it, or use it in a `with`)."""
+        return httpx.Client(
+            base_url=f"{self.url}/api/v1", headers={"Authorization": f"Bearer {token}"}, timeout=30
+        )
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Headless Chromium (the Debian build), driven by Playwright; skipped without it unless in CI."""
+    if not CHROMIUM.exists():
+        _unavailable(f"chromium not found at {CHROMIUM}")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(
+            executable_path=str(CHROMIUM),
+            headless=True,
+            args=["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"],
+        )
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    """A fresh browser page (own cookies and storage) per test."""
+    context = browser.new_context(viewport={"width": 1280, "height": 1000})
+    context.set_default_timeout(STEP_TIMEOUT_MS)
+    yield context.new_page()
+    context.close()
+
+
+@pytest.fixture
+def live_server(
+    make_settings: Callable[..., Settings], redis_url: str, tmp_path: Path
+) -> Iterator[LiveServer]:
+    """`create_app` on uvicorn (a free port) with the scheduler and a 4-GPU simulated worker in threads."""
+    start, end, window = offpeak_window_ahead(datetime.now(UTC))
+    settings = make_settings(database_url=f"sqlite:///{tmp_path / 'ui.db'}", offpeak=window)
+    settings.home.mkdir(parents=True, exist_ok=True)
+    cluster = Cluster.open(settings, redis_url)
+    cluster.rebuild_redis()
+    gpus = SimulatedGpus(settings.simulate_gpus or "4x24", node="node-a")
+    worker = Worker(cluster, "node-a", gpus, base_env=dict(os.environ))
+    worker.publish_node()
+    stop = threading.Event()
+    loops = [
+        threading.Thread(target=target, args=(stop,), daemon=True)
+        for target in (Dispatcher(cluster).run, worker.run)
+    ]
+    for loop in loops:
+        loop.start()
+    config = uvicorn.Config(
+        create_app(cluster), host="127.0.0.1", port=0, log_level="warning", ws="none", lifespan="on"
+    )
+    server = uvicorn.Server(config)
+    serving = threading.Thread(target=server.run, daemon=True)
+    serving.start()
+    wait_until(lambda: server.started or not serving.is_alive(), timeout_s=60)
+    assert server.started, "uvicorn did not start"
+    port = server.servers[0].sockets[0].getsockname()[1]
+    yield LiveServer(f"http://127.0.0.1:{port}", cluster, (start, end))
+    server.should_exit = True
+    serving.join(timeout=30)
+    stop.set()
+    for loop in loops:
+        loop.join(timeout=30)
+    gpus.close()
+    cluster.close()
+
+
+def open_ui(page: Any, server: LiveServer) -> None:
+    """Load the UI and wait until Gradio has rendered it."""
+    from playwright.sync_api import expect
+
+    page.goto(f"{server.url}/ui/", timeout=UI_TIMEOUT_MS)
+    expect(page.locator("#who")).to_be_visible(timeout=UI_TIMEOUT_MS)
+
+
+def sign_in(page: Any, server: LiveServer, token: str, user: str) -> None:
+    """Open the UI and sign in by typing a token."""
+    from playwright.sync_api import expect
+
+    open_ui(page, server)
+    page.locator("#token-input input").fill(token)
+    page.locator("#sign-in-button").click()
+    expect(page.locator("#who")).to_contain_text(f"Signed in as {user}")
+
+
+def say(page: Any, text: str) -> None:
+    """Type a chat message and send it."""
+    page.locator("#chat-input textarea").fill(text)
+    page.locator("#send-button").click()
+
+
+def test_a_request_typed_in_chat_is_queued_offpeak_only_after_the_person_confirms_the_card(
+    live_server: LiveServer, page: Any
+) -> None:
+    from playwright.sync_api import expect
+
+    token = live_server.token("alice", "vision")
+    sign_in(page, live_server, token, "alice")
+    expect(page.locator("#model-label")).to_contain_text("offline model")
+    expect(page.get_by_role("tab", name="Admin")).to_have_count(0)  # alice is no admin
+
+    say(page, "run `python train.py` tonight on 2 GPUs")
+    card = page.locator("#confirm-card")
+    expect(card).to_be_visible()
+    expect(card).to_contain_text("python train.py")
+    expect(card).to_contain_text("2 GPUs")
+    expect(card).to_contain_text("off-peak")
+    with live_server.api(token) as api:
+        assert api.get("/tasks").json()["tasks"] == []  # the card alone submits nothing
+
+        page.locator("#confirm-button").click()
+        expect(page.locator("#chat")).to_contain_text("Submitted task #")
+        expect(card).to_be_hidden()
+
+        tasks = api.get("/tasks").json()["tasks"]
+        assert [(t["command"], t["gpus"], t["status"], t["user"]) for t in tasks] == [
+            ("python train.py", 2, "queued", "alice")
+        ]
+        assert tasks[0]["spec"]["offpeak"] is True
+        explain = api.get(f"/tasks/{tasks[0]['id']}/explain").json()
+    start = datetime.fromisoformat(explain["estimated_start"]).astimezone(UTC)
+    assert in_window(start.hour, *live_server.window), (start, live_server.window)
+
+
+def test_dropping_a_card_submits_nothing(live_server: LiveServer, page: Any) -> None:
+    from playwright.sync_api import expect
+
+    token = live_server.token("dave", "vision")
+    sign_in(page, live_server, token, "dave")
+    say(page, "run `python eval.py` on 1 GPU")
+    expect(page.locator("#confirm-card")).to_be_visible()
+    page.locator("#drop-button").click()
+    expect(page.locator("#chat")).to_contain_text("nothing was submitted")
+    expect(page.locator("#confirm-card")).to_be_hidden()
+    with live_server.api(token) as api:
+        assert api.get("/tasks").json()["tasks"] == []
+
+
+def test_asking_how_long_i_will_wait_answers_with_the_estimate_and_the_queue_shows_it(
+    live_server: LiveServer, page: Any
+) -> None:
+    from playwright.sync_api import expect
+
+    # Given bob has a task waiting for tonight's off-peak window
+    token = live_server.token("bob", "nlp")
+    with live_server.api(token) as api:
+        task = api.post(
+            "/tasks", json={"command": "python finetune.py", "name": "finetune", "offpeak": True}
+        ).json()
+    sign_in(page, live_server, token, "bob")
+
+    # When he asks, the answer names his task and its estimated start
+    say(page, "how long will I wait?")
+    chat = page.locator("#chat")
+    expect(chat).to_contain_text(f"#{task['id']}")
+    expect(chat).to_contain_text("Estimated start")
+
+    # And the queue tab lists it with its position and expected start
+    page.get_by_role("tab", name="Queue").click()
+    table = page.locator("#queue-table")
+    expect(table).to_contain_text("finetune")
+    expect(table).to_contain_text(f"{live_server.window[0]:02d}:00")
+
+
+def test_the_admin_is_signed_in_locally_and_sees_charts_gpus_and_logs(
+    live_server: LiveServer, page: Any, tmp_path: Path
+) -> None:
+    from playwright.sync_api import expect
+
+    # Given two teams ran short jobs, and the server wrote its local admin token
+    ids = []
+    for user, team in (("carol", "vision"), ("erin", "nlp")):
+        with live_server.api(live_server.token(user, team)) as api:
+            body = {"command": f"echo hello-from-{user}", "name": f"{team}-job", "gpus": 1}
+            ids.append(api.post("/tasks", json=body).json()["id"])
+    admin_token = ensure_local_admin_token(live_server.cluster).read_text(encoding="utf-8").strip()
+    with live_server.api(admin_token) as api:
+        wait_until(
+            lambda: all(api.get(f"/tasks/{i}").json()["status"] == "succeeded" for i in ids), timeout_s=90
+        )
+
+    # When the admin opens the UI on this machine, no token is typed
+    open_ui(page, live_server)
+    expect(page.locator("#who")).to_contain_text("admin", timeout=UI_TIMEOUT_MS)
+    expect(page.locator("#who")).to_contain_text("local admin token")
+
+    # Then the admin tab draws the three charts
+    page.get_by_role("tab", name="Admin").click()
+    for chart in ("#chart-gpu-hours", "#chart-gpu-share", "#chart-waits"):
+        expect(page.locator(f"{chart} canvas, {chart} svg").first).to_be_visible()
+    expect(page.locator("#admin-summary")).to_contain_text("GPU-h")
+    shot = tmp_path / "admin.png"
+    page.screenshot(path=str(shot), full_page=True)
+    assert shot.read_bytes().startswith(PNG_MAGIC) and shot.stat().st_size > 10_000
+
+    # And the GPU panel lists the simulated GPUs; the task log is one click away
+    page.get_by_role("tab", name="GPUs").click()
+    expect(page.locator("#gpus-table")).to_contain_text("node-a:3")
+    page.get_by_role("tab", name="My tasks").click()
+    expect(page.locator("#tasks-table")).to_contain_text("vision-job")
+    page.locator("#log-task-id input").fill(str(ids[0]))
+    page.locator("#show-log-button").click()
+    expect(page.locator("#log-view")).to_contain_text("hello-from-carol")

@@ -1,0 +1,107 @@
+"""Per-task accounting: GPU-hours, energy integrated from measured power (estimated without it), cost
+split at a tariff boundary, peak memory next to the request, mean utilization; shown on GET /tasks/{id}."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from api.main import create_app
+from scheduler.gpus.inventory import GpuInfo
+from scheduler.policy.tariff import DEFAULT_TARIFF
+from scheduler.policy.windows import parse_windows
+from scheduler.telemetry.accounting import UsageMeter, offpeak_seconds
+from tests.conftest import wait_until
+
+# A Wednesday: the default tariff charges 0.15/kWh before 07:00 and 0.30/kWh from 07:00 (UTC here).
+SIX_THIRTY = datetime(2026, 3, 4, 6, 30, tzinfo=UTC).timestamp()
+
+
+def _gpu(index: int, power_w: float | None, util: float = 80.0, used_mib: int = 1000, name: str = "A100"):
+    return GpuInfo(index, f"g{index}", name, 81920, used_mib, 81920 - used_mib, util, 60.0, power_w, 400.0)
+
+
+def test_energy_and_cost_of_a_task_spanning_a_tariff_boundary_are_split_at_the_boundary():
+    # Given a task on 2 GPUs drawing 250 W each from 06:30 to 07:30, sampled every minute
+    meter = UsageMeter("n", DEFAULT_TARIFF, parse_windows("23:00-07:00"), "UTC")
+    meter.begin(1, 1, [0, 1], SIX_THIRTY, requested_memory_mib=10240)
+    for minute in range(1, 61):
+        meter.observe(SIX_THIRTY + 60 * minute, [_gpu(0, 250.0, used_mib=2000 + minute), _gpu(1, 250.0)])
+    usage = meter.end(1, SIX_THIRTY + 3600)
+    assert usage is not None
+
+    # Then 2 GPU-hours, 0.5 kWh measured, half of it off-peak, each half at its own price
+    assert usage.gpu_hours == pytest.approx(2.0)
+    assert usage.energy_kwh == pytest.approx(0.5)
+    assert usage.energy_source == "measured"
+    assert usage.offpeak_energy_kwh == pytest.approx(0.25)
+    assert usage.cost == pytest.approx(0.25 * 0.15 + 0.25 * 0.30)
+    assert (usage.peak_memory_mib, usage.requested_memory_mib) == (2060, 10240)
+    assert usage.mean_utilization_pct == pytest.approx(80.0)
+
+
+def test_without_a_power_reading_energy_is_estimated_from_the_gpu_model():
+    meter = UsageMeter("n", DEFAULT_TARIFF, (), "UTC")
+    meter.begin(2, 1, [0], SIX_THIRTY)
+    meter.observe(SIX_THIRTY + 1800, [_gpu(0, None, name="NVIDIA A100-SXM4-80GB")])
+    usage = meter.end(2, SIX_THIRTY + 3600)
+    assert usage is not None and usage.energy_source == "estimated"
+    assert usage.energy_kwh == pytest.approx(0.4)  # the A100's 400 W for one hour
+    assert usage.cost == pytest.approx(0.2 * 0.15 + 0.2 * 0.30)
+
+
+def test_a_gpu_shared_by_two_tasks_gives_each_half_its_power():
+    meter = UsageMeter("n", DEFAULT_TARIFF, (), "UTC")
+    meter.begin(1, 1, [0], SIX_THIRTY)
+    meter.begin(2, 1, [0], SIX_THIRTY)
+    for tenth in range(1, 7):
+        meter.observe(SIX_THIRTY + 600 * tenth, [_gpu(0, 300.0)])
+    first, second = meter.end(1, SIX_THIRTY + 3600), meter.end(2, SIX_THIRTY + 3600)
+    assert first is not None and second is not None
+    assert first.energy_kwh == pytest.approx(0.15) == second.energy_kwh
+
+
+def test_offpeak_seconds_counts_windows_across_midnight():
+    windows = parse_windows("23:00-07:00")
+    evening = datetime(2026, 3, 4, 22, 0, tzinfo=UTC).timestamp()
+    assert offpeak_seconds(evening, evening + 10 * 3600, windows, "UTC") == 8 * 3600
+
+
+def test_a_finished_task_shows_its_usage_on_get(cluster, make_identity, start_node, tmp_path: Path):
+    # Given a task on one simulated GPU that runs from 06:30 to 07:30 by the agent's clock
+    who, token = make_identity("alice", "vision")
+    node = start_node(gpus="2x24", start_s=SIX_THIRTY)
+    done = tmp_path / "done"
+    task = cluster.submit(
+        who,
+        {
+            "command": f"while [ ! -f {done} ]; do sleep 0.05; done",
+            "gpu_memory_gb": 8,
+            "workdir": str(tmp_path),
+        },
+    )[0]
+    wait_until(lambda: task.id in node.worker.gpu_holders())
+    gpu = node.worker.gpu_holders()[task.id][0]
+    node.gpus.set_reading(gpu, power_w=300.0, utilization_pct=95, memory_used_mib=6000)
+    for _ in range(60):
+        node.telemetry.sample_once(node.clock.advance(60))
+
+    # When the job ends
+    node.gpus.set_reading(gpu, memory_used_mib=0)
+    done.touch()
+    wait_until(lambda: cluster.tasks.get_any(task.id).status == "succeeded")
+
+    # Then GET /tasks/{id} carries its GPU-hours, measured energy, split cost, peak vs requested memory
+    client = TestClient(create_app(cluster))
+    body = client.get(f"/api/v1/tasks/{task.id}", headers={"Authorization": f"Bearer {token}"}).json()
+    usage = body["usage"]
+    assert usage["gpu_hours"] == pytest.approx(1.0)
+    assert usage["energy_kwh"] == pytest.approx(0.3)
+    assert usage["energy_source"] == "measured"
+    assert usage["cost"] == pytest.approx(0.15 * 0.15 + 0.15 * 0.30)
+    assert usage["offpeak_share"] == pytest.approx(0.5)
+    assert (usage["peak_gpu_memory_mib"], usage["requested_gpu_memory_mib"]) == (6000, 8192)
+    assert usage["mean_utilization_pct"] == pytest.approx(95.0)

@@ -1,0 +1,75 @@
+"""/metrics with telemetry: per-GPU readings, memory used, out-of-service GPUs, worker heartbeats, host
+readings and task energy, parsed with prometheus_client's own parser; the Grafana dashboard uses only
+metric names /metrics serves."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+
+from fastapi.testclient import TestClient
+from prometheus_client.parser import text_string_to_metric_families
+
+from api.main import create_app
+from tests.conftest import wait_until
+
+DASHBOARD = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "nightshift.json"
+SUFFIXES = ("_bucket", "_count", "_sum", "_total", "_created")
+
+
+def _families(cluster) -> dict:
+    text = TestClient(create_app(cluster)).get("/metrics").text
+    return {family.name: family for family in text_string_to_metric_families(text)}
+
+
+def _samples(families, name):
+    return {tuple(sorted(s.labels.items())): s.value for s in families[name].samples}
+
+
+def test_metrics_carry_gpu_readings_heartbeats_hosts_and_energy(cluster, make_identity, start_node, tmp_path):
+    who, _ = make_identity("alice", "vision")
+    node = start_node(gpus="2x24", start_s=time.time())  # host readings count while fresh
+    task = cluster.submit(who, {"command": "sleep 0.3", "workdir": str(tmp_path)})[0]
+    wait_until(lambda: task.id in node.worker.gpu_holders())
+    gpu = node.worker.gpu_holders()[task.id][0]
+    node.gpus.set_reading(gpu, utilization_pct=88, memory_used_mib=2048, power_w=250, temperature_c=66)
+    node.gpus.set_reading(1 - gpu, temperature_c=95)
+    node.telemetry.sample_once(node.clock.advance(10))
+    node.worker.publish_node()
+    wait_until(lambda: cluster.tasks.get_any(task.id).status == "succeeded")
+
+    families = _families(cluster)
+
+    labels = (("gpu", str(gpu)), ("model", "Simulated GPU 24GB"), ("node", "node-a"))
+    assert _samples(families, "nightshift_gpu_utilization_percent")[labels] == 88.0
+    assert _samples(families, "nightshift_gpu_memory_used_bytes")[labels] == 2048 * 1024 * 1024
+    assert _samples(families, "nightshift_gpu_power_watts")[labels] == 250.0
+    assert _samples(families, "nightshift_gpu_temperature_celsius")[labels] == 66.0
+    hot = _samples(families, "nightshift_gpu_out_of_service")
+    assert hot == {  # the other GPU is too hot; this one still holds the ended task's 2 GiB
+        (("gpu", str(1 - gpu)), ("node", "node-a"), ("reason", "too hot")): 1.0,
+        (("gpu", str(gpu)), ("node", "node-a"), ("reason", "memory still held")): 1.0,
+    }
+    assert _samples(families, "nightshift_worker_alive") == {(("node", "node-a"),): 1.0}
+    assert _samples(families, "nightshift_worker_last_heartbeat_timestamp_seconds")[(("node", "node-a"),)] > 0
+    assert _samples(families, "nightshift_host_cpu_percent") == {(("node", "node-a"),): 12.5}
+    energy = {k: v for k, v in _samples(families, "nightshift_task_energy_kwh").items()}
+    assert energy[(("team", "vision"),)] >= 0.0
+
+
+def test_the_grafana_dashboard_is_valid_json_and_uses_only_served_metric_names(cluster):
+    dashboard = json.loads(DASHBOARD.read_text())
+    exprs = [target["expr"] for panel in dashboard["panels"] for target in panel["targets"]]
+    used = set()
+    for expr in exprs:
+        for name in re.findall(r"\bnightshift_[a-z_]+", expr):
+            for suffix in SUFFIXES:
+                if name.endswith(suffix):
+                    name = name[: -len(suffix)]
+                    break
+            used.add(name)
+    served = set(_families(cluster))
+    assert used and used <= served, sorted(used - served)
+    assert {"nightshift_gpu_utilization_percent", "nightshift_worker_heartbeat_age_seconds"} <= used

@@ -1,0 +1,149 @@
+"""Reports: GPU-hours, measured energy and cost, off-peak share, waits by day and team, quota use; the
+morning summary; `nightshift report` tables."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import update
+
+from api.cli.report import summary_table, utilization_tables
+from api.main import create_app
+from scheduler.clock import from_epoch_s
+from scheduler.notify.summary import morning_summary, summary_event
+from scheduler.policy.config import PolicyConfig
+from scheduler.reports import utilization_report
+from scheduler.store.db import transaction
+from scheduler.store.tables import Attempt, Task
+from scheduler.telemetry.accounting import AttemptUsage
+from scheduler.telemetry.store import TelemetryStore
+
+H = 3600.0
+MIDNIGHT = datetime(2026, 3, 5, 0, 0, tzinfo=UTC).timestamp()  # Thursday 00:00 UTC
+
+
+def _ran(cluster, who, *, submitted, started, finished, gpus=1, status="succeeded", reason="exit", tmp):
+    """A task that waited from `submitted` and ran on `gpus` GPUs from `started` to `finished`."""
+    task = cluster.submit(who, {"command": "true", "gpus": gpus, "workdir": str(tmp)})[0]
+    cluster.queue.remove(task.id)
+    with transaction(cluster.factory) as session:
+        session.execute(
+            update(Task)
+            .where(Task.id == task.id)
+            .values(
+                status=status, reason=reason, node="box", gpu_indices=list(range(gpus)),
+                submitted_at=from_epoch_s(submitted), started_at=from_epoch_s(started),
+                finished_at=from_epoch_s(finished), attempts_count=1,
+                message="exit code 3" if status == "failed" else None,
+            )
+        )  # fmt: skip
+        session.add(
+            Attempt(
+                task_id=task.id, number=1, token=f"t{task.id}", node="box", gpu_indices=list(range(gpus)),
+                started_at=from_epoch_s(started), finished_at=from_epoch_s(finished), outcome=status,
+            )
+        )  # fmt: skip
+    return task.id
+
+
+def test_reports_aggregate_gpu_hours_energy_and_waits_by_team_and_day(cluster, make_identity, tmp_path):
+    alice, _ = make_identity("alice", "vision")
+    bob, _ = make_identity("bob", "nlp")
+    # vision: 2 GPUs 22:00-02:00 across midnight (waited 1 h), measured 1.2 kWh; then 1 GPU on day 2 10:00-11:00
+    across = _ran(cluster, alice, submitted=MIDNIGHT - 3 * H, started=MIDNIGHT - 2 * H,
+                  finished=MIDNIGHT + 2 * H, gpus=2, tmp=tmp_path)  # fmt: skip
+    _ran(cluster, alice, submitted=MIDNIGHT + 9 * H, started=MIDNIGHT + 10 * H, finished=MIDNIGHT + 11 * H,
+         status="failed", reason="nonzero_exit", tmp=tmp_path)  # fmt: skip
+    # nlp: 1 GPU on day 2 12:00-15:00, submitted at 11:30
+    _ran(cluster, bob, submitted=MIDNIGHT + 11.5 * H, started=MIDNIGHT + 12 * H, finished=MIDNIGHT + 15 * H,
+         tmp=tmp_path)  # fmt: skip
+    TelemetryStore(cluster.factory).save_usage(
+        AttemptUsage(across, 1, "box", 2, MIDNIGHT - 2 * H, MIDNIGHT + 2 * H, 8.0, 1.2, "measured", 0.6,
+                     0.33, "EUR", 9000, None, 77.0, 240)
+    )  # fmt: skip
+    config = PolicyConfig(timezone="UTC", day_budget_gpu_h={"nlp": 4.0}, week_budget_gpu_h={"vision": 100.0})
+
+    report = utilization_report(cluster.factory, MIDNIGHT + 20 * H, 2, "team", config, {"box:0": "A100"}, 4)
+
+    rows = {row["key"]: row for row in report["rows"]}
+    assert rows["vision"]["gpu_hours"] == pytest.approx(9.0)
+    assert rows["nlp"]["gpu_hours"] == pytest.approx(3.0)
+    # measured energy for the attempt that has it, the A100's 400 W estimate for the other
+    assert rows["vision"]["energy_kwh"] == pytest.approx(1.2 + 0.4, abs=1e-3)
+    assert rows["nlp"]["energy_kwh"] == pytest.approx(1.2, abs=1e-3)
+    # off-peak (23:00-07:00): 3 of the 4 hours across midnight on 2 GPUs = 6 of 9 GPU-hours
+    assert rows["vision"]["offpeak_share"] == pytest.approx(6 / 9, abs=1e-3)
+    assert rows["nlp"]["offpeak_share"] == 0.0
+    assert report["total_energy_kwh"] == pytest.approx(2.8, abs=1e-3)
+
+    days = {(row["day"], row["team"]): row for row in report["by_day"]}
+    assert set(days) == {("2026-03-04", "vision"), ("2026-03-05", "vision"), ("2026-03-05", "nlp")}
+    assert days[("2026-03-04", "vision")]["gpu_hours"] == pytest.approx(4.0)
+    assert days[("2026-03-05", "vision")]["gpu_hours"] == pytest.approx(5.0)
+    assert days[("2026-03-04", "vision")]["energy_kwh"] == pytest.approx(0.6, abs=1e-3)
+    assert days[("2026-03-04", "vision")]["p50_wait_s"] == 3600.0
+    assert days[("2026-03-05", "vision")]["p90_wait_s"] == 3600.0
+    assert days[("2026-03-05", "nlp")]["p50_wait_s"] == 1800.0
+
+    quota = {row["team"]: row for row in report["quota"]}
+    assert quota["nlp"]["day_used_gpu_h"] == pytest.approx(3.0)
+    assert quota["nlp"]["day_share"] == pytest.approx(0.75)
+    assert quota["vision"]["week_used_gpu_h"] == pytest.approx(9.0)
+
+    rendered = utilization_tables(report)
+    assert len(rendered.renderables) == 3
+
+
+def test_the_api_report_limits_members_to_their_team(cluster, make_identity, tmp_path):
+    alice, token = make_identity("alice", "vision")
+    bob, _ = make_identity("bob", "nlp")
+    _ran(cluster, alice, submitted=MIDNIGHT, started=MIDNIGHT, finished=MIDNIGHT + H, tmp=tmp_path)
+    _ran(cluster, bob, submitted=MIDNIGHT, started=MIDNIGHT, finished=MIDNIGHT + H, tmp=tmp_path)
+    client = TestClient(create_app(cluster))
+    body = client.get("/api/v1/reports/utilization?days=400", headers={"Authorization": f"Bearer {token}"})
+    assert body.status_code == 422  # days are bounded
+    body = client.get(
+        "/api/v1/reports/utilization?days=366", headers={"Authorization": f"Bearer {token}"}
+    ).json()
+    assert {row["team"] for row in body["by_day"]} == {"vision"}
+    assert {row["team"] for row in body["quota"]} <= {"vision"}
+
+
+def test_the_morning_summary_lists_last_nights_tasks_failures_with_reasons_and_cost(
+    cluster, make_identity, tmp_path
+):
+    alice, token = make_identity("alice", "vision")
+    ok = _ran(cluster, alice, submitted=MIDNIGHT - 4 * H, started=MIDNIGHT - 3 * H, finished=MIDNIGHT + H,
+              tmp=tmp_path)  # fmt: skip
+    bad = _ran(cluster, alice, submitted=MIDNIGHT, started=MIDNIGHT + H, finished=MIDNIGHT + 2 * H,
+               status="failed", reason="nonzero_exit", tmp=tmp_path)  # fmt: skip
+    _ran(
+        cluster,
+        alice,
+        submitted=MIDNIGHT - 30 * H,
+        started=MIDNIGHT - 29 * H,
+        finished=MIDNIGHT - 28 * H,
+        tmp=tmp_path,
+    )  # fmt: skip  (the night before: not in this summary)
+    TelemetryStore(cluster.factory).save_usage(
+        AttemptUsage(ok, 1, "box", 1, MIDNIGHT - 3 * H, MIDNIGHT + H, 4.0, 1.0, "measured", 1.0, 0.15,
+                     "EUR", None, None, None, 0)
+    )  # fmt: skip
+
+    summary = morning_summary(cluster.factory, MIDNIGHT + 8 * H, "UTC", "EUR")
+
+    assert [task["id"] for task in summary["succeeded"]] == [ok]
+    assert [(task["id"], task["reason"], task["message"]) for task in summary["failed"]] == [
+        (bad, "nonzero_exit", "exit code 3")
+    ]
+    assert summary["cost"] == pytest.approx(0.15)
+    event = summary_event(summary)
+    assert "1 succeeded, 1 failed" in event.text and "exit code 3" in event.text
+    assert summary_table(summary).row_count == 2
+    client = TestClient(create_app(cluster))
+    body = client.get("/api/v1/reports/summary?hours=100000", headers={"Authorization": f"Bearer {token}"})
+    assert body.status_code == 422
+    body = client.get("/api/v1/reports/summary?hours=744", headers={"Authorization": f"Bearer {token}"})
+    assert body.status_code == 200 and body.json()["currency"]
