@@ -216,6 +216,7 @@ def utilization_report(
         "waits_over_time": waits_over_time(spans, since_s, days),
         **accounting_totals(rows.values(), spans, energy, config),
         "quota": quota_use(factory, now_s, config, team),
+        "quota_warn_fraction": config.budget_warn_fraction,
     }
 
 

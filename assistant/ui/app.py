@@ -1,9 +1,11 @@
-"""The Gradio app: sign-in, chat with confirm cards, my tasks + logs, queue, GPUs, admin charts.
+"""The Gradio app: sign-in, chat with confirm cards, my tasks + logs, queue, GPUs, results, admin charts.
 
 Element ids (`elem_id`) are part of the page's contract for the browser tests: `token-input`,
 `sign-in-button`, `who`, `model-label`, `chat`, `chat-input`, `send-button`, `confirm-card`,
 `confirm-button`, `drop-button`, `tasks-table`, `log-view`, `queue-table`, `gpus-table`,
-`chart-gpu-hours`, `chart-gpu-share`, `chart-waits`.
+`chart-gpu-hours`, `chart-gpu-share`, `chart-waits`, `chart-energy`, `chart-cost`, `chart-offpeak`,
+`chart-quota`, `results-sweep-id`, `results-tag`, `results-show`, `results-sort`, `results-goal`,
+`results-metric`, `results-note`, `results-table`, `results-chart`.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 import gradio as gr
 
 from assistant.ui import views
-from assistant.ui.handlers import TASK_STATUSES, Handlers
+from assistant.ui.handlers import GOAL_AUTO, GOALS, TASK_STATUSES, Handlers
 from assistant.ui.session import close_session
 from scheduler.settings import Settings
 
@@ -22,6 +24,9 @@ CSS = """
 .ns-card { border: 2px solid var(--color-accent); border-radius: 8px; padding: 8px 12px; }
 .ns-card-table th { text-align: left; padding-right: 12px; white-space: nowrap; }
 .ns-card-note { font-style: italic; }
+.ns-quota { border: 1px solid var(--border-color-primary); border-radius: 8px; padding: 8px 12px; }
+.ns-quota svg { max-width: 100%; height: auto; }
+.ns-chart-note { font-style: italic; }
 """
 
 
@@ -110,6 +115,46 @@ def build_ui(settings: Settings) -> gr.Blocks:
                     views.waits_frame({}), x="time", y="wait_min", color="percentile", y_lim=[0, None],
                     title="waits over time (minutes, p50 and p90)", elem_id="chart-waits",
                 )  # fmt: skip
+                with gr.Row(equal_height=True):
+                    energy_chart = gr.BarPlot(
+                        views.energy_cost_frame({}), x="day", y="energy_kwh", color="team", y_lim=[0, None],
+                        title="energy per day by team (kWh)", elem_id="chart-energy",
+                    )  # fmt: skip
+                    cost_chart = gr.BarPlot(
+                        views.energy_cost_frame({}), x="day", y="cost", color="team", y_lim=[0, None],
+                        title="cost per day by team (currency in the summary)", elem_id="chart-cost",
+                    )  # fmt: skip
+                offpeak_chart = gr.BarPlot(
+                    views.offpeak_frame({}), x="team", y="percent", color="when", y_lim=[0, 100],
+                    title="off-peak share of the GPU-hours (%)", elem_id="chart-offpeak",
+                    color_map={"off-peak": "#337ab7", "peak": "#f0ad4e"},
+                )  # fmt: skip
+                quota_chart = gr.HTML(views.quota_html({}), elem_id="chart-quota", js_on_load=None)
+            with gr.Tab("Results", id="results-tab") as results_tab:
+                results_hint = gr.Markdown(elem_id="results-hint")
+                with gr.Row(equal_height=True):
+                    sweep_id = gr.Number(
+                        None, label="sweep id", precision=0, minimum=1, scale=1, elem_id="results-sweep-id"
+                    )
+                    results_tag = gr.Textbox(
+                        label="or tag (when no sweep id)", scale=2, elem_id="results-tag", max_length=64
+                    )
+                    show_results = gr.Button(
+                        "Show results", variant="primary", scale=0, elem_id="results-show"
+                    )
+                with gr.Row(equal_height=True):
+                    sort_metric = gr.Dropdown([], value=None, label="sort by metric", elem_id="results-sort")
+                    goal = gr.Radio(GOALS, value=GOAL_AUTO, label="best is", elem_id="results-goal")
+                    chart_metric = gr.Dropdown([], value=None, label="chart metric", elem_id="results-metric")
+                results_note = gr.HTML(elem_id="results-note", js_on_load=None)
+                results_table = gr.Dataframe(
+                    views.results_frame({}), interactive=False, elem_id="results-table", wrap=True
+                )
+                results_chart = gr.BarPlot(
+                    views.results_chart_frame({}, None), x="run", y="value", color="row",
+                    title="chosen metric per run", x_title="parameters", y_title="metric",
+                    color_map={"best": "#f0ad4e", "other": "#5bc0de"}, elem_id="results-chart",
+                )  # fmt: skip
 
         identity: list[Any] = [
             session,
@@ -124,7 +169,10 @@ def build_ui(settings: Settings) -> gr.Blocks:
         identity.append(note)
         tasks_out = [tasks_table, tasks_note]
         gpus_out = [gpus_table, gpus_chart, gpus_note]
-        admin_out = [admin_summary, hours_chart, share_chart, waits_chart]
+        admin_out = [
+            admin_summary, hours_chart, share_chart, waits_chart, energy_chart, cost_chart, offpeak_chart,
+            quota_chart,
+        ]  # fmt: skip
 
         def refresh_all(state: Any, chosen: str, window: float | None) -> tuple[Any, ...]:
             return (
@@ -161,6 +209,17 @@ def build_ui(settings: Settings) -> gr.Blocks:
         gpus_tab.select(handlers.gpus, [session], gpus_out)
         for event in (admin_tab.select, refresh_admin.click):
             event(handlers.admin, [session, days], admin_out)
+
+        results_out = [results_note, results_table, results_chart, sort_metric, goal, chart_metric]
+        results_tab.select(handlers.recent_sweeps, [session], results_hint)
+        for event in (show_results.click, results_tag.submit):
+            event(handlers.results, [session, sweep_id, results_tag], results_out)
+        for event in (sort_metric.input, goal.input, chart_metric.input):
+            event(
+                handlers.results,
+                [session, sweep_id, results_tag, sort_metric, goal, chart_metric],
+                results_out,
+            )
     demo.queue(default_concurrency_limit=8)
     blocks: gr.Blocks = demo
     return blocks

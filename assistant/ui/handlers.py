@@ -6,6 +6,7 @@ A refused or failed call shows the API's own message; it never raises into Gradi
 
 from __future__ import annotations
 
+import html
 import logging
 from collections.abc import Iterator
 from typing import Any
@@ -23,6 +24,8 @@ from scheduler.settings import Settings
 log = logging.getLogger("nightshift.ui")
 LOG_TAIL_LINES = 400
 TASK_STATUSES = ["all", "queued", "running", "succeeded", "failed", "cancelled"]
+GOAL_AUTO = "auto"
+GOALS = [GOAL_AUTO, "min", "max"]
 ChatUpdate = tuple[list[dict[str, Any]], str, Any, str]
 
 
@@ -227,9 +230,18 @@ class Handlers:
         note = f"{len(view.get('gpus', []))} GPU(s) on {alive} live node(s)."
         return views.gpus_frame(view), views.gpu_usage_frame(view), note
 
-    def admin(self, session: UiSession | None, days: float | None) -> tuple[str, Any, pd.DataFrame, Any]:
-        """Admin charts: GPU-hours by team, busy/idle share per GPU, waits p50/p90 over time."""
-        empty = views.gpu_hours_frame({}), views.gpu_share_frame({}, {}), views.waits_frame({})
+    def admin(self, session: UiSession | None, days: float | None) -> tuple[Any, ...]:
+        """Admin charts: GPU-hours by team, busy/idle share per GPU, waits p50/p90 over time, energy and
+        cost per day, off-peak share, quota use vs budget (see `app` for the order)."""
+        empty = (
+            views.gpu_hours_frame({}),
+            views.gpu_share_frame({}, {}),
+            views.waits_frame({}),
+            views.energy_cost_frame({}),
+            views.energy_cost_frame({}),
+            views.offpeak_frame({}),
+            views.quota_html({}),
+        )
         if session is None or not session.admin:
             return "Admins only.", *empty
         window = max(1, int(days or 7))
@@ -239,9 +251,75 @@ class Handlers:
             gpus_view = session.client.gpus()
         except ClientError as exc:
             return f"Could not load the report: {exc.message}", *empty
+        energy = views.energy_cost_frame(by_team)
         return (
             views.report_summary(by_team),
             views.gpu_hours_frame(by_team),
             views.gpu_share_frame(by_gpu, gpus_view),
             views.waits_frame(by_team, self.zone),
+            energy,
+            energy,
+            views.offpeak_frame(by_team),
+            views.quota_html(by_team),
         )
+
+    # --- results --------------------------------------------------------------------------------------
+
+    def results(
+        self,
+        session: UiSession | None,
+        sweep_id: float | None,
+        tag: str | None,
+        sort: str | None = None,
+        goal: str | None = GOAL_AUTO,
+        metric: str | None = None,
+    ) -> tuple[str, pd.DataFrame, pd.DataFrame, Any, Any, Any]:
+        """Parameters vs metrics of a sweep (or of the tasks with a tag), sorted by `sort` toward `goal`.
+
+        Returns the note (HTML), the table, the chart's data and updates of the sort, goal and chart-metric
+        choices. Without `sort` the API picks the first metric; the chart shows `metric`, else the sort one.
+        """
+        keep = gr.update(), gr.update(), gr.update()
+        empty = views.results_frame({}), views.results_chart_frame({}, None)
+        if session is None:
+            return "<p>Sign in to see results.</p>", *empty, *keep
+        tag = (tag or "").strip()
+        if sweep_id is None and not tag:
+            return "<p>Enter a sweep id or a tag.</p>", *empty, *keep
+        if sweep_id is not None and int(sweep_id) < 1:
+            return "<p>A sweep id is a positive number.</p>", *empty, *keep
+        chosen_goal = goal if goal in ("min", "max") else None
+        try:
+            table = session.client.results(
+                sweep_id=int(sweep_id) if sweep_id is not None else None,
+                tag=None if sweep_id is not None else tag,
+                sort=sort or None,
+                goal=chosen_goal,
+            )
+        except ClientError as exc:
+            return f"<p>Could not load the results: {html.escape(exc.message)}</p>", *empty, *keep
+        numeric = views.numeric_metrics(table)
+        sort_choices = list(dict.fromkeys([*numeric, *([table["sort"]] if table.get("sort") else [])]))
+        shown = metric if metric in numeric else table.get("sort") if table.get("sort") in numeric else None
+        if shown is None and numeric:
+            shown = numeric[0]
+        return (
+            views.results_note(table, shown),
+            views.results_frame(table),
+            views.results_chart_frame(table, shown),
+            gr.update(choices=sort_choices, value=table.get("sort")),
+            gr.update(value=chosen_goal or GOAL_AUTO),
+            gr.update(choices=numeric, value=shown),
+        )
+
+    def recent_sweeps(self, session: UiSession | None) -> str:
+        """A hint on the Results tab: the sweep ids among the person's (team's) recent tasks."""
+        if session is None:
+            return ""
+        try:
+            ids = views.recent_sweeps(session.client.list_tasks(limit=200))
+        except ClientError:
+            return ""
+        if not ids:
+            return "No sweeps among your recent tasks (submit one with a `sweep`)."
+        return "Recent sweeps: " + ", ".join(f"#{sweep_id}" for sweep_id in ids)

@@ -145,13 +145,19 @@ def waits_frame(report: dict[str, Any], zone: tzinfo | None = None) -> pd.DataFr
 
 
 def report_summary(report: dict[str, Any]) -> str:
-    """One line over the charts: GPU-hours used of the capacity, and the utilization."""
+    """One line over the charts: GPU-hours used of the capacity, the utilization, energy, cost, off-peak."""
     utilization = report.get("utilization")
     share = "—" if utilization is None else f"{100 * float(utilization):.1f} %"
     used = float(report.get("total_gpu_hours", 0))
     capacity = float(report.get("capacity_gpu_hours", 0))
     days = float(report.get("days") or 0)
     line = f"**{used:.1f} GPU-h** used of {capacity:.0f} over the last {days:g} days (utilization {share})"
+    if report.get("total_energy_kwh") is not None:
+        currency = html.escape(str(report.get("currency") or ""))
+        energy, cost = amount(float(report["total_energy_kwh"])), amount(float(report.get("total_cost") or 0))
+        line += f"; {energy} kWh, cost {cost} {currency}".rstrip()
+    if report.get("offpeak_share") is not None:
+        line += f"; {100 * float(report['offpeak_share']):.0f} % off-peak"
     points = (report.get("waits_over_time") or {}).get("points", [])
     if points:
         last = points[-1]
@@ -160,6 +166,13 @@ def report_summary(report: dict[str, Any]) -> str:
             f" ({last['tasks']} start{'s' if last['tasks'] != 1 else ''})"
         )
     return line
+
+
+def amount(value: float) -> str:
+    """A quantity for people: two decimals, or three significant digits below 0.01 (`0.00042`)."""
+    if value == 0 or abs(value) >= 0.01:
+        return f"{value:.2f}"
+    return f"{value:.3g}"
 
 
 def estimate_text(estimate: dict[str, Any], zone: tzinfo | None = None) -> str:
@@ -218,3 +231,236 @@ def card_html(card: dict[str, Any], zone: tzinfo | None = None) -> str:
         f'<table class="ns-card-table">{"".join(rows)}</table>'
         f'<p class="ns-card-note">{html.escape(note)}</p></div>'
     )
+
+
+# --- admin: energy, cost, off-peak share, quota use -------------------------------------------------
+
+ALL_TEAMS = "(all teams)"
+DEFAULT_WARN_FRACTION = 0.8
+
+
+def energy_cost_frame(report: dict[str, Any]) -> pd.DataFrame:
+    """Energy (kWh) and cost per local day and team, from the report's `by_day` rows (day order)."""
+    rows = [
+        [
+            str(row["day"]),
+            str(row["team"]),
+            float(row.get("energy_kwh") or 0.0),
+            float(row.get("cost") or 0.0),
+        ]
+        for row in report.get("by_day") or []
+    ]
+    return pd.DataFrame(rows, columns=["day", "team", "energy_kwh", "cost"])
+
+
+def offpeak_frame(report: dict[str, Any]) -> pd.DataFrame:
+    """Off-peak and peak share (% of GPU-hours) of all teams together, then of each team with use."""
+    shares: list[tuple[str, float]] = []
+    if report.get("offpeak_share") is not None:
+        shares.append((ALL_TEAMS, float(report["offpeak_share"])))
+    shares += [
+        (str(row["key"]), float(row["offpeak_share"]))
+        for row in report.get("rows", [])
+        if row.get("offpeak_share") is not None
+    ]
+    rows = []
+    for name, share in shares:
+        offpeak = round(100 * min(1.0, max(0.0, share)), 2)
+        rows.append([name, "off-peak", offpeak])
+        rows.append([name, "peak", round(100 - offpeak, 2)])
+    return pd.DataFrame(rows, columns=["team", "when", "percent"])
+
+
+def quota_bars(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """One bar per team and budget (day, week): GPU-hours used, the budget and the share of it used."""
+    bars = []
+    for row in report.get("quota") or []:
+        for window in ("day", "week"):
+            budget = row.get(f"{window}_budget_gpu_h")
+            if not budget:
+                continue
+            used = float(row.get(f"{window}_used_gpu_h") or 0.0)
+            bars.append(
+                {"team": str(row["team"]), "window": window, "used": used, "budget": float(budget),
+                 "share": used / float(budget)}
+            )  # fmt: skip
+    return bars
+
+
+QUOTA_COLORS = {"ok": "#5cb85c", "warn": "#f0ad4e", "over": "#d9534f"}
+_LABEL_W, _BAR_W, _ROW_H, _TOP = 190, 380, 30, 34
+
+
+def quota_html(report: dict[str, Any]) -> str:
+    """Quota use vs budget as an SVG bar chart: one bar per team and window, a dashed line at the warning
+    share (80 %) and a solid one at the budget; teams without a budget are named below it (all escaped)."""
+    warn = float(report.get("quota_warn_fraction") or DEFAULT_WARN_FRACTION)
+    bars = quota_bars(report)
+    unbudgeted = [
+        str(row["team"])
+        for row in report.get("quota") or []
+        if not row.get("day_budget_gpu_h") and not row.get("week_budget_gpu_h")
+    ]
+    title = '<p class="ns-chart-title"><b>quota use vs budget</b> (rolling day and week)</p>'
+    note = (
+        f'<p class="ns-chart-note">no budget: {html.escape(", ".join(unbudgeted))}</p>' if unbudgeted else ""
+    )
+    if not bars:
+        empty = "No team has a GPU-hour budget (day_budget_gpu_h / week_budget_gpu_h in the settings)."
+        return f'<div class="ns-quota">{title}<p class="ns-chart-note">{empty}</p>{note}</div>'
+    top = max(1.0, *(float(bar["share"]) for bar in bars))
+    scale = min(top, 2.0) * 1.05  # the right edge of the axis, as a share of the budget
+
+    def x_of(share: float) -> float:
+        return _LABEL_W + _BAR_W * min(share, scale) / scale
+
+    height = _TOP + _ROW_H * len(bars) + 8
+    width = _LABEL_W + _BAR_W + 190
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="quota use vs budget" '
+        'font-family="sans-serif" font-size="12" fill="currentColor">'
+    ]
+    parts.append(
+        f'<line x1="{_LABEL_W}" y1="10" x2="{_LABEL_W + 24}" y2="10" stroke="#d9534f" stroke-width="2" '
+        f'stroke-dasharray="5,3"/><text x="{_LABEL_W + 30}" y="14">warning at {100 * warn:.0f} %</text>'
+        f'<line x1="{_LABEL_W + 170}" y1="10" x2="{_LABEL_W + 194}" y2="10" stroke="currentColor" '
+        f'stroke-width="2"/><text x="{_LABEL_W + 200}" y="14">budget (100 %)</text>'
+    )
+    for number, bar in enumerate(bars):
+        y = _TOP + number * _ROW_H
+        level = "over" if bar["share"] >= 1 else "warn" if bar["share"] >= warn else "ok"
+        label = f"{bar['team']} · {bar['window']}"
+        detail = f"{amount(bar['used'])} / {bar['budget']:g} GPU-h ({100 * bar['share']:.0f} %)"
+        parts.append(
+            f'<g class="ns-quota-bar" data-level="{level}"><title>{html.escape(f"{label}: {detail}")}</title>'
+            f'<text x="{_LABEL_W - 8}" y="{y + 16}" text-anchor="end">{html.escape(label)}</text>'
+            f'<rect x="{_LABEL_W}" y="{y + 4}" width="{_BAR_W}" height="{_ROW_H - 10}" fill="#8883"/>'
+            f'<rect x="{_LABEL_W}" y="{y + 4}" width="{x_of(bar["share"]) - _LABEL_W:.1f}" '
+            f'height="{_ROW_H - 10}" fill="{QUOTA_COLORS[level]}"/>'
+            f'<text x="{_LABEL_W + _BAR_W + 8}" y="{y + 16}">{html.escape(detail)}</text></g>'
+        )
+    bottom = _TOP + _ROW_H * len(bars)
+    parts.append(
+        f'<line class="ns-quota-warn" x1="{x_of(warn):.1f}" y1="{_TOP}" x2="{x_of(warn):.1f}" y2="{bottom}" '
+        'stroke="#d9534f" stroke-width="2" stroke-dasharray="5,3"/>'
+        f'<line class="ns-quota-budget" x1="{x_of(1.0):.1f}" y1="{_TOP}" x2="{x_of(1.0):.1f}" y2="{bottom}" '
+        'stroke="currentColor" stroke-width="2"/></svg>'
+    )
+    return f'<div class="ns-quota">{title}{"".join(parts)}{note}</div>'
+
+
+# --- results: parameters vs metrics of a sweep or a tag ---------------------------------------------
+
+BEST_MARK = "★ best"
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _cell(value: Any) -> Any:
+    """A table cell: numbers as they are, anything else as text, a missing value as ``""``."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, int | float):
+        return value
+    return str(value)
+
+
+def result_columns(table: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """Column names of the parameters and of the metrics (a metric named like a parameter gets a suffix)."""
+    params = [str(name) for name in table.get("params", [])]
+    taken = {"best", "task", "name", "status", "note", *params}
+    metrics = [f"{name} (metric)" if name in taken else str(name) for name in table.get("metrics", [])]
+    return params, metrics
+
+
+def results_frame(table: dict[str, Any]) -> pd.DataFrame:
+    """The results table: best mark, task, its parameters, its metrics, status and note, in the API's order
+    (best first by the sort metric)."""
+    params, metric_columns = result_columns(table)
+    metric_names = [str(name) for name in table.get("metrics", [])]
+    rows = []
+    for row in table.get("rows", []):
+        rows.append(
+            [
+                BEST_MARK if row.get("best") else "",
+                f"#{row['task_id']}",
+                *(_cell((row.get("params") or {}).get(name)) for name in params),
+                *(_cell((row.get("metrics") or {}).get(name)) for name in metric_names),
+                row.get("status", ""),
+                row.get("note") or "",
+            ]
+        )
+    return pd.DataFrame(rows, columns=["best", "task", *params, *metric_columns, "status", "note"])
+
+
+def numeric_metrics(table: dict[str, Any]) -> list[str]:
+    """Metrics with a number in at least one row (those can be sorted by and charted)."""
+    rows = table.get("rows", [])
+    return [
+        str(name)
+        for name in table.get("metrics", [])
+        if any(_number((row.get("metrics") or {}).get(name)) is not None for row in rows)
+    ]
+
+
+def run_label(row: dict[str, Any]) -> str:
+    """A row's x-axis label: its parameter values (`lr=0.1 bs=32`), else its task id and name."""
+    params = row.get("params") or {}
+    if params:
+        return " ".join(f"{name}={_cell(value)}" for name, value in params.items())
+    return f"#{row['task_id']} {row.get('name', '')}".strip()
+
+
+def results_chart_frame(table: dict[str, Any], metric: str | None) -> pd.DataFrame:
+    """One bar per row with a number for `metric`: x = the parameter values, colored best vs other.
+
+    Labels shared by several rows (the same parameters run twice) get the task id appended.
+    """
+    rows = [
+        row
+        for row in table.get("rows", [])
+        if metric and _number((row.get("metrics") or {}).get(metric)) is not None
+    ]
+    labels = [run_label(row) for row in rows]
+    data = []
+    for row, label in zip(rows, labels, strict=True):
+        if labels.count(label) > 1:
+            label = f"{label} (#{row['task_id']})"
+        kind = "best" if row.get("best") else "other"
+        data.append([label, float((row.get("metrics") or {})[metric]), kind])
+    return pd.DataFrame(data, columns=["run", "value", "row"])
+
+
+def results_note(table: dict[str, Any], chart_metric: str | None = None) -> str:
+    """HTML over the table: what it shows, how it is sorted, which task is best and what the chart shows
+    (every value escaped)."""
+    what = f"sweep #{table['sweep_id']}" if table.get("sweep_id") is not None else f"tag {table.get('tag')!s}"
+    count = len(table.get("rows", []))
+    text = f"{what}: {count} task{'s' if count != 1 else ''}"
+    if not count:
+        return f"<p>{html.escape(text)}.</p>"
+    sort, goal = table.get("sort"), table.get("goal")
+    if sort is None:
+        return f"<p>{html.escape(text)}; no task reported a number to compare yet.</p>"
+    better = "smaller" if goal == "min" else "larger"
+    text += f", sorted by {sort} ({better} is better)"
+    best = next((row for row in table.get("rows", []) if row.get("best")), None)
+    if best is None:
+        return f"<p>{html.escape(text)}; no task reported {html.escape(str(sort))} yet.</p>"
+    value = (best.get("metrics") or {}).get(sort)
+    best_text = f"best: task #{best['task_id']} ({run_label(best)}) with {sort} = {_cell(value)}"
+    chart = f"<br>The chart shows {html.escape(chart_metric)} per run." if chart_metric else ""
+    return f"<p>{html.escape(text)}.<br><b>{html.escape(best_text)}</b>{chart}</p>"
+
+
+def recent_sweeps(tasks: list[dict[str, Any]], limit: int = 10) -> list[int]:
+    """The sweep ids of these tasks, newest first (tasks come newest first), at most `limit`."""
+    ids = [int(task["sweep_id"]) for task in tasks if task.get("sweep_id") is not None]
+    return list(dict.fromkeys(ids))[:limit]

@@ -33,6 +33,9 @@ CHROMIUM = Path(os.environ.get("NIGHTSHIFT_TEST_CHROMIUM", "/usr/bin/chromium"))
 UI_TIMEOUT_MS = 120_000  # the first page load imports and builds Gradio
 STEP_TIMEOUT_MS = 60_000
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+ADMIN_CHARTS = (
+    "#chart-gpu-hours", "#chart-gpu-share", "#chart-waits", "#chart-energy", "#chart-cost", "#chart-offpeak",
+)  # fmt: skip
 pytestmark = pytest.mark.timeout(300)  # a busy 2-core machine: Gradio's first build, Chromium, jobs
 
 
@@ -93,12 +96,20 @@ def page(browser: Any) -> Iterator[Any]:
 
 
 @pytest.fixture
+def server_settings() -> dict[str, Any]:
+    """Extra settings of the live server (a test parametrizes this name to change them)."""
+    return {}
+
+
+@pytest.fixture
 def live_server(
-    make_settings: Callable[..., Settings], redis_url: str, tmp_path: Path
+    make_settings: Callable[..., Settings], redis_url: str, tmp_path: Path, server_settings: dict[str, Any]
 ) -> Iterator[LiveServer]:
     """`create_app` on uvicorn (a free port) with the scheduler and a 4-GPU simulated worker in threads."""
     start, end, window = offpeak_window_ahead(datetime.now(UTC))
-    settings = make_settings(database_url=f"sqlite:///{tmp_path / 'ui.db'}", offpeak=window)
+    settings = make_settings(
+        database_url=f"sqlite:///{tmp_path / 'ui.db'}", offpeak=window, **server_settings
+    )
     settings.home.mkdir(parents=True, exist_ok=True)
     cluster = Cluster.open(settings, redis_url)
     cluster.rebuild_redis()
@@ -228,6 +239,10 @@ def test_asking_how_long_i_will_wait_answers_with_the_estimate_and_the_queue_sho
     expect(table).to_contain_text(f"{live_server.window[0]:02d}:00")
 
 
+BUDGETS = {"day_budget_gpu_h": {"vision": 2.0}, "week_budget_gpu_h": {"vision": 10.0, "nlp": 5.0}}
+
+
+@pytest.mark.parametrize("server_settings", [BUDGETS])
 def test_the_admin_is_signed_in_locally_and_sees_charts_gpus_and_logs(
     live_server: LiveServer, page: Any, tmp_path: Path
 ) -> None:
@@ -250,11 +265,22 @@ def test_the_admin_is_signed_in_locally_and_sees_charts_gpus_and_logs(
     expect(page.locator("#who")).to_contain_text("admin", timeout=UI_TIMEOUT_MS)
     expect(page.locator("#who")).to_contain_text("local admin token")
 
-    # Then the admin tab draws the three charts
+    # Then the admin tab draws every chart: GPU-hours, busy/idle share, waits, energy, cost, off-peak share
     page.get_by_role("tab", name="Admin").click()
-    for chart in ("#chart-gpu-hours", "#chart-gpu-share", "#chart-waits"):
+    for chart in ADMIN_CHARTS:
         expect(page.locator(f"{chart} canvas, {chart} svg").first).to_be_visible()
     expect(page.locator("#admin-summary")).to_contain_text("GPU-h")
+    expect(page.locator("#admin-summary")).to_contain_text("kWh")
+    expect(page.locator("#admin-summary")).to_contain_text("off-peak")
+    expect(page.locator("#chart-offpeak")).to_contain_text("(all teams)")
+    # And quota use vs budget: one bar per team and budget, the 80 % warning line and the budget line
+    quota = page.locator("#chart-quota")
+    expect(quota.locator("svg")).to_be_visible()
+    expect(quota.locator(".ns-quota-bar")).to_have_count(3)
+    for text in ("vision · day", "vision · week", "nlp · week", "warning at 80 %"):
+        expect(quota).to_contain_text(text)
+    expect(quota.locator("line.ns-quota-warn")).to_have_count(1)
+    expect(quota.locator("line.ns-quota-budget")).to_have_count(1)
     shot = tmp_path / "admin.png"
     page.screenshot(path=str(shot), full_page=True)
     assert shot.read_bytes().startswith(PNG_MAGIC) and shot.stat().st_size > 10_000
@@ -267,3 +293,50 @@ def test_the_admin_is_signed_in_locally_and_sees_charts_gpus_and_logs(
     page.locator("#log-task-id input").fill(str(ids[0]))
     page.locator("#show-log-button").click()
     expect(page.locator("#log-view")).to_contain_text("hello-from-carol")
+
+
+def test_the_results_tab_shows_a_sweeps_params_and_metrics_with_the_best_row_and_a_chart(
+    live_server: LiveServer, page: Any
+) -> None:
+    from playwright.sync_api import expect
+
+    # Given a CPU sweep whose jobs write their loss (lr × 10) and accuracy to metrics.json, all done
+    token = live_server.token("frank", "vision")
+    command = (
+        ": {opt}; printf '{\"loss\": %s, \"acc\": %s}' $(python3 -c 'print({lr} * 10, 1 - {lr})') "
+        '> "$NIGHTSHIFT_OUTPUT_DIR/metrics.json"'
+    )
+    sets = [{"lr": 0.5, "opt": "<i>adam</i>"}, {"lr": 0.1, "opt": "sgd"}, {"lr": 0.3, "opt": "sgd"}]
+    spec = {"command": command, "gpus": 0, "name": "grid", "sweep": sets}
+    with live_server.api(token) as api:
+        sweep = api.post("/sweeps", json=spec).json()
+        wait_until(lambda: api.get(f"/sweeps/{sweep['id']}").json()["status"] == "done", timeout_s=90)
+
+    # When frank opens the Results tab and asks for the sweep
+    sign_in(page, live_server, token, "frank")
+    page.get_by_role("tab", name="Results").click()
+    expect(page.locator("#results-hint")).to_contain_text(f"#{sweep['id']}")
+    page.locator("#results-sweep-id input").fill(str(sweep["id"]))
+    page.locator("#results-show").click()
+
+    # Then the table lists the three runs by loss, smaller first, the best one marked
+    note, table = page.locator("#results-note"), page.locator("#results-table")
+    expect(note).to_contain_text(f"sweep #{sweep['id']}: 3 tasks, sorted by loss (smaller is better)")
+    expect(note).to_contain_text("best: task #")
+    expect(note).to_contain_text("lr=0.1 opt=sgd")
+    best_row = table.locator("tbody tr").filter(has_text="★ best")
+    expect(best_row).to_have_count(1)
+    expect(best_row).to_contain_text("0.1")
+    expect(table).to_contain_text("0.5")
+    expect(table).to_contain_text("acc")
+    expect(table).to_contain_text("<i>adam</i>")  # a parameter's text is shown, never run as HTML
+    expect(table.locator("i")).to_have_count(0)
+    # And the chart of the metric is drawn over the parameter values
+    chart = page.locator("#results-chart")
+    expect(chart.locator("canvas, svg").first).to_be_visible()
+
+    # When the best is the largest loss instead, the other end of the grid is marked
+    page.locator("#results-goal").get_by_label("max").check()
+    expect(note).to_contain_text("larger is better")
+    expect(note).to_contain_text("lr=0.5 opt=<i>adam</i>")
+    expect(table.locator("tbody tr").filter(has_text="★ best")).to_contain_text("0.5")

@@ -43,6 +43,14 @@ def test_the_front_page_leads_to_the_ui_which_is_served_on_the_api_port(api: Any
     assert config["title"] == "nightshift"
     ids = {component.get("props", {}).get("elem_id") for component in config["components"]}
     assert {"chat", "confirm-button", "drop-button", "tasks-table", "queue-table", "gpus-table"} <= ids
+    assert {
+        "chart-energy",
+        "chart-cost",
+        "chart-offpeak",
+        "chart-quota",
+        "results-table",
+        "results-chart",
+    } <= ids
     assert api.get("/healthz").status_code == 200  # the API is unchanged beside it
 
 

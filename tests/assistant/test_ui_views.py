@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
+
 from assistant.ui import views
 from scheduler.reports import AttemptSpan, waits_over_time
 
@@ -194,3 +196,210 @@ def test_a_what_if_estimate_reads_as_one_line() -> None:
         "a wait of about 8 h — waits for the off-peak window"
     )
     assert views.estimate_text({"start": None, "reason": "no node has 8 GPUs"}).endswith("no node has 8 GPUs")
+
+
+# --- admin: energy, cost, off-peak share, quota use (report shaped as GET /reports/utilization) -------
+
+
+def report() -> dict[str, Any]:
+    return {
+        "days": 7,
+        "rows": [
+            {"key": "vision", "gpu_hours": 9.0, "energy_kwh": 1.6, "cost": 0.4, "offpeak_share": 0.6667},
+            {"key": "nlp", "gpu_hours": 3.0, "energy_kwh": 1.2, "cost": 0.3, "offpeak_share": 0.0},
+            {"key": "idle", "gpu_hours": 0.0, "energy_kwh": 0.0, "cost": 0.0, "offpeak_share": None},
+        ],
+        "total_gpu_hours": 12.0,
+        "capacity_gpu_hours": 672.0,
+        "utilization": 0.0179,
+        "currency": "EUR",
+        "total_energy_kwh": 2.8,
+        "total_cost": 0.7,
+        "offpeak_share": 0.5,
+        "by_day": [
+            {"day": "2026-03-04", "team": "vision", "gpu_hours": 4.0, "energy_kwh": 0.6, "cost": 0.15},
+            {"day": "2026-03-05", "team": "nlp", "gpu_hours": 3.0, "energy_kwh": 1.2, "cost": 0.3},
+            {"day": "2026-03-05", "team": "vision", "gpu_hours": 5.0, "energy_kwh": 1.0, "cost": 0.25},
+        ],
+        "quota": [
+            {
+                "team": "<b>ops</b>",
+                "day_used_gpu_h": 1.0,
+                "day_budget_gpu_h": None,
+                "day_share": None,
+                "week_used_gpu_h": 1.0,
+                "week_budget_gpu_h": None,
+                "week_share": None,
+            },
+            {
+                "team": "nlp",
+                "day_used_gpu_h": 3.0,
+                "day_budget_gpu_h": 4.0,
+                "day_share": 0.75,
+                "week_used_gpu_h": 3.0,
+                "week_budget_gpu_h": 3.5,
+                "week_share": 0.8571,
+            },
+            {
+                "team": "vision",
+                "day_used_gpu_h": 5.0,
+                "day_budget_gpu_h": None,
+                "day_share": None,
+                "week_used_gpu_h": 12.5,
+                "week_budget_gpu_h": 10.0,
+                "week_share": 1.25,
+            },
+        ],
+        "quota_warn_fraction": 0.8,
+    }
+
+
+def test_energy_and_cost_per_day_and_team_come_from_by_day() -> None:
+    assert views.energy_cost_frame(report()).values.tolist() == [
+        ["2026-03-04", "vision", 0.6, 0.15],
+        ["2026-03-05", "nlp", 1.2, 0.3],
+        ["2026-03-05", "vision", 1.0, 0.25],
+    ]
+    assert views.energy_cost_frame({}).empty
+
+
+def test_offpeak_share_is_shown_for_all_teams_then_each_team_that_ran() -> None:
+    assert views.offpeak_frame(report()).values.tolist() == [
+        ["(all teams)", "off-peak", 50.0],
+        ["(all teams)", "peak", 50.0],
+        ["vision", "off-peak", 66.67],
+        ["vision", "peak", 33.33],
+        ["nlp", "off-peak", 0.0],
+        ["nlp", "peak", 100.0],
+    ]
+
+
+def test_quota_bars_cover_each_team_and_budget_with_warning_and_over_budget_levels() -> None:
+    bars = views.quota_bars(report())
+    assert [(b["team"], b["window"], b["used"], b["budget"]) for b in bars] == [
+        ("nlp", "day", 3.0, 4.0),
+        ("nlp", "week", 3.0, 3.5),
+        ("vision", "week", 12.5, 10.0),
+    ]
+    page = views.quota_html(report())
+    assert page.count('class="ns-quota-bar"') == 3
+    levels = [part.split('"')[0] for part in page.split('data-level="')[1:]]
+    assert levels == ["ok", "warn", "over"]  # 75 %, 86 %, 125 %
+    assert "warning at 80 %" in page and "3.00 / 3.5 GPU-h (86 %)" in page
+    assert page.count('class="ns-quota-warn"') == 1 and page.count('class="ns-quota-budget"') == 1
+
+
+def test_the_quota_lines_sit_at_80_and_100_percent_of_the_axis() -> None:
+    def x_of(page: str, name: str) -> float:
+        return float(page.split(f'class="{name}" x1="')[1].split('"')[0])
+
+    page = views.quota_html(report())  # the axis reaches 125 % × 1.05 of the budget
+    start, width = 190, 380
+    assert x_of(page, "ns-quota-warn") == pytest.approx(start + width * 0.8 / 1.3125, abs=0.1)
+    assert x_of(page, "ns-quota-budget") == pytest.approx(start + width / 1.3125, abs=0.1)
+
+
+def test_the_quota_chart_escapes_team_names_and_says_when_there_is_no_budget() -> None:
+    page = views.quota_html(report())
+    assert "<b>ops</b>" not in page and "no budget: &lt;b&gt;ops&lt;/b&gt;" in page
+    empty = views.quota_html(
+        {"quota": [{"team": "nlp", "day_budget_gpu_h": None, "week_budget_gpu_h": None}]}
+    )
+    assert "No team has a GPU-hour budget" in empty and "<svg" not in empty and "no budget: nlp" in empty
+
+
+def test_the_admin_summary_adds_energy_cost_and_offpeak_share() -> None:
+    line = views.report_summary(report())
+    assert line.startswith("**12.0 GPU-h** used of 672 over the last 7 days (utilization 1.8 %)")
+    assert "2.80 kWh, cost 0.70 EUR" in line and "50 % off-peak" in line
+    assert "0.00042 kWh" in views.report_summary({"total_energy_kwh": 0.00042, "total_cost": 0})
+
+
+# --- results: a sweep's parameters vs metrics (shaped as GET /sweeps/{id}/results) ---------------------
+
+
+def results(**changes: Any) -> dict[str, Any]:
+    def row(task_id: int, lr: float, loss: float | None, best: bool = False, **more: Any) -> dict[str, Any]:
+        metrics = {} if loss is None else {"loss": loss, "acc": round(1 - lr, 2), "opt": "adam"}
+        return {"task_id": task_id, "name": f"grid lr:{lr}", "status": "succeeded", "params": {"lr": lr},
+                "metrics": metrics, "note": None, "best": best, **more}  # fmt: skip
+
+    table = {
+        "sweep_id": 4,
+        "tag": None,
+        "params": ["lr"],
+        "metrics": ["loss", "acc", "opt"],
+        "sort": "loss",
+        "goal": "min",
+        "best_task_id": 12,
+        "rows": [
+            row(12, 0.1, 1.0, best=True),
+            row(13, 0.3, 3.0),
+            row(11, 0.5, None, status="failed", note="metrics.json is not valid JSON"),
+        ],
+    }
+    return {**table, **changes}
+
+
+def test_the_results_table_marks_the_best_row_and_keeps_the_apis_order() -> None:
+    frame = views.results_frame(results())
+    assert list(frame.columns) == ["best", "task", "lr", "loss", "acc", "opt", "status", "note"]
+    assert frame.values.tolist() == [
+        ["★ best", "#12", 0.1, 1.0, 0.9, "adam", "succeeded", ""],
+        ["", "#13", 0.3, 3.0, 0.7, "adam", "succeeded", ""],
+        ["", "#11", 0.5, "", "", "", "failed", "metrics.json is not valid JSON"],
+    ]
+    assert list(views.results_frame({}).columns) == ["best", "task", "status", "note"]
+
+
+def test_a_metric_named_like_a_parameter_gets_its_own_column() -> None:
+    table = results(params=["lr"], metrics=["lr", "status"])
+    table["rows"] = [
+        {"task_id": 1, "params": {"lr": 0.1}, "metrics": {"lr": 0.05, "status": True}, "best": True}
+    ]
+    frame = views.results_frame(table)
+    assert list(frame.columns) == ["best", "task", "lr", "lr (metric)", "status (metric)", "status", "note"]
+    assert frame.iloc[0].tolist() == ["★ best", "#1", 0.1, 0.05, "true", "", ""]
+
+
+def test_only_numeric_metrics_can_be_charted_and_the_chart_has_one_bar_per_run_with_a_number() -> None:
+    assert views.numeric_metrics(results()) == ["loss", "acc"]
+    chart = views.results_chart_frame(results(), "acc")
+    assert chart.values.tolist() == [["lr=0.1", 0.9, "best"], ["lr=0.3", 0.7, "other"]]
+    assert views.results_chart_frame(results(), None).empty
+
+
+def test_runs_with_the_same_parameters_get_their_task_id_on_the_axis() -> None:
+    table = results()
+    table["rows"][1]["params"] = {"lr": 0.1}
+    labels = views.results_chart_frame(table, "loss")["run"].tolist()
+    assert labels == ["lr=0.1 (#12)", "lr=0.1 (#13)"]
+    table["rows"][0]["params"] = {}
+    assert views.run_label(table["rows"][0]) == "#12 grid lr:0.1"
+
+
+def test_the_results_note_names_the_sort_the_goal_the_best_task_and_the_chart() -> None:
+    note = views.results_note(results(), "acc")
+    assert "sweep #4: 3 tasks, sorted by loss (smaller is better)." in note
+    assert "best: task #12 (lr=0.1) with loss = 1.0" in note and "The chart shows acc per run." in note
+    by_tag = views.results_note(results(sweep_id=None, tag="<img src=x>", goal="max", rows=[]))
+    assert by_tag == "<p>tag &lt;img src=x&gt;: 0 tasks.</p>"
+    assert "no task reported a number" in views.results_note(results(sort=None, goal=None))
+
+
+def test_user_text_in_the_results_note_is_escaped() -> None:
+    table = results(sort="<i>loss</i>")
+    table["rows"][0]["params"] = {"opt": "<script>x</script>"}
+    table["rows"][0]["metrics"] = {"<i>loss</i>": 1.0}
+    note = views.results_note(table, "<i>loss</i>")
+    assert "<script>" not in note and "<i>" not in note and "&lt;script&gt;x&lt;/script&gt;" in note
+
+
+def test_recent_sweeps_are_the_sweep_ids_of_the_tasks_newest_first() -> None:
+    tasks = [
+        {"id": 9, "sweep_id": 4},
+        {"id": 8, "sweep_id": None},
+        {"id": 7, "sweep_id": 4},
+        {"id": 5, "sweep_id": 2},
+    ]
+    assert views.recent_sweeps(tasks) == [4, 2]
