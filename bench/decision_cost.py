@@ -29,7 +29,7 @@ from scheduler.clock import now_ms
 from scheduler.cluster_state import gather_state
 from scheduler.dispatcher import Dispatcher
 from scheduler.nodes import NodeGpu
-from scheduler.policy.aging import static_score
+from scheduler.policy.aging import overdue_at_s, static_score
 from scheduler.policy.types import PriorityClass, QueuedTask
 from scheduler.redis_server import EmbeddedRedis
 from scheduler.service import Cluster
@@ -96,6 +96,7 @@ def _insert_queued(
                 estimated_s=row["spec"].get("estimated_minutes", 0) * 60 or None,
             )  # fmt: skip
             pipe.zadd(cluster.queue.keys.queue, {str(task_id): static_score(q, config)})
+            pipe.zadd(cluster.queue.keys.overdue, {str(task_id): overdue_at_s(q, config)})
         pipe.execute()
 
 
@@ -162,15 +163,10 @@ def _insert_running(cluster: Cluster, people: list[tuple[int, int, str]], busy_g
 
 
 def _undo(cluster: Cluster, starts: tuple, scores: dict[int, float]) -> None:
-    client, keys = cluster.queue.client, cluster.queue.keys
-    pipe = client.pipeline(transaction=False)
+    """Give the pass's starts back to the queue and the overdue set at their old scores (unassign.lua)."""
     for start in starts:
-        pipe.delete(keys.assignment(start.task_id))
-        pipe.srem(keys.assigned, str(start.task_id))
-        pipe.lrem(keys.inbox(start.node), 0, str(start.task_id))
-        pipe.delete(keys.node_doorbell(start.node))
-        pipe.zadd(keys.queue, {str(start.task_id): scores[start.task_id]})
-    pipe.execute()
+        cluster.queue.return_assignment(start.task_id, start.node, scores.get(start.task_id, 0.0))
+        cluster.queue.client.delete(cluster.queue.keys.node_doorbell(start.node))
 
 
 def _measure(dispatcher: Dispatcher, passes: int, undo: bool) -> tuple[list[float], float]:
