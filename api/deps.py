@@ -3,6 +3,10 @@
 Every route that needs a caller takes `IdentityDep`, so the checks made here hold for every endpoint:
 the token (401 when missing, unknown or revoked), the per-token rate limit (429, `api.ratelimit`), and on
 task submission the per-team cap on queued tasks (429).
+
+The hot path runs on the event loop without a thread hop: the identity comes from `TokenCache` (SQL at
+most every 2 s per token; a revocation in another process is honoured within those 2 s, one in this
+process at once) and the queued cap from `QueuedEstimate` (SQL whenever the team may be near its cap).
 """
 
 from __future__ import annotations
@@ -11,18 +15,21 @@ from typing import Annotated
 
 from fastapi import Depends, Path, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.concurrency import run_in_threadpool
 
 from api.ratelimit import TokenBuckets, retry_after_s
+from api.submissions import SubmissionQueue
+from scheduler.admission import QueuedEstimate
 from scheduler.cluster_state import UsageCache
 from scheduler.errors import PermissionDenied, RateLimited
 from scheduler.service import Cluster
-from scheduler.store.identity import Identity, authenticate
+from scheduler.store.identity import Identity, TokenCache
 
 bearer = HTTPBearer(auto_error=False, description="an API token from `nightshift token create`")
 
 
-def get_cluster(request: Request) -> Cluster:
-    """The cluster this API process serves."""
+async def get_cluster(request: Request) -> Cluster:
+    """The cluster this API process serves (async: a dependency this cheap needs no worker thread)."""
     cluster: Cluster = request.app.state.cluster
     return cluster
 
@@ -62,11 +69,42 @@ def enforce_rate_limit(request: Request, cluster: Cluster, who: Identity) -> Non
         )
 
 
-def enforce_queued_cap(cluster: Cluster, who: Identity) -> None:
-    """429 when the caller's team already has `max_queued_per_team` tasks waiting."""
+def token_cache(request: Request, cluster: Cluster) -> TokenCache:
+    """This API process's cache of token -> identity, made on first use."""
+    state = request.app.state
+    cache: TokenCache | None = getattr(state, "token_cache", None)
+    if cache is None:
+        cache = state.token_cache = TokenCache(cluster.factory)
+    return cache
+
+
+def submission_queue(request: Request, cluster: Cluster) -> SubmissionQueue:
+    """This API process's group commit of single submissions, made on first use."""
+    state = request.app.state
+    queue: SubmissionQueue | None = getattr(state, "submission_queue", None)
+    if queue is None:
+        queue = state.submission_queue = SubmissionQueue(cluster)
+    return queue
+
+
+def queued_estimate(request: Request) -> QueuedEstimate:
+    """This API process's estimate of each team's queued tasks, made on first use."""
+    state = request.app.state
+    estimate: QueuedEstimate | None = getattr(state, "queued_estimate", None)
+    if estimate is None:
+        estimate = state.queued_estimate = QueuedEstimate()
+    return estimate
+
+
+def enforce_queued_cap(cluster: Cluster, who: Identity, estimate: QueuedEstimate | None = None) -> None:
+    """429 when the caller's team already has `max_queued_per_team` tasks waiting (counted in SQL).
+
+    With an `estimate`, the count (plus this submission) is remembered for it.
+    """
     cap = cluster.settings.max_queued_per_team
     if cap is None:
         return
+    ticket = estimate.ticket(who.team_id) if estimate is not None else 0
     queued = cluster.tasks.count_queued_for_team(who.team_id)
     if queued >= cap:
         raise RateLimited(
@@ -74,15 +112,21 @@ def enforce_queued_cap(cluster: Cluster, who: Identity) -> None:
             "start or cancel some, then submit again",
             retry_after_s=60,
         )
+    if estimate is not None:
+        estimate.record(who.team_id, queued + 1, ticket)
 
 
-def current_identity(
+async def current_identity(
     request: Request,
     cluster: ClusterDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
 ) -> Identity:
     """Who is calling, from the bearer token; 401 when missing, unknown or revoked; 429 over the limits."""
-    who = authenticate(cluster.factory, credentials.credentials if credentials else None)
+    token = credentials.credentials if credentials else None
+    cache = token_cache(request, cluster)
+    who = cache.cached(token)
+    if who is None:  # SQL: in a worker thread, off the event loop
+        who = await run_in_threadpool(cache.authenticate, token)
     enforce_rate_limit(request, cluster, who)
     return who
 
@@ -90,9 +134,24 @@ def current_identity(
 IdentityDep = Annotated[Identity, Depends(current_identity)]
 
 
-def within_queued_cap(cluster: ClusterDep, who: IdentityDep) -> None:
-    """Dependency of every submit route: 429 before the body is read when the team's queue is full."""
-    enforce_queued_cap(cluster, who)
+async def within_queued_cap(request: Request, cluster: ClusterDep, who: IdentityDep) -> None:
+    """Dependency of every submit route: 429 before the body is read when the team's queue is full.
+
+    No SQL while this process's estimate shows the team far below its cap (`QueuedEstimate`); a 429 is
+    only ever answered from a count made in SQL.
+    """
+    cap = cluster.settings.max_queued_per_team
+    if cap is None:
+        return
+    estimate = queued_estimate(request)
+    if estimate.admit(who.team_id, cap):
+        return
+    await run_in_threadpool(enforce_queued_cap, cluster, who, estimate)
+
+
+def forget_queued_estimate(request: Request, who: Identity) -> None:
+    """After a batch or sweep added many tasks at once: the team's next submission counts in SQL again."""
+    queued_estimate(request).forget(who.team_id)
 
 
 QueuedCap = Depends(within_queued_cap)

@@ -1,7 +1,8 @@
 """Sweeps and batches on a cluster: submit many tasks at once (all or nothing), cancel them, compare them.
 
     submit_group(cluster, who, specs, kind)   -> every spec checked and expanded, then one SQL transaction
-                                                 (the sweep row and all its tasks), then Redis
+                                                 (the sweep row and all its tasks), then Redis (one
+                                                 transaction for all the tasks)
     cancel_sweep(cluster, who, sweep_id)      -> each queued task cancelled, each running one stopped
     sweep_results(cluster, who, sweep_id)     -> `results.compare()` over the sweep's tasks
 
@@ -100,9 +101,8 @@ def submit_group(
         who, NewSweep(kind, label[:120], template, new_tasks), idempotency_key
     )
     if created:
-        pipe_tasks = [task for task in tasks if task.status == "queued"]
-        for task in pipe_tasks:
-            cluster.queue.enqueue(task.id, cluster.score(task))
+        # one Redis transaction and one round trip for the whole group
+        cluster.queue.enqueue_many(cluster.queue_entries([task for task in tasks if task.status == "queued"]))
     return SweepView(sweep, tasks), created
 
 

@@ -153,7 +153,8 @@ def with_learned_estimate(task: QueuedTask, history: DurationHistory, config: Po
 def gather_state(
     cluster: Cluster, usage_cache: UsageCache, window: int, rows: RowCache | None = None
 ) -> ClusterState:
-    """Read the first `window` queued tasks, the tasks holding GPUs, the nodes and the teams' usage.
+    """Read the window (the overdue tasks, then the head of the queue: `window` tasks in all), the tasks
+    holding GPUs, the nodes and the teams' usage.
 
     With `rows` (the scheduler's cache) unchanged rows are not loaded again.
     """
@@ -161,10 +162,10 @@ def gather_state(
         return _gather_cached(cluster, usage_cache, window, rows)
     queue, tasks = cluster.queue, cluster.tasks
     now = now_s()
-    head = queue.head(window)
-    rows_by_id = tasks.by_ids(task_id for task_id, _ in head)
+    head = queue.window_ids(window, now)
+    rows_by_id = tasks.by_ids(head)
     stale = [
-        task_id for task_id, _ in head if task_id not in rows_by_id or rows_by_id[task_id].status != "queued"
+        task_id for task_id in head if task_id not in rows_by_id or rows_by_id[task_id].status != "queued"
     ]
     for task_id in stale:
         queue.remove(task_id)
@@ -172,7 +173,7 @@ def gather_state(
     config = cluster.policy_config
     queued = [
         with_learned_estimate(queued_task_of(rows_by_id[task_id]), history, config)
-        for task_id, _ in head
+        for task_id in head
         if task_id not in stale
     ]
     holders = _holders(cluster, now)
@@ -206,7 +207,7 @@ def _gather_cached(cluster: Cluster, usage_cache: UsageCache, window: int, rows:
     queue = cluster.queue
     now = now_s()
     # Redis in two round trips (head, assignments, leases, nodes), SQL on one connection (versions, running)
-    snap = queue.pass_snapshot(window)
+    snap = queue.pass_snapshot(window, now)
     head, assigned = snap.head, snap.assignments
     # a task claimed (leased) but not yet marked running in SQL still holds its GPUs: without looking at
     # the leases, a pass in that moment would see them free and hand them out twice

@@ -133,7 +133,7 @@ class Dispatcher:
         lost = self.cluster.queue.epoch() is None
         if not lost and time.monotonic() - last_reconcile < FULL_RECONCILE_EVERY_S:
             return last_reconcile
-        if not lost and not self._redis_suspects(None):
+        if not lost and not self._redis_suspects(None) and self.cluster.queue.indexes_agree():
             return time.monotonic()
         report = self.cluster.rebuild_redis()
         if lost or report.queued_restored or report.leases_restored:

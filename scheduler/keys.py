@@ -17,6 +17,12 @@ class RedisKeys:
         return f"{self.prefix}queue"
 
     @property
+    def overdue(self) -> str:
+        """ZSET task_id -> when the task passes its aging bound (epoch s, `policy.aging.overdue_at_s`): the
+        same tasks as `queue`, so a pass finds the overdue ones with one range query however deep they sit."""
+        return f"{self.prefix}overdue"
+
+    @property
     def leases(self) -> str:
         """ZSET task_id -> lease expiry (ms since epoch), for the reaper."""
         return f"{self.prefix}leases"

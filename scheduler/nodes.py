@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -50,6 +51,7 @@ class NodeRegistry:
     def __init__(self, client: redis.Redis, keys: RedisKeys | None = None) -> None:
         self.client = client
         self.keys = keys or RedisKeys()
+        self._last_read: tuple[float, list[NodeState]] | None = None  # (monotonic time, nodes) of `all()`
 
     def publish(
         self, name: str, gpus: list[NodeGpu], now_ms: int, source: str, labels: dict[str, str] | None = None
@@ -81,13 +83,26 @@ class NodeRegistry:
 
     def all(self) -> list[NodeState]:
         """Every registered node, alive or not."""
+        read_at = time.monotonic()
         names = sorted(cast(set[str], self.client.smembers(self.keys.nodes)))
-        if not names:
-            return []
-        pipe = self.client.pipeline(transaction=False)
-        for name in names:
-            pipe.hgetall(self.keys.node(name))
-        return [_parse(name, raw) for name, raw in zip(names, pipe.execute(), strict=True) if raw]
+        nodes: list[NodeState] = []
+        if names:
+            pipe = self.client.pipeline(transaction=False)
+            for name in names:
+                pipe.hgetall(self.keys.node(name))
+            nodes = [_parse(name, raw) for name, raw in zip(names, pipe.execute(), strict=True) if raw]
+        self._last_read = (read_at, nodes)
+        return list(nodes)
+
+    def recent(self, max_age_s: float = 1.0) -> list[NodeState]:
+        """`all()` as this registry read it at most `max_age_s` seconds ago (else read now).
+
+        For checks that may accept on slightly old data but refuse only on fresh data (`Cluster.submit`).
+        """
+        last = self._last_read
+        if last is not None and time.monotonic() - last[0] < max_age_s:
+            return list(last[1])
+        return self.all()
 
 
 def nodes_from_raw(raw_by_name: Mapping[str, Mapping[str, str]]) -> list[NodeState]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from scheduler.clock import from_epoch_s, local_zone, machine_zone_name, now_ms,
 from scheduler.errors import ConflictError, NotFoundError, SpecError
 from scheduler.keys import RedisKeys
 from scheduler.nodes import NodeRegistry, NodeState
-from scheduler.policy.aging import static_score
+from scheduler.policy.aging import overdue_at_s, static_score
 from scheduler.policy.config import PolicyConfig
 from scheduler.policy.retry import decide_retry
 from scheduler.policy_input import queued_task_of
@@ -22,8 +23,10 @@ from scheduler.store.db import create_db_engine, make_session_factory, migrate
 from scheduler.store.identity import Identity
 from scheduler.store.queue import RedisQueue
 from scheduler.store.tables import FINAL_STATUSES, Task
-from scheduler.store.tasks import TaskStore
+from scheduler.store.tasks import NewTask, TaskStore
 from scheduler.submission import check_against_cluster, resolve
+
+_PENDING = Exception("not stored yet")  # a placeholder of `Cluster.submit_many`, always replaced
 
 
 def task_score(task: Task, config: PolicyConfig | None = None) -> float:
@@ -68,6 +71,7 @@ class Cluster:
         self.zone = local_zone(settings.timezone)
         zone_name = settings.timezone or machine_zone_name()
         self.policy_config = policy_config_of(settings, zone_name)
+        self._default_workdir: str | None = None
 
     @classmethod
     def open(cls, settings: Settings, redis_url: str, keys: RedisKeys | None = None) -> Cluster:
@@ -85,18 +89,84 @@ class Cluster:
         """The static queue score of a task under this cluster's policy."""
         return task_score(task, self.policy_config)
 
+    def due(self, task: Task) -> float:
+        """When a task passes its aging bound under this cluster's policy: its overdue-set score."""
+        return overdue_at_s(queued_task_of(task), self.policy_config)
+
+    def queue_entries(self, tasks: Sequence[Task]) -> list[tuple[int, float, float]]:
+        """(id, score, due) of each task for `RedisQueue.enqueue_many` (its policy view built once)."""
+        entries: list[tuple[int, float, float]] = []
+        for task in tasks:
+            view = queued_task_of(task)
+            entries.append(
+                (task.id, static_score(view, self.policy_config), overdue_at_s(view, self.policy_config))
+            )
+        return entries
+
     # --- submit, cancel --------------------------------------------------------------------------
 
     def default_workdir(self) -> str:
-        """Where a task runs when its spec names no workdir."""
-        workdir = self.settings.home / "work"
-        workdir.mkdir(parents=True, exist_ok=True)
-        return str(workdir)
+        """Where a task runs when its spec names no workdir (created once per process)."""
+        if self._default_workdir is None:
+            workdir = self.settings.home / "work"
+            workdir.mkdir(parents=True, exist_ok=True)
+            self._default_workdir = str(workdir)
+        return self._default_workdir
+
+    def check_fits(self, spec: TaskSpec) -> None:
+        """SpecError when no node of this cluster could run `spec` (`check_against_cluster`).
+
+        Accepts on the node list read up to 1 s ago, refuses only on a fresh read: a node that just joined
+        counts at once, and one that just left is like one that left right after the submission.
+        """
+        try:
+            check_against_cluster(spec, self.nodes.recent(), self.settings.max_task_gpus)
+        except SpecError:
+            check_against_cluster(spec, self.nodes.all(), self.settings.max_task_gpus)
 
     def submit(
         self, who: Identity, spec: TaskSpec | dict[str, object], idempotency_key: str | None = None
     ) -> tuple[Task, bool]:
         """Validate, store, then enqueue a task; returns (task, created). SQL first: Redis can be rebuilt."""
+        new = self._prepare(who, spec)
+        task, created = self.tasks.create(who, new, idempotency_key)
+        if created:
+            self.queue.enqueue(task.id, self.score(task), self.due(task))
+        elif task.status == "queued" and self.queue.restore_queued(task.id, self.score(task), self.due(task)):
+            self.queue.ring_scheduler()  # repairs a lost entry; never re-queues a claimed task
+        return task, created
+
+    def submit_many(self, items: Sequence[tuple[Identity, TaskSpec]]) -> list[Task | Exception]:
+        """Independent submissions (no idempotency keys) in one SQL transaction and one Redis round trip.
+
+        Each spec is checked on its own, exactly as `submit` checks it: a refused one gets its exception in
+        its place and the others go on. Those that pass are inserted together (all of them or, on a
+        database error, none: each then gets that error), then enqueued together. Returns, in order, the
+        created task or the exception of each item.
+        """
+        results: list[Task | Exception] = []
+        accepted: list[tuple[int, Identity, NewTask]] = []
+        for number, (who, spec) in enumerate(items):
+            try:
+                accepted.append((number, who, self._prepare(who, spec)))
+                results.append(_PENDING)
+            except Exception as exc:  # this submission's own error, answered to its caller alone
+                results.append(exc)
+        if not accepted:
+            return results
+        try:
+            tasks = self.tasks.create_many([(who, new) for _, who, new in accepted])
+            self.queue.enqueue_many(self.queue_entries(tasks))
+        except Exception as exc:
+            for number, _, _ in accepted:
+                results[number] = exc
+            return results
+        for (number, _, _), task in zip(accepted, tasks, strict=True):
+            results[number] = task
+        return results
+
+    def _prepare(self, who: Identity, spec: TaskSpec | dict[str, object]) -> NewTask:
+        """The row a spec becomes, after every check of a single submission (SpecError when refused)."""
         parsed = spec if isinstance(spec, TaskSpec) else parse_spec(spec)
         if parsed.sweep is not None:
             raise SpecError(
@@ -104,15 +174,9 @@ class Cluster:
                 "(`nightshift submit FILE` and the chat do that by themselves)",
                 [{"field": "sweep", "message": "use POST /api/v1/sweeps for a sweep"}],
             )
-        check_against_cluster(parsed, self.nodes.all(), self.settings.max_task_gpus)
+        self.check_fits(parsed)
         self._check_dependencies(who, parsed.depends_on)
-        new = resolve(parsed, self.zone, self.default_workdir())
-        task, created = self.tasks.create(who, new, idempotency_key)
-        if created:
-            self.queue.enqueue(task.id, self.score(task))
-        elif task.status == "queued" and self.queue.restore_queued(task.id, self.score(task)):
-            self.queue.ring_scheduler()  # repairs a lost entry; never re-queues a claimed task
-        return task, created
+        return resolve(parsed, self.zone, self.default_workdir())
 
     def _check_dependencies(self, who: Identity, depends_on: list[int]) -> None:
         for parent in depends_on:
@@ -174,7 +238,7 @@ class Cluster:
             hold = from_epoch_s(now_s() + decision.delay_s) if decision.delay_s else None
             if tasks.requeue(task_id, token, reason, message, hold_until=hold) is None:
                 return None
-            self.queue.enqueue(task_id, self.score(task))
+            self.queue.enqueue(task_id, self.score(task), self.due(task))
             return "queued"
         final_reason = decision.reason or reason
         done = tasks.finish(
@@ -220,7 +284,7 @@ class Cluster:
         expires = now_ms() + int(self.settings.lease_ttl_s * 1000)
         for task in self.tasks.with_status("queued", "running"):
             if task.status == "queued":
-                queued += self.queue.restore_queued(task.id, self.score(task))
+                queued += self.queue.restore_queued(task.id, self.score(task), self.due(task))
             elif task.lease_token and task.node is not None:
                 restored_leases += self.queue.restore_lease(
                     task.id, task.lease_token, task.node, task.gpu_indices or [], expires

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Path, Query, Response
+from fastapi import APIRouter, Header, Path, Query, Request, Response
 
-from api.deps import ClusterDep, IdentityDep, QueuedCap
+from api.deps import ClusterDep, IdentityDep, QueuedCap, forget_queued_estimate
 from api.schemas_sweeps import BatchCreate, Goal, ResultsPublic, SweepPublic
 from scheduler.batches import (
     cancel_sweep,
@@ -34,6 +34,7 @@ def create_sweep(
     spec: TaskSpec,
     cluster: ClusterDep,
     who: IdentityDep,
+    request: Request,
     response: Response,
     idempotency_key: IdempotencyKey = None,
 ) -> SweepPublic:
@@ -42,6 +43,7 @@ def create_sweep(
     The same `Idempotency-Key` from the same user returns the first sweep (200).
     """
     view, created = submit_sweep(cluster, who, spec, idempotency_key)
+    forget_queued_estimate(request, who)
     if not created:
         response.status_code = 200
     return SweepPublic.of(view)
@@ -52,11 +54,13 @@ def create_batch(
     batch: BatchCreate,
     cluster: ClusterDep,
     who: IdentityDep,
+    request: Request,
     response: Response,
     idempotency_key: IdempotencyKey = None,
 ) -> SweepPublic:
     """Submit several specs at once: every task is created or none, grouped under one sweep id."""
     view, created = submit_group(cluster, who, batch.specs, "batch", idempotency_key, batch.name)
+    forget_queued_estimate(request, who)
     if not created:
         response.status_code = 200
     return SweepPublic.of(view)

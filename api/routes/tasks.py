@@ -6,10 +6,10 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Header, Query, Response
+from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.responses import PlainTextResponse, StreamingResponse
 
-from api.deps import ClusterDep, IdentityDep, QueuedCap, TaskId
+from api.deps import ClusterDep, IdentityDep, QueuedCap, TaskId, submission_queue
 from api.schemas import TaskPublic, TasksPublic, TaskUsagePublic
 from scheduler.logs import read_from, read_tail
 from scheduler.spec import TaskSpec
@@ -22,18 +22,24 @@ FOLLOW_POLL_S = 0.25
 
 
 @router.post("", status_code=201, response_model=TaskPublic, dependencies=[QueuedCap])
-def submit_task(
+async def submit_task(
     spec: TaskSpec,
+    request: Request,
     cluster: ClusterDep,
     who: IdentityDep,
-    response: Response,
     idempotency_key: Annotated[str | None, Header(max_length=128)] = None,
-) -> TaskPublic:
-    """Submit a task. The same `Idempotency-Key` from the same user returns the first task (200)."""
-    task, created = cluster.submit(who, spec, idempotency_key)
-    if not created:
-        response.status_code = 200
-    return TaskPublic.of(task)
+) -> Response:
+    """Submit a task. The same `Idempotency-Key` from the same user returns the first task (200).
+
+    Concurrent submissions share one SQL transaction and one Redis round trip (`api.submissions`).
+    """
+    task, created = await submission_queue(request, cluster).submit(who, spec, idempotency_key)
+    # serialized here, once (the model is built from our own row: no second validation of the answer)
+    return Response(
+        TaskPublic.of(task).model_dump_json(),
+        status_code=201 if created else 200,
+        media_type="application/json",
+    )
 
 
 @router.get("", response_model=TasksPublic)

@@ -3,7 +3,15 @@
 No Redis, no SQL, no clock reads here: the live scheduler and `nightshift simulate` call the same code.
 """
 
-from scheduler.policy.aging import PriorityParts, aging_bound_s, rank_key, static_score, task_estimate_s
+from scheduler.policy.aging import (
+    PriorityParts,
+    aging_bound_s,
+    order_key,
+    overdue_at_s,
+    rank_key,
+    static_score,
+    task_estimate_s,
+)
 from scheduler.policy.config import POLICIES, PolicyConfig, TeamUsage
 from scheduler.policy.engine import decide
 from scheduler.policy.estimate import DurationEstimate, DurationHistory, estimate_duration_s
@@ -47,6 +55,8 @@ __all__ = [
     "estimate_starts",
     "explain",
     "gpu_power_w",
+    "order_key",
+    "overdue_at_s",
     "place_on_gpus",
     "queue_positions",
     "rank_key",

@@ -8,6 +8,7 @@ which is what makes the starvation bound hold (docs/scheduling.md).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from scheduler.policy.config import PolicyConfig
@@ -84,6 +85,31 @@ def aging_bound_s(priority: PriorityClass, config: PolicyConfig) -> float:
     return (int(PriorityClass.URGENT) - int(priority)) * config.class_step_s + config.max_credit_s()
 
 
+def overdue_at_s(task: QueuedTask, config: PolicyConfig) -> float:
+    """When `task` has waited its aging bound: from then on it is overdue and ranks ahead of every task that
+    is not. Static (submit time + bound), so a second sorted set (Redis, or the simulator's list) indexed by
+    it finds the overdue tasks with one range query, however deep they sit in the static-score order."""
+    return task.enqueued_at_s + aging_bound_s(task.priority, config)
+
+
+OrderKey = tuple[int, float, float]
+
+
+def order_key(task: QueuedTask, now_s: float, config: PolicyConfig, fairshare_factor: float) -> OrderKey:
+    """The order `decide` considers tasks in (lower first): overdue tasks first, earliest overdue first;
+    then the others by `rank_key`.
+
+    For fifo and backfill (no credits) the overdue tasks are exactly the first ones by `rank_key`, so this
+    is the plain class-and-age order; with credits it keeps the aging guarantee when short-job and fair-share
+    credits have pushed an old task far down the order.
+    """
+    key = rank_key(task, now_s, config, fairshare_factor)
+    due_s = overdue_at_s(task, config)
+    if due_s <= now_s:
+        return (0, due_s, key)
+    return (1, key, 0.0)
+
+
 @dataclass(frozen=True, slots=True)
 class PriorityParts:
     """A task's effective priority in seconds of waiting, broken into its parts (higher runs first)."""
@@ -112,3 +138,18 @@ def priority_parts(
         fair_share_s=fair,
         deadline_s=deadline_credit_s(task, now_s, config),
     )
+
+
+def window_ids(overdue: Iterable[int], head: Iterable[int], size: int) -> list[int]:
+    """The ids one pass looks at: the overdue tasks (from the overdue index, earliest first), then the head
+    of the static-score order without them, `size` in all. The live scheduler and the simulator both build
+    their window with this, so they consider the same tasks."""
+    ids = list(dict.fromkeys(overdue))[:size]
+    seen = set(ids)
+    for task_id in head:
+        if len(ids) >= size:
+            break
+        if task_id not in seen:
+            ids.append(task_id)
+            seen.add(task_id)
+    return ids

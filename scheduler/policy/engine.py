@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field
 
 from scheduler.policy import reasons
-from scheduler.policy.aging import aging_bound_s, rank_key, task_estimate_s
+from scheduler.policy.aging import aging_bound_s, order_key, task_estimate_s
 from scheduler.policy.backfill import Holding, Reservation, delays, find_reservation
 from scheduler.policy.config import PolicyConfig, TeamUsage
 from scheduler.policy.estimate import expected_end_s
@@ -106,9 +106,10 @@ def decide(
 def _ordered(
     window: Sequence[QueuedTask], now_s: float, config: PolicyConfig, usage: Mapping[str, TeamUsage]
 ) -> list[QueuedTask]:
-    """The window sorted by `rank_key` (stable: ties keep the caller's order)."""
+    """The window sorted by `order_key`: overdue tasks first, then by `rank_key` (stable: ties keep the
+    caller's order)."""
     factors = fairshare_factors(usage, {t.team for t in window}) if config.credits_on else {}
-    return sorted(window, key=lambda t: rank_key(t, now_s, config, factors.get(t.team, 1.0)))
+    return sorted(window, key=lambda t: order_key(t, now_s, config, factors.get(t.team, 1.0)))
 
 
 def _consider(ps: _Pass, task: QueuedTask, succeeded: Set[int], failed: Set[int]) -> None:
@@ -254,8 +255,12 @@ def _may_reserve(ps: _Pass, task: QueuedTask) -> bool:
     n = len(ps.reservations)
     if n < ps.config.reservations:
         return True
-    overdue = ps.now_s - task.enqueued_at_s >= aging_bound_s(task.priority, ps.config)
-    return overdue and n < ps.config.reservations + ps.config.overdue_reservations
+    return _overdue(ps, task) and n < ps.config.reservations + ps.config.overdue_reservations
+
+
+def _overdue(ps: _Pass, task: QueuedTask) -> bool:
+    """True when `task` has waited its aging bound."""
+    return ps.now_s - task.enqueued_at_s >= aging_bound_s(task.priority, ps.config)
 
 
 def _wait(ps: _Pass, task: QueuedTask, reason: str) -> None:

@@ -11,7 +11,7 @@ from collections.abc import Collection, Mapping, Sequence, Set
 from dataclasses import dataclass
 
 from scheduler.policy import reasons
-from scheduler.policy.aging import rank_key, task_estimate_s
+from scheduler.policy.aging import order_key, task_estimate_s
 from scheduler.policy.config import PolicyConfig, TeamUsage
 from scheduler.policy.engine import decide
 from scheduler.policy.estimate import expected_end_s
@@ -36,7 +36,7 @@ def queue_positions(
 ) -> dict[int, int]:
     """1-based position of each queued task in the order `decide` would consider them."""
     factors = fairshare_factors(usage or {}, {t.team for t in queued}) if config.credits_on else {}
-    order = sorted(queued, key=lambda t: rank_key(t, now_s, config, factors.get(t.team, 1.0)))
+    order = sorted(queued, key=lambda t: order_key(t, now_s, config, factors.get(t.team, 1.0)))
     return {t.task_id: i + 1 for i, t in enumerate(order)}
 
 

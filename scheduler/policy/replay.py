@@ -12,7 +12,7 @@ import bisect
 import heapq
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from scheduler.policy.aging import static_score
+from scheduler.policy.aging import overdue_at_s, static_score, window_ids
 from scheduler.policy.config import PolicyConfig, TeamUsage
 from scheduler.policy.engine import decide
 from scheduler.policy.placement import EPS, Pool, memory_need_mib
@@ -43,6 +43,9 @@ class Replay:
         # copy of it instead of building a new one from every slot
         self.pool = Pool(self.slots.values())
         self.queue: list[tuple[float, int]] = []  # (static score, task id), ascending
+        # the same tasks by when they pass their aging bound (`overdue_at_s`), ascending: each pass puts
+        # the overdue ones in its window however deep they sit in `queue` (the live queue's overdue set)
+        self.overdue: list[tuple[float, int]] = []
         self.tasks: dict[int, QueuedTask] = {}
         self.running: dict[int, tuple[RunningTask, ...]] = {}
         self.succeeded: set[int] = set()
@@ -96,6 +99,7 @@ class Replay:
         if kind == _ARRIVE:
             task = self.tasks[task_id]
             bisect.insort(self.queue, (static_score(task, self.config), task_id))
+            bisect.insort(self.overdue, (overdue_at_s(task, self.config), task_id))
             self._zero_gpu_queued += task.gpus <= 0
         elif kind == _END:
             self._end(task_id)
@@ -138,7 +142,7 @@ class Replay:
         if not self.queue or (self.open_gpus == 0 and self._zero_gpu_queued == 0):
             return
         self.passes += 1
-        window = [self.tasks[i] for _, i in self.queue[: self.config.window]]
+        window = [self.tasks[i] for i in self.window_ids()]
         running = [part for parts in self.running.values() for part in parts]
         usage = self.usage_of(self.now_s) if self.usage_of is not None else None
         dec = decide(
@@ -165,6 +169,13 @@ class Replay:
             self._wakes.add(dec.wake_at_s)
             self._push(dec.wake_at_s, _WAKE, -1)
 
+    def window_ids(self) -> list[int]:
+        """The ids the next pass looks at: the overdue tasks first, then the head of the static order."""
+        size = self.config.window
+        due = bisect.bisect_right(self.overdue, (self.now_s, float("inf")), hi=min(size, len(self.overdue)))
+        overdue = [i for _, i in self.overdue[:due]]
+        return window_ids(overdue, (i for _, i in self.queue[: size + due]), size)
+
     def _dequeue(self, task_id: int) -> None:
         task = self.tasks[task_id]
         item = (static_score(task, self.config), task_id)
@@ -172,6 +183,8 @@ class Replay:
         if pos < len(self.queue) and self.queue[pos] == item:
             del self.queue[pos]
             self._zero_gpu_queued -= task.gpus <= 0
+            due = (overdue_at_s(task, self.config), task_id)
+            del self.overdue[bisect.bisect_left(self.overdue, due)]
 
     def _start(self, task: QueuedTask, starts: Sequence[StartDecision]) -> None:
         self._dequeue(task.task_id)

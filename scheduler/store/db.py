@@ -11,7 +11,7 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
@@ -103,3 +103,18 @@ def transaction(factory: sessionmaker[Session]) -> Iterator[Session]:
         return
     with lock, factory() as session, session.begin():
         yield session
+
+
+@contextmanager
+def write_connection(engine: Engine) -> Iterator[Connection]:
+    """`transaction` without an ORM session, for Core statements on hot paths: commit or roll back.
+
+    On SQLite the engine's in-process write lock is held for the whole unit, as in `transaction`.
+    """
+    lock = _WRITE_LOCKS.get(engine)
+    if lock is None:
+        with engine.begin() as connection:
+            yield connection
+        return
+    with lock, engine.begin() as connection:
+        yield connection

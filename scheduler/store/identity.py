@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 import secrets
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlalchemy import select, update
@@ -17,6 +21,9 @@ from scheduler.store.tables import ApiToken, Team, User, utcnow
 
 TOKEN_PREFIX = "ns_"
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9_.\-]{0,63}$")
+# Bumped by every `revoke_token` of this process: each `TokenCache` drops what it holds when it changes.
+_revocations = itertools.count(1)
+_revocation_generation = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,14 +95,22 @@ def create_token(factory: sessionmaker[Session], user: str, team: str, is_admin:
     raise SpecError(f"could not create a token for {user_name}@{team_name}; try again")
 
 
+def _missing_token() -> AuthError:
+    return AuthError(
+        "missing API token: send 'Authorization: Bearer <token>' (see `nightshift token create`)"
+    )
+
+
 def authenticate(factory: sessionmaker[Session], token: str | None) -> Identity:
     """The identity behind a bearer token; AuthError for a missing, unknown or revoked token."""
     if not token:
-        raise AuthError(
-            "missing API token: send 'Authorization: Bearer <token>' (see `nightshift token create`)"
-        )
+        raise _missing_token()
+    return _authenticate_hash(factory, hash_token(token))
+
+
+def _authenticate_hash(factory: sessionmaker[Session], token_hash: str) -> Identity:
     with factory() as session:
-        row = read_only(session).scalar(select(ApiToken).where(ApiToken.token_hash == hash_token(token)))
+        row = read_only(session).scalar(select(ApiToken).where(ApiToken.token_hash == token_hash))
         if row is None:
             raise AuthError("unknown API token")
         if row.revoked_at is not None:
@@ -123,9 +138,94 @@ def revoke_token(factory: sessionmaker[Session], token_or_prefix: str) -> int:
             update(ApiToken).where(condition, ApiToken.revoked_at.is_(None)).values(revoked_at=utcnow())
         )
         count = int(getattr(result, "rowcount", 0) or 0)
+    _note_revocation()
     if count == 0:
         raise NotFoundError(f"no active token matches {token_or_prefix[:10]!r}")
     return count
+
+
+def _note_revocation() -> None:
+    global _revocation_generation
+    _revocation_generation = next(_revocations)
+
+
+@dataclass(frozen=True, slots=True)
+class _Cached:
+    who: Identity
+    until_s: float
+
+
+class TokenCache:
+    """A short-lived, in-process cache of token -> identity, so a request costs no SQL to authenticate.
+
+    Bounds: an entry lives `ttl_s` seconds (2 s by default), so a token revoked by another process (the CLI's
+    `nightshift token revoke`, another API process) is refused at most `ttl_s` seconds later; a revocation
+    made in this process (`revoke_token`) empties every cache of the process at once. Only tokens that
+    authenticated are kept (a missing, unknown or revoked token always reaches SQL), keyed by their SHA-256,
+    at most `max_entries` of them. Thread-safe.
+    """
+
+    def __init__(
+        self,
+        factory: sessionmaker[Session],
+        ttl_s: float = 2.0,
+        max_entries: int = 10_000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.factory = factory
+        self.ttl_s = ttl_s
+        self.max_entries = max_entries
+        self._clock = clock
+        self._entries: dict[str, _Cached] = {}
+        self._generation = _revocation_generation
+        self._lock = threading.Lock()
+
+    def cached(self, token: str | None) -> Identity | None:
+        """The identity of `token` when a fresh entry holds it (no SQL), else None."""
+        if not token or self.ttl_s <= 0:
+            return None
+        key = hash_token(token)
+        now = self._clock()
+        with self._lock:
+            if self._generation != _revocation_generation:
+                self._entries.clear()
+                self._generation = _revocation_generation
+            entry = self._entries.get(key)
+            if entry is None:
+                return None
+            if now >= entry.until_s:
+                del self._entries[key]
+                return None
+            return entry.who
+
+    def authenticate(self, token: str | None) -> Identity:
+        """`authenticate` through the cache: a fresh entry, else SQL (and the answer kept when valid)."""
+        who = self.cached(token)
+        if who is not None:
+            return who
+        if not token:
+            raise _missing_token()
+        key = hash_token(token)
+        generation = _revocation_generation
+        who = _authenticate_hash(self.factory, key)  # AuthError for unknown or revoked: never cached
+        if self.ttl_s > 0:
+            with self._lock:
+                if generation == _revocation_generation == self._generation:
+                    if len(self._entries) >= self.max_entries:
+                        self._drop_expired()
+                    if len(self._entries) < self.max_entries:
+                        self._entries[key] = _Cached(who, self._clock() + self.ttl_s)
+        return who
+
+    def forget_all(self) -> None:
+        """Drop every entry (the next request of each token reads SQL again)."""
+        with self._lock:
+            self._entries.clear()
+
+    def _drop_expired(self) -> None:
+        now = self._clock()
+        for key in [key for key, entry in self._entries.items() if now >= entry.until_s]:
+            del self._entries[key]
 
 
 def team_id_by_name(factory: sessionmaker[Session], name: str) -> int | None:

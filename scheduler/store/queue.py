@@ -16,6 +16,7 @@ from redis.commands.core import Script
 
 from scheduler.errors import ServiceUnavailable
 from scheduler.keys import RedisKeys
+from scheduler.policy.aging import window_ids
 
 LUA_DIR = Path(__file__).parent / "lua"
 
@@ -37,7 +38,7 @@ def _gpus_tuple(text: str | bytes) -> tuple[int, ...]:
 class PassSnapshot:
     """The Redis side of one scheduling pass (`RedisQueue.pass_snapshot`)."""
 
-    head: list[int]  # ids of the first queued tasks, best first
+    head: list[int]  # ids of the window: the overdue tasks, then the first queued tasks (`window_ids`)
     assignments: dict[int, tuple[str, tuple[int, ...]]]  # assigned, not yet claimed: id -> (node, gpus)
     leased: set[int]  # ids holding a lease (claimed: running, or about to be marked running in SQL)
     nodes: dict[str, dict[str, str]]  # node name -> raw record
@@ -110,16 +111,45 @@ class RedisQueue:
 
     # --- queue ---------------------------------------------------------------------------------
 
-    def enqueue(self, task_id: int, score: float) -> None:
-        """Add a task to the queue (no-op if it is already there) and wake the scheduler."""
-        pipe = self.client.pipeline(transaction=False)
+    def enqueue(self, task_id: int, score: float, due_s: float | None = None) -> None:
+        """Add a task to the queue (no-op if it is already there) and wake the scheduler.
+
+        `due_s` (`policy.aging.overdue_at_s`) indexes it in the overdue set too, in the same transaction.
+        """
+        pipe = self.client.pipeline(transaction=True)
         pipe.zadd(self.keys.queue, {str(task_id): score}, nx=True)
+        if due_s is not None:
+            pipe.zadd(self.keys.overdue, {str(task_id): due_s}, nx=True)
+        self._ring_scheduler(pipe)
+        pipe.execute()
+
+    def enqueue_many(self, entries: Iterable[tuple[int, float, float | None]]) -> None:
+        """`enqueue` of many tasks, each (task id, score, due_s), in one transaction and one round trip.
+
+        The scheduler is rung once for all of them.
+        """
+        queue: dict[str, float] = {}
+        overdue: dict[str, float] = {}
+        for task_id, score, due_s in entries:
+            queue[str(task_id)] = score
+            if due_s is not None:
+                overdue[str(task_id)] = due_s
+        if not queue:
+            return
+        pipe = self.client.pipeline(transaction=True)
+        pipe.zadd(self.keys.queue, queue, nx=True)
+        if overdue:
+            pipe.zadd(self.keys.overdue, overdue, nx=True)
         self._ring_scheduler(pipe)
         pipe.execute()
 
     def remove(self, task_id: int) -> bool:
-        """Take a queued task out of the queue (cancel); True if it was there."""
-        return bool(self.client.zrem(self.keys.queue, str(task_id)))
+        """Take a queued task out of the queue and the overdue set (cancel); True if it was queued."""
+        pipe = self.client.pipeline(transaction=True)
+        pipe.zrem(self.keys.queue, str(task_id))
+        pipe.zrem(self.keys.overdue, str(task_id))
+        removed, _ = pipe.execute()
+        return bool(removed)
 
     def head(self, count: int) -> list[tuple[int, float]]:
         """The first `count` queued tasks with their scores, best first: O(log n + count)."""
@@ -132,6 +162,21 @@ class RedisQueue:
         """The ids of the first `count` queued tasks, best first (no scores: about 3x cheaper to read)."""
         return [int(member) for member in cast(list[str], self.client.zrange(self.keys.queue, 0, count - 1))]
 
+    def overdue_ids(self, now_s: float, count: int) -> list[int]:
+        """The ids of up to `count` tasks past their aging bound at `now_s`, earliest first:
+        ZRANGEBYSCORE with a limit, O(log n + count)."""
+        rows = self.client.zrangebyscore(self.keys.overdue, "-inf", now_s, start=0, num=count)
+        return [int(member) for member in cast(list[str], rows)]
+
+    def window_ids(self, count: int, now_s: float) -> list[int]:
+        """The ids one pass looks at (`policy.aging.window_ids`): the overdue tasks, then the head of the
+        queue, `count` in all; two range reads in one round trip, O(log n + count)."""
+        pipe = self.client.pipeline(transaction=False)
+        pipe.zrangebyscore(self.keys.overdue, "-inf", now_s, start=0, num=count)
+        pipe.zrange(self.keys.queue, 0, 2 * count - 1)
+        overdue, head = pipe.execute()
+        return window_ids((int(m) for m in overdue), (int(m) for m in head), count)
+
     def position(self, task_id: int) -> int | None:
         """0-based rank of a queued task, or None when it is not in the queue."""
         rank = self.client.zrank(self.keys.queue, str(task_id))
@@ -140,6 +185,15 @@ class RedisQueue:
     def length(self) -> int:
         """How many tasks wait in the queue (not counting assigned ones)."""
         return int(self.client.zcard(self.keys.queue))
+
+    def indexes_agree(self) -> bool:
+        """True when the overdue set holds as many tasks as the queue (the scripts keep them equal; a queue
+        from before the overdue index existed does not, and the rebuild indexes it)."""
+        pipe = self.client.pipeline(transaction=True)
+        pipe.zcard(self.keys.queue)
+        pipe.zcard(self.keys.overdue)
+        queued, overdue = pipe.execute()
+        return int(queued) == int(overdue)
 
     def queued_ids(self) -> set[int]:
         """Every task id in the queue (used by the rebuild check, not on the hot path)."""
@@ -150,7 +204,7 @@ class RedisQueue:
     def assign(self, task_id: int, node: str, gpu_indices: Iterable[int], now_ms: int) -> bool:
         """Move a queued task to `node`'s inbox with its GPUs; False if it had left the queue."""
         k = self.keys
-        keys = [k.queue, k.inbox(node), k.assignment(task_id), k.assigned, k.node_doorbell(node)]
+        keys = [k.queue, k.inbox(node), k.assignment(task_id), k.assigned, k.node_doorbell(node), k.overdue]
         return bool(self._assign(keys=keys, args=[task_id, node, _gpus_text(gpu_indices), now_ms]))
 
     def assignments(self) -> dict[int, tuple[str, tuple[int, ...]]]:
@@ -168,20 +222,22 @@ class RedisQueue:
                 result[int(task)] = (node, _gpus_tuple(gpus or ""))
         return result
 
-    def pass_snapshot(self, count: int) -> PassSnapshot:
+    def pass_snapshot(self, count: int, now_s: float) -> PassSnapshot:
         """What one scheduling pass reads from Redis, in two round trips instead of six.
 
-        The ids of the first `count` queued tasks (as `head_ids`), the unclaimed assignments (as
-        `assignments`), the ids holding a lease, and every registered node's raw record (name -> hash; see
-        `nodes.nodes_from_raw`).
+        The ids of the window (as `window_ids`: the tasks overdue at `now_s`, then the head of the queue),
+        the unclaimed assignments (as `assignments`), the ids holding a lease, and every registered node's
+        raw record (name -> hash; see `nodes.nodes_from_raw`).
         """
         k = self.keys
         pipe = self.client.pipeline(transaction=False)
-        pipe.zrange(k.queue, 0, count - 1)
+        pipe.zrangebyscore(k.overdue, "-inf", now_s, start=0, num=count)
+        pipe.zrange(k.queue, 0, 2 * count - 1)
         pipe.smembers(k.assigned)
         pipe.smembers(k.nodes)
         pipe.zrange(k.leases, 0, -1)
-        head, assigned_ids, node_names, leased = pipe.execute()
+        overdue, queue_head, assigned_ids, node_names, leased = pipe.execute()
+        head = window_ids((int(m) for m in overdue), (int(m) for m in queue_head), count)
         ordered = sorted(cast(set[str], assigned_ids), key=int)
         names = sorted(cast(set[str], node_names))
         assignments: dict[int, tuple[str, tuple[int, ...]]] = {}
@@ -200,7 +256,7 @@ class RedisQueue:
                 if raw:
                     nodes[name] = raw
         return PassSnapshot(
-            [int(member) for member in cast(list[str], head)],
+            head,
             assignments,
             {int(member) for member in cast(list[str], leased)},
             nodes,
@@ -229,11 +285,15 @@ class RedisQueue:
         (node, gpus), *_ = pipe.execute()
         return None if node is None else (node, _gpus_tuple(gpus or ""))
 
-    def return_assignment(self, task_id: int, node: str, fallback_score: float = 0.0) -> bool:
-        """Put an unclaimed assignment back in the queue at its old score; False if claimed meanwhile."""
+    def return_assignment(
+        self, task_id: int, node: str, fallback_score: float = 0.0, fallback_due_s: float | None = None
+    ) -> bool:
+        """Put an unclaimed assignment back in the queue (and the overdue set) at its old scores; False if
+        claimed meanwhile."""
         k = self.keys
-        keys = [k.queue, k.inbox(node), k.assignment(task_id), k.assigned]
-        return bool(self._unassign(keys=keys, args=[task_id, node, fallback_score]))
+        keys = [k.queue, k.inbox(node), k.assignment(task_id), k.assigned, k.overdue]
+        due = "" if fallback_due_s is None else fallback_due_s
+        return bool(self._unassign(keys=keys, args=[task_id, node, fallback_score, due]))
 
     def return_stale_assignments(
         self, now_ms: int, older_than_ms: int, alive_nodes: Iterable[str]
@@ -318,19 +378,21 @@ class RedisQueue:
 
     # --- rebuild ------------------------------------------------------------------------------------
 
-    def restore_queued(self, task_id: int, score: float) -> bool:
-        """Put a task SQL says is queued back in the queue unless Redis holds it elsewhere."""
+    def restore_queued(self, task_id: int, score: float, due_s: float | None = None) -> bool:
+        """Put a task SQL says is queued back in the queue (and, with `due_s`, the overdue set) unless Redis
+        holds it elsewhere."""
         k = self.keys
-        keys = [k.queue, k.lease(task_id), k.assignment(task_id), k.leases]
-        return bool(self._restore(keys=keys, args=[task_id, "queued", score, "", "", 0]))
+        keys = [k.queue, k.lease(task_id), k.assignment(task_id), k.leases, k.overdue]
+        due = "" if due_s is None else due_s
+        return bool(self._restore(keys=keys, args=[task_id, "queued", score, "", "", 0, due]))
 
     def restore_lease(
         self, task_id: int, token: str, node: str, gpu_indices: Iterable[int], expires_ms: int
     ) -> bool:
         """Recreate the lease of a task SQL says is running, so its worker can keep heartbeating."""
         k = self.keys
-        keys = [k.queue, k.lease(task_id), k.assignment(task_id), k.leases]
-        args: list[Any] = [task_id, "running", token, node, _gpus_text(gpu_indices), expires_ms]
+        keys = [k.queue, k.lease(task_id), k.assignment(task_id), k.leases, k.overdue]
+        args: list[Any] = [task_id, "running", token, node, _gpus_text(gpu_indices), expires_ms, ""]
         return bool(self._restore(keys=keys, args=args))
 
     # --- wake-ups -----------------------------------------------------------------------------------

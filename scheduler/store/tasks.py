@@ -9,16 +9,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import Engine, func, select, update
+from sqlalchemy import Connection, Engine, Table, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from scheduler.errors import ConflictError, NotFoundError
-from scheduler.store.db import READ_ONLY, read_only, transaction
+from scheduler.store.db import READ_ONLY, read_only, transaction, write_connection
 from scheduler.store.identity import Identity
-from scheduler.store.tables import FINAL_STATUSES, Attempt, Task, Team, utcnow
+from scheduler.store.tables import FINAL_STATUSES, Attempt, Task, Team, User, utcnow
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +41,68 @@ def _rowcount(result: Any) -> int:
     return int(getattr(result, "rowcount", 0) or 0)
 
 
+_INSERT_TASK = insert(cast(Table, Task.__table__))  # built once: its compiled form is cached
+# many rows in one statement, their ids back in the order of the rows
+_INSERT_TASKS = _INSERT_TASK.returning(Task.__table__.c.id, sort_by_parameter_order=True)
+
+
+def _insert_values(who: Identity, new: NewTask, idempotency_key: str | None) -> dict[str, Any]:
+    """Every column of a new queued task except its id."""
+    now = utcnow()
+    return {
+        "team_id": who.team_id,
+        "user_id": who.user_id,
+        "name": new.name,
+        "command": new.command,
+        "spec": new.spec,
+        "status": "queued",
+        "priority": new.priority,
+        "gpus": new.gpus,
+        "gpu_memory_gb": new.gpu_memory_gb,
+        "retries": new.retries,
+        "idempotency_key": idempotency_key,
+        "submitted_at": now,
+        "enqueued_at": now,
+        "attempts_count": 0,
+        "cancel_requested": False,
+    }
+
+
+def _insert(connection: Connection, values: dict[str, Any]) -> int:
+    """INSERT one task row; its new id."""
+    result = connection.execute(_INSERT_TASK, values)
+    return int(result.inserted_primary_key[0])  # type: ignore[index]
+
+
+def _new_row(task_id: int, values: dict[str, Any], who: Identity) -> Task:
+    """The row just inserted with `values`, as a detached `Task` (what a SELECT would have read back).
+
+    Columns not in `values` read None, as inserted. Its team and user come from the caller's identity,
+    which is where the inserted ids came from.
+    """
+    row = Task(id=task_id, **values)
+    team, user = _owners(who)
+    row.team = team
+    row.user = user
+    return row
+
+
+_OWNERS: dict[Identity, tuple[Team, User]] = {}
+
+
+def _owners(who: Identity) -> tuple[Team, User]:
+    """Detached Team and User objects of an identity (reused: they are only read)."""
+    owners = _OWNERS.get(who)
+    if owners is None:
+        if len(_OWNERS) >= 1000:
+            _OWNERS.clear()
+        owners = _OWNERS[who] = (
+            Team(id=who.team_id, name=who.team),
+            User(id=who.user_id, name=who.user, team_id=who.team_id, is_admin=who.is_admin),
+        )
+    return owners
+
+
 class TaskStore:
     """SQL operations on tasks and attempts."""
 
@@ -59,29 +121,27 @@ class TaskStore:
             existing = self._by_idempotency_key(who, idempotency_key)
             if existing is not None:
                 return existing, False
-        row = Task(
-            team_id=who.team_id,
-            user_id=who.user_id,
-            name=new.name,
-            command=new.command,
-            spec=new.spec,
-            priority=new.priority,
-            gpus=new.gpus,
-            gpu_memory_gb=new.gpu_memory_gb,
-            retries=new.retries,
-            idempotency_key=idempotency_key,
-        )
+        values = _insert_values(who, new, idempotency_key)
         try:
-            with transaction(self.factory) as session:
-                session.add(row)
-                session.flush()
-                task_id = row.id
+            # one Core INSERT (no unit of work, no SELECT back): every column's value is known here
+            with write_connection(self._engine) as connection:
+                task_id = _insert(connection, values)
         except IntegrityError:
             existing = self._by_idempotency_key(who, idempotency_key) if idempotency_key else None
             if existing is None:
                 raise
             return existing, False
-        return self.get_any(task_id), True
+        return _new_row(task_id, values, who), True
+
+    def create_many(self, items: Sequence[tuple[Identity, NewTask]]) -> list[Task]:
+        """Insert queued tasks (no idempotency keys) in one transaction: every one of them, or none."""
+        rows = [(who, _insert_values(who, new, None)) for who, new in items]
+        if not rows:
+            return []
+        with write_connection(self._engine) as connection:
+            result = connection.execute(_INSERT_TASKS, [values for _, values in rows])
+            ids = [int(task_id) for task_id in result.scalars()]
+        return [_new_row(task_id, values, who) for task_id, (who, values) in zip(ids, rows, strict=True)]
 
     def _by_idempotency_key(self, who: Identity, key: str) -> Task | None:
         with self.factory() as session:

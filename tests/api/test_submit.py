@@ -67,3 +67,27 @@ def test_submissions_without_a_key_are_never_merged(client, cluster, alice):
 
     assert len(ids) == 2
     assert cluster.tasks.count_by_status() == {"queued": 2}
+
+
+def test_submissions_written_together_each_get_their_own_answer(cluster, make_identity, four_gpu_node):
+    from scheduler.errors import SpecError
+    from scheduler.spec import TaskSpec
+
+    alice, _ = make_identity("alice", "vision")
+    bob, _ = make_identity("bob", "nlp")
+    items = [
+        (alice, TaskSpec.model_validate({"command": "echo a", "gpus": 1})),
+        (bob, TaskSpec.model_validate({"command": "echo too-big", "gpus": 8})),
+        (bob, TaskSpec.model_validate({"command": "echo b", "gpus": 2, "priority": "high"})),
+    ]
+
+    first, refused, second = cluster.submit_many(items)
+
+    assert isinstance(refused, SpecError) and "gpus must be between 0 and 4" in str(refused)
+    assert (first.team.name, first.user.name, first.status) == ("vision", "alice", "queued")
+    assert (second.team.name, second.priority, second.gpus) == ("nlp", "high", 2)
+    stored = {task.id: task for task in cluster.tasks.with_status("queued")}
+    assert set(stored) == {first.id, second.id}
+    assert stored[second.id].submitted_at == second.submitted_at
+    assert stored[second.id].spec == second.spec
+    assert cluster.queue.queued_ids() == {first.id, second.id}

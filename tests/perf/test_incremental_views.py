@@ -8,7 +8,7 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scheduler.clock import now_ms
+from scheduler.clock import now_ms, now_s
 from scheduler.dispatcher import Dispatcher
 from scheduler.nodes import NodeGpu, nodes_from_raw
 from scheduler.policy.config import PolicyConfig
@@ -108,8 +108,8 @@ def test_the_pass_snapshot_reads_what_the_separate_calls_read(cluster, make_iden
     cluster.queue.assign(ids[1], "node-b", (0,), now_ms())
     claim = cluster.queue.claim("node-b", now_ms(), 30_000)
     assert claim is not None and claim.task_id == ids[1]
-    snap = cluster.queue.pass_snapshot(2)
-    assert snap.head == cluster.queue.head_ids(2) == ids[2:4]
+    snap = cluster.queue.pass_snapshot(2, now_s())
+    assert snap.head == cluster.queue.head_ids(2) == cluster.queue.window_ids(2, now_s()) == ids[2:4]
     assert snap.assignments == cluster.queue.assignments() == {ids[0]: ("node-a", (1,))}
     assert snap.leased == {ids[1]}
     assert cluster.queue.leased_gpus([ids[1], ids[0]]) == {ids[1]: ("node-b", (0,))}

@@ -76,3 +76,17 @@ def test_a_token_bucket_refills_at_its_rate():
     assert buckets.take("t") == 0.0
     assert buckets.take("other") == 0.0
     assert TokenBuckets(rate_per_s=0, burst=1).take("t") == 0.0  # 0 = no limit
+
+
+def test_a_batch_counts_against_the_cap_for_the_next_single_submission_at_once(limited):
+    limited.settings.rate_limit_per_s = 0
+    limited.settings.max_queued_per_team = 10
+    alice = _token(limited, "alice", "vision")
+    with TestClient(create_app(limited)) as client:
+        first = client.post("/api/v1/tasks", json={"command": "true"}, headers=alice)
+        batch = client.post("/api/v1/tasks/batch", json={"specs": [{"command": "true"}] * 9}, headers=alice)
+        over = client.post("/api/v1/tasks", json={"command": "true"}, headers=alice)
+
+    assert (first.status_code, batch.status_code) == (201, 201)
+    assert over.status_code == 429
+    assert "already has 10 tasks queued (the cap is 10)" in over.json()["detail"]

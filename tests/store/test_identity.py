@@ -95,3 +95,57 @@ def test_user_and_team_names_must_be_slugs(store, name):
     with pytest.raises(SpecError, match="must be 1-64 lowercase letters"):
         create_token(store.factory, user="alice", team=name)
     assert _count(store, ApiToken) == 0
+
+
+def _token_cache(store, now):
+    from scheduler.store.identity import TokenCache
+
+    return TokenCache(store.factory, ttl_s=2.0, clock=lambda: now[0])
+
+
+def _revoke_as_another_process(store, token):
+    # what `nightshift token revoke` does from its own process: no in-process hook reaches this cache
+    with store.engine.begin() as connection:
+        connection.execute(
+            text("UPDATE api_tokens SET revoked_at = CURRENT_TIMESTAMP WHERE token_hash = :h"),
+            {"h": hash_token(token)},
+        )
+
+
+def test_the_token_cache_refuses_a_token_revoked_elsewhere_once_its_entry_expires(store):
+    now = [0.0]
+    cache = _token_cache(store, now)
+    token = create_token(store.factory, user="alice", team="vision")
+    assert cache.authenticate(token).user == "alice"
+
+    _revoke_as_another_process(store, token)
+    now[0] = 1.9
+    assert cache.authenticate(token).user == "alice"  # within the stated bound (2 s) the entry answers
+    now[0] = 2.0
+    with pytest.raises(AuthError, match="revoked"):
+        cache.authenticate(token)
+    with pytest.raises(AuthError, match="revoked"):
+        cache.authenticate(token)  # a refused token is never cached
+
+
+def test_the_token_cache_refuses_a_token_revoked_in_this_process_at_once(store):
+    cache = _token_cache(store, [0.0])
+    token = create_token(store.factory, user="alice", team="vision")
+    assert cache.cached(token) is None
+    cache.authenticate(token)
+    assert cache.cached(token) is not None
+
+    revoke_token(store.factory, token)
+
+    assert cache.cached(token) is None
+    with pytest.raises(AuthError, match="revoked"):
+        cache.authenticate(token)
+
+
+def test_the_token_cache_keeps_no_unknown_or_missing_token(store):
+    cache = _token_cache(store, [0.0])
+    with pytest.raises(AuthError, match="missing API token"):
+        cache.authenticate(None)
+    with pytest.raises(AuthError, match="unknown API token"):
+        cache.authenticate("ns_not-a-token")
+    assert cache.cached("ns_not-a-token") is None

@@ -1,15 +1,21 @@
 -- assign.lua: move a queued task to a node's inbox, if it is still queued.
 -- KEYS[1] queue ZSET        KEYS[2] node inbox LIST   KEYS[3] assignment HASH of the task
--- KEYS[4] assigned SET      KEYS[5] node doorbell LIST
+-- KEYS[4] assigned SET      KEYS[5] node doorbell LIST   KEYS[6] overdue ZSET
 -- ARGV[1] task id   ARGV[2] node   ARGV[3] gpu indices "0,1"   ARGV[4] now (ms)
 -- Returns 1 when assigned, 0 when the task had left the queue (cancelled, assigned elsewhere).
--- The queue score is kept in the assignment, so an assignment its node never claims can go back in place.
+-- The queue and overdue scores are kept in the assignment, so an assignment its node never claims can go
+-- back in place.
 local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if not score then
   return 0
 end
+local due = redis.call('ZSCORE', KEYS[6], ARGV[1])
 redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('ZREM', KEYS[6], ARGV[1])
 redis.call('HSET', KEYS[3], 'node', ARGV[2], 'gpus', ARGV[3], 'assigned_ms', ARGV[4], 'score', score)
+if due then
+  redis.call('HSET', KEYS[3], 'due', due)
+end
 redis.call('SADD', KEYS[4], ARGV[1])
 redis.call('RPUSH', KEYS[2], ARGV[1])
 redis.call('RPUSH', KEYS[5], '1')
