@@ -88,7 +88,7 @@ def submit_group(
     for number, spec in enumerate(specs, 1):
         try:
             check_against_cluster(spec, nodes, cluster.settings.max_task_gpus)
-            _check_parents(cluster, who, spec.depends_on)
+            cluster.check_dependencies(who, spec.depends_on)
         except SpecError as exc:
             raise in_batch(exc, number, len(specs)) from None
     _check_queued_cap(cluster, who, len(expanded))
@@ -104,17 +104,6 @@ def submit_group(
         # one Redis transaction and one round trip for the whole group
         cluster.queue.enqueue_many(cluster.queue_entries([task for task in tasks if task.status == "queued"]))
     return SweepView(sweep, tasks), created
-
-
-def _check_parents(cluster: Cluster, who: Identity, depends_on: list[int]) -> None:
-    for parent in depends_on:
-        try:
-            cluster.tasks.get_for(who, parent)
-        except NotFoundError:
-            raise SpecError(
-                f"depends_on names task {parent}, which does not exist",
-                [{"field": "depends_on", "message": f"task {parent} does not exist"}],
-            ) from None
 
 
 def submit_sweep(

@@ -11,7 +11,7 @@ from scheduler.nodes import NodeState, nodes_from_raw
 from scheduler.policy.config import PolicyConfig, TeamUsage
 from scheduler.policy.estimate import DurationHistory, estimate_duration_s
 from scheduler.policy.types import GpuSlot, QueuedTask, RunningTask
-from scheduler.policy_input import gpu_slots, queued_task_of, running_task_of
+from scheduler.policy_input import gpu_slots, holder_of, queued_task_of, running_task_of
 from scheduler.service import Cluster
 from scheduler.usage import gpu_spans, learned_durations, team_usage
 
@@ -224,28 +224,12 @@ def _gather_cached(cluster: Cluster, usage_cache: UsageCache, window: int, rows:
     for task_id, (node, gpu_indices) in assigned.items():
         view = views.get(task_id)
         if view is not None:
-            holders.append(_holder_of(view, node, gpu_indices, now))
+            holders.append(holder_of(view, node, gpu_indices, now))
     in_flight = [task_id for task_id in claimed if task_id not in tokens and task_id in views]
     for task_id, (node, gpu_indices) in queue.leased_gpus(in_flight).items():
-        holders.append(_holder_of(views[task_id], node, gpu_indices, now))
+        holders.append(holder_of(views[task_id], node, gpu_indices, now))
     rows.prune(set(views), {holder.task_id for holder in holders})
     return _state(cluster, now, queued, holders, usage, nodes_from_raw(snap.nodes))
-
-
-def _holder_of(task: QueuedTask, node: str, gpu_indices: tuple[int, ...], started_at_s: float) -> RunningTask:
-    """What `running_task_of` makes of the row behind `task` (same fields), from the cached view."""
-    estimate = task.estimated_s or task.time_limit_s
-    return RunningTask(
-        task_id=task.task_id,
-        team=task.team,
-        user=task.user,
-        node=node,
-        gpu_indices=tuple(gpu_indices),
-        started_at_s=started_at_s,
-        gpu_memory_mib=task.gpu_memory_mib,
-        priority=task.priority,
-        estimated_end_s=started_at_s + estimate if estimate else None,
-    )
 
 
 def _holders(cluster: Cluster, now: float) -> list[RunningTask]:

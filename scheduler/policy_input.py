@@ -51,10 +51,14 @@ def queued_task_of(task: Task) -> QueuedTask:
 
 def running_task_of(task: Task, node: str, gpu_indices: Sequence[int], started_at_s: float) -> RunningTask:
     """The policy's view of a task holding GPUs (running, or assigned and about to start)."""
-    queued = queued_task_of(task)
+    return holder_of(queued_task_of(task), node, gpu_indices, started_at_s)
+
+
+def holder_of(queued: QueuedTask, node: str, gpu_indices: Sequence[int], started_at_s: float) -> RunningTask:
+    """The policy's view of a task holding GPUs, from its queued view (the scheduler's cached rows)."""
     estimate = queued.estimated_s or queued.time_limit_s
     return RunningTask(
-        task_id=task.id,
+        task_id=queued.task_id,
         team=queued.team,
         user=queued.user,
         node=node,

@@ -175,10 +175,11 @@ class Cluster:
                 [{"field": "sweep", "message": "use POST /api/v1/sweeps for a sweep"}],
             )
         self.check_fits(parsed)
-        self._check_dependencies(who, parsed.depends_on)
+        self.check_dependencies(who, parsed.depends_on)
         return resolve(parsed, self.zone, self.default_workdir())
 
-    def _check_dependencies(self, who: Identity, depends_on: list[int]) -> None:
+    def check_dependencies(self, who: Identity, depends_on: list[int]) -> None:
+        """422 when `depends_on` names a task that does not exist for this caller (or another team's)."""
         for parent in depends_on:
             try:
                 self.tasks.get_for(who, parent)

@@ -11,7 +11,7 @@ import secrets
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 import redis
@@ -34,7 +34,8 @@ os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("NIGHTSHIFT_ALLOW_ROOT_JOBS", "true")
 
 
-def _unavailable(message: str) -> None:
+def unavailable(message: str) -> NoReturn:
+    """A real service or tool this test needs is missing: fail in CI (where make test installs it), else skip."""
     if IN_CI:
         pytest.fail(message)
     pytest.skip(message)
@@ -46,7 +47,7 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedR
     try:
         server = EmbeddedRedis(tmp_path_factory.mktemp("redis"), appendonly=False).start()
     except ServiceUnavailable as exc:
-        _unavailable(f"redis-server not available: {exc.message}")
+        unavailable(f"redis-server not available: {exc.message}")
         raise
     yield server
     server.stop()
@@ -73,7 +74,7 @@ def postgres_database() -> Iterator[str]:
             connection.execute(text(f'CREATE DATABASE "{name}"'))
     except Exception as exc:
         admin.dispose()
-        _unavailable(f"PostgreSQL not available at {POSTGRES_ADMIN_URL}: {exc}")
+        unavailable(f"PostgreSQL not available at {POSTGRES_ADMIN_URL}: {exc}")
         raise
     url = POSTGRES_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
     yield url

@@ -27,7 +27,7 @@ from scheduler.service import Cluster
 from scheduler.settings import Settings
 from scheduler.store.identity import create_token
 from scheduler.worker import Worker
-from tests.conftest import _unavailable, wait_until
+from tests.conftest import unavailable, wait_until
 
 CHROMIUM = Path(os.environ.get("NIGHTSHIFT_TEST_CHROMIUM", "/usr/bin/chromium"))
 UI_TIMEOUT_MS = 120_000  # the first page load imports and builds Gradio
@@ -73,7 +73,7 @@ class LiveServer:
 def browser() -> Iterator[Any]:
     """Headless Chromium (the Debian build), driven by Playwright; skipped without it unless in CI."""
     if not CHROMIUM.exists():
-        _unavailable(f"chromium not found at {CHROMIUM}")
+        unavailable(f"chromium not found at {CHROMIUM}")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:

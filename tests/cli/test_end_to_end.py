@@ -17,7 +17,7 @@ import pytest
 
 from scheduler.errors import ServiceUnavailable
 from scheduler.redis_server import find_redis_server, free_port
-from tests.conftest import wait_until
+from tests.conftest import unavailable, wait_until
 
 CONSOLE_SCRIPT = Path(sys.executable).with_name(
     "nightshift"
@@ -67,9 +67,7 @@ def env(tmp_path) -> dict[str, str]:
     try:
         find_redis_server()
     except ServiceUnavailable as exc:  # a machine without redis-server: same rule as the shared fixtures
-        if os.environ.get("CI"):
-            pytest.fail(f"redis-server not available: {exc.message}")
-        pytest.skip(f"redis-server not available: {exc.message}")
+        unavailable(f"redis-server not available: {exc.message}")
     port = free_port()
     values = {k: v for k, v in os.environ.items() if not k.startswith("NIGHTSHIFT_")}
     values.update(

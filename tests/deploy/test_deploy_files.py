@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import IN_CI
+from tests.conftest import unavailable
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -17,9 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def _tool(name: str) -> str:
     found = shutil.which(name)
     if found is None:
-        if IN_CI:
-            pytest.fail(f"{name} is not installed (make test installs it)")
-        pytest.skip(f"{name} is not installed")
+        unavailable(f"{name} is not installed (make test installs it)")
     return found
 
 
