@@ -23,7 +23,7 @@ from scheduler.store.db import create_db_engine, make_session_factory, migrate
 from scheduler.store.identity import Identity
 from scheduler.store.queue import RedisQueue
 from scheduler.store.tables import FINAL_STATUSES, Task
-from scheduler.store.tasks import NewTask, TaskStore
+from scheduler.store.tasks import Finish, NewTask, TaskStore
 from scheduler.submission import check_against_cluster, resolve
 
 _PENDING = Exception("not stored yet")  # a placeholder of `Cluster.submit_many`, always replaced
@@ -47,6 +47,17 @@ def policy_config_of(settings: Settings, zone_name: str) -> PolicyConfig:
         borrowing=settings.borrowing,
         fairshare_half_life_s=settings.fairshare_half_life_h * 3600.0,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Settlement:
+    """How one attempt ended, as its worker reports it (`Cluster.settle_attempts`)."""
+
+    task_id: int
+    token: str
+    reason: str  # an executor outcome reason: exit, cancelled, lost_lease, timeout, nonzero exit, ...
+    exit_code: int | None = None
+    message: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,43 +223,57 @@ class Cluster:
         Only the holder of `token` changes anything. Returns the task's new status, or None when the claim
         was no longer ours. The lease is released either way, which wakes the scheduler.
         """
-        try:
-            return self._settle(task_id, token, reason, exit_code, message)
-        finally:
-            self.queue.release(task_id, token)
+        return self.settle_attempts([Settlement(task_id, token, reason, exit_code, message)])[0]
 
-    def _settle(
-        self, task_id: int, token: str, reason: str, exit_code: int | None, message: str | None
-    ) -> str | None:
-        tasks = self.tasks
-        if reason == "lost_lease":
-            return None
-        if reason == "exit":
-            return (
-                "succeeded" if tasks.finish(task_id, token, "succeeded", exit_code=0, reason="exit") else None
-            )
-        if reason == "cancelled":
-            done = tasks.finish(
-                task_id, token, "cancelled", exit_code=exit_code, reason=reason, message=message
-            )
-            return "cancelled" if done else None
+    def settle_attempts(self, settlements: Sequence[Settlement]) -> list[str | None]:
+        """`settle_attempt` for several ended attempts at once, their new statuses in the same order.
+
+        Successes and cancels (most of a busy node's endings) change SQL in one transaction and release
+        their leases in one Redis round trip, waking the scheduler once; failures go through the retry
+        policy one by one.
+        """
+        try:
+            return self._settle_many(settlements)
+        finally:
+            self.queue.release_many([(item.task_id, item.token) for item in settlements])
+
+    def _settle_many(self, settlements: Sequence[Settlement]) -> list[str | None]:
+        statuses: list[str | None] = [None] * len(settlements)
+        plain: list[tuple[int, Finish]] = []
+        for i, item in enumerate(settlements):
+            if item.reason == "lost_lease":
+                continue
+            if item.reason == "exit":
+                plain.append((i, Finish(item.task_id, item.token, "succeeded", 0, "exit")))
+            elif item.reason == "cancelled":
+                reason, code, message = "cancelled", item.exit_code, item.message
+                plain.append((i, Finish(item.task_id, item.token, "cancelled", code, reason, message)))
+            else:
+                statuses[i] = self._settle_failure(item)
+        done = self.tasks.finish_many([finish for _, finish in plain])
+        for i, finish in plain:
+            statuses[i] = finish.status if finish.task_id in done else None
+        return statuses
+
+    def _settle_failure(self, item: Settlement) -> str | None:
+        """A failed attempt: requeue it when the retry policy says so, else fail the task."""
+        tasks, task_id, token = self.tasks, item.task_id, item.token
         task = tasks.get_any(task_id)
         previous = tasks.attempt_reasons(task_id, excluding_token=token)
-        decision = decide_retry(previous, reason, task.retries, self.settings.retry_backoff_s)
+        decision = decide_retry(previous, item.reason, task.retries, self.settings.retry_backoff_s)
         if decision.retry:
             hold = from_epoch_s(now_s() + decision.delay_s) if decision.delay_s else None
-            if tasks.requeue(task_id, token, reason, message, hold_until=hold) is None:
+            if tasks.requeue(task_id, token, item.reason, item.message, hold_until=hold) is None:
                 return None
             self.queue.enqueue(task_id, self.score(task), self.due(task))
             return "queued"
-        final_reason = decision.reason or reason
         done = tasks.finish(
             task_id,
             token,
             "failed",
-            exit_code=exit_code,
-            reason=final_reason,
-            message=decision.message or message,
+            exit_code=item.exit_code,
+            reason=decision.reason or item.reason,
+            message=decision.message or item.message,
         )
         return "failed" if done else None
 

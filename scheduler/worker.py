@@ -1,8 +1,13 @@
 """A worker: claims the tasks the scheduler assigned to its node, runs them, reports how they ended.
 
 Threads: the main loop (claim, watch jobs, stop on cancel/timeout), one heartbeat thread (renews every
-lease and publishes the node's GPUs; a CPU-bound job cannot starve it), and one waiter per job that rings
-the node's doorbell the moment the job's process exits, so the next task starts at once.
+lease and publishes the node's GPUs; a CPU-bound job cannot starve it), and one exit watcher (pidfds, see
+`scheduler.executor.exit_watch`; a waiting thread per job where pidfds are missing) that rings the node's
+doorbell the moment a job's process exits, so the next task starts at once.
+
+Bursts cost one round trip each: the loop claims up to `CLAIM_BATCH` assignments at once and marks them
+running in one SQL transaction; the jobs that ended since the last pass are checked for leftover processes
+with one look at /proc and settled in one SQL transaction and one Redis pipeline.
 
 Fencing on the worker's side: a job whose lease was not renewed for a whole lease TTL (the worker was
 paused, or cut off from Redis) is killed at once, without a grace period, because by then the reaper may
@@ -32,7 +37,7 @@ import shlex
 import signal
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -40,6 +45,7 @@ from typing import Protocol
 from scheduler.accounts import OsAccount, account_for
 from scheduler.clock import now_ms
 from scheduler.errors import ExecutorError, NightshiftError
+from scheduler.executor.exit_watch import ExitWatcher
 from scheduler.executor.launch import LaunchRequest, start_job
 from scheduler.executor.outcome import StopReason
 from scheduler.executor.process import RunningJob
@@ -49,16 +55,18 @@ from scheduler.executor.reaper import (
     make_run_token,
     node_token_part,
     parse_run_token,
+    take_process_snapshot,
 )
 from scheduler.gpus.inventory import GpuMonitor
 from scheduler.nodes import NodeGpu
 from scheduler.results import collect_metrics, prepare_output_dir
-from scheduler.service import Cluster
+from scheduler.service import Cluster, Settlement
 from scheduler.store.queue import Claim, RenewResult
 from scheduler.store.tables import Task
 
 log = logging.getLogger(__name__)
 MIB = 1024 * 1024
+CLAIM_BATCH = 64  # assignments taken (and marked running in SQL) per round trip
 
 
 @dataclass
@@ -78,16 +86,19 @@ class ActiveJob:
 
 
 class JobListener(Protocol):
-    """Told when this worker's jobs start and end (telemetry, accounting, notifications); must not raise."""
+    """Told when this worker's jobs start and end (telemetry, accounting, notifications); must not raise.
 
-    def job_started(self, item: ActiveJob) -> None:
-        """The job of `item` was launched."""
+    Jobs that start or end together come in one call, so that a listener writes once per burst.
+    """
 
-    def job_ending(self, item: ActiveJob) -> None:
-        """The job's processes are gone; its task is about to be settled (GPUs about to be handed out)."""
+    def jobs_started(self, items: Sequence[ActiveJob]) -> None:
+        """These jobs were launched."""
 
-    def job_ended(self, item: ActiveJob, status: str | None) -> None:
-        """The task was settled: its new status, or None when the claim was no longer this worker's."""
+    def jobs_ending(self, items: Sequence[ActiveJob]) -> None:
+        """These jobs' processes are gone; their tasks are about to be settled (GPUs handed out)."""
+
+    def jobs_ended(self, ended: Sequence[tuple[ActiveJob, str | None]]) -> None:
+        """The tasks were settled: each one's new status, or None where the claim was no longer ours."""
 
 
 def run_token_of(claim: Claim, token_node: str) -> str:
@@ -154,6 +165,8 @@ class Worker:
         self._ttl_s = self.settings.lease_ttl_s
         self.listeners: list[JobListener] = []
         self.out_of_service: dict[int, str] = {}  # GPU index -> why it takes no new tasks (watchdogs)
+        self._exit_watcher: ExitWatcher | None = None
+        self._watch_exits = ExitWatcher.supported()
 
     # --- life cycle ---------------------------------------------------------------------------
 
@@ -180,10 +193,10 @@ class Worker:
         self._check_jobs()
         while not self._stop.is_set():
             claimed_at = time.monotonic()
-            claim = self.cluster.queue.claim(self.node, now_ms(), self._ttl_ms)
-            if claim is None:
+            claims = self.cluster.queue.claim_many(self.node, now_ms(), self._ttl_ms, CLAIM_BATCH)
+            if not claims:
                 break
-            self._start(claim, claimed_at)
+            self._start_many(claims, claimed_at)
 
     def shutdown(self) -> None:
         """Stop every job (its stop signal, grace, KILL) and requeue it: a worker restart is not its fault."""
@@ -200,7 +213,7 @@ class Worker:
         for thread in stoppers:
             thread.join()
         for item in active:
-            self._emit("job_ending", item)
+            self._emit("jobs_ending", [item])
             outcome = item.job.outcome
             if outcome is not None and outcome.reason != "lost_lease":  # it ended on its own meanwhile
                 self.cluster.settle_attempt(
@@ -219,6 +232,9 @@ class Worker:
             )
         with self._lock:
             self.jobs.clear()
+        if self._exit_watcher is not None:
+            self._exit_watcher.close()
+            self._exit_watcher = None
 
     def reconcile(self) -> None:
         """On start: kill job processes of this node it does not run, and requeue what SQL says ran here."""
@@ -254,11 +270,43 @@ class Worker:
     # --- starting ---------------------------------------------------------------------------------
 
     def _start(self, claim: Claim, claimed_at: float | None = None) -> None:
-        attempt = self.cluster.tasks.mark_running(claim.task_id, claim.token, self.node, claim.gpu_indices)
-        if attempt is None:  # cancelled or already handled by someone else: let the lease go
-            self.cluster.queue.release(claim.task_id, claim.token)
+        self._start_many([claim], claimed_at)
+
+    def _start_many(self, claims: Sequence[Claim], claimed_at: float | None = None) -> None:
+        """Mark the claimed tasks running (one SQL transaction), launch their jobs, record their pids."""
+        marked = [(claim.task_id, claim.token, claim.gpu_indices) for claim in claims]
+        attempts = self.cluster.tasks.mark_running_many(self.node, marked)
+        # cancelled meanwhile, or already handled by someone else: let those leases go
+        self.cluster.queue.release_many(
+            [(claim.task_id, claim.token) for claim in claims if claim.task_id not in attempts]
+        )
+        rows = self.cluster.tasks.by_ids(attempts)
+        launched: list[ActiveJob] = []
+        for claim in claims:
+            attempt = attempts.get(claim.task_id)
+            if attempt is None:
+                continue
+            active = self._launch(rows[claim.task_id], claim, attempt)
+            if active is None:
+                continue
+            if claimed_at is not None:
+                active.renewed_at = claimed_at
+            launched.append(active)
+        if not launched:
             return
-        task = self.cluster.tasks.get_any(claim.task_id)
+        self.cluster.tasks.record_pids(
+            [(item.claim.task_id, item.claim.token, item.job.pid) for item in launched]
+        )
+        # Listeners hear of the start before anything can see the job end (the exit watch) or hold its GPUs.
+        self._emit("jobs_started", launched)
+        with self._lock:
+            for item in launched:
+                self.jobs[item.claim.task_id] = item
+        for item in launched:
+            self._watch_exit(item)
+
+    def _launch(self, task: Task, claim: Claim, attempt: int) -> ActiveJob | None:
+        """Start the job of a task marked running; settle the task at once when it cannot start."""
         try:
             account = account_for(task.user.name, self.settings.run_as, self.settings.allow_root_jobs)
             request = self._launch_request(task, claim, attempt, account)
@@ -267,19 +315,23 @@ class Worker:
             reason = str(exc.details.get("reason") or "executor")
             log.warning("task %s could not start (%s): %s", claim.task_id, reason, exc.message)
             self.cluster.settle_attempt(claim.task_id, claim.token, reason, message=exc.message)
+            return None
+        return ActiveJob(task=task, claim=claim, attempt=attempt, job=job)
+
+    def _watch_exit(self, item: ActiveJob) -> None:
+        """Ring this node's doorbell the moment the job's leader exits, so the next task starts at once."""
+        if self._watch_exits:
+            if self._exit_watcher is None:
+                self._exit_watcher = ExitWatcher(self._ring_own_doorbell, name=f"exit-watch-{self.node}")
+            self._exit_watcher.watch(item.job.pid)
             return
-        self.cluster.tasks.record_pid(claim.task_id, claim.token, job.pid)
-        active = ActiveJob(task=task, claim=claim, attempt=attempt, job=job)
-        if claimed_at is not None:
-            active.renewed_at = claimed_at
-        active.waiter = threading.Thread(
-            target=self._wait_for_exit, args=(job,), daemon=True, name=f"wait-{claim.task_id}"
+        item.waiter = threading.Thread(
+            target=self._wait_for_exit, args=(item.job,), daemon=True, name=f"wait-{item.claim.task_id}"
         )
-        # Listeners hear of the start before anything can see the job end (the waiter) or hold its GPUs.
-        self._emit("job_started", active)
-        with self._lock:
-            self.jobs[claim.task_id] = active
-        active.waiter.start()
+        item.waiter.start()
+
+    def _ring_own_doorbell(self) -> None:
+        self.cluster.queue.client.rpush(self.cluster.queue.keys.node_doorbell(self.node), "1")
 
     def _launch_request(
         self, task: Task, claim: Claim, attempt: int, account: OsAccount | None = None
@@ -334,7 +386,7 @@ class Worker:
             os.waitid(os.P_PID, job.pid, os.WEXITED | os.WNOWAIT)
         while job.wait(3600) is None:
             pass
-        self.cluster.queue.client.rpush(self.cluster.queue.keys.node_doorbell(self.node), "1")
+        self._ring_own_doorbell()
 
     # --- watching -------------------------------------------------------------------------------
 
@@ -386,34 +438,51 @@ class Worker:
         now = time.monotonic()
         with self._lock:
             items = list(self.jobs.values())
+        # one look at every process for all jobs whose leader exited, taken after seeing them exit
+        snapshot = take_process_snapshot() if any(item.job.leader_exited() for item in items) else None
+        ended = []
         for item in items:
-            if item.job.poll() is not None:
-                self._finish(item)
+            if item.job.poll(snapshot) is not None:
+                ended.append(item)
             elif item.job.time_limit_exceeded(now):
                 self._request_stop(item.claim.task_id, "timeout")
+        if ended:
+            self._finish_many(ended)
 
     def _finish(self, item: ActiveJob) -> None:
-        outcome = item.job.outcome
-        if outcome is None:  # still being stopped: the next pass sees it end
-            return
-        claim = item.claim
-        collect_metrics(self.cluster.factory, self.settings.home, item.task, claim.token)
-        self._emit("job_ending", item)
-        status = self.cluster.settle_attempt(
-            claim.task_id,
-            claim.token,
-            item.settle_as or outcome.reason,
-            outcome.exit_code,
-            item.settle_message or outcome.describe(),
-        )
-        with self._lock:
-            self.jobs.pop(claim.task_id, None)
-        self._emit("job_ended", item, status)
+        self._finish_many([item])
 
-    def _emit(self, hook: str, item: ActiveJob, *args: str | None) -> None:
+    def _finish_many(self, items: Sequence[ActiveJob]) -> None:
+        """Settle the tasks of jobs that ended (one SQL transaction and one Redis round trip for all)."""
+        ready = [item for item in items if item.job.outcome is not None]  # else still being stopped
+        if not ready:
+            return
+        for item in ready:
+            collect_metrics(self.cluster.factory, self.settings.home, item.task, item.claim.token)
+        self._emit("jobs_ending", ready)
+        settlements = []
+        for item in ready:
+            outcome = item.job.outcome
+            assert outcome is not None
+            settlements.append(
+                Settlement(
+                    item.claim.task_id,
+                    item.claim.token,
+                    item.settle_as or outcome.reason,
+                    outcome.exit_code,
+                    item.settle_message or outcome.describe(),
+                )
+            )
+        statuses = self.cluster.settle_attempts(settlements)
+        with self._lock:
+            for item in ready:
+                self.jobs.pop(item.claim.task_id, None)
+        self._emit("jobs_ended", list(zip(ready, statuses, strict=True)))
+
+    def _emit(self, hook: str, batch: object) -> None:
         for listener in self.listeners:
             try:
-                getattr(listener, hook)(item, *args)
+                getattr(listener, hook)(batch)
             except Exception:
                 log.exception("job listener %s.%s failed", type(listener).__name__, hook)
 
@@ -448,14 +517,15 @@ class Worker:
         self._fence_overdue_leases()
         with self._lock:
             items = list(self.jobs.values())
-        for item in items:
-            claim = item.claim
-            asked_at = time.monotonic()
-            answer = self.cluster.queue.renew(claim.task_id, claim.token, now_ms(), self._ttl_ms)
+        asked_at = time.monotonic()
+        answers = self.cluster.queue.renew_many(
+            [(item.claim.task_id, item.claim.token) for item in items], now_ms(), self._ttl_ms
+        )
+        for item, answer in zip(items, answers, strict=True):
             if answer in (RenewResult.RENEWED, RenewResult.CANCEL_REQUESTED):
                 item.renewed_at = max(item.renewed_at, asked_at)
             if answer == RenewResult.CANCEL_REQUESTED:
-                self._request_stop(claim.task_id, "cancelled")
+                self._request_stop(item.claim.task_id, "cancelled")
             elif answer == RenewResult.STOLEN:
                 self._lost(item, "the lease belongs to another claim (STOLEN)")
             elif answer == RenewResult.MISSING:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import fnmatch
+import functools
 import os
 import re
 import shutil
@@ -159,6 +160,7 @@ def build_argv(request: LaunchRequest, *, which: Which = shutil.which) -> list[s
     return shell
 
 
+@functools.lru_cache(maxsize=4096)  # the same few dozen names at every launch
 def is_secret_env_name(name: str) -> bool:
     """True for worker variables a job must not inherit: nightshift settings, tokens, passwords, keys."""
     upper = name.upper()

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 from scheduler.executor.outcome import STOP_REASONS, JobOutcome, StopReason, classify
 from scheduler.executor.reaper import (
     KILL_SETTLE_S,
+    ProcessSnapshot,
     find_processes_with_token,
     job_processes,
     kill_processes_with_token,
@@ -97,14 +98,18 @@ class RunningJob:
     def time_limit_exceeded(self, now_monotonic: float) -> bool:
         """True once the job has run longer than its time limit (never, without one)."""
         limit = self.request.time_limit_s
-        return limit is not None and now_monotonic - self.started_at >= limit
+        return limit is not None and now_monotonic >= self.started_at + limit
 
-    def poll(self) -> int | None:
-        """The return code once the job is over and swept (negative: killed by that signal), else None."""
+    def poll(self, snapshot: ProcessSnapshot | None = None) -> int | None:
+        """The return code once the job is over and swept (negative: killed by that signal), else None.
+
+        `snapshot`, when given, must have been taken after this job's leader was seen to exit, or while it
+        was still alive (then it lists the leader and a fresh look follows): it saves a pass over /proc.
+        """
         with self._lock:
             if self._returncode is not None or self._stopping or not self._leader_exited():
                 return self._returncode
-            swept = self._sweep()
+            swept = self._sweep(snapshot)
             returncode = self._popen.wait()
             if not swept:  # a clean sweep just found no process left: no need to look once more
                 self.reap_descendants()
@@ -144,11 +149,18 @@ class RunningJob:
                 with self._lock:
                     self._stopping = False
 
-    def survivors(self) -> list[int]:
-        """Live processes of this job: its group (until the leader is reaped) and any carrying its token."""
-        return sorted(
-            set(job_processes(self.run_token, self.pid if self._popen.returncode is None else None))
-        )
+    def survivors(self, snapshot: ProcessSnapshot | None = None) -> list[int]:
+        """Live processes of this job: its group (until the leader is reaped) and any carrying its token
+        (as `snapshot` saw them, when given)."""
+        group = self.pid if self._popen.returncode is None else None
+        if snapshot is not None:
+            return snapshot.job_processes(self.run_token, group)
+        return sorted(set(job_processes(self.run_token, group)))
+
+    def leader_exited(self) -> bool:
+        """True once the job's leader process has exited (its leftovers may still run)."""
+        with self._lock:
+            return self._returncode is not None or self._leader_exited()
 
     def reap_descendants(self) -> list[int]:
         """SIGKILL processes left behind with this job's token (escaped the group); return the pids killed."""
@@ -201,10 +213,11 @@ class RunningJob:
             interval_s = min(interval_s * 1.5, _MAX_GRACE_POLL_S)
         return True
 
-    def _sweep(self) -> bool:
+    def _sweep(self, snapshot: ProcessSnapshot | None = None) -> bool:
         """SIGKILL the group (leader unreaped) and token carriers until none is left; False on timeout."""
         deadline = time.monotonic() + KILL_SETTLE_S
-        while pids := self.survivors():
+        pids = self.survivors(snapshot)
+        while pids:
             if self._popen.returncode is None:
                 signal_group(self.pid, signal.SIGKILL)
             signal_pids(pids, signal.SIGKILL)
@@ -212,6 +225,7 @@ class RunningJob:
                 log.warning("task %s attempt %s: %s survive SIGKILL", *self._ids(), pids)
                 return False
             time.sleep(0.02)
+            pids = self.survivors()
         return True
 
     def _remove_container(self) -> None:

@@ -20,6 +20,7 @@ import re
 import signal
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from scheduler.errors import ExecutorError
 
@@ -130,6 +131,48 @@ def job_processes(run_token: str, pgid: int | None) -> list[int]:
         if entry in _environ(pid):
             found.append(pid)
     return found
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessSnapshot:
+    """Every live process of this machine (but the caller) at one moment: its group and its run token.
+
+    Taken once for all jobs that ended together, so that checking each for leftovers does not read every
+    process's environment again: with 64 jobs ending at once that is one pass over /proc instead of 64.
+    """
+
+    groups: dict[int, tuple[int, ...]]  # process group -> live (non-zombie) members
+    tokens: dict[str, tuple[int, ...]]  # run token -> live processes carrying it
+
+    def job_processes(self, run_token: str, pgid: int | None) -> list[int]:
+        """What `job_processes` would have found when the snapshot was taken."""
+        found = set(self.tokens.get(run_token, ()))
+        if pgid is not None:
+            found.update(self.groups.get(pgid, ()))
+        return sorted(found)
+
+
+def take_process_snapshot() -> ProcessSnapshot:
+    """One pass over /proc: each live process's group and run token (zombies count as gone)."""
+    prefix = f"{TOKEN_VAR}=".encode()
+    own = os.getpid()
+    groups: dict[int, list[int]] = {}
+    tokens: dict[str, list[int]] = {}
+    for pid in _pids():
+        if pid == own:
+            continue
+        stat = _stat(pid)
+        if stat is None or stat[0] in ("Z", "X"):
+            continue
+        groups.setdefault(stat[1], []).append(pid)
+        for entry in _environ(pid):
+            if entry.startswith(prefix):
+                tokens.setdefault(entry[len(prefix) :].decode(errors="replace"), []).append(pid)
+                break
+    return ProcessSnapshot(
+        {group: tuple(pids) for group, pids in groups.items()},
+        {token: tuple(pids) for token, pids in tokens.items()},
+    )
 
 
 def group_members(pgid: int) -> list[int]:

@@ -6,7 +6,7 @@ Each multi-key change is one Lua script (in `lua/`), so two schedulers or worker
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -322,32 +322,58 @@ class RedisQueue:
 
     def claim(self, node: str, now_ms: int, ttl_ms: int) -> Claim | None:
         """Lease the next task assigned to `node`, atomically; None when there is none."""
+        claims = self.claim_many(node, now_ms, ttl_ms, 1)
+        return claims[0] if claims else None
+
+    def claim_many(self, node: str, now_ms: int, ttl_ms: int, limit: int) -> list[Claim]:
+        """Lease up to `limit` tasks assigned to `node` in one atomic step (a burst costs one round trip)."""
         k = self.keys
-        result = self._claim(
-            keys=[k.inbox(node), k.leases, k.fence, k.assigned, k.epoch],
-            args=[node, now_ms, ttl_ms, k.prefix],
+        result = cast(
+            list[Any],
+            self._claim(
+                keys=[k.inbox(node), k.leases, k.fence, k.assigned, k.epoch],
+                args=[node, now_ms, ttl_ms, k.prefix, max(1, limit)],
+            ),
         )
-        if not result:
-            return None
-        task, token, gpus = cast(list[Any], result)
-        return Claim(int(task), str(token), _gpus_tuple(gpus))
+        return [
+            Claim(int(result[i]), str(result[i + 1]), _gpus_tuple(result[i + 2]))
+            for i in range(0, len(result or []), 3)
+        ]
 
     # --- leases -----------------------------------------------------------------------------------
 
     def renew(self, task_id: int, token: str, now_ms: int, ttl_ms: int) -> int:
         """Heartbeat one lease; see `RenewResult` for the answers."""
+        return self.renew_many([(task_id, token)], now_ms, ttl_ms)[0]
+
+    def renew_many(self, leases: Sequence[tuple[int, str]], now_ms: int, ttl_ms: int) -> list[int]:
+        """Heartbeat several leases (task id, token) in one round trip; a `RenewResult` answer for each."""
+        if not leases:
+            return []
         k = self.keys
-        keys = [k.lease(task_id), k.leases, k.cancel(task_id)]
-        return int(cast(int, self._renew(keys=keys, args=[task_id, token, now_ms, ttl_ms])))
+        pipe = self.client.pipeline(transaction=False)
+        for task_id, token in leases:
+            keys = [k.lease(task_id), k.leases, k.cancel(task_id)]
+            self._renew(keys=keys, args=[task_id, token, now_ms, ttl_ms], client=pipe)
+        return [int(answer) for answer in pipe.execute()]
 
     def release(self, task_id: int, token: str) -> bool:
         """Drop the lease of a finished task if it is still ours, and wake the scheduler."""
+        return self.release_many([(task_id, token)])[0]
+
+    def release_many(self, leases: Sequence[tuple[int, str]]) -> list[bool]:
+        """Drop the leases (task id, token) still held by these claims in one round trip; wake the
+        scheduler once."""
+        if not leases:
+            return []
         k = self.keys
-        released = bool(
-            self._release(keys=[k.lease(task_id), k.leases, k.cancel(task_id)], args=[task_id, token])
-        )
-        self.ring_scheduler()
-        return released
+        pipe = self.client.pipeline(transaction=False)
+        for task_id, token in leases:
+            keys = [k.lease(task_id), k.leases, k.cancel(task_id)]
+            self._release(keys=keys, args=[task_id, token], client=pipe)
+        self._ring_scheduler(pipe)
+        answers = pipe.execute()
+        return [bool(answer) for answer in answers[: len(leases)]]
 
     def expired(self, now_ms: int, limit: int = 100) -> list[tuple[int, str]]:
         """Take every lease whose time is up: (task id, token) pairs for the reaper to requeue."""

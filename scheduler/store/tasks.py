@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Connection, Engine, Table, func, insert, select, update
+from sqlalchemy import Connection, Engine, Table, bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -44,6 +44,74 @@ def _rowcount(result: Any) -> int:
 _INSERT_TASK = insert(cast(Table, Task.__table__))  # built once: its compiled form is cached
 # many rows in one statement, their ids back in the order of the rows
 _INSERT_TASKS = _INSERT_TASK.returning(Task.__table__.c.id, sort_by_parameter_order=True)
+
+
+_TASKS = cast(Table, Task.__table__)
+_ATTEMPTS = cast(Table, Attempt.__table__)
+_INSERT_ATTEMPT = insert(_ATTEMPTS)
+# Core statements with bound parameters, built once: the hot path of a worker starting and ending jobs
+_MARK_RUNNING = (
+    update(_TASKS)
+    .where(
+        _TASKS.c.id == bindparam("b_task_id"),
+        _TASKS.c.status == "queued",
+        _TASKS.c.cancel_requested.is_(False),
+    )
+    .values(
+        status="running",
+        lease_token=bindparam("b_token"),
+        node=bindparam("b_node"),
+        gpu_indices=bindparam("b_gpus", type_=_TASKS.c.gpu_indices.type),
+        started_at=bindparam("b_now", type_=_TASKS.c.started_at.type),
+        attempts_count=_TASKS.c.attempts_count + 1,
+        exit_code=None,
+        reason=None,
+        message=None,
+    )
+    .returning(_TASKS.c.attempts_count)
+)
+_RECORD_PID = (
+    update(_ATTEMPTS)
+    .where(_ATTEMPTS.c.task_id == bindparam("b_task_id"), _ATTEMPTS.c.token == bindparam("b_token"))
+    .values(pid=bindparam("b_pid"))
+)
+_FINISH_TASK = (
+    update(_TASKS)
+    .where(
+        _TASKS.c.id == bindparam("b_task_id"),
+        _TASKS.c.status == "running",
+        _TASKS.c.lease_token == bindparam("b_token"),
+    )
+    .values(
+        status=bindparam("b_status"),
+        finished_at=bindparam("b_now", type_=_TASKS.c.finished_at.type),
+        exit_code=bindparam("b_exit_code", type_=_TASKS.c.exit_code.type),
+        reason=bindparam("b_reason", type_=_TASKS.c.reason.type),
+        message=bindparam("b_message", type_=_TASKS.c.message.type),
+    )
+)
+_CLOSE_ATTEMPT = (
+    update(_ATTEMPTS)
+    .where(_ATTEMPTS.c.task_id == bindparam("b_task_id"), _ATTEMPTS.c.token == bindparam("b_token"))
+    .values(
+        finished_at=bindparam("b_now", type_=_ATTEMPTS.c.finished_at.type),
+        exit_code=bindparam("b_exit_code", type_=_ATTEMPTS.c.exit_code.type),
+        outcome=bindparam("b_outcome"),
+        reason=bindparam("b_reason", type_=_ATTEMPTS.c.reason.type),
+    )
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """How one claim's attempt ended, for `TaskStore.finish_many`."""
+
+    task_id: int
+    token: str
+    status: str
+    exit_code: int | None
+    reason: str
+    message: str | None = None
 
 
 def _insert_values(who: Identity, new: NewTask, idempotency_key: str | None) -> dict[str, Any]:
@@ -279,36 +347,48 @@ class TaskStore:
 
     def mark_running(self, task_id: int, token: str, node: str, gpu_indices: Sequence[int]) -> int | None:
         """queued -> running under `token`; returns the attempt number, or None if the task is not queued."""
+        return self.mark_running_many(node, [(task_id, token, tuple(gpu_indices))]).get(task_id)
+
+    def mark_running_many(
+        self, node: str, claims: Sequence[tuple[int, str, Sequence[int]]]
+    ) -> dict[int, int]:
+        """queued -> running for each (task id, token, GPU indices) claimed on `node`, in one transaction.
+
+        Returns task id -> attempt number for the tasks that were still queued (and not being cancelled);
+        the others are left alone.
+        """
         now = utcnow()
-        with transaction(self.factory) as session:
-            result = session.execute(
-                update(Task)
-                .where(Task.id == task_id, Task.status == "queued", Task.cancel_requested.is_(False))
-                .values(
-                    status="running",
-                    lease_token=token,
-                    node=node,
-                    gpu_indices=list(gpu_indices),
-                    started_at=now,
-                    attempts_count=Task.attempts_count + 1,
-                    exit_code=None,
-                    reason=None,
-                    message=None,
-                )
-            )
-            if _rowcount(result) != 1:
-                return None
-            number = int(session.scalar(select(Task.attempts_count).where(Task.id == task_id)) or 0)
-            session.add(
-                Attempt(task_id=task_id, number=number, token=token, node=node, gpu_indices=list(gpu_indices))
-            )
-        return number
+        started: dict[int, int] = {}
+        attempts: list[dict[str, Any]] = []
+        with write_connection(self._engine) as connection:
+            for task_id, token, gpu_indices in claims:
+                gpus = list(gpu_indices)
+                number = connection.execute(
+                    _MARK_RUNNING,
+                    {"b_task_id": task_id, "b_token": token, "b_node": node, "b_gpus": gpus, "b_now": now},
+                ).scalar()
+                if number is None:
+                    continue
+                started[task_id] = int(number)
+                attempts.append(
+                    {"task_id": task_id, "number": int(number), "token": token, "node": node,
+                     "gpu_indices": gpus, "started_at": now}
+                )  # fmt: skip
+            if attempts:
+                connection.execute(_INSERT_ATTEMPT, attempts)
+        return started
 
     def record_pid(self, task_id: int, token: str, pid: int) -> None:
         """Remember the job's process id on its attempt (for reconciliation after a worker restart)."""
-        with transaction(self.factory) as session:
-            session.execute(
-                update(Attempt).where(Attempt.task_id == task_id, Attempt.token == token).values(pid=pid)
+        self.record_pids([(task_id, token, pid)])
+
+    def record_pids(self, launched: Sequence[tuple[int, str, int]]) -> None:
+        """`record_pid` for several (task id, token, pid) in one transaction."""
+        if not launched:
+            return
+        with write_connection(self._engine) as connection:
+            connection.execute(
+                _RECORD_PID, [{"b_task_id": t, "b_token": token, "b_pid": pid} for t, token, pid in launched]
             )
 
     def finish(
@@ -322,19 +402,27 @@ class TaskStore:
         message: str | None = None,
     ) -> bool:
         """running -> a final status, only while `token` still holds the task."""
-        if status not in FINAL_STATUSES:
-            raise ValueError(f"not a final status: {status}")
+        return bool(self.finish_many([Finish(task_id, token, status, exit_code, reason, message)]))
+
+    def finish_many(self, finishes: Sequence[Finish]) -> set[int]:
+        """running -> a final status for each claim still holding its task, in one transaction; the ids
+        of the tasks that changed (the others' claims were lost and change nothing)."""
+        for item in finishes:
+            if item.status not in FINAL_STATUSES:
+                raise ValueError(f"not a final status: {item.status}")
         now = utcnow()
-        with transaction(self.factory) as session:
-            result = session.execute(
-                update(Task)
-                .where(Task.id == task_id, Task.status == "running", Task.lease_token == token)
-                .values(status=status, finished_at=now, exit_code=exit_code, reason=reason, message=message)
-            )
-            if _rowcount(result) != 1:
-                return False
-            self._close_attempt(session, task_id, token, now, exit_code, status, reason)
-        return True
+        done: set[int] = set()
+        with write_connection(self._engine) as connection:
+            for item in finishes:
+                values = {
+                    "b_task_id": item.task_id, "b_token": item.token, "b_status": item.status, "b_now": now,
+                    "b_exit_code": item.exit_code, "b_reason": item.reason, "b_message": item.message,
+                }  # fmt: skip
+                if _rowcount(connection.execute(_FINISH_TASK, values)) != 1:
+                    continue
+                done.add(item.task_id)
+                connection.execute(_CLOSE_ATTEMPT, {**values, "b_outcome": item.status})
+        return done
 
     def requeue(
         self,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC
 
@@ -207,9 +207,8 @@ class WorkerTelemetry:
 
     # --- job listener -------------------------------------------------------------------------------
 
-    def job_started(self, item: ActiveJob) -> None:
-        """Begin metering the attempt; tell the owner it started."""
-        task, claim = item.task, item.claim
+    def jobs_started(self, items: Sequence[ActiveJob]) -> None:
+        """Begin metering the attempts; tell the owners they started."""
         with self._lock:
             models = {gpu.index: gpu.name for gpu in self._last_gpus}
         if not models:
@@ -217,42 +216,57 @@ class WorkerTelemetry:
                 models = {gpu.index: gpu.name for gpu in self.worker.monitor.read()}
             except GpuInventoryError:
                 models = {}
-        requested = int(task.gpu_memory_gb * 1024) if task.gpu_memory_gb else None
-        self.meter.begin(task.id, item.attempt, claim.gpu_indices, self.clock(), requested, models)
-        gpus = ", ".join(str(i) for i in claim.gpu_indices) or "none (CPU)"
-        self._notify(
-            Event(
-                "start", f"Task {task.id} ({task.name}) started", f"on {self.worker.node}, GPUs {gpus}",
-                user=task.user.name, team=task.team.name, task_id=task.id,
-                fields={"attempt": item.attempt, "command": task.command},
-            )
-        )  # fmt: skip
+        now = self.clock()
+        for item in items:
+            task, claim = item.task, item.claim
+            requested = int(task.gpu_memory_gb * 1024) if task.gpu_memory_gb else None
+            self.meter.begin(task.id, item.attempt, claim.gpu_indices, now, requested, models)
+            gpus = ", ".join(str(i) for i in claim.gpu_indices) or "none (CPU)"
+            self._notify(
+                Event(
+                    "start", f"Task {task.id} ({task.name}) started", f"on {self.worker.node}, GPUs {gpus}",
+                    user=task.user.name, team=task.team.name, task_id=task.id,
+                    fields={"attempt": item.attempt, "command": task.command},
+                )
+            )  # fmt: skip
 
-    def job_ending(self, item: ActiveJob) -> None:
-        """Close the meter and store the usage; take GPUs whose memory is still held out of service."""
-        task_id = item.claim.task_id
-        usage = self.meter.end(task_id, self.clock())
-        if usage is not None:
-            self.usage[task_id] = usage
-            if len(self.usage) > 1000:
-                self.usage.pop(next(iter(self.usage)))
-            self.store.save_usage(usage)
-        self.health.task_ended(task_id, item.claim.gpu_indices)
+    def jobs_ending(self, items: Sequence[ActiveJob]) -> None:
+        """Close the meters and store the usage (one write); take GPUs whose memory is still held out of
+        service."""
+        now = self.clock()
+        usages = []
+        for item in items:
+            task_id = item.claim.task_id
+            usage = self.meter.end(task_id, now)
+            if usage is not None:
+                self.usage[task_id] = usage
+                usages.append(usage)
+            self.health.task_ended(task_id, item.claim.gpu_indices)
+        while len(self.usage) > 1000:
+            self.usage.pop(next(iter(self.usage)))
+        self.store.save_usages(usages)
         try:
             gpus = self.worker.monitor.read()
         except GpuInventoryError:
             return
+        ending = {item.claim.task_id for item in items}
         held = {
-            i for other, indices in self.worker.gpu_holders().items() if other != task_id for i in indices
+            i for other, indices in self.worker.gpu_holders().items() if other not in ending for i in indices
         }
         self._assess(gpus, held)
         self.worker.publish_node()
 
-    def job_ended(self, item: ActiveJob, status: str | None) -> None:
-        """Tell the owner how it ended: success, or failure with the reason and the last log lines."""
-        if status not in ("succeeded", "failed"):
+    def jobs_ended(self, ended: Sequence[tuple[ActiveJob, str | None]]) -> None:
+        """Tell the owners how they ended: success, or failure with the reason and the last log lines."""
+        for item, status in ended:
+            if status in ("succeeded", "failed"):
+                self._job_ended(item, status)
+
+    def _job_ended(self, item: ActiveJob, status: str) -> None:
+        if self.notifier is None:
             return
-        task = self.worker.cluster.tasks.get_any(item.claim.task_id)
+        # a failure's reason and message are in SQL (the retry policy may have rewritten them)
+        task = item.task if status == "succeeded" else self.worker.cluster.tasks.get_any(item.claim.task_id)
         usage = self.usage.get(task.id)
         fields: dict[str, object] = {"node": self.worker.node, "attempt": item.attempt}
         if usage is not None:

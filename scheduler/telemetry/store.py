@@ -129,13 +129,20 @@ class TelemetryStore:
 
     def save_usage(self, usage: AttemptUsage) -> None:
         """Store an attempt's usage (replacing an earlier row for the same attempt)."""
+        self.save_usages([usage])
+
+    def save_usages(self, usages: Sequence[AttemptUsage]) -> None:
+        """Store several attempts' usage in one transaction (each replaces an earlier row of its attempt)."""
+        if not usages:
+            return
         with transaction(self.factory) as session:
-            session.execute(
-                delete(TaskUsage).where(
-                    TaskUsage.task_id == usage.task_id, TaskUsage.attempt == usage.attempt
+            for usage in usages:
+                session.execute(
+                    delete(TaskUsage).where(
+                        TaskUsage.task_id == usage.task_id, TaskUsage.attempt == usage.attempt
+                    )
                 )
-            )
-            session.add(
+            session.add_all(
                 TaskUsage(
                     task_id=usage.task_id,
                     attempt=usage.attempt,
@@ -154,6 +161,7 @@ class TelemetryStore:
                     mean_utilization_pct=usage.mean_utilization_pct,
                     samples=usage.samples,
                 )
+                for usage in usages
             )
 
     def usage_rows(self, task_ids: Iterable[int]) -> dict[int, list[TaskUsage]]:
