@@ -38,6 +38,7 @@ import signal
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -67,6 +68,7 @@ from scheduler.store.tables import Task
 log = logging.getLogger(__name__)
 MIB = 1024 * 1024
 CLAIM_BATCH = 64  # assignments taken (and marked running in SQL) per round trip
+LAUNCH_THREADS = 2  # jobs of one burst launched side by side
 
 
 @dataclass
@@ -166,6 +168,7 @@ class Worker:
         self.listeners: list[JobListener] = []
         self.out_of_service: dict[int, str] = {}  # GPU index -> why it takes no new tasks (watchdogs)
         self._exit_watcher: ExitWatcher | None = None
+        self._launcher: ThreadPoolExecutor | None = None
         self._watch_exits = ExitWatcher.supported()
 
     # --- life cycle ---------------------------------------------------------------------------
@@ -235,6 +238,9 @@ class Worker:
         if self._exit_watcher is not None:
             self._exit_watcher.close()
             self._exit_watcher = None
+        if self._launcher is not None:
+            self._launcher.shutdown(wait=True)
+            self._launcher = None
 
     def reconcile(self) -> None:
         """On start: kill job processes of this node it does not run, and requeue what SQL says ran here."""
@@ -281,19 +287,24 @@ class Worker:
             [(claim.task_id, claim.token) for claim in claims if claim.task_id not in attempts]
         )
         rows = self.cluster.tasks.by_ids(attempts)
-        launched: list[ActiveJob] = []
-        for claim in claims:
-            attempt = attempts.get(claim.task_id)
-            if attempt is None:
-                continue
-            active = self._launch(rows[claim.task_id], claim, attempt)
-            if active is None:
-                continue
-            if claimed_at is not None:
-                active.renewed_at = claimed_at
-            launched.append(active)
+        todo = [
+            (rows[claim.task_id], claim, attempts[claim.task_id])
+            for claim in claims
+            if claim.task_id in attempts
+        ]
+        if len(todo) > 1:
+            # a launch mostly waits (folders, log file, fork/exec release the GIL): a few side by side
+            if self._launcher is None:
+                self._launcher = ThreadPoolExecutor(LAUNCH_THREADS, thread_name_prefix=f"launch-{self.node}")
+            started = list(self._launcher.map(lambda job: self._launch(*job), todo))
+        else:
+            started = [self._launch(*job) for job in todo]
+        launched = [item for item in started if item is not None]
         if not launched:
             return
+        if claimed_at is not None:
+            for item in launched:
+                item.renewed_at = claimed_at
         self.cluster.tasks.record_pids(
             [(item.claim.task_id, item.claim.token, item.job.pid) for item in launched]
         )

@@ -4,15 +4,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
-from sqlalchemy import delete, func, insert, select
+from sqlalchemy import Engine, Table, bindparam, delete, func, insert, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from scheduler.clock import from_epoch_s
-from scheduler.store.db import transaction
+from scheduler.store.db import transaction, write_connection
 from scheduler.store.tables import GpuSample, HostSample, TaskUsage
 from scheduler.telemetry.accounting import AttemptUsage
 from scheduler.telemetry.host import HostReading
+
+_USAGE = cast(Table, TaskUsage.__table__)
+_DELETE_USAGE = delete(_USAGE).where(
+    _USAGE.c.task_id == bindparam("b_task_id"), _USAGE.c.attempt == bindparam("b_attempt")
+)
+_INSERT_USAGE = insert(_USAGE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +42,7 @@ class TelemetryStore:
 
     def __init__(self, factory: sessionmaker[Session]) -> None:
         self.factory = factory
+        self._engine = cast(Engine, factory.kw["bind"])
 
     def add_gpu_samples(self, points: Sequence[GpuPoint]) -> None:
         """Append GPU samples (one row per GPU and holder)."""
@@ -135,34 +143,31 @@ class TelemetryStore:
         """Store several attempts' usage in one transaction (each replaces an earlier row of its attempt)."""
         if not usages:
             return
-        with transaction(self.factory) as session:
-            for usage in usages:
-                session.execute(
-                    delete(TaskUsage).where(
-                        TaskUsage.task_id == usage.task_id, TaskUsage.attempt == usage.attempt
-                    )
-                )
-            session.add_all(
-                TaskUsage(
-                    task_id=usage.task_id,
-                    attempt=usage.attempt,
-                    node=usage.node,
-                    gpus=usage.gpus,
-                    started_at=from_epoch_s(usage.started_s),
-                    finished_at=from_epoch_s(usage.finished_s),
-                    gpu_hours=usage.gpu_hours,
-                    energy_kwh=usage.energy_kwh,
-                    energy_source=usage.energy_source,
-                    offpeak_energy_kwh=usage.offpeak_energy_kwh,
-                    cost=usage.cost,
-                    currency=usage.currency,
-                    peak_memory_mib=usage.peak_memory_mib,
-                    requested_memory_mib=usage.requested_memory_mib,
-                    mean_utilization_pct=usage.mean_utilization_pct,
-                    samples=usage.samples,
-                )
-                for usage in usages
-            )
+        rows = [
+            {
+                "task_id": usage.task_id,
+                "attempt": usage.attempt,
+                "node": usage.node,
+                "gpus": usage.gpus,
+                "started_at": from_epoch_s(usage.started_s),
+                "finished_at": from_epoch_s(usage.finished_s),
+                "gpu_hours": usage.gpu_hours,
+                "energy_kwh": usage.energy_kwh,
+                "energy_source": usage.energy_source,
+                "offpeak_energy_kwh": usage.offpeak_energy_kwh,
+                "cost": usage.cost,
+                "currency": usage.currency,
+                "peak_memory_mib": usage.peak_memory_mib,
+                "requested_memory_mib": usage.requested_memory_mib,
+                "mean_utilization_pct": usage.mean_utilization_pct,
+                "samples": usage.samples,
+            }
+            for usage in usages
+        ]
+        attempts = [{"b_task_id": usage.task_id, "b_attempt": usage.attempt} for usage in usages]
+        with write_connection(self._engine) as connection:
+            connection.execute(_DELETE_USAGE, attempts)
+            connection.execute(_INSERT_USAGE, rows)
 
     def usage_rows(self, task_ids: Iterable[int]) -> dict[int, list[TaskUsage]]:
         """Usage rows of these tasks, by task, in attempt order."""
