@@ -142,3 +142,24 @@ def test_tasks_wait_for_free_gpus_and_then_start(cluster, make_identity, run_in_
     assert _status(cluster, second.id) == "queued"
     gate.touch()
     wait_until(lambda: _status(cluster, second.id) == "succeeded")
+
+
+def test_a_burst_of_tasks_runs_to_the_end_with_one_exit_watcher_or_a_thread_per_job(
+    cluster, make_identity, run_in_thread, tmp_path
+):
+    """Both ways of learning that a job ended (pidfds, or a waiting thread where pidfds are missing)."""
+    who, _ = make_identity()
+    worker = Worker(cluster, "node-a", SimulatedGpus("4x24", node="node-a"), base_env=dict(os.environ))
+    worker._watch_exits = False  # the fallback: a waiting thread per job
+    worker.publish_node()
+    run_in_thread(Dispatcher(cluster).run)
+    run_in_thread(worker.run)
+    first = [cluster.submit(who, {"command": "true", "workdir": str(tmp_path)})[0].id for _ in range(10)]
+    wait_until(lambda: all(_status(cluster, task_id) == "succeeded" for task_id in first))
+    assert worker._exit_watcher is None
+
+    worker._watch_exits = True
+    second = [cluster.submit(who, {"command": "true", "workdir": str(tmp_path)})[0].id for _ in range(10)]
+    wait_until(lambda: all(_status(cluster, task_id) == "succeeded" for task_id in second))
+    assert worker._exit_watcher is not None
+    assert {len(cluster.tasks.attempts(task_id)) for task_id in first + second} == {1}

@@ -139,3 +139,39 @@ def test_a_stale_inbox_entry_does_not_take_the_tasks_new_assignment_from_another
     assert queue.assignments() == {1: ("node-b", (3,))}
     claim = queue.claim("node-b", 1_000, LEASE_TTL_MS)
     assert claim is not None and (claim.task_id, claim.gpu_indices) == (1, (3,))
+
+
+def test_claim_many_takes_at_most_the_limit_in_inbox_order_skipping_cancelled_entries(queue):
+    fill_inbox(queue, [1, 2, 3, 4, 5])
+    assert queue.unassign(2) == (NODE, (2,))
+
+    first = queue.claim_many(NODE, 1_000, LEASE_TTL_MS, 3)
+    rest = queue.claim_many(NODE, 1_000, LEASE_TTL_MS, 10)
+
+    assert [(c.task_id, c.gpu_indices) for c in first] == [(1, (1,)), (3, (3,)), (4, (0,))]
+    assert [c.task_id for c in rest] == [5]
+    assert len({c.token for c in first + rest}) == 4
+    assert all(queue.lease(c.task_id).token == c.token for c in first + rest)
+    assert queue.claim_many(NODE, 1_000, LEASE_TTL_MS, 10) == []
+    assert queue.assignments() == {}
+
+
+def test_claim_many_without_an_epoch_claims_nothing_and_keeps_the_inbox(queue):
+    fill_inbox(queue, [1, 2])
+    queue.client.delete(queue.keys.epoch)
+    assert queue.claim_many(NODE, 1_000, LEASE_TTL_MS, 10) == []
+    assert queue.client.llen(queue.keys.inbox(NODE)) == 2
+
+
+def test_release_many_drops_only_the_leases_still_held_and_rings_the_scheduler_once(queue):
+    fill_inbox(queue, [1, 2, 3])
+    claims = queue.claim_many(NODE, 1_000, LEASE_TTL_MS, 3)
+    queue.client.delete(queue.keys.scheduler_doorbell)
+
+    answers = queue.release_many([(1, claims[0].token), (2, "stale"), (3, claims[2].token)])
+
+    assert answers == [True, False, True]
+    assert (queue.lease(1), queue.lease(3)) == (None, None)
+    assert queue.lease(2).token == claims[1].token
+    assert queue.client.llen(queue.keys.scheduler_doorbell) == 1
+    assert queue.renew_many([(2, claims[1].token), (1, claims[0].token)], 2_000, LEASE_TTL_MS) == [1, -1]

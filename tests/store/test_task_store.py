@@ -11,6 +11,7 @@ from sqlalchemy import func, inspect, select, text
 from scheduler.errors import ConflictError, NotFoundError
 from scheduler.store.db import migrate
 from scheduler.store.tables import Attempt, Task
+from scheduler.store.tasks import Finish
 from tests.store.conftest import NODE, new_task
 
 
@@ -269,3 +270,54 @@ def test_the_migrated_schema_matches_the_models(store):
     }
     assert columns["tasks"] == {c.name for c in Task.__table__.columns}
     assert columns["attempts"] == {c.name for c in Attempt.__table__.columns}
+
+
+def test_mark_running_many_starts_the_queued_ones_in_one_go_and_leaves_the_others_alone(store):
+    who = store.identity()
+    tasks = [store.tasks.create(who, new_task())[0] for _ in range(4)]
+    assert store.tasks.cancel_queued(tasks[1].id, "alice")
+    store.tasks.mark_running(tasks[2].id, "e-0", "node-b", [3])  # another claim got there first
+    claims = [(task.id, f"e-{task.id}", (task.id % 4,)) for task in tasks]
+
+    started = store.tasks.mark_running_many(NODE, claims)
+
+    assert started == {tasks[0].id: 1, tasks[3].id: 1}
+    rows = store.tasks.by_ids(t.id for t in tasks)
+    assert [rows[t.id].status for t in tasks] == ["running", "cancelled", "running", "running"]
+    assert rows[tasks[3].id].lease_token == f"e-{tasks[3].id}"
+    assert rows[tasks[3].id].gpu_indices == [tasks[3].id % 4]
+    assert rows[tasks[2].id].lease_token == "e-0"  # untouched
+    (attempt,) = store.tasks.attempts(tasks[3].id)
+    assert (attempt.number, attempt.token, attempt.node) == (1, f"e-{tasks[3].id}", NODE)
+    assert store.tasks.attempts(tasks[1].id) == []
+
+
+def test_finish_many_closes_only_the_tasks_whose_claim_still_holds(store):
+    who = store.identity()
+    tasks = [store.tasks.create(who, new_task())[0] for _ in range(3)]
+    for task in tasks:
+        store.tasks.mark_running(task.id, f"e-{task.id}", NODE, [0])
+    finishes = [
+        Finish(tasks[0].id, f"e-{tasks[0].id}", "succeeded", 0, "exit"),
+        Finish(tasks[1].id, "stale", "succeeded", 0, "exit"),
+        Finish(tasks[2].id, f"e-{tasks[2].id}", "cancelled", -15, "cancelled", "cancelled by bob"),
+    ]
+
+    assert store.tasks.finish_many(finishes) == {tasks[0].id, tasks[2].id}
+
+    rows = store.tasks.by_ids(t.id for t in tasks)
+    assert [rows[t.id].status for t in tasks] == ["succeeded", "running", "cancelled"]
+    assert (rows[tasks[2].id].exit_code, rows[tasks[2].id].message) == (-15, "cancelled by bob")
+    assert [store.tasks.attempts(t.id)[0].outcome for t in tasks] == ["succeeded", None, "cancelled"]
+    with pytest.raises(ValueError, match="not a final status"):
+        store.tasks.finish_many([Finish(tasks[1].id, f"e-{tasks[1].id}", "running", None, "exit")])
+    assert store.tasks.get_any(tasks[1].id).status == "running"
+
+
+def test_record_pids_lands_each_pid_on_its_own_claims_attempt(store):
+    who = store.identity()
+    tasks = [store.tasks.create(who, new_task())[0] for _ in range(3)]
+    for task in tasks:
+        store.tasks.mark_running(task.id, f"e-{task.id}", NODE, [0])
+    store.tasks.record_pids([(t.id, f"e-{t.id}", 1000 + t.id) for t in tasks] + [(tasks[0].id, "stale", 1)])
+    assert [store.tasks.attempts(t.id)[0].pid for t in tasks] == [1000 + t.id for t in tasks]
