@@ -16,6 +16,7 @@ from scheduler.policy.config import PolicyConfig, TeamUsage
 from scheduler.policy.estimate import expected_end_s
 from scheduler.policy.fairshare import fairshare_factors
 from scheduler.policy.placement import GpuState, Pool, memory_need_mib, never_fits
+from scheduler.policy.priority import queue_score
 from scheduler.policy.quotas import budget_status, gpu_weight, gpus_in_use, over_cap
 from scheduler.policy.types import Decisions, GpuSlot, QueuedTask, RunningTask, StartDecision
 from scheduler.policy.windows import current_window, next_window_start
@@ -42,6 +43,8 @@ class _Pass:
     capped: list[QueuedTask] = field(default_factory=list)
     teams_waiting_for_gpus: set[str] = field(default_factory=set)
     reservations: list[Reservation] = field(default_factory=list)
+    # the oldest task when it needs several GPUs (`oldest_first`): considered first, it always may reserve
+    oldest: int | None = None
     blocked_ahead: int = 0
     fifo_blocked: bool = False
     wake_at_s: float | None = None
@@ -94,7 +97,14 @@ def decide(
     capped = bool(config.team_gpu_caps) or config.default_team_gpu_cap is not None
     used = gpus_in_use(running) if capped else {}
     ps = _Pass(config, now_s, work, gpus, running, usage or {}, with_reasons, used)
-    for task in _ordered(queued[: config.window], now_s, config, ps.usage):
+    window = queued[: config.window]
+    if config.oldest_first and config.credits_on and window:
+        oldest = _oldest(window, config)
+        ps.oldest = oldest.task_id if oldest.gpus >= 2 else None
+    ordered = _ordered(window, now_s, config, ps.usage)
+    if ps.oldest is not None:  # the oldest goes first: it starts if it fits, else it reserves
+        ordered.sort(key=lambda t: t.task_id != ps.oldest)
+    for task in ordered:
         if not with_reasons and not ps.pool.any_room():
             break
         _consider(ps, task, succeeded, failed)
@@ -110,6 +120,11 @@ def _ordered(
     caller's order)."""
     factors = fairshare_factors(usage, {t.team for t in window}) if config.credits_on else {}
     return sorted(window, key=lambda t: order_key(t, now_s, config, factors.get(t.team, 1.0)))
+
+
+def _oldest(window: Sequence[QueuedTask], config: PolicyConfig) -> QueuedTask:
+    """The task plain class-and-age order (no credits) puts first: the one FIFO with classes would run."""
+    return min(window, key=lambda t: queue_score(t.priority, t.enqueued_at_s, config.class_step_s))
 
 
 def _consider(ps: _Pass, task: QueuedTask, succeeded: Set[int], failed: Set[int]) -> None:
@@ -251,9 +266,10 @@ def _blocked_by_gpus(ps: _Pass, task: QueuedTask) -> None:
 
 
 def _may_reserve(ps: _Pass, task: QueuedTask) -> bool:
-    """EASY: the first blocked task reserves; tasks past their aging bound may reserve too (up to a limit)."""
+    """EASY: the first blocked task reserves; so does the oldest (`oldest_first`), and tasks past their
+    aging bound may reserve too (up to a limit)."""
     n = len(ps.reservations)
-    if n < ps.config.reservations:
+    if n < ps.config.reservations or task.task_id == ps.oldest:
         return True
     return _overdue(ps, task) and n < ps.config.reservations + ps.config.overdue_reservations
 

@@ -137,3 +137,29 @@ def test_only_the_window_is_looked_at() -> None:
     queued = [make_task(i, enqueued_at_s=float(i)) for i in range(10)]
     d = decide(queued, [], make_gpus(per_node=8), 100.0, PolicyConfig(window=3))
     assert started(d) == [0, 1, 2]
+
+
+def test_the_oldest_wide_task_goes_first_so_a_stream_of_small_ones_cannot_pass_it_forever() -> None:
+    # Given a 4-GPU task waiting since t=0 and 1-GPU tasks submitted later, which short-job credit ranks
+    # ahead of it; 2 of 4 GPUs busy until t=1000 (by estimate)
+    wide = make_task(1, gpus=4, enqueued_at_s=0.0, estimated_s=3600.0)
+    small = [make_task(10 + i, enqueued_at_s=60.0 + i, estimated_s=2000.0) for i in range(2)]
+    gpus = make_gpus(per_node=4)
+    running = [make_running(100 + i, gpus=(i,), estimated_end_s=1000.0) for i in range(2)]
+    for r in running:
+        gpus = occupy(gpus, r)
+    # When a pass runs at t=100, Then the wide task holds a reservation and the small ones, which would
+    # hold its GPUs past t=1000, wait; without `oldest_first` they take the free GPUs
+    d = decide([wide, *small], running, gpus, 100.0, CFG)
+    assert started(d) == []
+    assert "reserved" in d.pending_reasons[1]
+    assert started(decide([wide, *small], running, gpus, 100.0, replace(CFG, oldest_first=False))) == [10, 11]
+    # And a small task that ends before the reservation still backfills
+    quick = make_task(12, enqueued_at_s=70.0, estimated_s=600.0)
+    assert started(decide([wide, quick], running, gpus, 100.0, CFG)) == [12]
+
+
+def test_the_oldest_one_gpu_task_keeps_its_rank_order_so_fair_share_still_decides() -> None:
+    usage = {"heavy": TeamUsage("heavy", decayed_gpu_s=1e6), "light": TeamUsage("light", decayed_gpu_s=0.0)}
+    queued = [make_task(1, team="heavy"), make_task(2, team="light", enqueued_at_s=60.0)]
+    assert started(decide(queued, [], make_gpus(per_node=1), 100.0, CFG, usage)) == [2]

@@ -14,29 +14,31 @@ from scheduler.policy.types import PriorityClass
 from tests.policy.builders import make_gpus, make_running, make_task, occupy
 
 CFG = PolicyConfig()
+NO_OLDEST_FIRST = PolicyConfig(oldest_first=False)
 
 
 def test_an_overdue_big_job_of_the_heaviest_team_ranks_first_and_gets_the_reservation() -> None:
     # Given a 4-GPU job of the team that used the most, and later 1-GPU jobs of a light team whose short-job
-    # and fair-share credits rank them ahead; two of the four GPUs busy for another 1000 s
+    # and fair-share credits rank them ahead; two of the four GPUs busy for another 1000 s; the aging bound
+    # alone protects it here (`oldest_first`, which would reserve for it at once, is off)
     big = make_task(1, team="heavy", gpus=4, enqueued_at_s=0.0, estimated_s=3600.0)
     small = [make_task(10 + i, team="light", enqueued_at_s=3600.0 + i, estimated_s=2000.0) for i in range(2)]
     usage = {"heavy": TeamUsage("heavy", 1e7), "light": TeamUsage("light", 0.0)}
-    due_s = overdue_at_s(big, CFG)
+    due_s = overdue_at_s(big, NO_OLDEST_FIRST)
     gpus = make_gpus(per_node=4)
     running = [make_running(100 + i, gpus=(i,), estimated_end_s=due_s + 1000.0) for i in range(2)]
     for r in running:
         gpus = occupy(gpus, r)
     # When it is not yet overdue, Then the small jobs rank ahead and start on the free GPUs
-    before = decide([big, *small], running, gpus, due_s - 1.0, CFG, usage)
+    before = decide([big, *small], running, gpus, due_s - 1.0, NO_OLDEST_FIRST, usage)
     assert sorted(s.task_id for s in before.starts) == [10, 11]
-    assert queue_positions([big, *small], due_s - 1.0, CFG, usage)[1] == 3
+    assert queue_positions([big, *small], due_s - 1.0, NO_OLDEST_FIRST, usage)[1] == 3
     # When it has waited its bound, Then it ranks first: it holds the reservation and the small jobs, which
     # would end after it could start, wait
-    after = decide([big, *small], running, gpus, due_s, CFG, usage)
+    after = decide([big, *small], running, gpus, due_s, NO_OLDEST_FIRST, usage)
     assert after.starts == ()
     assert "reserved" in after.pending_reasons[1]
-    assert queue_positions([big, *small], due_s, CFG, usage)[1] == 1
+    assert queue_positions([big, *small], due_s, NO_OLDEST_FIRST, usage)[1] == 1
 
 
 def test_an_overdue_task_deep_in_the_static_order_enters_the_window_and_starts_next() -> None:
