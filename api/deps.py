@@ -15,9 +15,10 @@ from typing import Annotated
 
 from fastapi import Depends, Path, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from redis.asyncio import Redis as AsyncRedis
 from starlette.concurrency import run_in_threadpool
 
-from api.ratelimit import TokenBuckets, retry_after_s
+from api.ratelimit import SharedTokenBuckets, TokenBuckets, retry_after_s
 from api.submissions import SubmissionQueue
 from scheduler.admission import QueuedEstimate
 from scheduler.cluster_state import UsageCache
@@ -46,20 +47,27 @@ def get_usage(request: Request) -> UsageCache:
 UsageDep = Annotated[UsageCache, Depends(get_usage)]
 
 
-def rate_limiter(request: Request, cluster: Cluster) -> TokenBuckets:
-    """This API process's token buckets, made on first use from the cluster's settings."""
+def rate_limiter(request: Request, cluster: Cluster) -> TokenBuckets | SharedTokenBuckets:
+    """The token buckets, made on first use from the cluster's settings: in this process's memory, or in
+    Redis when several API processes serve (`api_workers`), so that they share each token's rate."""
     state = request.app.state
-    buckets: TokenBuckets | None = getattr(state, "rate_limiter", None)
+    buckets: TokenBuckets | SharedTokenBuckets | None = getattr(state, "rate_limiter", None)
     if buckets is None:
         settings = cluster.settings
-        buckets = TokenBuckets(settings.rate_limit_per_s, settings.rate_limit_burst)
+        if settings.api_workers > 1 and cluster.queue.url is not None:
+            client = AsyncRedis.from_url(cluster.queue.url, decode_responses=True)
+            keys = cluster.queue.keys
+            buckets = SharedTokenBuckets(client, keys, settings.rate_limit_per_s, settings.rate_limit_burst)
+        else:
+            buckets = TokenBuckets(settings.rate_limit_per_s, settings.rate_limit_burst)
         state.rate_limiter = buckets
     return buckets
 
 
-def enforce_rate_limit(request: Request, cluster: Cluster, who: Identity) -> None:
+async def enforce_rate_limit(request: Request, cluster: Cluster, who: Identity) -> None:
     """429 with Retry-After when this token has spent its burst and the refill has not caught up."""
-    wait_s = rate_limiter(request, cluster).take(who.token_id if who.token_id is not None else who.user_id)
+    limiter = rate_limiter(request, cluster)
+    wait_s = await limiter.take_async(who.token_id if who.token_id is not None else who.user_id)
     if wait_s > 0:
         seconds = retry_after_s(wait_s)
         raise RateLimited(
@@ -127,7 +135,7 @@ async def current_identity(
     who = cache.cached(token)
     if who is None:  # SQL: in a worker thread, off the event loop
         who = await run_in_threadpool(cache.authenticate, token)
-    enforce_rate_limit(request, cluster, who)
+    await enforce_rate_limit(request, cluster, who)
     return who
 
 

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import redis
 import uvicorn
+from fastapi import FastAPI
+from uvicorn.supervisors import Multiprocess
 
 from api.main import create_app
 from scheduler.dispatcher import Dispatcher
@@ -122,7 +124,9 @@ def serve(settings: Settings, *, api: bool, scheduler: bool, worker: bool, host:
             background.append(WorkerTelemetry(node_worker, notifier=notifier).start())
             threads.append(_thread("worker", node_worker.run, stop))
         try:
-            if api:
+            if api and settings.api_workers > 1:
+                _serve_api_processes(settings, cluster, host, port)
+            elif api:
                 config = uvicorn.Config(
                     create_app(cluster), host=host, port=port, log_level="info", timeout_graceful_shutdown=5
                 )
@@ -139,6 +143,37 @@ def serve(settings: Settings, *, api: bool, scheduler: bool, worker: bool, host:
             notifier.close()
             if monitor is not None:
                 monitor.close()
+
+
+_CHILD_SETTINGS = "NIGHTSHIFT_API_PROCESS_SETTINGS"
+_CHILD_REDIS = "NIGHTSHIFT_API_PROCESS_REDIS_URL"
+
+
+def _serve_api_processes(settings: Settings, cluster: Cluster, host: str, port: int) -> None:
+    """`api_workers` uvicorn processes on one listening socket, supervised from here until SIGINT/SIGTERM.
+
+    Each builds its own cluster (`api_process_app`) from this process's settings and Redis, which reach it
+    through its environment; the rate limit is then kept in Redis so the processes share it.
+    """
+    os.environ[_CHILD_SETTINGS] = settings.model_dump_json()
+    os.environ[_CHILD_REDIS] = cluster.queue.url or ""
+    config = uvicorn.Config(
+        "api.server:api_process_app",
+        factory=True,
+        host=host,
+        port=port,
+        workers=settings.api_workers,
+        log_level="info",
+        timeout_graceful_shutdown=5,
+    )
+    log.info("serving the API with %d processes", settings.api_workers)
+    Multiprocess(config, sockets=[config.bind_socket()]).run()
+
+
+def api_process_app() -> FastAPI:
+    """The app of one of several API processes (`api_workers` > 1): the parent's settings and Redis."""
+    settings = Settings.model_validate_json(os.environ[_CHILD_SETTINGS])
+    return create_app(Cluster.open(settings, os.environ[_CHILD_REDIS]))
 
 
 def _wait_for_signal(stop: threading.Event) -> None:

@@ -1,6 +1,7 @@
 """API: submissions per second and latency with 16 concurrent clients, and 10k tasks by batch.
 
 Starts `nightshift api` alone (scheduler and worker off, so the figures are the API's and nothing dequeues)
+with `--api-workers` processes (default 2; NIGHTSHIFT_API_WORKERS) and, first, with one for the ratio,
 with embedded Redis and SQLite in a temp folder, and 8 simulated GPUs registered by a short-lived worker
 so submissions pass the cluster check; the per-team cap on queued tasks is raised
 (NIGHTSHIFT_MAX_QUEUED_PER_TEAM) and the per-token rate limit (default 50/s) is off. Then:
@@ -14,6 +15,7 @@ so submissions pass the cluster check; the per-team cap on queued tasks is raise
 Target: >= 1,000 submissions/s. Prints one JSON line.
 
 Usage: python bench/api_throughput.py [--clients 16] [--seconds 15] [--batch 10000] [--batch-size 1000]
+                                      [--api-workers 2]
 """
 
 from __future__ import annotations
@@ -122,50 +124,66 @@ def _batches(ns: Nightshift, total: int, size: int, workdir: str) -> dict[str, o
     }
 
 
+def _serve_and_hammer(home, api_workers: int, args: argparse.Namespace, batch: bool) -> dict[str, object]:
+    """`nightshift api` with `api_workers` processes: the concurrent figure (and, with `batch`, the batch)."""
+    api = Nightshift(
+        home, "api", gpus="8x24", max_queued_per_team="10000000", rate_limit_per_s="0",
+        api_workers=str(api_workers),
+    ).start()  # fmt: skip
+    out: dict[str, object] = {"api_processes": api_workers}
+    try:
+        # a worker registers the node's 8 GPUs, then stops (its record stays for 30 s of liveness)
+        worker = Nightshift(home, "worker", gpus="8x24")
+        worker.env["NIGHTSHIFT_REDIS_URL"] = (home / "redis.url").read_text().strip()
+        worker.start(wait_api=False)
+        with api.client() as client:
+            wait_for(lambda: len(client.get("/gpus").json()["gpus"]) > 0, 30, 0.1)
+        worker.stop()
+        with api.client() as client:  # after the worker is gone the node still counts for submissions
+            client.post(
+                "/tasks", json={"command": "true", "gpus": 1, "workdir": str(home)}
+            ).raise_for_status()
+
+        lat, errors, wall, codes = _hammer(api, args.clients, args.seconds, str(home))
+        out["concurrent"] = {
+            "clients": args.clients,
+            "client": "http.client, one keep-alive connection per thread",
+            "submissions": len(lat),
+            "errors": errors,
+            "error_kinds": codes,
+            "per_s": round(len(lat) / wall, 1),
+            "latency_ms": summary(lat),
+        }
+        if batch:
+            out["batch"] = _batches(api, args.batch, args.batch_size, str(home))
+    finally:
+        api.stop()
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--clients", type=int, default=16)
     ap.add_argument("--seconds", type=float, default=15.0)
     ap.add_argument("--batch", type=int, default=10_000)
     ap.add_argument("--batch-size", type=int, default=1000, help="specs per POST (the endpoint takes 1000)")
+    ap.add_argument("--api-workers", type=int, default=2, help="API processes (NIGHTSHIFT_API_WORKERS)")
     args = ap.parse_args()
     out: dict[str, object] = {"bench": "api_throughput", "machine": machine()}
     out["setup"] = (
-        "nightshift api alone (scheduler and worker off), embedded redis, SQLite WAL, 1 uvicorn process "
-        "(uvloop, httptools), "
-        "one admin token, rate limit off, queued cap raised"
+        f"nightshift api alone (scheduler and worker off) with {args.api_workers} uvicorn processes "
+        "(uvloop, httptools; the rate limit then in Redis), embedded redis, SQLite WAL, one admin token, "
+        "rate limit off, queued cap raised; the same with 1 process first, for the ratio"
     )
+    with temp_home("api1") as home:
+        one = _serve_and_hammer(home, 1, args, batch=False)
     with temp_home("api") as home:
-        api = Nightshift(
-            home, "api", gpus="8x24", max_queued_per_team="10000000", rate_limit_per_s="0"
-        ).start()
-        try:
-            # a worker registers the node's 8 GPUs, then stops (its record stays for 30 s of liveness)
-            worker = Nightshift(home, "worker", gpus="8x24")
-            worker.env["NIGHTSHIFT_REDIS_URL"] = (home / "redis.url").read_text().strip()
-            worker.start(wait_api=False)
-            with api.client() as client:
-                wait_for(lambda: len(client.get("/gpus").json()["gpus"]) > 0, 30, 0.1)
-            worker.stop()
-            with api.client() as client:  # after the worker is gone the node still counts for submissions
-                client.post(
-                    "/tasks", json={"command": "true", "gpus": 1, "workdir": str(home)}
-                ).raise_for_status()
-
-            lat, errors, wall, codes = _hammer(api, args.clients, args.seconds, str(home))
-            out["concurrent"] = {
-                "clients": args.clients,
-                "client": "http.client, one keep-alive connection per thread",
-                "submissions": len(lat),
-                "errors": errors,
-                "error_kinds": codes,
-                "per_s": round(len(lat) / wall, 1),
-                "latency_ms": summary(lat),
-            }
-            out["batch"] = _batches(api, args.batch, args.batch_size, str(home))
-        finally:
-            api.stop()
+        many = _serve_and_hammer(home, args.api_workers, args, batch=True)
+    out["concurrent"] = many["concurrent"]
+    out["batch"] = many["batch"]
+    out["one_process"] = one["concurrent"]
     rate = out["concurrent"]["per_s"]  # type: ignore[index]
+    out["ratio_vs_one_process"] = round(rate / one["concurrent"]["per_s"], 2)  # type: ignore[index]
     out["targets"] = {"ge_1000_submissions_per_s": rate >= 1000}
     emit(out)
 

@@ -32,6 +32,10 @@ class RedisKeys:
         """Counter behind fencing tokens."""
         return f"{self.prefix}fence"
 
+    def rate_bucket(self, key: str) -> str:
+        """HASH tokens, at: one API token's rate-limit bucket, shared by every API process."""
+        return f"{self.prefix}rate:{key}"
+
     @property
     def epoch(self) -> str:
         """Random id of the current Redis state; missing means Redis lost its data and must be rebuilt."""

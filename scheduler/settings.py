@@ -69,6 +69,12 @@ class Settings(BaseSettings):
     # --- abuse limits (API) ---
     rate_limit_per_s: float = Field(default=50.0, ge=0, description="requests per second per token; 0 = off")
     rate_limit_burst: int = Field(default=200, ge=1, description="requests a token may send at once")
+    api_workers: int = Field(
+        default=1,
+        ge=1,
+        le=64,
+        description="API processes serving the port (more than 1: the rate limit is kept in Redis, shared)",
+    )
     max_queued_per_team: int | None = Field(default=1000, ge=1, description="queued tasks per team")
 
     # --- safe execution (worker) ---

@@ -76,6 +76,8 @@ class RenewResult:
 class RedisQueue:
     """The queue and lease operations over one Redis connection."""
 
+    url: str | None = None  # where `from_url` connected (other clients of the same server use it)
+
     def __init__(self, client: redis.Redis, keys: RedisKeys | None = None) -> None:
         self.client = client
         self.keys = keys or RedisKeys()
@@ -95,7 +97,9 @@ class RedisQueue:
             client.ping()
         except redis.RedisError as exc:
             raise ServiceUnavailable(f"cannot reach Redis at {url}: {exc}") from None
-        return cls(client, keys)
+        queue = cls(client, keys)
+        queue.url = url
+        return queue
 
     # --- epoch: detects that Redis lost its data ---------------------------------------------
 
