@@ -46,6 +46,7 @@ def policy_config_of(settings: Settings, zone_name: str) -> PolicyConfig:
         week_budget_gpu_h=dict(settings.week_budget_gpu_h),
         borrowing=settings.borrowing,
         fairshare_half_life_s=settings.fairshare_half_life_h * 3600.0,
+        oldest_first_after_s=settings.wide_task_first_after_min * 60.0,
     )
 
 

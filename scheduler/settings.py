@@ -64,6 +64,11 @@ class Settings(BaseSettings):
     week_budget_gpu_h: dict[str, float] = Field(default_factory=dict, description="rolling 7 day GPU-hours")
     borrowing: bool = Field(default=True, description="use idle GPUs above a team's cap when nobody waits")
     fairshare_half_life_h: float = Field(default=168.0, gt=0)
+    wide_task_first_after_min: float = Field(
+        default=60.0,
+        ge=0,
+        description="a multi-GPU task that waited this long, the oldest queued, goes first (starts or reserves)",
+    )
     max_task_gpus: int = Field(default=8, ge=1, description="refuse specs asking more GPUs than this")
 
     # --- abuse limits (API) ---

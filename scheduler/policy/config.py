@@ -53,10 +53,13 @@ class PolicyConfig:
     deadline_lead_s: float = 3600.0  # credit once the latest start is this close
     reservations: int = 1  # EASY: one reservation for the top blocked task
     overdue_reservations: int = 0  # extra reservations for window tasks waiting past their aging bound
-    # the oldest queued task by class and age alone (credits aside) is considered first in each pass: it
-    # starts if it fits, else it holds a reservation, so credits cannot keep a wide task behind a stream
-    # of small ones (nightshift policy; for fifo and backfill it is the first task anyway)
+    # the window's oldest task by class and age alone (credits aside), when it needs several GPUs and has
+    # waited `oldest_first_after_s`, is considered first in each pass: it starts if it fits, else it holds
+    # a reservation, so credits cannot keep a wide task behind a stream of small ones (nightshift policy;
+    # for fifo and backfill it is the first task anyway). Not at once: with unknown run times (default
+    # estimates) its reservation would idle GPUs that backfill would have used well.
     oldest_first: bool = True
+    oldest_first_after_s: float = 3600.0
     # Time windows, tariff, power
     offpeak: str = "23:00-07:00"
     timezone: str = "UTC"
