@@ -67,7 +67,7 @@ class Settings(BaseSettings):
     wide_task_first_after_min: float = Field(
         default=60.0,
         ge=0,
-        description="the oldest queued multi-GPU task goes first (starts or reserves) after waiting this long",
+        description="the oldest queued multi-GPU task goes first (starts or reserves) after this wait",
     )
     max_task_gpus: int = Field(default=8, ge=1, description="refuse specs asking more GPUs than this")
 
