@@ -243,8 +243,11 @@ def _guarded(argv: list[str], parent_pid: int) -> list[str] | None:
     setpriv = _setpriv()
     if setpriv is None:
         return None
-    check = f'[ "$PPID" = {int(parent_pid)} ] || kill -KILL $$; exec "$@"'
-    return [setpriv, "--pdeathsig", "KILL", "--", SHELL, "-c", check, "nightshift-job", *argv]
+    check = f'[ "$PPID" = {int(parent_pid)} ] || kill -KILL $$'
+    if len(argv) == 3 and argv[:2] == [SHELL, "-c"]:
+        # a plain shell command: the check is its first line, in the same shell (one exec fewer per job)
+        return [setpriv, "--pdeathsig", "KILL", "--", SHELL, "-c", f"{check}\n{argv[2]}"]
+    return [setpriv, "--pdeathsig", "KILL", "--", SHELL, "-c", f'{check}; exec "$@"', "nightshift-job", *argv]
 
 
 def _header(request: LaunchRequest) -> str:
