@@ -65,7 +65,7 @@ class Settings(BaseSettings):
     borrowing: bool = Field(default=True, description="use idle GPUs above a team's cap when nobody waits")
     fairshare_half_life_h: float = Field(default=168.0, gt=0)
     wide_task_first_after_min: float = Field(
-        default=60.0,
+        default=15.0,
         ge=0,
         description="the oldest queued multi-GPU task goes first (starts or reserves) after this wait",
     )

@@ -59,7 +59,7 @@ class PolicyConfig:
     # for fifo and backfill it is the first task anyway). Not at once: with unknown run times (default
     # estimates) its reservation would idle GPUs that backfill would have used well.
     oldest_first: bool = True
-    oldest_first_after_s: float = 3600.0
+    oldest_first_after_s: float = 900.0
     # Time windows, tariff, power
     offpeak: str = "23:00-07:00"
     timezone: str = "UTC"

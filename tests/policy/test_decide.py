@@ -141,18 +141,18 @@ def test_only_the_window_is_looked_at() -> None:
 
 def test_the_oldest_wide_task_goes_first_so_a_stream_of_small_ones_cannot_pass_it_forever() -> None:
     # Given a 4-GPU task waiting since t=0 and 1-GPU tasks submitted later, which short-job credit ranks
-    # ahead of it; 2 of 4 GPUs busy until t=5000 (by estimate)
+    # ahead of it; 2 of 4 GPUs busy (by estimate) until 1000 s after it has waited `oldest_first_after_s`
+    after_s = CFG.oldest_first_after_s
     wide = make_task(1, gpus=4, enqueued_at_s=0.0, estimated_s=3600.0)
-    small = [make_task(10 + i, enqueued_at_s=3000.0 + i, estimated_s=2000.0) for i in range(2)]
+    small = [make_task(10 + i, enqueued_at_s=after_s / 2 + i, estimated_s=2000.0) for i in range(2)]
     gpus = make_gpus(per_node=4)
-    running = [make_running(100 + i, gpus=(i,), estimated_end_s=5000.0) for i in range(2)]
+    running = [make_running(100 + i, gpus=(i,), estimated_end_s=after_s + 1000.0) for i in range(2)]
     for r in running:
         gpus = occupy(gpus, r)
-    after_s = CFG.oldest_first_after_s
-    # When it has waited less than `oldest_first_after_s`, Then credits order: the small ones start
+    # When it has waited less than that, Then credits order: the small ones start
     assert started(decide([wide, *small], running, gpus, after_s - 1.0, CFG)) == [10, 11]
     # When it has waited that long, Then it holds a reservation and the small ones, which would hold its
-    # GPUs past t=5000, wait; without `oldest_first` they still take the free GPUs
+    # GPUs past the reservation, wait; without `oldest_first` they still take the free GPUs
     d = decide([wide, *small], running, gpus, after_s, CFG)
     assert started(d) == []
     assert "reserved" in d.pending_reasons[1]
@@ -161,7 +161,7 @@ def test_the_oldest_wide_task_goes_first_so_a_stream_of_small_ones_cannot_pass_i
         11,
     ]
     # And a small task that ends before the reservation still backfills
-    quick = make_task(12, enqueued_at_s=3000.0, estimated_s=600.0)
+    quick = make_task(12, enqueued_at_s=after_s / 2, estimated_s=600.0)
     assert started(decide([wide, quick], running, gpus, after_s, CFG)) == [12]
 
 
