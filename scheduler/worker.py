@@ -69,6 +69,7 @@ log = logging.getLogger(__name__)
 MIB = 1024 * 1024
 CLAIM_BATCH = 64  # assignments taken (and marked running in SQL) per round trip
 LAUNCH_THREADS = 2  # jobs of one burst launched side by side
+FULL_CHECK_S = 0.5  # between exit events, every job is polled this often all the same
 
 
 @dataclass
@@ -168,6 +169,8 @@ class Worker:
         self.listeners: list[JobListener] = []
         self.out_of_service: dict[int, str] = {}  # GPU index -> why it takes no new tasks (watchdogs)
         self._exit_watcher: ExitWatcher | None = None
+        self._exited: set[int] = set()  # pids of job leaders seen to exit, not yet settled
+        self._full_check_at = 0.0  # monotonic time of the last poll of every job
         self._launcher: ThreadPoolExecutor | None = None
         self._watch_exits = ExitWatcher.supported()
 
@@ -235,6 +238,7 @@ class Worker:
             )
         with self._lock:
             self.jobs.clear()
+            self._exited.clear()
         if self._exit_watcher is not None:
             self._exit_watcher.close()
             self._exit_watcher = None
@@ -333,13 +337,19 @@ class Worker:
         """Ring this node's doorbell the moment the job's leader exits, so the next task starts at once."""
         if self._watch_exits:
             if self._exit_watcher is None:
-                self._exit_watcher = ExitWatcher(self._ring_own_doorbell, name=f"exit-watch-{self.node}")
+                self._exit_watcher = ExitWatcher(self._leaders_exited, name=f"exit-watch-{self.node}")
             self._exit_watcher.watch(item.job.pid)
             return
         item.waiter = threading.Thread(
             target=self._wait_for_exit, args=(item.job,), daemon=True, name=f"wait-{item.claim.task_id}"
         )
         item.waiter.start()
+
+    def _leaders_exited(self, pids: list[int]) -> None:
+        """Remember which jobs' leaders exited (the next pass polls those first), and ring this node."""
+        with self._lock:
+            self._exited.update(pids)
+        self._ring_own_doorbell()
 
     def _ring_own_doorbell(self) -> None:
         self.cluster.queue.client.rpush(self.cluster.queue.keys.node_doorbell(self.node), "1")
@@ -389,6 +399,7 @@ class Worker:
     def _stop_job(self, item: ActiveJob, reason: StopReason, grace_s: float | None = None) -> None:
         grace = self.grace_of(item.task) if grace_s is None else grace_s
         item.job.stop(grace, reason, stop_signal_of(item.task.spec))
+        self._leaders_exited([item.job.pid])  # settle it at once
 
     def _wait_for_exit(self, job: RunningJob) -> None:
         # Block in the kernel until the leader exits (WNOWAIT: not reaped, so `poll()` still owns the
@@ -397,7 +408,7 @@ class Worker:
             os.waitid(os.P_PID, job.pid, os.WEXITED | os.WNOWAIT)
         while job.wait(3600) is None:
             pass
-        self._ring_own_doorbell()
+        self._leaders_exited([job.pid])
 
     # --- watching -------------------------------------------------------------------------------
 
@@ -446,16 +457,26 @@ class Worker:
             self._request_stop(item.claim.task_id, "lost_lease", grace_s=0.0)
 
     def _check_jobs(self) -> None:
+        """Poll the jobs whose leader was seen to exit (all of them every `FULL_CHECK_S`, a safety net),
+        settle those that ended, and stop those past their time limit."""
         now = time.monotonic()
+        full = now - self._full_check_at >= FULL_CHECK_S
         with self._lock:
             items = list(self.jobs.values())
+            exited = set(self._exited)
+        if full:
+            self._full_check_at = now
+            candidates = items
+        else:
+            candidates = [item for item in items if item.job.pid in exited]
         # one look at every process for all jobs whose leader exited, taken after seeing them exit
-        snapshot = take_process_snapshot() if any(item.job.leader_exited() for item in items) else None
-        ended = []
+        seen = [item for item in candidates if item.job.leader_exited()]
+        snapshot = take_process_snapshot() if seen else None
+        ended = [item for item in seen if item.job.poll(snapshot) is not None]
+        with self._lock:
+            self._exited.difference_update(item.job.pid for item in ended)
         for item in items:
-            if item.job.poll(snapshot) is not None:
-                ended.append(item)
-            elif item.job.time_limit_exceeded(now):
+            if item.job.outcome is None and item.job.time_limit_exceeded(now):
                 self._request_stop(item.claim.task_id, "timeout")
         if ended:
             self._finish_many(ended)

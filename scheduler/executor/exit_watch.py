@@ -2,7 +2,7 @@
 
 Each leader gets a pidfd (`os.pidfd_open`, Linux 5.3+), which turns readable when the process exits
 (without reaping it: the job's `poll` still owns that); one thread waits on all of them with epoll and
-calls `on_exit` once per wake-up, however many exited together. This replaces a waiting thread per job,
+calls `on_exit` once per wake-up with the pids that exited together. This replaces a waiting thread per job,
 whose start alone cost a worker about a millisecond per task. Where pidfds are not available
 (`ExitWatcher.supported()` is False) the worker falls back to a thread per job.
 """
@@ -20,16 +20,17 @@ log = logging.getLogger(__name__)
 
 
 class ExitWatcher:
-    """Watches job leaders' pids and calls `on_exit()` (from its own thread) when any of them exits."""
+    """Watches job leaders' pids and calls `on_exit(pids)` (from its own thread) with those that exited."""
 
-    def __init__(self, on_exit: Callable[[], None], name: str = "exit-watch") -> None:
+    def __init__(self, on_exit: Callable[[list[int]], None], name: str = "exit-watch") -> None:
         self._on_exit = on_exit
         self._selector = selectors.DefaultSelector()
         self._wake_read, self._wake_write = os.pipe()
         os.set_blocking(self._wake_read, False)
         self._selector.register(self._wake_read, selectors.EVENT_READ)
         self._lock = threading.Lock()
-        self._pending: list[int] = []  # pidfds to register, handed over by `watch`
+        self._pending: list[tuple[int, int]] = []  # (pidfd, pid) to register, handed over by `watch`
+        self._pids: dict[int, int] = {}  # registered pidfd -> its pid (the watcher thread's own)
         self._closed = False
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
@@ -50,13 +51,13 @@ class ExitWatcher:
         try:
             pidfd = os.pidfd_open(pid)
         except ProcessLookupError:  # reaped already: it is over
-            self._on_exit()
+            self._on_exit([pid])
             return
         with self._lock:
             if self._closed:
                 os.close(pidfd)
                 return
-            self._pending.append(pidfd)
+            self._pending.append((pidfd, pid))
         self._wake()
 
     def close(self) -> None:
@@ -76,7 +77,7 @@ class ExitWatcher:
         try:
             while True:
                 events = self._selector.select(timeout=5.0)
-                exited = False
+                exited: list[int] = []
                 for key, _ in events:
                     if key.fd == self._wake_read:
                         with contextlib.suppress(BlockingIOError, OSError):
@@ -84,19 +85,20 @@ class ExitWatcher:
                         continue
                     self._selector.unregister(key.fd)
                     os.close(key.fd)
-                    exited = True
+                    exited.append(self._pids.pop(key.fd))
                 with self._lock:
                     pending, self._pending = self._pending, []
                     closed = self._closed
                 if closed:
-                    for pidfd in pending:
+                    for pidfd, _ in pending:
                         os.close(pidfd)
                     return
-                for pidfd in pending:
+                for pidfd, pid in pending:
+                    self._pids[pidfd] = pid
                     self._selector.register(pidfd, selectors.EVENT_READ)
                 if exited:
                     try:
-                        self._on_exit()
+                        self._on_exit(exited)
                     except Exception:
                         log.exception("exit watcher: on_exit failed")
         finally:

@@ -65,25 +65,33 @@ def test_a_snapshot_taken_while_the_leader_still_ran_cannot_hide_what_it_started
 def test_the_exit_watcher_calls_back_once_a_watched_child_exits_and_at_once_for_one_already_reaped() -> None:
     assert ExitWatcher.supported(), "pidfds are available on the kernels nightshift supports here"
     rung = threading.Semaphore(0)
-    watcher = ExitWatcher(rung.release)
+    told: list[int] = []
+
+    def on_exit(pids: list[int]) -> None:
+        told.extend(pids)
+        rung.release()
+
+    watcher = ExitWatcher(on_exit)
     try:
         sleeper = subprocess.Popen(["sleep", "0.3"])
         watcher.watch(sleeper.pid)
         assert not rung.acquire(timeout=0.05), "called back while the child still ran"
         assert rung.acquire(timeout=WAIT_S)
+        assert told == [sleeper.pid]
         assert sleeper.poll() == 0, "the watcher must not reap the child: its owner does"
 
         reaped = subprocess.Popen(["true"])
         reaped.wait()
         watcher.watch(reaped.pid)
         assert rung.acquire(timeout=WAIT_S)
+        assert told == [sleeper.pid, reaped.pid]
     finally:
         watcher.close()
 
 
 def test_a_closed_exit_watcher_leaves_no_descriptor_open() -> None:
     before = set(os.listdir("/proc/self/fd"))
-    watcher = ExitWatcher(lambda: None)
+    watcher = ExitWatcher(lambda pids: None)
     child = subprocess.Popen(["sleep", "5"])
     watcher.watch(child.pid)
     watcher.close()
