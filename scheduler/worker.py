@@ -279,9 +279,6 @@ class Worker:
 
     # --- starting ---------------------------------------------------------------------------------
 
-    def _start(self, claim: Claim, claimed_at: float | None = None) -> None:
-        self._start_many([claim], claimed_at)
-
     def _start_many(self, claims: Sequence[Claim], claimed_at: float | None = None) -> None:
         """Mark the claimed tasks running (one SQL transaction), launch their jobs, record their pids."""
         marked = [(claim.task_id, claim.token, claim.gpu_indices) for claim in claims]
@@ -480,9 +477,6 @@ class Worker:
                 self._request_stop(item.claim.task_id, "timeout")
         if ended:
             self._finish_many(ended)
-
-    def _finish(self, item: ActiveJob) -> None:
-        self._finish_many([item])
 
     def _finish_many(self, items: Sequence[ActiveJob]) -> None:
         """Settle the tasks of jobs that ended (one SQL transaction and one Redis round trip for all)."""
