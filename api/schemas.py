@@ -81,7 +81,7 @@ class TaskPublic(BaseModel):
 
     @classmethod
     def of(cls, task: Task, usage: TaskUsagePublic | None = None) -> TaskPublic:
-        """Build from a row (and its usage, on `GET /tasks/{id}`)."""
+        """Build from a row (and its usage, on `GET /tasks/{id}` and `GET /tasks`)."""
         return cls(
             usage=usage,
             id=task.id,

@@ -51,9 +51,12 @@ def list_tasks(
     limit: Annotated[int, Query(ge=1, le=1000)] = 200,
     offset: Annotated[int, Query(ge=0, le=2**62)] = 0,
 ) -> TasksPublic:
-    """Your team's tasks, newest first (an admin sees every team's, or one `team`'s)."""
+    """Your team's tasks, newest first (an admin sees every team's, or one `team`'s), each with its usage
+    once it has run (one query for the page)."""
     rows = cluster.tasks.list_for(who, status=status, team=team, limit=limit, offset=offset)
-    return TasksPublic(tasks=[TaskPublic.of(row) for row in rows], count=len(rows))
+    usage = TelemetryStore(cluster.factory).usage_rows(row.id for row in rows)
+    tasks = [TaskPublic.of(row, usage=TaskUsagePublic.of(usage.get(row.id, []))) for row in rows]
+    return TasksPublic(tasks=tasks, count=len(rows))
 
 
 @router.get("/{task_id}", response_model=TaskPublic)
