@@ -234,13 +234,14 @@ class RedisQueue:
         raw record (name -> hash; see `nodes.nodes_from_raw`).
         """
         k = self.keys
-        pipe = self.client.pipeline(transaction=False)
+        pipe = self.client.pipeline(transaction=True)  # one consistent view of assignments and leases
         pipe.zrangebyscore(k.overdue, "-inf", now_s, start=0, num=count)
         pipe.zrange(k.queue, 0, 2 * count - 1)
         pipe.smembers(k.assigned)
         pipe.smembers(k.nodes)
         pipe.zrange(k.leases, 0, -1)
         overdue, queue_head, assigned_ids, node_names, leased = pipe.execute()
+        leased_ids = {int(member) for member in cast(list[str], leased)}
         head = window_ids((int(m) for m in overdue), (int(m) for m in queue_head), count)
         ordered = sorted(cast(set[str], assigned_ids), key=int)
         names = sorted(cast(set[str], node_names))
@@ -256,15 +257,14 @@ class RedisQueue:
             for task, (node, gpus) in zip(ordered, replies[: len(ordered)], strict=True):
                 if node is not None:
                     assignments[int(task)] = (node, _gpus_tuple(gpus or ""))
+                else:
+                    # claimed between the two round trips (or cancelled): it may hold a lease the first
+                    # read did not see, so the pass looks its lease up instead of taking its GPUs for free
+                    leased_ids.add(int(task))
             for name, raw in zip(names, replies[len(ordered) :], strict=True):
                 if raw:
                     nodes[name] = raw
-        return PassSnapshot(
-            head,
-            assignments,
-            {int(member) for member in cast(list[str], leased)},
-            nodes,
-        )
+        return PassSnapshot(head, assignments, leased_ids, nodes)
 
     def leased_gpus(self, task_ids: Iterable[int]) -> dict[int, tuple[str, tuple[int, ...]]]:
         """Node and GPUs of each of these tasks' leases (tasks without a lease are absent)."""

@@ -135,3 +135,32 @@ def test_a_claimed_task_not_yet_running_in_sql_keeps_its_gpus(cluster, make_iden
     assert dispatcher.run_pass().starts == ()
     assert cluster.settle_attempt(first.id, claim.token, "exit", 0) == "succeeded"
     assert [s.task_id for s in dispatcher.run_pass().starts] == [second.id]
+
+
+def test_a_task_claimed_between_the_passs_two_redis_reads_keeps_its_gpus(
+    cluster, make_identity, tmp_path
+) -> None:
+    # Given one GPU, a task assigned to it, and a pass whose first read saw the assignment; the worker
+    # claims it before the second read, which finds the assignment gone (the state the pass then sees)
+    who, _ = make_identity()
+    cluster.nodes.publish("node-a", [NodeGpu(0, "SIM", 24 * GB, 24 * GB)], now_ms(), "simulated")
+    first, _ = cluster.submit(who, {"command": "true", "workdir": str(tmp_path)})
+    second, _ = cluster.submit(who, {"command": "true", "workdir": str(tmp_path)})
+    dispatcher = Dispatcher(cluster)
+    assert [s.task_id for s in dispatcher.run_pass().starts] == [first.id]
+    claim = cluster.queue.claim("node-a", now_ms(), 30_000)
+    assert claim is not None and claim.task_id == first.id
+    # as the first read saw it: still assigned, not yet in the leases index
+    keys = cluster.queue.keys
+    expires = cluster.queue.client.zscore(keys.leases, str(first.id))
+    cluster.queue.client.sadd(keys.assigned, str(first.id))
+    cluster.queue.client.zrem(keys.leases, str(first.id))
+    # When the pass reads on, Then the claimed task counts as leased and its GPU is not handed out again
+    snap = cluster.queue.pass_snapshot(8, now_s())
+    assert first.id in snap.leased and first.id not in snap.assignments
+    assert dispatcher.run_pass().starts == ()
+    cluster.queue.client.srem(keys.assigned, str(first.id))
+    cluster.queue.client.zadd(keys.leases, {str(first.id): expires})
+    assert cluster.tasks.mark_running(first.id, claim.token, "node-a", claim.gpu_indices) == 1
+    assert cluster.settle_attempt(first.id, claim.token, "exit", 0) == "succeeded"
+    assert [s.task_id for s in dispatcher.run_pass().starts] == [second.id]
