@@ -247,8 +247,8 @@ class Cluster:
             if item.reason == "exit":
                 plain.append((i, Finish(item.task_id, item.token, "succeeded", 0, "exit")))
             elif item.reason == "cancelled":
-                reason, code, message = "cancelled", item.exit_code, item.message
-                plain.append((i, Finish(item.task_id, item.token, "cancelled", code, reason, message)))
+                code, message = item.exit_code, item.message
+                plain.append((i, Finish(item.task_id, item.token, "cancelled", code, "cancelled", message)))
             else:
                 statuses[i] = self._settle_failure(item)
         done = self.tasks.finish_many([finish for _, finish in plain])

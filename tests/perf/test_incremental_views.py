@@ -4,6 +4,7 @@ and the scheduler's batched Redis/SQL reads (behaviour only; no timings)."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -15,6 +16,7 @@ from scheduler.policy.config import PolicyConfig
 from scheduler.policy.engine import decide
 from scheduler.policy.placement import Pool
 from scheduler.policy.replay import Replay
+from scheduler.store.queue import Claim
 from tests.policy.builders import GB, make_gpus, make_task
 
 
@@ -118,8 +120,8 @@ def test_the_pass_snapshot_reads_what_the_separate_calls_read(cluster, make_iden
     assert versions == cluster.tasks.queued_versions(ids) and tokens == cluster.tasks.running_tokens()
 
 
-def test_a_claimed_task_not_yet_running_in_sql_keeps_its_gpus(cluster, make_identity, tmp_path) -> None:
-    # Given one GPU, a task assigned to it and claimed by the worker, which has not yet marked it running
+def _one_gpu_first_task_claimed(cluster, make_identity, tmp_path) -> tuple[Dispatcher, Any, Any, Claim]:
+    """One GPU, two tasks: the first assigned to it by a pass and claimed by the worker (not yet running)."""
     who, _ = make_identity()
     cluster.nodes.publish("node-a", [NodeGpu(0, "SIM", 24 * GB, 24 * GB)], now_ms(), "simulated")
     first, _ = cluster.submit(who, {"command": "true", "workdir": str(tmp_path)})
@@ -128,6 +130,12 @@ def test_a_claimed_task_not_yet_running_in_sql_keeps_its_gpus(cluster, make_iden
     assert [s.task_id for s in dispatcher.run_pass().starts] == [first.id]
     claim = cluster.queue.claim("node-a", now_ms(), 30_000)
     assert claim is not None and claim.task_id == first.id
+    return dispatcher, first, second, claim
+
+
+def test_a_claimed_task_not_yet_running_in_sql_keeps_its_gpus(cluster, make_identity, tmp_path) -> None:
+    # Given one GPU, a task assigned to it and claimed by the worker, which has not yet marked it running
+    dispatcher, first, second, claim = _one_gpu_first_task_claimed(cluster, make_identity, tmp_path)
     # When the scheduler passes in that moment, Then the GPU is still taken: nothing else starts on it
     assert dispatcher.run_pass().starts == ()
     # And once SQL says running, still nothing; once it ended and the lease is released, the next starts
@@ -142,14 +150,7 @@ def test_a_task_claimed_between_the_passs_two_redis_reads_keeps_its_gpus(
 ) -> None:
     # Given one GPU, a task assigned to it, and a pass whose first read saw the assignment; the worker
     # claims it before the second read, which finds the assignment gone (the state the pass then sees)
-    who, _ = make_identity()
-    cluster.nodes.publish("node-a", [NodeGpu(0, "SIM", 24 * GB, 24 * GB)], now_ms(), "simulated")
-    first, _ = cluster.submit(who, {"command": "true", "workdir": str(tmp_path)})
-    second, _ = cluster.submit(who, {"command": "true", "workdir": str(tmp_path)})
-    dispatcher = Dispatcher(cluster)
-    assert [s.task_id for s in dispatcher.run_pass().starts] == [first.id]
-    claim = cluster.queue.claim("node-a", now_ms(), 30_000)
-    assert claim is not None and claim.task_id == first.id
+    dispatcher, first, second, claim = _one_gpu_first_task_claimed(cluster, make_identity, tmp_path)
     # as the first read saw it: still assigned, not yet in the leases index
     keys = cluster.queue.keys
     expires = cluster.queue.client.zscore(keys.leases, str(first.id))
