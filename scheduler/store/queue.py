@@ -88,6 +88,7 @@ class RedisQueue:
         self._expire = _load_script(client, "expire")
         self._restore = _load_script(client, "restore")
         self._unassign = _load_script(client, "unassign")
+        self._snapshot = _load_script(client, "snapshot")
 
     @classmethod
     def from_url(cls, url: str, keys: RedisKeys | None = None) -> RedisQueue:
@@ -227,43 +228,33 @@ class RedisQueue:
         return result
 
     def pass_snapshot(self, count: int, now_s: float) -> PassSnapshot:
-        """What one scheduling pass reads from Redis, in two round trips instead of six.
+        """What one scheduling pass reads from Redis, in one round trip and one consistent view
+        (`lua/snapshot.lua`).
 
         The ids of the window (as `window_ids`: the tasks overdue at `now_s`, then the head of the queue),
         the unclaimed assignments (as `assignments`), the ids holding a lease, and every registered node's
-        raw record (name -> hash; see `nodes.nodes_from_raw`).
+        raw record (name -> hash; see `nodes.nodes_from_raw`). Being one script, no claim can fall between
+        reading the assignments and the leases.
         """
         k = self.keys
-        pipe = self.client.pipeline(transaction=True)  # one consistent view of assignments and leases
-        pipe.zrangebyscore(k.overdue, "-inf", now_s, start=0, num=count)
-        pipe.zrange(k.queue, 0, 2 * count - 1)
-        pipe.smembers(k.assigned)
-        pipe.smembers(k.nodes)
-        pipe.zrange(k.leases, 0, -1)
-        overdue, queue_head, assigned_ids, node_names, leased = pipe.execute()
-        leased_ids = {int(member) for member in cast(list[str], leased)}
+        keys = [k.overdue, k.queue, k.assigned, k.nodes, k.leases]
+        reply = self._snapshot(keys=keys, args=[now_s, count, k.prefix])
+        overdue, queue_head, flat_assignments, leased, flat_nodes = cast(list[list[Any]], reply)
         head = window_ids((int(m) for m in overdue), (int(m) for m in queue_head), count)
-        ordered = sorted(cast(set[str], assigned_ids), key=int)
-        names = sorted(cast(set[str], node_names))
+        leased_ids = {int(m) for m in leased}
         assignments: dict[int, tuple[str, tuple[int, ...]]] = {}
-        nodes: dict[str, dict[str, str]] = {}
-        if ordered or names:
-            pipe = self.client.pipeline(transaction=False)
-            for task in ordered:
-                pipe.hmget(k.assignment(int(task)), "node", "gpus")
-            for name in names:
-                pipe.hgetall(k.node(name))
-            replies = pipe.execute()
-            for task, (node, gpus) in zip(ordered, replies[: len(ordered)], strict=True):
-                if node is not None:
-                    assignments[int(task)] = (node, _gpus_tuple(gpus or ""))
-                else:
-                    # claimed between the two round trips (or cancelled): it may hold a lease the first
-                    # read did not see, so the pass looks its lease up instead of taking its GPUs for free
-                    leased_ids.add(int(task))
-            for name, raw in zip(names, replies[len(ordered) :], strict=True):
-                if raw:
-                    nodes[name] = raw
+        for i in range(0, len(flat_assignments), 3):
+            task_id, node = int(flat_assignments[i]), flat_assignments[i + 1]
+            if node:
+                assignments[task_id] = (node, _gpus_tuple(flat_assignments[i + 2]))
+            else:
+                # in the assigned set without its assignment: the scripts never leave that, but were it
+                # left, the task may be leased, so the pass looks its lease up rather than free its GPUs
+                leased_ids.add(task_id)
+        nodes = {
+            flat_nodes[i]: dict(zip(flat_nodes[i + 1][::2], flat_nodes[i + 1][1::2], strict=True))
+            for i in range(0, len(flat_nodes), 2)
+        }
         return PassSnapshot(head, assignments, leased_ids, nodes)
 
     def leased_gpus(self, task_ids: Iterable[int]) -> dict[int, tuple[str, tuple[int, ...]]]:
