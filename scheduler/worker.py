@@ -168,6 +168,7 @@ class Worker:
         self._ttl_s = self.settings.lease_ttl_s
         self.listeners: list[JobListener] = []
         self.out_of_service: dict[int, str] = {}  # GPU index -> why it takes no new tasks (watchdogs)
+        self._publish_lock = threading.Lock()
         self._exit_watcher: ExitWatcher | None = None
         self._exited: set[int] = set()  # pids of job leaders seen to exit, not yet settled
         self._full_check_at = 0.0  # monotonic time of the last poll of every job
@@ -592,7 +593,15 @@ class Worker:
             self._lost(item, "the lease is gone and SQL no longer gives the task to this claim (MISSING)")
 
     def publish_node(self) -> None:
-        """Tell the scheduler what this node has: its GPUs as the monitor reads them."""
+        """Tell the scheduler what this node has: its GPUs as the monitor reads them.
+
+        One publish at a time (heartbeat, telemetry, drain): a record read before a GPU went out of
+        service must not land after one read since, or the scheduler would see the hot GPU free again.
+        """
+        with self._publish_lock:
+            self._publish_node()
+
+    def _publish_node(self) -> None:
         gpus = [
             NodeGpu(
                 index=gpu.index,
