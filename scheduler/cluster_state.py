@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from scheduler.clock import now_ms, now_s, to_epoch_s
 from scheduler.nodes import NodeState, nodes_from_raw
 from scheduler.policy.config import PolicyConfig, TeamUsage
-from scheduler.policy.estimate import DurationHistory, estimate_duration_s
+from scheduler.policy.estimate import DurationHistory, estimate_duration_s, with_typical_run
 from scheduler.policy.types import GpuSlot, QueuedTask, RunningTask
 from scheduler.policy_input import gpu_slots, holder_of, queued_task_of, running_task_of
 from scheduler.service import Cluster
@@ -30,6 +30,11 @@ class ClusterState:
     usage: dict[str, TeamUsage]
     succeeded: set[int]
     failed: set[int]
+    typical_run_s: float | None = None  # the cluster's recent median run time (`DurationHistory.typical_s`)
+
+    def policy_config(self, base: PolicyConfig) -> PolicyConfig:
+        """`base` as the policy applies it to this state: with the observed typical run time."""
+        return with_typical_run(base, self.typical_run_s)
 
 
 class UsageCache:
@@ -96,6 +101,8 @@ class RowCache:
     def __init__(self) -> None:
         self.queued: dict[tuple[int, int], QueuedTask] = {}
         self.running: dict[tuple[int, str | None], RunningTask | None] = {}
+        self._estimated: dict[int, tuple[QueuedTask, QueuedTask]] = {}  # id -> (view, with its estimate)
+        self._estimated_from: DurationHistory | None = None  # the history those estimates came from
 
     def queued_views(
         self, cluster: Cluster, task_ids: list[int], versions: dict[int, int] | None = None
@@ -113,6 +120,22 @@ class RowCache:
                     self.queued[(row.id, row.attempts_count)] = queued_task_of(row)
         found = {task_id: self.queued.get((task_id, count)) for task_id, count in versions.items()}
         return {task_id: view for task_id, view in found.items() if view is not None}
+
+    def with_learned_estimates(
+        self, views: list[QueuedTask], history: DurationHistory, config: PolicyConfig
+    ) -> list[QueuedTask]:
+        """`with_learned_estimate` of each view, reused while the view (same cached object) and the history
+        stay the same, so a pass does not re-estimate the whole window."""
+        if history is not self._estimated_from:
+            self._estimated, self._estimated_from = {}, history
+        out = []
+        for view in views:
+            known = self._estimated.get(view.task_id)
+            if known is None or known[0] is not view:
+                known = (view, with_learned_estimate(view, history, config))
+                self._estimated[view.task_id] = known
+            out.append(known[1])
+        return out
 
     def running_views(
         self, cluster: Cluster, tokens: dict[int, str | None] | None = None
@@ -136,6 +159,8 @@ class RowCache:
         """Forget rows no longer in the window or running, so the cache stays the size of one pass."""
         if len(self.queued) > 4 * max(len(keep_queued), 256):
             self.queued = {key: view for key, view in self.queued.items() if key[0] in keep_queued}
+        if len(self._estimated) > 4 * max(len(keep_queued), 256):
+            self._estimated = {key: item for key, item in self._estimated.items() if key in keep_queued}
         if len(self.running) > 4 * max(len(keep_running), 256):
             self.running = {key: view for key, view in self.running.items() if key[0] in keep_running}
 
@@ -177,7 +202,7 @@ def gather_state(
         if task_id not in stale
     ]
     holders = _holders(cluster, now)
-    return _state(cluster, now, queued, holders, usage)
+    return _state(cluster, now, queued, holders, usage, history)
 
 
 def _state(
@@ -186,6 +211,7 @@ def _state(
     queued: list[QueuedTask],
     holders: list[RunningTask],
     usage: dict[str, TeamUsage],
+    history: DurationHistory,
     nodes: list[NodeState] | None = None,
 ) -> ClusterState:
     if nodes is None:
@@ -200,6 +226,7 @@ def _state(
         usage=usage,
         succeeded={task_id for task_id, status in parents.items() if status == "succeeded"},
         failed={task_id for task_id, status in parents.items() if status in ("failed", "cancelled")},
+        typical_run_s=history.typical_s(),
     )
 
 
@@ -219,7 +246,9 @@ def _gather_cached(cluster: Cluster, usage_cache: UsageCache, window: int, rows:
             queue.remove(task_id)
     usage, history = usage_cache.get(now)
     config = cluster.policy_config
-    queued = [with_learned_estimate(views[task_id], history, config) for task_id in head if task_id in views]
+    queued = rows.with_learned_estimates(
+        [views[task_id] for task_id in head if task_id in views], history, config
+    )
     holders = rows.running_views(cluster, tokens)
     for task_id, (node, gpu_indices) in assigned.items():
         view = views.get(task_id)
@@ -229,7 +258,7 @@ def _gather_cached(cluster: Cluster, usage_cache: UsageCache, window: int, rows:
     for task_id, (node, gpu_indices) in queue.leased_gpus(in_flight).items():
         holders.append(holder_of(views[task_id], node, gpu_indices, now))
     rows.prune(set(views), {holder.task_id for holder in holders})
-    return _state(cluster, now, queued, holders, usage, nodes_from_raw(snap.nodes))
+    return _state(cluster, now, queued, holders, usage, history, nodes_from_raw(snap.nodes))
 
 
 def _holders(cluster: Cluster, now: float) -> list[RunningTask]:

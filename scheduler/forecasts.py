@@ -42,7 +42,7 @@ def _forecast(state: ClusterState, cluster: Cluster, targets: list[int] | None) 
         state.running,
         state.gpus,
         state.now_s,
-        cluster.policy_config,
+        state.policy_config(cluster.policy_config),
         state.usage,
         state.succeeded,
         state.failed,
@@ -95,7 +95,7 @@ def explain_task(cluster: Cluster, usage: UsageCache, who: Identity, task_id: in
     if not any(queued.task_id == task_id for queued in state.queued):
         reason = "deep in the queue (beyond the forecast window)"
         return {**base, "task_id": task_id, "status": "queued", "position": None, "reason": reason}
-    config = cluster.policy_config
+    config = state.policy_config(cluster.policy_config)
     answer = explain(
         task_id, state.queued, state.running, state.gpus, state.now_s, config, state.usage, state.succeeded,
         state.failed,

@@ -67,7 +67,10 @@ class Settings(BaseSettings):
     wide_task_first_after_min: float = Field(
         default=15.0,
         ge=0,
-        description="the oldest queued multi-GPU task goes first (starts or reserves) after this wait",
+        description=(
+            "the oldest queued multi-GPU task goes first (starts or reserves) after this wait, or after 50 "
+            "typical run times of the cluster's recent tasks when that is sooner"
+        ),
     )
     max_task_gpus: int = Field(default=8, ge=1, description="refuse specs asking more GPUs than this")
 

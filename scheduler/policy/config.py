@@ -57,9 +57,14 @@ class PolicyConfig:
     # waited `oldest_first_after_s`, is considered first in each pass: it starts if it fits, else it holds
     # a reservation, so credits cannot keep a wide task behind a stream of small ones (nightshift policy;
     # for fifo and backfill it is the first task anyway). Not at once: with unknown run times (default
-    # estimates) its reservation would idle GPUs that backfill would have used well.
+    # estimates) its reservation would idle GPUs that backfill would have used well. Sooner where tasks are
+    # short: after `oldest_first_after_runs` typical run times, when that is less (`oldest_first_delay_s`).
     oldest_first: bool = True
     oldest_first_after_s: float = 900.0
+    oldest_first_after_runs: float = 50.0
+    # observed, not configured: the median run time of the cluster's recent tasks, which the caller sets
+    # from its history before each pass (`estimate.with_typical_run`); None until enough tasks finished
+    typical_run_s: float | None = None
     # Time windows, tariff, power
     offpeak: str = "23:00-07:00"
     timezone: str = "UTC"
@@ -95,6 +100,13 @@ class PolicyConfig:
     def team_cap(self, team: str) -> int | None:
         """The concurrent GPU cap of `team` (None = no cap)."""
         return self.team_gpu_caps.get(team, self.default_team_gpu_cap)
+
+    def oldest_first_delay_s(self) -> float:
+        """How long the oldest wide task waits before it goes first: `oldest_first_after_s`, or
+        `oldest_first_after_runs` typical run times where tasks are short enough that this comes sooner."""
+        if self.typical_run_s is None:
+            return self.oldest_first_after_s
+        return min(self.oldest_first_after_s, self.oldest_first_after_runs * self.typical_run_s)
 
     @property
     def credits_on(self) -> bool:

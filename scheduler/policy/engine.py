@@ -43,7 +43,7 @@ class _Pass:
     capped: list[QueuedTask] = field(default_factory=list)
     teams_waiting_for_gpus: set[str] = field(default_factory=set)
     reservations: list[Reservation] = field(default_factory=list)
-    # the oldest task when it needs several GPUs and has waited `oldest_first_after_s`: considered first
+    # the oldest task when it needs several GPUs and has waited `oldest_first_delay_s()`: considered first
     oldest: int | None = None
     blocked_ahead: int = 0
     fifo_blocked: bool = False
@@ -101,7 +101,7 @@ def decide(
     if config.oldest_first and config.credits_on and window:
         oldest = _oldest(window, config)
         waited_s = now_s - oldest.enqueued_at_s
-        ps.oldest = oldest.task_id if oldest.gpus >= 2 and waited_s >= config.oldest_first_after_s else None
+        ps.oldest = oldest.task_id if oldest.gpus >= 2 and waited_s >= config.oldest_first_delay_s() else None
     ordered = _ordered(window, now_s, config, ps.usage)
     if ps.oldest is not None:  # the oldest goes first: it starts if it fits, else it reserves
         ordered.sort(key=lambda t: t.task_id != ps.oldest)

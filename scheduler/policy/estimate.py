@@ -4,20 +4,24 @@ from __future__ import annotations
 
 import statistics
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from scheduler.policy.config import PolicyConfig
 from scheduler.policy.types import QueuedTask, RunningTask
 
 HistoryKey = tuple[str, str, int]
+RECENT_RUNS = 50  # the cluster's typical run time is the median of this many last runs of any task
+MIN_RECENT_RUNS = 5  # and is not known before this many
 
 
 class DurationHistory:
-    """Recent run times per (user, name, gpus), fed with finished tasks; the median of the last `runs`."""
+    """Recent run times per (user, name, gpus), fed with finished tasks in the order they ended; the median
+    of the last `runs`. Also the cluster's typical run time over every task (`typical_s`)."""
 
     def __init__(self, runs: int = 9) -> None:
         self.runs = runs
         self._by_key: dict[HistoryKey, deque[float]] = {}
+        self._recent: deque[float] = deque(maxlen=RECENT_RUNS)
 
     @staticmethod
     def key(user: str, name: str, gpus: int) -> HistoryKey:
@@ -28,6 +32,7 @@ class DurationHistory:
         """Record a task that finished (succeeded) after `duration_s`."""
         runs = self._by_key.setdefault(self.key(user, name, gpus), deque(maxlen=self.runs))
         runs.append(duration_s)
+        self._recent.append(duration_s)
 
     def learned(self, user: str, name: str, gpus: int) -> tuple[float, int] | None:
         """(median run time, number of runs) for this key, or None when nothing finished yet."""
@@ -35,6 +40,18 @@ class DurationHistory:
         if not runs:
             return None
         return statistics.median(runs), len(runs)
+
+    def typical_s(self) -> float | None:
+        """Median run time of the last `RECENT_RUNS` tasks of any kind; None before `MIN_RECENT_RUNS`."""
+        if len(self._recent) < MIN_RECENT_RUNS:
+            return None
+        return statistics.median(self._recent)
+
+
+def with_typical_run(config: PolicyConfig, typical_s: float | None) -> PolicyConfig:
+    """`config` with this observed `typical_run_s` (`DurationHistory.typical_s`); the same object when it
+    already has it, so a caller can do this before every pass."""
+    return config if typical_s == config.typical_run_s else replace(config, typical_run_s=typical_s)
 
 
 @dataclass(frozen=True, slots=True)

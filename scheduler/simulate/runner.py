@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from scheduler.policy.config import POLICIES, PolicyConfig
-from scheduler.policy.estimate import DurationHistory, estimate_duration_s
+from scheduler.policy.estimate import DurationHistory, estimate_duration_s, with_typical_run
 from scheduler.policy.quotas import gpu_weight
 from scheduler.policy.replay import Replay
 from scheduler.policy.tariff import estimate_cost, estimate_energy_kwh, gpu_power_w
@@ -123,6 +123,7 @@ def simulate_jobs(
     def on_end(task: QueuedTask, start_s: float, end_s: float) -> None:
         tracker.ended(task.task_id, end_s)
         history.add(task.user, task.name, task.gpus, end_s - start_s)
+        sim.config = with_typical_run(sim.config, history.typical_s())
 
     sim.on_start, sim.on_end = on_start, on_end
     arrivals = sorted(jobs, key=lambda j: (j.submit_s, j.index))

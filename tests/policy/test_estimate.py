@@ -5,7 +5,13 @@ from __future__ import annotations
 import math
 
 from scheduler.policy.config import PolicyConfig
-from scheduler.policy.estimate import DurationHistory, estimate_duration_s
+from scheduler.policy.estimate import (
+    MIN_RECENT_RUNS,
+    RECENT_RUNS,
+    DurationHistory,
+    estimate_duration_s,
+    with_typical_run,
+)
 from scheduler.policy.explain import explain
 from scheduler.policy.forecast import estimate_starts
 from tests.policy.builders import make_gpus, make_running, make_task, occupy
@@ -23,6 +29,26 @@ def test_estimate_comes_from_the_spec_then_history_then_time_limit_then_default(
     assert est.seconds == 300.0 and est.source == "median of 3 recent runs"  # the last 3: 300, 200, 900
     assert estimate_duration_s(make_task(estimated_s=50.0), history, CFG).seconds == 50.0
     assert estimate_duration_s(make_task(estimated_s=None, gpus=2), history, CFG).source == "default"
+
+
+def test_the_typical_run_time_is_the_median_of_the_clusters_last_runs_of_any_kind() -> None:
+    # Given runs of several users, names and sizes, in the order they ended
+    history = DurationHistory(runs=3)
+    for i in range(MIN_RECENT_RUNS - 1):
+        history.add(f"u{i}", f"job{i}", 1 + i % 2, 1000.0)
+    # Then it is unknown before MIN_RECENT_RUNS, and the policy keeps its setting alone
+    assert history.typical_s() is None
+    assert with_typical_run(CFG, history.typical_s()) is CFG
+    assert CFG.oldest_first_delay_s() == CFG.oldest_first_after_s
+    # When many short runs end after them, Then only the last RECENT_RUNS count
+    for i in range(RECENT_RUNS):
+        history.add("v", "quick", 4, 6.0 if i % 2 else 8.0)
+    assert history.typical_s() == 7.0
+    config = with_typical_run(CFG, history.typical_s())
+    assert config.typical_run_s == 7.0 and with_typical_run(config, 7.0) is config
+    # And the oldest wide task goes first after that many typical runs, when that is sooner than the setting
+    assert config.oldest_first_delay_s() == CFG.oldest_first_after_runs * 7.0 < CFG.oldest_first_after_s
+    assert with_typical_run(CFG, 3600.0).oldest_first_delay_s() == CFG.oldest_first_after_s
 
 
 def test_start_estimates_replay_the_queue_forward_with_a_range() -> None:

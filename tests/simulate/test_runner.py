@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from scheduler.policy.config import PolicyConfig
 from scheduler.simulate import run_simulation
 
 TRACE = """job_id,submit_time_s,duration_s,num_gpus,team
@@ -75,3 +77,34 @@ def test_without_oracle_the_policy_learns_run_times_from_finished_jobs(tmp_path:
 def test_an_unknown_policy_is_refused(trace: Path) -> None:
     with pytest.raises(Exception, match="unknown policy 'sjf'"):
         run_simulation(trace, "2x24", 1, "sjf", oracle=False)
+
+
+def _wide_job_behind_a_stream_of_short_ones(tmp_path: Path) -> Path:
+    """2 GPUs kept full by 10-s one-GPU jobs (two every 10 s for 2,000 s) and one 2-GPU job of unknown
+    run time submitted at 1 s, which short-job credit ranks behind every one of them."""
+    rows = ["submit_time_s,duration_s,num_gpus,user"]
+    rows += [f"{t},10,1,stream" for t in range(0, 2000, 10) for _ in range(2)]
+    rows.append("1,10,2,wide")
+    p = tmp_path / "stream.csv"
+    p.write_text("\n".join(rows) + "\n")
+    return p
+
+
+def test_where_tasks_are_short_the_oldest_wide_task_goes_first_after_fifty_of_their_run_times(
+    tmp_path: Path,
+) -> None:
+    # Given a wide job behind a stream of 10-s jobs
+    trace = _wide_job_behind_a_stream_of_short_ones(tmp_path)
+    wide = 400
+    config = PolicyConfig()
+    # When the typical run time (10 s) is observed, Then it goes first after 50 of them (500 s), long
+    # before the 15-min setting, and starts once its reservation drains (within one more run)
+    observed = run_simulation(trace, "2x24", 1, "nightshift", False, config)
+    assert 1 + 50 * 10 <= observed.starts_s[wide] <= 1 + 50 * 10 + 20
+    # And where run times are not taken into account, the 15-min setting alone decides
+    setting_only = run_simulation(
+        trace, "2x24", 1, "nightshift", False, replace(config, oldest_first_after_runs=1e9)
+    )
+    assert (
+        1 + config.oldest_first_after_s <= setting_only.starts_s[wide] <= 1 + config.oldest_first_after_s + 20
+    )
