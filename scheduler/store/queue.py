@@ -208,9 +208,19 @@ class RedisQueue:
 
     def assign(self, task_id: int, node: str, gpu_indices: Iterable[int], now_ms: int) -> bool:
         """Move a queued task to `node`'s inbox with its GPUs; False if it had left the queue."""
+        return self.assign_many([(task_id, node, gpu_indices)], now_ms)[0]
+
+    def assign_many(self, starts: Sequence[tuple[int, str, Iterable[int]]], now_ms: int) -> list[bool]:
+        """`assign` for each (task id, node, GPU indices) in one round trip (each one still atomic)."""
+        if not starts:
+            return []
         k = self.keys
-        keys = [k.queue, k.inbox(node), k.assignment(task_id), k.assigned, k.node_doorbell(node), k.overdue]
-        return bool(self._assign(keys=keys, args=[task_id, node, _gpus_text(gpu_indices), now_ms]))
+        pipe = self.client.pipeline(transaction=False)
+        for task_id, node, gpu_indices in starts:
+            inbox, doorbell = k.inbox(node), k.node_doorbell(node)
+            keys = [k.queue, inbox, k.assignment(task_id), k.assigned, doorbell, k.overdue]
+            self._assign(keys=keys, args=[task_id, node, _gpus_text(gpu_indices), now_ms], client=pipe)
+        return [bool(done) for done in pipe.execute()]
 
     def assignments(self) -> dict[int, tuple[str, tuple[int, ...]]]:
         """Tasks assigned but not yet claimed: task id -> (node, gpus). They hold GPUs already."""

@@ -121,6 +121,22 @@ def test_assign_of_a_task_no_longer_in_the_queue_returns_false(queue):
     assert queue.client.lrange(queue.keys.inbox("node-b"), 0, -1) == []
 
 
+def test_assign_many_assigns_each_task_in_one_round_trip_as_assign_would(queue):
+    # Given three queued tasks, one of them cancelled, and Redis not yet holding the script
+    for task_id in (1, 2, 3):
+        queue.enqueue(task_id, float(task_id))
+    assert queue.remove(2)
+    queue.client.script_flush()
+    # When a pass assigns them to two nodes, and task 3 twice
+    done = queue.assign_many([(1, NODE, (0,)), (2, NODE, (1,)), (3, "node-b", (0, 1)), (3, NODE, (1,))], 5)
+    # Then each answer is what `assign` would have said in that order, and only the assigned moved
+    assert done == [True, False, True, False]
+    assert queue.assignments() == {1: (NODE, (0,)), 3: ("node-b", (0, 1))}
+    assert queue.client.lrange(queue.keys.inbox(NODE), 0, -1) == ["1"]
+    assert queue.client.lrange(queue.keys.inbox("node-b"), 0, -1) == ["3"]
+    assert queue.length() == 0 and queue.assign_many([], 5) == []
+
+
 def test_assign_rings_the_node_doorbell_once_however_many_tasks(queue):
     fill_inbox(queue, [1, 2, 3])
     assert queue.client.llen(queue.keys.node_doorbell(NODE)) == 1
