@@ -10,7 +10,7 @@ from scheduler.policy.config import PolicyConfig
 from scheduler.policy.types import QueuedTask, RunningTask
 
 HistoryKey = tuple[str, str, int]
-RECENT_RUNS = 50  # the cluster's typical run time is the median of this many last runs of any task
+RECENT_RUNS = 50  # the cluster's typical run time is the median of this many last runs of GPU tasks
 MIN_RECENT_RUNS = 5  # and is not known before this many
 
 
@@ -32,7 +32,8 @@ class DurationHistory:
         """Record a task that finished (succeeded) after `duration_s`."""
         runs = self._by_key.setdefault(self.key(user, name, gpus), deque(maxlen=self.runs))
         runs.append(duration_s)
-        self._recent.append(duration_s)
+        if gpus > 0:  # the pace that matters is that of the tasks holding GPUs
+            self._recent.append(duration_s)
 
     def learned(self, user: str, name: str, gpus: int) -> tuple[float, int] | None:
         """(median run time, number of runs) for this key, or None when nothing finished yet."""
@@ -42,7 +43,8 @@ class DurationHistory:
         return statistics.median(runs), len(runs)
 
     def typical_s(self) -> float | None:
-        """Median run time of the last `RECENT_RUNS` tasks of any kind; None before `MIN_RECENT_RUNS`."""
+        """Median run time of the last `RECENT_RUNS` GPU tasks of any user, name and size; None before
+        `MIN_RECENT_RUNS`."""
         if len(self._recent) < MIN_RECENT_RUNS:
             return None
         return statistics.median(self._recent)

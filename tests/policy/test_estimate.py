@@ -31,7 +31,7 @@ def test_estimate_comes_from_the_spec_then_history_then_time_limit_then_default(
     assert estimate_duration_s(make_task(estimated_s=None, gpus=2), history, CFG).source == "default"
 
 
-def test_the_typical_run_time_is_the_median_of_the_clusters_last_runs_of_any_kind() -> None:
+def test_the_typical_run_time_is_the_median_of_the_clusters_last_gpu_runs() -> None:
     # Given runs of several users, names and sizes, in the order they ended
     history = DurationHistory(runs=3)
     for i in range(MIN_RECENT_RUNS - 1):
@@ -40,9 +40,10 @@ def test_the_typical_run_time_is_the_median_of_the_clusters_last_runs_of_any_kin
     assert history.typical_s() is None
     assert with_typical_run(CFG, history.typical_s()) is CFG
     assert CFG.oldest_first_delay_s() == CFG.oldest_first_after_s
-    # When many short runs end after them, Then only the last RECENT_RUNS count
+    # When many short runs end after them, Then only the last RECENT_RUNS count, and CPU-only runs not at all
     for i in range(RECENT_RUNS):
         history.add("v", "quick", 4, 6.0 if i % 2 else 8.0)
+        history.add("v", "prep", 0, 0.5)
     assert history.typical_s() == 7.0
     config = with_typical_run(CFG, history.typical_s())
     assert config.typical_run_s == 7.0 and with_typical_run(config, 7.0) is config
