@@ -62,7 +62,7 @@ class PolicyConfig:
     oldest_first: bool = True
     oldest_first_after_s: float = 900.0
     oldest_first_after_runs: float = 50.0
-    # observed, not configured: the median run time of the cluster's recent tasks, which the caller sets
+    # observed, not configured: the median run time of the cluster's recent GPU tasks, which the caller sets
     # from its history before each pass (`estimate.with_typical_run`); None until enough tasks finished
     typical_run_s: float | None = None
     # Time windows, tariff, power

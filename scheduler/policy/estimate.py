@@ -16,7 +16,7 @@ MIN_RECENT_RUNS = 5  # and is not known before this many
 
 class DurationHistory:
     """Recent run times per (user, name, gpus), fed with finished tasks in the order they ended; the median
-    of the last `runs`. Also the cluster's typical run time over every task (`typical_s`)."""
+    of the last `runs`. Also the cluster's typical run time over every GPU task (`typical_s`)."""
 
     def __init__(self, runs: int = 9) -> None:
         self.runs = runs
