@@ -111,7 +111,8 @@ def decide(
         _consider(ps, task, succeeded, failed)
     if config.borrowing and ps.capped:
         _borrow(ps)
-    return Decisions(tuple(ps.starts), ps.pending, ps.fail, ps.wake_at_s)
+    reserved_on = {r.task_id: r.nodes for r in ps.reservations}
+    return Decisions(tuple(ps.starts), ps.pending, ps.fail, ps.wake_at_s, reserved_on)
 
 
 def _ordered(

@@ -102,6 +102,10 @@ def estimate_starts(
         lo = min(start, low.get(task.task_id, math.inf))
         hi = max(start, high.get(task.task_id, math.inf))
         reason = now.fail.get(task.task_id) or now.pending_reasons.get(task.task_id)
+        if task.task_id in now.reserved_on and not math.isinf(start):
+            # worded with this forecast's start, which expects overrunning tasks to run on (the pass's own
+            # reservation time, for backfill, assumes they end soon)
+            reason = reasons.reserved(task.gpus, now.reserved_on[task.task_id], start - now_s)
         if reason is None:
             reason = (
                 "starts now" if task.task_id in started_now else reasons.behind(positions[task.task_id] - 1)

@@ -92,3 +92,4 @@ class Decisions:
     pending_reasons: dict[int, str] = field(default_factory=dict)
     fail: dict[int, str] = field(default_factory=dict)  # task_id -> why it must fail (a parent failed)
     wake_at_s: float | None = None  # earliest time a time condition changes (off-peak, not_before)
+    reserved_on: dict[int, tuple[str, ...]] = field(default_factory=dict)  # task_id -> nodes it reserved

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from scheduler.policy.config import PolicyConfig
+from scheduler.policy.engine import decide
 from scheduler.policy.estimate import (
     MIN_RECENT_RUNS,
     RECENT_RUNS,
@@ -88,7 +89,11 @@ def test_a_forecast_expects_a_task_past_its_estimate_to_run_on_but_decide_keeps_
     now_s = 8 * 3600.0
     queued = [make_task(1, enqueued_at_s=now_s)]
     cfg = PolicyConfig(policy="backfill", forecast_overrun_factor=3.0)
-    # the forecast assumes it needs 3x its 8 h more; the reservation `decide` words keeps a quarter (2 h)
+    # the forecast assumes it needs 3x its 8 h more, and its reason says so; the reservation `decide` plans
+    # backfill around keeps a quarter (2 h)
     est = estimate_starts(queued, running, gpus, now_s, cfg)[1]
     assert est.start_s == now_s + 24 * 3600.0
-    assert est.reason == "next in line: 1 GPU reserved on n0, expected free in ~2.0 h"
+    assert est.reason == "next in line: 1 GPU reserved on n0, expected free in ~24 h"
+    assert decide(queued, running, gpus, now_s, cfg).pending_reasons[1] == (
+        "next in line: 1 GPU reserved on n0, expected free in ~2.0 h"
+    )
