@@ -29,6 +29,9 @@ def compare(jobs: list[TraceJob]) -> dict[str, Any]:
         "nightshift_oracle": simulate_jobs(jobs, "8x24", 16, "nightshift", oracle=True),
     }
     out: dict[str, Any] = {name: {k: r.to_dict()[k] for k in KEYS} for name, r in runs.items()}
+    for name, r in runs.items():  # the job that ends last sets the makespan, hence utilization
+        last = max(jobs, key=lambda j: r.starts_s[j.index] + j.duration_s)
+        out[name]["last_to_end"] = {"job": last.job_id, "start_s": r.starts_s[last.index]}
     fifo, ns = runs["fifo"], runs["nightshift"]
     out["lower_bound_mean_jct_s"] = round(fifo.lower_bound_mean_jct_s, 1)
     out["jct_ratio_vs_fifo"] = round(ns.mean_jct_s / fifo.mean_jct_s, 3)
