@@ -13,7 +13,7 @@ from scheduler.policy import reasons
 from scheduler.policy.aging import aging_bound_s, order_key, task_estimate_s
 from scheduler.policy.backfill import Holding, Reservation, delays, find_reservation
 from scheduler.policy.config import PolicyConfig, TeamUsage
-from scheduler.policy.estimate import expected_end_s
+from scheduler.policy.estimate import OVERRUN_FACTOR, expected_end_s
 from scheduler.policy.fairshare import fairshare_factors
 from scheduler.policy.placement import GpuState, Pool, memory_need_mib, never_fits
 from scheduler.policy.priority import queue_score
@@ -56,11 +56,15 @@ class _Pass:
         if at_s is not None and at_s > self.now_s and (self.wake_at_s is None or at_s < self.wake_at_s):
             self.wake_at_s = at_s
 
-    def holdings(self) -> list[Holding]:
-        """Everything holding GPUs: running tasks until their expected end, and tasks started this pass."""
+    def holdings(self, overrun_factor: float = OVERRUN_FACTOR) -> list[Holding]:
+        """Everything holding GPUs: running tasks until their expected end, and tasks started this pass.
+
+        `overrun_factor` as in `expected_end_s`: decisions keep the default; wording a wait for a person uses
+        the forecasts' (`config.forecast_overrun_factor`), so a reason and a forecast agree.
+        """
         held = [
             Holding(
-                expected_end_s(r, self.now_s, self.config),
+                expected_end_s(r, self.now_s, self.config, overrun_factor),
                 r.node,
                 r.gpu_indices,
                 r.gpu_memory_mib,
@@ -293,7 +297,7 @@ def _no_room_reason(ps: _Pass, task: QueuedTask) -> str:
         return f"cannot start on this cluster: {never}"
     need_by_total = [
         h.end_s
-        for h in ps.holdings()
+        for h in ps.holdings(ps.config.forecast_overrun_factor)
         if any(
             (g := ps.pool.gpu(h.node, i)) is not None
             and g.total_mib >= memory_need_mib(task.gpu_memory_mib, task.gpu_fraction, g.total_mib)

@@ -97,3 +97,7 @@ def test_a_forecast_expects_a_task_past_its_estimate_to_run_on_but_decide_keeps_
     assert decide(queued, running, gpus, now_s, cfg).pending_reasons[1] == (
         "next in line: 1 GPU reserved on n0, expected free in ~2.0 h"
     )
+    # And a task behind it, told that no GPU is free, is told when the next frees as the forecast sees it
+    behind = make_task(2, enqueued_at_s=now_s + 1.0)
+    est = estimate_starts([*queued, behind], running, gpus, now_s, cfg)
+    assert est[2].reason == "all GPUs are busy; the next frees in ~24 h"
