@@ -32,7 +32,7 @@ class Dispatcher:
     def __init__(self, cluster: Cluster, config: PolicyConfig | None = None, name: str | None = None) -> None:
         self.cluster = cluster
         self.config = config or cluster.policy_config
-        self._applied_config = (self.config, self.config)  # (base, as last applied)
+        self._pass_policy = self.config  # `config` with the typical run time last applied
         self.name = name or f"scheduler-{secrets.token_hex(4)}"
         self.usage = UsageCache(cluster, background=True)
         self.rows = RowCache()
@@ -103,11 +103,9 @@ class Dispatcher:
         )
 
     def _pass_config(self, state: ClusterState) -> PolicyConfig:
-        """`self.config` with the observed typical run time, rebuilt only when either changes."""
-        base, applied = self._applied_config
-        if base is not self.config or applied.typical_run_s != state.typical_run_s:
-            self._applied_config = (self.config, state.policy_config(self.config))
-        return self._applied_config[1]
+        """`self.config` with the observed typical run time, rebuilt only when that changes."""
+        self._pass_policy = state.policy_config(self._pass_policy)
+        return self._pass_policy
 
     def reap_expired_leases(self) -> int:
         """Requeue tasks whose worker stopped heartbeating (lost worker); returns how many."""

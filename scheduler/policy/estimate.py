@@ -22,6 +22,7 @@ class DurationHistory:
         self.runs = runs
         self._by_key: dict[HistoryKey, deque[float]] = {}
         self._recent: deque[float] = deque(maxlen=RECENT_RUNS)
+        self._typical: float | None = None  # median of `_recent`, computed on demand after each change
 
     @staticmethod
     def key(user: str, name: str, gpus: int) -> HistoryKey:
@@ -34,6 +35,7 @@ class DurationHistory:
         runs.append(duration_s)
         if gpus > 0:  # the pace that matters is that of the tasks holding GPUs
             self._recent.append(duration_s)
+            self._typical = None
 
     def learned(self, user: str, name: str, gpus: int) -> tuple[float, int] | None:
         """(median run time, number of runs) for this key, or None when nothing finished yet."""
@@ -47,7 +49,9 @@ class DurationHistory:
         `MIN_RECENT_RUNS`."""
         if len(self._recent) < MIN_RECENT_RUNS:
             return None
-        return statistics.median(self._recent)
+        if self._typical is None:
+            self._typical = statistics.median(self._recent)
+        return self._typical
 
 
 def with_typical_run(config: PolicyConfig, typical_s: float | None) -> PolicyConfig:
