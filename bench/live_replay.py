@@ -32,12 +32,9 @@ def _priority(raw: str) -> str:
     return "low" if p < 0 else ("normal", "high", "urgent")[min(p, 2)]
 
 
-def _replay(jobs: list[dict], gpus: int, ideal: float, settings: dict[str, str]) -> dict[str, object]:
-    """One live replay on a fresh `nightshift up` with these extra settings: the figures."""
-    with (
-        temp_home("replay") as home,
-        Nightshift(home, "up", gpus="8x24", rate_limit_per_s="0", **settings) as ns,
-    ):
+def _replay(jobs: list[dict], gpus: int, ideal: float) -> dict[str, object]:
+    """One live replay on a fresh `nightshift up` with the default settings: the figures."""
+    with temp_home("replay") as home, Nightshift(home, "up", gpus="8x24", rate_limit_per_s="0") as ns:
         stamps = home / "stamps"
         stamps.mkdir()
         with ns.client() as http:
@@ -107,20 +104,16 @@ def _replay(jobs: list[dict], gpus: int, ideal: float, settings: dict[str, str])
     for size in sorted({j["gpus"] for j in jobs}):
         ws = [s - j["offset"] for j, s, _ in rows if j["gpus"] == size]
         by_size[str(size)] = round(max(ws), 1) if ws else float("nan")
-    result: dict[str, object] = {}
-    result.update(
-        {
-            "completed": len(rows), "all_finished": finished, "submit_errors": len(errors),
-            "ideal_makespan_s": round(ideal, 1), "makespan_s": round(makespan, 1),
-            "makespan_over_ideal": round(makespan / ideal, 3),
-            "wait_s": {"mean": round(sum(waits) / len(waits), 1), "p50": round(pct(waits, 50), 1),
-                       "p95": round(pct(waits, 95), 1), "max": round(max(waits), 1)},
-            "max_wait_by_gpus_s": by_size, "peak_gpus_in_use_by_stamps": peak,
-            "gpu_index_overlaps": shared, "tasks_retried": retried, "attempts_by_reason": reasons,
-            "gpu_utilization": round(sum(j["gpus"] * (e - s) for j, s, e in rows) / (gpus * makespan), 3),
-        }
-    )  # fmt: skip
-    return result
+    return {
+        "completed": len(rows), "all_finished": finished, "submit_errors": len(errors),
+        "ideal_makespan_s": round(ideal, 1), "makespan_s": round(makespan, 1),
+        "makespan_over_ideal": round(makespan / ideal, 3),
+        "wait_s": {"mean": round(sum(waits) / len(waits), 1), "p50": round(pct(waits, 50), 1),
+                   "p95": round(pct(waits, 95), 1), "max": round(max(waits), 1)},
+        "max_wait_by_gpus_s": by_size, "peak_gpus_in_use_by_stamps": peak,
+        "gpu_index_overlaps": shared, "tasks_retried": retried, "attempts_by_reason": reasons,
+        "gpu_utilization": round(sum(j["gpus"] * (e - s) for j, s, e in rows) / (gpus * makespan), 3),
+    }  # fmt: skip
 
 
 def main() -> None:
@@ -148,7 +141,7 @@ def main() -> None:
         "speed": args.speed,
     }
     out["setup"] = "nightshift up, 8x24 simulated, policy nightshift (default), no estimates given"
-    out.update(_replay(jobs, gpus, ideal, {}))
+    out.update(_replay(jobs, gpus, ideal))
     out["peers"] = {
         "slurm_makespan_s": "148-177", "slurm_mean_wait_s": "43-58",
         "tsp_makespan_s": 121.3, "tsp_mean_wait_s": 18.5, "tsp_max_wait_s": 105,
