@@ -31,6 +31,7 @@ class ClusterState:
     succeeded: set[int]
     failed: set[int]
     typical_run_s: float | None = None  # the cluster's recent median run time (`DurationHistory.typical_s`)
+    next_lease_expiry_ms: int | None = None  # when the first lease runs out (read by the scheduler's pass)
 
     def policy_config(self, base: PolicyConfig) -> PolicyConfig:
         """`base` as the policy applies it to this state: with the observed typical run time."""
@@ -258,7 +259,9 @@ def _gather_cached(cluster: Cluster, usage_cache: UsageCache, window: int, rows:
     for task_id, (node, gpu_indices) in queue.leased_gpus(in_flight).items():
         holders.append(holder_of(views[task_id], node, gpu_indices, now))
     rows.prune(set(views), {holder.task_id for holder in holders})
-    return _state(cluster, now, queued, holders, usage, history, nodes_from_raw(snap.nodes))
+    state = _state(cluster, now, queued, holders, usage, history, nodes_from_raw(snap.nodes))
+    state.next_lease_expiry_ms = snap.next_lease_expiry_ms
+    return state
 
 
 def _holders(cluster: Cluster, now: float) -> list[RunningTask]:

@@ -38,10 +38,12 @@ class Dispatcher:
         self.rows = RowCache()
         self.last_decisions = Decisions()
         self._cpu_turn = 0  # spreads CPU-only tasks over the nodes in service
+        self.next_lease_expiry_ms: int | None = None  # as the last pass saw it: the loop wakes for it
 
     def run_pass(self) -> Decisions:
         """One scheduling pass: decide, fail tasks whose parents failed, assign the starts to nodes."""
         state = gather_state(self.cluster, self.usage, self.config.window, self.rows)
+        self.next_lease_expiry_ms = state.next_lease_expiry_ms
         decisions = self._decide(state)
         for task_id, reason in decisions.fail.items():
             if self.cluster.tasks.fail_queued(task_id, "dependency_failed", reason):
@@ -173,7 +175,8 @@ class Dispatcher:
         return suspects
 
     def run(self, stop: threading.Event) -> None:
-        """Serve until `stop` is set: a pass on every doorbell ring, and a safety pass every few seconds."""
+        """Serve until `stop` is set: a pass on every doorbell ring and when a lease runs out (its task is
+        requeued at once), and a safety pass every few seconds."""
         safety_s = self.cluster.settings.scheduler_safety_pass_s
         last_safety = last_reconcile = -1e9
         while not stop.is_set():
@@ -183,10 +186,28 @@ class Dispatcher:
                         last_reconcile = self._reconcile_redis(last_reconcile)
                         self.reap_expired_leases()
                         last_safety = time.monotonic()
+                    elif self._lease_due():
+                        self.reap_expired_leases()
                     started = time.perf_counter()
                     self.run_pass()
                     record_pass(self.cluster, time.perf_counter() - started)
+                else:
+                    self.next_lease_expiry_ms = None  # the leader watches the leases
             except Exception:
                 log.exception("scheduling pass failed; retrying")
                 stop.wait(1.0)
-            self.cluster.queue.wait_scheduler_doorbell(min(safety_s, 1.0) if not stop.is_set() else 0.01)
+            self.cluster.queue.wait_scheduler_doorbell(
+                self._idle_wait_s(safety_s) if not stop.is_set() else 0.01
+            )
+
+    def _lease_due(self) -> bool:
+        """True when the first lease the last pass saw has run out."""
+        return self.next_lease_expiry_ms is not None and now_ms() >= self.next_lease_expiry_ms
+
+    def _idle_wait_s(self, safety_s: float) -> float:
+        """How long to wait for the doorbell: until the first lease runs out, at most a second (and at
+        least 50 ms, so a lease the reaper could not take yet is not polled in a tight loop)."""
+        wait_s = min(safety_s, 1.0)
+        if self.next_lease_expiry_ms is not None:
+            wait_s = min(wait_s, max(0.05, (self.next_lease_expiry_ms - now_ms()) / 1000.0))
+        return wait_s

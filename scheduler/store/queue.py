@@ -42,6 +42,7 @@ class PassSnapshot:
     assignments: dict[int, tuple[str, tuple[int, ...]]]  # assigned, not yet claimed: id -> (node, gpus)
     leased: set[int]  # ids holding a lease (claimed: running, or about to be marked running in SQL)
     nodes: dict[str, dict[str, str]]  # node name -> raw record
+    next_lease_expiry_ms: int | None = None  # when the first lease runs out (None: no leases)
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,13 +244,14 @@ class RedisQueue:
 
         The ids of the window (as `window_ids`: the tasks overdue at `now_s`, then the head of the queue),
         the unclaimed assignments (as `assignments`), the ids holding a lease, and every registered node's
-        raw record (name -> hash; see `nodes.nodes_from_raw`). Being one script, no claim can fall between
-        reading the assignments and the leases.
+        raw record (name -> hash; see `nodes.nodes_from_raw`), and when the first lease expires (so the
+        scheduler can wake for it). Being one script, no claim can fall between reading the assignments and
+        the leases.
         """
         k = self.keys
         keys = [k.overdue, k.queue, k.assigned, k.nodes, k.leases]
         reply = self._snapshot(keys=keys, args=[now_s, count, k.prefix])
-        overdue, queue_head, flat_assignments, leased, flat_nodes = cast(list[list[Any]], reply)
+        overdue, queue_head, flat_assignments, leased, flat_nodes, first_expiry = cast(list[Any], reply)
         head = window_ids((int(m) for m in overdue), (int(m) for m in queue_head), count)
         leased_ids = {int(m) for m in leased}
         assignments: dict[int, tuple[str, tuple[int, ...]]] = {}
@@ -265,7 +267,8 @@ class RedisQueue:
             flat_nodes[i]: dict(zip(flat_nodes[i + 1][::2], flat_nodes[i + 1][1::2], strict=True))
             for i in range(0, len(flat_nodes), 2)
         }
-        return PassSnapshot(head, assignments, leased_ids, nodes)
+        next_expiry = int(float(first_expiry)) if first_expiry else None
+        return PassSnapshot(head, assignments, leased_ids, nodes, next_expiry)
 
     def leased_gpus(self, task_ids: Iterable[int]) -> dict[int, tuple[str, tuple[int, ...]]]:
         """Node and GPUs of each of these tasks' leases (tasks without a lease are absent)."""

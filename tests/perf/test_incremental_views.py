@@ -114,6 +114,8 @@ def test_the_pass_snapshot_reads_what_the_separate_calls_read(cluster, make_iden
     assert snap.head == cluster.queue.head_ids(2) == cluster.queue.window_ids(2, now_s()) == ids[2:4]
     assert snap.assignments == cluster.queue.assignments() == {ids[0]: ("node-a", (1,))}
     assert snap.leased == {ids[1]}
+    lease = cluster.queue.lease(ids[1])
+    assert lease is not None and snap.next_lease_expiry_ms == lease.expires_ms
     assert cluster.queue.leased_gpus([ids[1], ids[0]]) == {ids[1]: ("node-b", (0,))}
     assert nodes_from_raw(snap.nodes) == cluster.nodes.all()
     versions, tokens = cluster.tasks.pass_versions(ids)

@@ -2,7 +2,8 @@
 -- KEYS[1] overdue ZSET   KEYS[2] queue ZSET   KEYS[3] assigned SET   KEYS[4] nodes SET   KEYS[5] leases ZSET
 -- ARGV[1] now (epoch s)   ARGV[2] window size   ARGV[3] key prefix
 -- Returns {overdue ids, queue head ids (2 x window), {id, node, gpus, ...} of each unclaimed assignment,
--- leased ids, {name, {field, value, ...}, ...} of each registered node}.
+-- leased ids, {name, {field, value, ...}, ...} of each registered node, the earliest lease expiry (ms) or
+-- '' when no task holds a lease}.
 -- The assignment and node hashes are named from the prefix (a standalone Redis, as nightshift runs).
 local count = tonumber(ARGV[2])
 local overdue = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, count)
@@ -24,4 +25,5 @@ for _, name in ipairs(redis.call('SMEMBERS', KEYS[4])) do
   end
 end
 local leased = redis.call('ZRANGE', KEYS[5], 0, -1)
-return {overdue, head, assignments, leased, nodes}
+local first = redis.call('ZRANGE', KEYS[5], 0, 0, 'WITHSCORES')
+return {overdue, head, assignments, leased, nodes, first[2] or ''}
