@@ -89,6 +89,8 @@ class PolicyConfig:
             raise ValueError(f"budget_warn_fraction must be in (0, 1], got {self.budget_warn_fraction}")
         if self.default_estimate_s <= 0:
             raise ValueError("default_estimate_s must be > 0")
+        if self.oldest_first_after_s < 0 or self.oldest_first_after_runs < 0:
+            raise ValueError("oldest_first_after_s and oldest_first_after_runs must be >= 0")
         zone(self.timezone)
         parse_windows(self.offpeak)
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from scheduler.policy.config import PolicyConfig
 from scheduler.policy.engine import decide
 from scheduler.policy.estimate import (
@@ -101,3 +103,10 @@ def test_a_forecast_expects_a_task_past_its_estimate_to_run_on_but_decide_keeps_
     behind = make_task(2, enqueued_at_s=now_s + 1.0)
     est = estimate_starts([*queued, behind], running, gpus, now_s, cfg)
     assert est[2].reason == "all GPUs are busy; the next frees in ~24 h"
+
+
+def test_a_negative_wide_task_delay_is_refused_with_the_setting_named() -> None:
+    with pytest.raises(ValueError, match="oldest_first_after_runs must be >= 0"):
+        PolicyConfig(oldest_first_after_runs=-1.0)
+    with pytest.raises(ValueError, match="oldest_first_after_s"):
+        PolicyConfig(oldest_first_after_s=-60.0)
