@@ -13,6 +13,7 @@ import contextlib
 import ctypes
 import fnmatch
 import functools
+import logging
 import os
 import re
 import shutil
@@ -31,6 +32,7 @@ from scheduler.executor.process import RunningJob
 from scheduler.executor.reaper import TOKEN_VAR, check_run_token
 
 Which = Callable[[str], str | None]
+log = logging.getLogger(__name__)
 
 SHELL = "/bin/sh"
 # Image references as `TaskSpec` accepts them; nothing that starts with '-' or holds a space can pass, so an
@@ -225,6 +227,7 @@ def _die_with_parent(parent_pid: int) -> Callable[[], None]:
 
 
 _SETPRIV: list[str | None] = []  # `setpriv` (util-linux), looked up once
+_ENV_DEFAULT_SIGNALS: list[list[str]] = []  # the `env --default-signal` prefix, or [] where `env` lacks it
 
 
 def _setpriv() -> str | None:
@@ -248,6 +251,57 @@ def _guarded(argv: list[str], parent_pid: int) -> list[str] | None:
         # a plain shell command: the check is its first line, in the same shell (one exec fewer per job)
         return [setpriv, "--pdeathsig", "KILL", "--", SHELL, "-c", f"{check}\n{argv[2]}"]
     return [setpriv, "--pdeathsig", "KILL", "--", SHELL, "-c", f'{check}; exec "$@"', "nightshift-job", *argv]
+
+
+# Signals `subprocess` itself puts back to their defaults in the child (`restore_signals`).
+_RESTORED_BY_POPEN = frozenset(
+    int(s)
+    for s in (getattr(signal, name, None) for name in ("SIGPIPE", "SIGXFZ", "SIGXFSZ"))
+    if s is not None
+)
+
+
+def _default_signals_prefix() -> list[str]:
+    """`env --default-signal` when this thread ignores or blocks a signal a job would inherit, else [].
+
+    A process keeps signals its parent ignored or blocked across exec, and a POSIX shell cannot trap a
+    signal that was ignored when it started. A worker started in the background by a script (`cmd &`
+    ignores SIGINT and SIGQUIT) would hand that on to every job: a spec's `stop_signal: INT` would do
+    nothing, and a Python job would never see KeyboardInterrupt. Slurm's job steps, too, start with default
+    signals. Usually nothing is inherited, and the job costs no extra exec.
+    """
+    ignored, blocked = _inherited_signal_masks()
+    if not (ignored & ~_mask(_RESTORED_BY_POPEN)) and not blocked:
+        return []
+    if not _ENV_DEFAULT_SIGNALS:  # GNU coreutils >= 8.31; checked once
+        env = shutil.which("env")
+        works = False
+        if env is not None:
+            with contextlib.suppress(OSError, subprocess.SubprocessError):
+                probe = [env, "--default-signal", "true"]
+                works = subprocess.run(probe, capture_output=True, timeout=10, check=False).returncode == 0
+        if not works:
+            log.warning(
+                "this node's `env` has no --default-signal: jobs inherit the worker's ignored signals"
+            )
+        _ENV_DEFAULT_SIGNALS.append([env, "--default-signal"] if env is not None and works else [])
+    return _ENV_DEFAULT_SIGNALS[0]
+
+
+def _inherited_signal_masks() -> tuple[int, int]:
+    """(ignored, blocked) signals of the calling thread, as the kernel's bit masks (bit n-1 = signal n)."""
+    ignored = blocked = 0
+    with contextlib.suppress(OSError, ValueError), open("/proc/thread-self/status") as status:
+        for line in status:
+            if line.startswith("SigIgn:"):
+                ignored = int(line.split()[1], 16)
+            elif line.startswith("SigBlk:"):
+                blocked = int(line.split()[1], 16)
+    return ignored, blocked
+
+
+def _mask(signals: frozenset[int]) -> int:
+    return sum(1 << (s - 1) for s in signals)
 
 
 def _header(request: LaunchRequest) -> str:
@@ -299,7 +353,7 @@ def start_job(
         guarded = _guarded(argv, os.getpid()) if request.run_as is None else None
         try:
             popen = subprocess.Popen(
-                guarded or argv,
+                [*_default_signals_prefix(), *(guarded or argv)],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,

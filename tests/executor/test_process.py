@@ -148,6 +148,29 @@ def test_a_job_that_traps_sigterm_saves_and_exits_cleanly_within_the_grace_perio
     assert job.outcome == JobOutcome(exit_code=0, signal=None, reason="cancelled")
 
 
+def test_a_job_starts_with_default_signals_whatever_the_worker_ignores_or_blocks(run_job: RunJob) -> None:
+    # Given a worker started in the background by a script (`worker &` ignores SIGINT and SIGQUIT), with
+    # SIGUSR1 blocked in the thread that launches jobs
+    ignored = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGQUIT)}
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
+    try:
+        job = run_job(
+            f"trap 'echo saved-on-int; exit 0' INT; grep -E '^Sig(Ign|Blk)' /proc/$$/status; {IDLE}"
+        )
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        for sig, handler in ignored.items():
+            signal.signal(sig, handler)
+    wait_for_log(job, "ready")
+
+    # Then its job ignores and blocks nothing, so a spec's `stop_signal: INT` reaches the job's trap
+    masks = dict(line.split(":\t") for line in log_lines(job) if line.startswith("Sig"))
+    assert int(masks["SigIgn"], 16) == 0 and int(masks["SigBlk"], 16) == 0, masks
+    job.stop(5.0, "cancelled", sig=signal.SIGINT)
+    assert "saved-on-int" in log_lines(job)
+    assert job.outcome == JobOutcome(exit_code=0, signal=None, reason="cancelled")
+
+
 def test_a_job_ignoring_sigterm_is_killed_after_the_grace_period(run_job: RunJob) -> None:
     job = run_job(f"trap '' TERM; {IDLE}")
     wait_for_log(job, "ready")
