@@ -3,7 +3,9 @@ nightshift given true run times (oracle, SJF-like) and the no-queueing lower bou
 
 Runs the trace as is, and with run times capped at 24 h as in the trace README's anchor numbers (one job
 of the trace runs 23 days and alone sets the makespan, hence utilization, of the uncapped runs).
-Prints one JSON line.
+Also runs the uncapped trace over 12-24 nodes (`as_is_by_nodes`): utilization relative to FIFO there is
+the start of that one job, and moves by a few percent either way with the cluster size, for EASY backfill
+as for nightshift. Prints one JSON line.
 """
 
 from __future__ import annotations
@@ -43,6 +45,30 @@ def compare(jobs: list[TraceJob]) -> dict[str, Any]:
     return out
 
 
+SIZES = (12, 14, 16, 18, 20, 24)
+
+
+def utilization_by_cluster_size(jobs: list[TraceJob]) -> dict[str, Any]:
+    """Utilization as a fraction of FIFO's on the uncapped trace over several node counts, for EASY backfill
+    and nightshift: how much of the 16-node figure is the start of the one job that ends last."""
+    out: dict[str, Any] = {}
+    for nodes in SIZES:
+        fifo = simulate_jobs(jobs, "8x24", nodes, "fifo")
+        row: dict[str, Any] = {}
+        for policy in ("backfill", "nightshift"):
+            r = simulate_jobs(jobs, "8x24", nodes, policy)
+            last = max(jobs, key=lambda j: r.starts_s[j.index] + j.duration_s)
+            row[policy] = {
+                "utilization_vs_fifo": round(r.utilization / fifo.utilization, 3),
+                "jct_vs_fifo": round(r.mean_jct_s / fifo.mean_jct_s, 3),
+                "last_to_end": {"job": last.job_id, "start_s": r.starts_s[last.index]},
+            }
+        last = max(jobs, key=lambda j: fifo.starts_s[j.index] + j.duration_s)
+        row["fifo_last_to_end"] = {"job": last.job_id, "start_s": fifo.starts_s[last.index]}
+        out[str(nodes)] = row
+    return out
+
+
 def main() -> None:
     t0 = time.perf_counter()
     jobs = read_trace(PHILLY)
@@ -54,6 +80,7 @@ def main() -> None:
                 "cluster": "16 nodes x 8 GPUs (24 GB)",
                 "as_is": compare(jobs),
                 "capped_24h": compare(capped),
+                "as_is_by_nodes": utilization_by_cluster_size(jobs),
                 "wall_s": round(time.perf_counter() - t0, 1),
             }
         )
