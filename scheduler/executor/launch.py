@@ -261,6 +261,10 @@ _RESTORED_BY_POPEN = frozenset(
 )
 
 
+# Signals 1-31; the real-time ones above are left as they are (glibc reserves 32 and 33 for itself).
+_STANDARD = (1 << 31) - 1
+
+
 def _default_signals_prefix() -> list[str]:
     """`env --default-signal` when this thread ignores or blocks a signal a job would inherit, else [].
 
@@ -271,7 +275,7 @@ def _default_signals_prefix() -> list[str]:
     signals. Usually nothing is inherited, and the job costs no extra exec.
     """
     ignored, blocked = _inherited_signal_masks()
-    if not (ignored & ~_mask(_RESTORED_BY_POPEN)) and not blocked:
+    if not (ignored & ~_mask(_RESTORED_BY_POPEN) & _STANDARD) and not (blocked & _STANDARD):
         return []
     if not _ENV_DEFAULT_SIGNALS:  # GNU coreutils >= 8.31; checked once
         env = shutil.which("env")
