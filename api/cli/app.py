@@ -25,6 +25,7 @@ from api.cli.render import (
     queue_table,
     quota_table,
     simulation_table,
+    stopping_line,
     task_detail,
     tasks_table,
 )
@@ -286,7 +287,7 @@ def cancel(
     elif task["status"] == "cancelled":
         console.print(f"task {task_id} cancelled")
     else:
-        console.print(f"task {task_id} is stopping (SIGTERM, then SIGKILL after the grace period)")
+        console.print(stopping_line(task))
 
 
 @app.command()

@@ -195,6 +195,15 @@ def estimate_line(data: dict[str, Any]) -> str:
     )
 
 
+def stopping_line(task: dict[str, Any]) -> str:
+    """What a cancel of a running task does, from its spec: its stop signal, then SIGKILL after its grace."""
+    spec = task.get("spec") or {}
+    signal = str(spec.get("stop_signal") or "TERM").upper().removeprefix("SIG")
+    grace = spec.get("grace_seconds")
+    after = "the grace period" if grace is None else f"{float(grace):g} s"
+    return f"task {task['id']} is stopping (SIG{signal}, then SIGKILL after {after})"
+
+
 def quota_table(data: dict[str, Any]) -> Table:
     """A team's cap and budgets."""
     table = Table(title=f"quota of team {data['team']}: {data['state']}", title_justify="left")

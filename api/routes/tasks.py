@@ -69,7 +69,8 @@ def get_task(task_id: TaskId, cluster: ClusterDep, who: IdentityDep) -> TaskPubl
 
 @router.post("/{task_id}/cancel", response_model=TaskPublic)
 def cancel_task(task_id: TaskId, cluster: ClusterDep, who: IdentityDep) -> TaskPublic:
-    """Cancel a queued task, or stop a running one (SIGTERM to its process group, grace, SIGKILL)."""
+    """Cancel a queued task, or stop a running one (its stop signal, SIGTERM by default, to its process
+    group; its grace period; SIGKILL)."""
     return TaskPublic.of(cluster.cancel(who, task_id))
 
 

@@ -125,7 +125,10 @@ def test_nightshift_up_runs_submitted_tasks_shows_their_logs_and_cancels_with_no
         sleep_pid = int(pid_file.read_text())
         assert _alive(sleep_pid)
         assert shell.tasks()[sleeper]["status"] == "running"
-        shell.run("cancel", str(sleeper))
+        cancelled = shell.run("cancel", str(sleeper))
+        assert (
+            f"task {sleeper} is stopping (SIGTERM, then SIGKILL after the grace period)" in cancelled.stdout
+        )
         wait_until(lambda: shell.tasks()[sleeper]["status"] == "cancelled", timeout_s=30, interval_s=0.3)
         wait_until(lambda: not _alive(sleep_pid), timeout_s=30)
 
