@@ -7,6 +7,7 @@ import logging
 import os
 import re
 import signal
+import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,7 +20,9 @@ from uvicorn.supervisors import Multiprocess
 
 from api.main import create_app
 from scheduler.dispatcher import Dispatcher
+from scheduler.errors import PortInUse
 from scheduler.gpus import open_gpu_monitor
+from scheduler.node_owner import NodeTaken
 from scheduler.notify.jobs import ClusterJobs
 from scheduler.notify.notifier import Notifier
 from scheduler.redis_server import EmbeddedRedis
@@ -71,6 +74,21 @@ def redis_for(settings: Settings, may_start: bool) -> Iterator[str]:
         server.stop()
 
 
+def check_port_free(host: str, port: int) -> None:
+    """Raise `PortInUse` when `host:port` cannot be bound, before anything else starts."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds it
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise PortInUse(
+                f"cannot listen on {host}:{port} ({exc.strerror}): is `nightshift up` already running? "
+                "Stop it, or choose another port with --port or NIGHTSHIFT_PORT",
+                host=host,
+                port=port,
+            ) from exc
+
+
 def ensure_local_admin_token(cluster: Cluster) -> Path:
     """On first start, write a local admin token (mode 600) that the CLI on this machine uses by itself."""
     path = cluster.settings.local_token_file
@@ -105,8 +123,23 @@ def _thread(name: str, target: object, stop: threading.Event) -> threading.Threa
 
 
 def serve(settings: Settings, *, api: bool, scheduler: bool, worker: bool, host: str, port: int) -> None:
-    """Run the chosen parts in this process until SIGINT/SIGTERM; stop them cleanly."""
+    """Run the chosen parts in this process until SIGINT/SIGTERM; stop them cleanly.
+
+    Refuses to start, before starting anything, when the API's port is taken or another worker serves
+    this node (`NodeTaken`): a second `nightshift up` must not touch the first one's jobs.
+    """
+    if api:
+        check_port_free(host, port)
     with open_cluster(settings, may_start_redis=api or scheduler) as cluster:
+        node_worker, monitor = None, None
+        if worker:
+            monitor = open_gpu_monitor(settings.simulate_gpus, settings.node_name)
+            node_worker = Worker(cluster, settings.node_name, monitor)
+            try:
+                node_worker.claim_node()
+            except NodeTaken:
+                monitor.close()
+                raise
         if api:
             ensure_local_admin_token(cluster)
         cluster.rebuild_redis()
@@ -117,10 +150,7 @@ def serve(settings: Settings, *, api: bool, scheduler: bool, worker: bool, host:
         if scheduler:
             threads.append(_thread("scheduler", Dispatcher(cluster).run, stop))
             background.append(ClusterJobs(cluster, notifier).start())
-        monitor = None
-        if worker:
-            monitor = open_gpu_monitor(settings.simulate_gpus, settings.node_name)
-            node_worker = Worker(cluster, settings.node_name, monitor)
+        if node_worker is not None:
             background.append(WorkerTelemetry(node_worker, notifier=notifier).start())
             threads.append(_thread("worker", node_worker.run, stop))
         try:

@@ -71,3 +71,7 @@ class GpuInventoryError(NightshiftError):
 
 class ServiceUnavailable(NightshiftError):
     """Raised when Redis or the database cannot be reached."""
+
+
+class PortInUse(NightshiftError):
+    """Raised when the API cannot listen on its address (another `nightshift up`, or another program)."""

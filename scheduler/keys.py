@@ -77,6 +77,10 @@ class RedisKeys:
         """LIST a worker blocks on; pushed on assignment and on cancel."""
         return f"{self.prefix}node:{node}:doorbell"
 
+    def node_owner(self, node: str) -> str:
+        """STRING (with expiry) naming the one worker that serves `node` (`node_owner.NodeOwnership`)."""
+        return f"{self.prefix}node:{node}:owner"
+
     def node(self, node: str) -> str:
         """HASH inventory (JSON), heartbeat_ms, source, drained of a worker's node."""
         return f"{self.prefix}node:{node}"

@@ -14,6 +14,9 @@ paused, or cut off from Redis) is killed at once, without a grace period, becaus
 have handed the task to another node; a heartbeat answered STOLEN or MISSING (and not restored from SQL)
 stops it too. Its late completion is refused by SQL's compare-and-set on the lease token either way.
 
+One worker per node: a worker holds its node (`scheduler.node_owner`) from start to shutdown, so a second
+one started for the same node refuses to start instead of reconciling away the first one's running jobs.
+
 Safe execution: a root worker runs each job as the OS account `run_as` maps its user to, or refuses it
 (`no_os_account`, see `scheduler.accounts`); docker images must match `docker_images_allowed`.
 
@@ -59,6 +62,7 @@ from scheduler.executor.reaper import (
     take_process_snapshot,
 )
 from scheduler.gpus.inventory import GpuMonitor
+from scheduler.node_owner import NodeOwnership
 from scheduler.nodes import NodeGpu
 from scheduler.results import collect_metrics, prepare_output_dir
 from scheduler.service import Cluster, Settlement
@@ -174,12 +178,15 @@ class Worker:
         self._full_check_at = 0.0  # monotonic time of the last poll of every job
         self._launcher: ThreadPoolExecutor | None = None
         self._watch_exits = ExitWatcher.supported()
+        self.ownership = NodeOwnership(cluster.queue.client, cluster.queue.keys, node, self._ttl_s)
+        self._owns_node = False
 
     # --- life cycle ---------------------------------------------------------------------------
 
     def run(self, stop: threading.Event | None = None) -> None:
         """Serve until `stop` is set; then stop running jobs gracefully and hand them back to the queue."""
         stop = stop or self._stop
+        self.claim_node()
         self.reconcile()
         self.publish_node()
         heartbeat = threading.Thread(target=self._heartbeat_loop, args=(stop,), name="heartbeat", daemon=True)
@@ -204,6 +211,14 @@ class Worker:
             if not claims:
                 break
             self._start_many(claims, claimed_at)
+
+    def claim_node(self, wait_s: float | None = None) -> None:
+        """Hold this worker's node before touching it; raise `NodeTaken` when another live worker serves
+        it (`NodeOwnership.claim`). Done by `run`; callers that start `run` in a thread call it first, so
+        the refusal reaches them."""
+        if not self._owns_node:
+            self.ownership.claim(wait_s)
+            self._owns_node = True
 
     def shutdown(self) -> None:
         """Stop every job (its stop signal, grace, KILL) and requeue it: a worker restart is not its fault."""
@@ -246,6 +261,9 @@ class Worker:
         if self._launcher is not None:
             self._launcher.shutdown(wait=True)
             self._launcher = None
+        if self._owns_node:
+            self.ownership.release()
+            self._owns_node = False
 
     def reconcile(self) -> None:
         """On start: kill job processes of this node it does not run, and requeue what SQL says ran here."""
@@ -542,6 +560,8 @@ class Worker:
     def heartbeat(self) -> None:
         """Renew every lease; a job whose lease was lost is stopped before anyone else can take it."""
         self._fence_overdue_leases()
+        if self._owns_node and not self.ownership.renew():
+            log.error("another worker now holds node %s: two workers serve it; stop one of them", self.node)
         with self._lock:
             items = list(self.jobs.values())
         asked_at = time.monotonic()

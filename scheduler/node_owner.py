@@ -1,0 +1,142 @@
+"""One worker per node: a worker holds its node's owner key in Redis from start to shutdown.
+
+A starting worker reconciles its node (`Worker.reconcile`): it kills every job process of the node that it
+does not run itself and settles those tasks as lost. Started while another worker serves the same node (a
+second `nightshift up` on the same machine, two machines given the same node name), it would kill that
+worker's running jobs. So a worker first takes the node's owner key, and refuses to start while a live
+worker holds it. The key expires when its holder stops renewing it (a crash); a holder on this machine
+whose process is gone is taken over at once.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import time
+from dataclasses import dataclass
+
+import redis
+
+from scheduler.errors import NightshiftError
+from scheduler.keys import RedisKeys
+
+# KEYS[1] owner key; ARGV[1] our id, ARGV[2] ttl ms. 1: ours (kept or taken again), 0: someone else's.
+_RENEW = """
+local holder = redis.call('GET', KEYS[1])
+if holder == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+if not holder then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
+return 0
+"""
+# KEYS[1] owner key; ARGV[1] the holder seen, ARGV[2] our id, ARGV[3] ttl ms: replace exactly that holder.
+_TAKE_OVER = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+  return 1
+end
+return 0
+"""
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+"""
+
+
+class NodeTaken(NightshiftError):
+    """Raised when another live worker already serves this node."""
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerId:
+    """Who holds a node: machine, process and a nonce (two workers of one process differ too)."""
+
+    host: str
+    pid: int
+    nonce: str
+
+    @classmethod
+    def here(cls) -> OwnerId:
+        """A new id for a worker of this process."""
+        return cls(socket.gethostname(), os.getpid(), secrets.token_hex(4))
+
+    @classmethod
+    def parse(cls, text: str) -> OwnerId | None:
+        """The id written by `__str__`, or None for anything else."""
+        host, _, rest = text.rpartition(" pid ")
+        pid, _, nonce = rest.partition(" ")
+        return cls(host, int(pid), nonce) if host and pid.isdigit() and nonce else None
+
+    def __str__(self) -> str:
+        return f"{self.host} pid {self.pid} {self.nonce}"
+
+    def gone(self) -> bool:
+        """True when this holder ran on this machine and its process no longer exists."""
+        if self.host != socket.gethostname() or self.pid == os.getpid():
+            return False
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return False
+        return False
+
+
+class NodeOwnership:
+    """The owner key of one node, held by one worker while it runs."""
+
+    def __init__(self, client: redis.Redis, keys: RedisKeys, node: str, ttl_s: float) -> None:
+        self.client = client
+        self.key = keys.node_owner(node)
+        self.node = node
+        self.ttl_ms = max(1, int(ttl_s * 1000))
+        self.me = OwnerId.here()
+        self._renew = client.register_script(_RENEW)
+        self._take_over = client.register_script(_TAKE_OVER)
+        self._release = client.register_script(_RELEASE)
+
+    def claim(self, wait_s: float | None = None) -> None:
+        """Hold the node, waiting up to `wait_s` (default: one TTL) for a holder that stopped renewing to
+        expire; raise `NodeTaken` naming the holder when a live one keeps it."""
+        deadline = time.monotonic() + (self.ttl_ms / 1000 + 1 if wait_s is None else wait_s)
+        while True:
+            if self.client.set(self.key, str(self.me), nx=True, px=self.ttl_ms):
+                return
+            seen = self.client.get(self.key)
+            if seen is None:
+                continue  # expired between the two calls
+            text = seen.decode() if isinstance(seen, bytes) else str(seen)
+            if text == str(self.me):
+                return
+            holder = OwnerId.parse(text)
+            if holder is not None and holder.gone():
+                if self._take_over(keys=[self.key], args=[text, str(self.me), self.ttl_ms]):
+                    return
+                continue
+            alive_here = holder is not None and holder.host == socket.gethostname() and not holder.gone()
+            if alive_here or time.monotonic() >= deadline:
+                raise NodeTaken(
+                    f"node {self.node!r} is already served by another worker ({text}; is `nightshift up` or "
+                    "`nightshift worker` already running?): stop it first, or give this worker another "
+                    "name with NIGHTSHIFT_NODE_NAME",
+                    node=self.node,
+                    holder=text,
+                )
+            time.sleep(0.2)
+
+    def renew(self) -> bool:
+        """Extend our hold (taking the node again if the key was lost with Redis's data); False when
+        another worker holds it now."""
+        return bool(self._renew(keys=[self.key], args=[str(self.me), self.ttl_ms]))
+
+    def release(self) -> None:
+        """Give the node up (only if we still hold it)."""
+        self._release(keys=[self.key], args=[str(self.me)])

@@ -1,0 +1,42 @@
+"""`nightshift up | worker` refuse to start, before starting anything, when they would clash with a running
+one: the API's port is taken, or another worker serves this node."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+import redis
+
+from api.server import check_port_free, serve
+from scheduler.errors import PortInUse
+from scheduler.keys import RedisKeys
+from scheduler.node_owner import NodeTaken
+
+
+def test_a_taken_port_is_refused_with_what_to_do() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+
+        with pytest.raises(PortInUse, match=f"cannot listen on 127.0.0.1:{port} .*--port or NIGHTSHIFT_PORT"):
+            check_port_free("127.0.0.1", port)
+
+    check_port_free("127.0.0.1", port)  # free again
+
+
+def test_a_worker_for_a_node_another_live_worker_serves_refuses_before_touching_anything(
+    make_settings, redis_url, tmp_path
+) -> None:
+    settings = make_settings(redis_url=redis_url, database_url=f"sqlite:///{tmp_path / 'ns.db'}")
+    client = redis.Redis.from_url(redis_url)
+    holder = f"{socket.gethostname()} pid 1 0000beef"  # pid 1 is alive: a worker of this machine
+    client.set(RedisKeys().node_owner("node-a"), holder)
+
+    with pytest.raises(NodeTaken, match=f"node 'node-a' is already served by another worker \\({holder};"):
+        serve(settings, api=False, scheduler=False, worker=True, host="127.0.0.1", port=0)
+
+    assert client.get(RedisKeys().node_owner("node-a")) == holder.encode()
+    assert not client.exists(RedisKeys().node("node-a"))  # it published nothing
+    client.close()
