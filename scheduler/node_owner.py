@@ -54,40 +54,53 @@ class NodeTaken(NightshiftError):
     """Raised when another live worker already serves this node."""
 
 
+def process_started(pid: int) -> int | None:
+    """When process `pid` started (clock ticks since boot, /proc/PID/stat), or None when there is none:
+    with the pid it names one process, however often pids are reused (a restarted container's pid 1)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            fields = stat.read().rpartition(")")[2].split()
+        return int(fields[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 @dataclass(frozen=True, slots=True)
 class OwnerId:
-    """Who holds a node: machine, process and a nonce (two workers of one process differ too)."""
+    """Who holds a node: machine, process (pid and start time) and a nonce (two workers of one process
+    differ too)."""
 
     host: str
     pid: int
+    started: int
     nonce: str
 
     @classmethod
     def here(cls) -> OwnerId:
         """A new id for a worker of this process."""
-        return cls(socket.gethostname(), os.getpid(), secrets.token_hex(4))
+        pid = os.getpid()
+        return cls(socket.gethostname(), pid, process_started(pid) or 0, secrets.token_hex(4))
 
     @classmethod
     def parse(cls, text: str) -> OwnerId | None:
         """The id written by `__str__`, or None for anything else."""
         host, _, rest = text.rpartition(" pid ")
-        pid, _, nonce = rest.partition(" ")
-        return cls(host, int(pid), nonce) if host and pid.isdigit() and nonce else None
+        parts = rest.split()
+        if not host or len(parts) != 4 or parts[1] != "started" or not (parts[0] + parts[2]).isdigit():
+            return None
+        return cls(host, int(parts[0]), int(parts[2]), parts[3])
 
     def __str__(self) -> str:
-        return f"{self.host} pid {self.pid} {self.nonce}"
+        return f"{self.host} pid {self.pid} started {self.started} {self.nonce}"
+
+    def on_this_machine(self) -> bool:
+        """True when the holder ran on this machine (same host name)."""
+        return self.host == socket.gethostname()
 
     def gone(self) -> bool:
-        """True when this holder ran on this machine and its process no longer exists."""
-        if self.host != socket.gethostname() or self.pid == os.getpid():
-            return False
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return True
-        except PermissionError:
-            return False
-        return False
+        """True when this holder ran on this machine and its process no longer exists (its pid is free, or
+        now names a process that started at another time)."""
+        return self.on_this_machine() and process_started(self.pid) != self.started
 
 
 class NodeOwnership:
@@ -121,7 +134,7 @@ class NodeOwnership:
                 if self._take_over(keys=[self.key], args=[text, str(self.me), self.ttl_ms]):
                     return
                 continue
-            alive_here = holder is not None and holder.host == socket.gethostname() and not holder.gone()
+            alive_here = holder is not None and holder.on_this_machine()  # and not gone, as checked above
             if alive_here or time.monotonic() >= deadline:
                 raise NodeTaken(
                     f"node {self.node!r} is already served by another worker ({text}; is `nightshift up` or "

@@ -11,7 +11,7 @@ import redis
 from api.server import check_port_free, serve
 from scheduler.errors import PortInUse
 from scheduler.keys import RedisKeys
-from scheduler.node_owner import NodeTaken
+from scheduler.node_owner import NodeTaken, OwnerId, process_started
 
 
 def test_a_taken_port_is_refused_with_what_to_do() -> None:
@@ -31,7 +31,7 @@ def test_a_worker_for_a_node_another_live_worker_serves_refuses_before_touching_
 ) -> None:
     settings = make_settings(redis_url=redis_url, database_url=f"sqlite:///{tmp_path / 'ns.db'}")
     client = redis.Redis.from_url(redis_url)
-    holder = f"{socket.gethostname()} pid 1 0000beef"  # pid 1 is alive: a worker of this machine
+    holder = str(OwnerId(socket.gethostname(), 1, process_started(1) or 0, "0000beef"))  # alive, here
     client.set(RedisKeys().node_owner("node-a"), holder)
 
     with pytest.raises(NodeTaken, match=f"node 'node-a' is already served by another worker \\({holder};"):

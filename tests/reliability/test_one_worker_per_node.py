@@ -15,7 +15,7 @@ import redis
 
 from scheduler.gpus.simulated import SimulatedGpus
 from scheduler.keys import RedisKeys
-from scheduler.node_owner import NodeOwnership, NodeTaken, OwnerId
+from scheduler.node_owner import NodeOwnership, NodeTaken, OwnerId, process_started
 from scheduler.service import Cluster
 from scheduler.worker import Worker
 
@@ -77,8 +77,13 @@ def test_a_stopped_worker_gives_its_node_up_at_once(cluster, run_in_thread):
     make_worker(cluster).claim_node(wait_s=0)
 
 
-def test_a_node_whose_worker_died_on_this_machine_is_taken_over_at_once(cluster):
-    crashed = OwnerId(socket.gethostname(), dead_pid(), "0badc0de")
+@pytest.mark.parametrize("how", ["its pid is free", "its pid names a newer process"])
+def test_a_node_whose_worker_died_on_this_machine_is_taken_over_at_once(cluster, how):
+    # a crashed worker's key, e.g. of a container restarted since (its new pid 1 is not the old pid 1)
+    if how == "its pid is free":
+        crashed = OwnerId(socket.gethostname(), dead_pid(), 1000, "0badc0de")
+    else:
+        crashed = OwnerId(socket.gethostname(), 1, (process_started(1) or 0) + 1, "0badc0de")
     cluster.queue.client.set(owner_key(cluster), str(crashed), px=60_000)
 
     worker = make_worker(cluster)
@@ -89,11 +94,11 @@ def test_a_node_whose_worker_died_on_this_machine_is_taken_over_at_once(cluster)
 
 def test_a_node_held_from_another_machine_is_taken_once_its_holder_stops_renewing(cluster):
     client = cluster.queue.client
-    client.set(owner_key(cluster), "gpu-box-2 pid 4242 cafe0001", px=300)
+    client.set(owner_key(cluster), "gpu-box-2 pid 4242 started 77 cafe0001", px=300)
 
     make_worker(cluster).claim_node(wait_s=5)  # the key expires after 0.3 s
 
-    client.set(owner_key(cluster), "gpu-box-2 pid 4242 cafe0002")  # a live holder keeps renewing
+    client.set(owner_key(cluster), "gpu-box-2 pid 4242 started 77 cafe0002")  # a live holder keeps renewing
     with pytest.raises(NodeTaken, match="gpu-box-2 pid 4242"):
         make_worker(cluster).claim_node(wait_s=0.5)
 
@@ -108,8 +113,8 @@ def test_renewing_takes_the_node_again_after_redis_lost_it_but_not_from_another_
     assert mine.renew()
     assert client.get(keys.node_owner("node-a")).decode() == str(mine.me)
 
-    client.set(keys.node_owner("node-a"), "gpu-box-2 pid 1 beef")
+    client.set(keys.node_owner("node-a"), "gpu-box-2 pid 1 started 9 beef")
     assert not mine.renew()
     mine.release()  # not ours: left alone
-    assert client.get(keys.node_owner("node-a")) == b"gpu-box-2 pid 1 beef"
+    assert client.get(keys.node_owner("node-a")) == b"gpu-box-2 pid 1 started 9 beef"
     client.close()
