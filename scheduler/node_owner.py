@@ -136,8 +136,9 @@ class NodeOwnership:
                 continue
             alive_here = holder is not None and holder.on_this_machine()  # and not gone, as checked above
             if alive_here or time.monotonic() >= deadline:
+                who = f"pid {holder.pid} on {holder.host}" if holder is not None else text
                 raise NodeTaken(
-                    f"node {self.node!r} is already served by another worker ({text}; is `nightshift up` or "
+                    f"node {self.node!r} is already served by another worker ({who}; is `nightshift up` or "
                     "`nightshift worker` already running?): stop it first, or give this worker another "
                     "name with NIGHTSHIFT_NODE_NAME",
                     node=self.node,

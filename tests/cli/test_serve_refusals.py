@@ -34,7 +34,8 @@ def test_a_worker_for_a_node_another_live_worker_serves_refuses_before_touching_
     holder = str(OwnerId(socket.gethostname(), 1, process_started(1) or 0, "0000beef"))  # alive, here
     client.set(RedisKeys().node_owner("node-a"), holder)
 
-    with pytest.raises(NodeTaken, match=f"node 'node-a' is already served by another worker \\({holder};"):
+    expected = f"node 'node-a' is already served by another worker \\(pid 1 on {socket.gethostname()};"
+    with pytest.raises(NodeTaken, match=expected):
         serve(settings, api=False, scheduler=False, worker=True, host="127.0.0.1", port=0)
 
     assert client.get(RedisKeys().node_owner("node-a")) == holder.encode()
