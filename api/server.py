@@ -74,6 +74,15 @@ def redis_for(settings: Settings, may_start: bool) -> Iterator[str]:
         server.stop()
 
 
+def stop_on_hangup() -> None:
+    """A hangup (the terminal of `make up &` closed) stops this process as SIGTERM does: jobs get their
+    stop signal and go back to the queue, instead of dying with it. Left alone where SIGHUP is ignored
+    (`nohup`)."""
+    if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
+        return
+    signal.signal(signal.SIGHUP, lambda *_: os.kill(os.getpid(), signal.SIGTERM))
+
+
 def check_port_free(host: str, port: int) -> None:
     """Raise `PortInUse` when `host:port` cannot be bound, before anything else starts."""
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as probe:
@@ -130,6 +139,7 @@ def serve(settings: Settings, *, api: bool, scheduler: bool, worker: bool, host:
     """
     if api:
         check_port_free(host, port)
+    stop_on_hangup()
     with open_cluster(settings, may_start_redis=api or scheduler) as cluster:
         node_worker, monitor = None, None
         if worker:

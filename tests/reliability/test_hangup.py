@@ -1,0 +1,76 @@
+"""A hangup (the terminal of `make up &` closed) stops a nightshift process as SIGTERM does: its jobs get
+their stop signal and go back to the queue. Under `nohup` (SIGHUP ignored) it changes nothing."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+
+import pytest
+
+from tests.reliability.stack import NIGHTSHIFT, Stack, poll
+
+# Saves on SIGTERM (its stop signal) and exits; marks itself ready once the trap is set.
+JOB = "trap 'echo saved > {folder}/saved; exit 0' TERM; touch {folder}/ready; while :; do sleep 0.1; done"
+
+
+def _ignoring_sighup() -> None:
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+
+@pytest.mark.slow
+def test_a_hangup_stops_a_worker_gracefully_and_its_task_goes_back_to_the_queue(tmp_path, redis_url):
+    stack = Stack(tmp_path, redis_url)
+    folder = tmp_path / "job"
+    folder.mkdir()
+    try:
+        stack.start_api()
+        stack.start("scheduler", "scheduler")
+        stack.start_worker("w1")
+        task_id = stack.submit({"command": JOB.format(folder=folder), "workdir": str(folder)})
+        poll(lambda: (folder / "ready").exists(), what="the job to start")
+
+        stack.signal("w1", signal.SIGHUP)
+
+        assert stack.processes["w1"].wait(timeout=30) == 0
+        assert (folder / "saved").read_text().strip() == "saved"
+        assert stack.statuses([task_id])[task_id] == "queued"
+        (attempt,) = stack.tasks.attempts(task_id)
+        assert attempt.reason == "worker_stopped"
+    finally:
+        stack.close()
+
+
+@pytest.mark.slow
+def test_under_nohup_a_hangup_leaves_the_worker_and_its_job_running(tmp_path, redis_url):
+    stack = Stack(tmp_path, redis_url)
+    folder = tmp_path / "job"
+    folder.mkdir()
+    worker: subprocess.Popen[bytes] | None = None
+    try:
+        stack.start_api()
+        stack.start("scheduler", "scheduler")
+        with open(tmp_path / "w1.log", "ab") as log:
+            worker = subprocess.Popen(
+                [NIGHTSHIFT, "worker"],
+                env={**stack.env, "NIGHTSHIFT_NODE_NAME": "w1", "NIGHTSHIFT_SIMULATE_GPUS": "2x24"},
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=_ignoring_sighup,  # as `nohup nightshift worker &` starts it
+            )
+        task_id = stack.submit({"command": JOB.format(folder=folder), "workdir": str(folder)})
+        poll(lambda: (folder / "ready").exists(), what="the job to start")
+
+        worker.send_signal(signal.SIGHUP)
+        time.sleep(2)
+
+        assert worker.poll() is None
+        assert stack.statuses([task_id])[task_id] == "running"
+        assert not (folder / "saved").exists()
+    finally:
+        if worker is not None:
+            worker.terminate()
+            worker.wait(timeout=30)
+        stack.close()
