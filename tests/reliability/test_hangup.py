@@ -6,6 +6,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -15,8 +16,22 @@ from tests.reliability.stack import NIGHTSHIFT, Stack, poll
 JOB = "trap 'echo saved > {folder}/saved; exit 0' TERM; touch {folder}/ready; while :; do sleep 0.1; done"
 
 
-def _ignoring_sighup() -> None:
-    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+def start_worker(stack: Stack, folder: Path, sighup: signal.Handlers) -> subprocess.Popen[bytes]:
+    """`nightshift worker` for node w1 with SIGHUP at `sighup` when it starts (SIG_IGN: as under `nohup`;
+    SIG_DFL: as from a terminal), whatever this test process was started with."""
+
+    def set_sighup() -> None:
+        signal.signal(signal.SIGHUP, sighup)
+
+    with open(folder / "w1.log", "ab") as log:
+        return subprocess.Popen(
+            [NIGHTSHIFT, "worker"],
+            env={**stack.env, "NIGHTSHIFT_NODE_NAME": "w1", "NIGHTSHIFT_SIMULATE_GPUS": "2x24"},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=set_sighup,
+        )
 
 
 @pytest.mark.slow
@@ -27,13 +42,13 @@ def test_a_hangup_stops_a_worker_gracefully_and_its_task_goes_back_to_the_queue(
     try:
         stack.start_api()
         stack.start("scheduler", "scheduler")
-        stack.start_worker("w1")
+        stack.processes["w1"] = worker = start_worker(stack, tmp_path, signal.SIG_DFL)
         task_id = stack.submit({"command": JOB.format(folder=folder), "workdir": str(folder)})
         poll(lambda: (folder / "ready").exists(), what="the job to start")
 
-        stack.signal("w1", signal.SIGHUP)
+        worker.send_signal(signal.SIGHUP)
 
-        assert stack.processes["w1"].wait(timeout=30) == 0
+        assert worker.wait(timeout=30) == 0
         assert (folder / "saved").read_text().strip() == "saved"
         assert stack.statuses([task_id])[task_id] == "queued"
         (attempt,) = stack.tasks.attempts(task_id)
@@ -51,15 +66,7 @@ def test_under_nohup_a_hangup_leaves_the_worker_and_its_job_running(tmp_path, re
     try:
         stack.start_api()
         stack.start("scheduler", "scheduler")
-        with open(tmp_path / "w1.log", "ab") as log:
-            worker = subprocess.Popen(
-                [NIGHTSHIFT, "worker"],
-                env={**stack.env, "NIGHTSHIFT_NODE_NAME": "w1", "NIGHTSHIFT_SIMULATE_GPUS": "2x24"},
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                preexec_fn=_ignoring_sighup,  # as `nohup nightshift worker &` starts it
-            )
+        worker = start_worker(stack, tmp_path, signal.SIG_IGN)
         task_id = stack.submit({"command": JOB.format(folder=folder), "workdir": str(folder)})
         poll(lambda: (folder / "ready").exists(), what="the job to start")
 
