@@ -20,34 +20,7 @@ import redis
 
 from scheduler.errors import NightshiftError
 from scheduler.keys import RedisKeys
-
-# KEYS[1] owner key; ARGV[1] our id, ARGV[2] ttl ms. 1: ours (kept or taken again), 0: someone else's.
-_RENEW = """
-local holder = redis.call('GET', KEYS[1])
-if holder == ARGV[1] then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return 1
-end
-if not holder then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  return 1
-end
-return 0
-"""
-# KEYS[1] owner key; ARGV[1] the holder seen, ARGV[2] our id, ARGV[3] ttl ms: replace exactly that holder.
-_TAKE_OVER = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-  return 1
-end
-return 0
-"""
-_RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
-end
-return 0
-"""
+from scheduler.store.queue import load_script
 
 
 class NodeTaken(NightshiftError):
@@ -112,9 +85,8 @@ class NodeOwnership:
         self.node = node
         self.ttl_ms = max(1, int(ttl_s * 1000))
         self.me = OwnerId.here()
-        self._renew = client.register_script(_RENEW)
-        self._take_over = client.register_script(_TAKE_OVER)
-        self._release = client.register_script(_RELEASE)
+        self._set = load_script(client, "node_owner_set")
+        self._release = load_script(client, "node_owner_release")
 
     def claim(self, wait_s: float | None = None) -> None:
         """Hold the node, waiting up to `wait_s` (default: one TTL) for a holder that stopped renewing to
@@ -131,7 +103,7 @@ class NodeOwnership:
                 return
             holder = OwnerId.parse(text)
             if holder is not None and holder.gone():
-                if self._take_over(keys=[self.key], args=[text, str(self.me), self.ttl_ms]):
+                if self._set(keys=[self.key], args=[text, str(self.me), self.ttl_ms]):
                     return
                 continue
             alive_here = holder is not None and holder.on_this_machine()  # and not gone, as checked above
@@ -149,7 +121,7 @@ class NodeOwnership:
     def renew(self) -> bool:
         """Extend our hold (taking the node again if the key was lost with Redis's data); False when
         another worker holds it now."""
-        return bool(self._renew(keys=[self.key], args=[str(self.me), self.ttl_ms]))
+        return bool(self._set(keys=[self.key], args=[str(self.me), str(self.me), self.ttl_ms]))
 
     def release(self) -> None:
         """Give the node up (only if we still hold it)."""

@@ -21,7 +21,8 @@ from scheduler.policy.aging import window_ids
 LUA_DIR = Path(__file__).parent / "lua"
 
 
-def _load_script(client: redis.Redis, name: str) -> Script:
+def load_script(client: redis.Redis, name: str) -> Script:
+    """The script `lua/<name>.lua`, registered with `client` (sent by its hash, loaded when missing)."""
     return client.register_script((LUA_DIR / f"{name}.lua").read_text(encoding="utf-8"))
 
 
@@ -82,14 +83,14 @@ class RedisQueue:
     def __init__(self, client: redis.Redis, keys: RedisKeys | None = None) -> None:
         self.client = client
         self.keys = keys or RedisKeys()
-        self._assign = _load_script(client, "assign")
-        self._claim = _load_script(client, "claim")
-        self._renew = _load_script(client, "renew")
-        self._release = _load_script(client, "release")
-        self._expire = _load_script(client, "expire")
-        self._restore = _load_script(client, "restore")
-        self._unassign = _load_script(client, "unassign")
-        self._snapshot = _load_script(client, "snapshot")
+        self._assign = load_script(client, "assign")
+        self._claim = load_script(client, "claim")
+        self._renew = load_script(client, "renew")
+        self._release = load_script(client, "release")
+        self._expire = load_script(client, "expire")
+        self._restore = load_script(client, "restore")
+        self._unassign = load_script(client, "unassign")
+        self._snapshot = load_script(client, "snapshot")
 
     @classmethod
     def from_url(cls, url: str, keys: RedisKeys | None = None) -> RedisQueue:
