@@ -162,14 +162,21 @@ def _estimate(data: dict[str, Any], lang: str, now: datetime | None) -> str:
     if not est.get("start"):
         return _t(lang, "I have no estimate right now.", "暂时没有估计。")
     label = f"#{data['task_id']} " if data.get("task_id") else ""
-    rng = f"{when(est.get('low'), now, lang)}–{when(est.get('high'), now, lang)}"
-    wait = duration(est.get("wait_s"), lang)
+    wait_s = est.get("wait_s")
+    if wait_s is not None and wait_s < 60:
+        who = f"Task #{data['task_id']}" if data.get("task_id") else "It"
+        return _t(lang, f"{who} would start now.", f"{label}现在就能开始。")
+    low, high = when(est.get("low"), now, lang), when(est.get("high"), now, lang)
+    rng_en = f" (range {low}–{high})" if low != high else ""
+    rng_zh = f"（范围 {low}–{high}）" if low != high else ""
+    wait = duration(wait_s, lang)
     reason = unwrap(est.get("reason") or "")
     return _t(
         lang,
-        f"{label}Estimated start {when(est['start'], now, lang)} (range {rng}), "
-        f"a wait of about {wait}. {reason}".strip(),
-        f"{label}预计 {when(est['start'], now, lang)} 开始（范围 {rng}），大约要等 {wait}。{reason}".strip(),
+        f"{label}Estimated start {when(est['start'], now, lang)}{rng_en}, a wait of about {wait}"
+        + (f" — {reason}." if reason else "."),
+        f"{label}预计 {when(est['start'], now, lang)} 开始{rng_zh}，大约要等 {wait}"
+        + (f"（{reason}）。" if reason else "。"),
     )
 
 
@@ -183,11 +190,12 @@ def _explain(data: dict[str, Any], lang: str, now: datetime | None) -> str:
         text += _t(lang, f", number {info['position']} in the queue", f"，排第 {info['position']} 位")
     if reason:
         text += _t(lang, f": {reason}", f"：{reason}")
+    text += _t(lang, ".", "。")
     if info.get("estimated_start"):
         text += _t(
             lang,
             f" Estimated start {when(info['estimated_start'], now, lang)}.",
-            f" 预计 {when(info['estimated_start'], now, lang)} 开始。",
+            f"预计 {when(info['estimated_start'], now, lang)} 开始。",
         )
     return text
 

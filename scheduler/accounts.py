@@ -8,6 +8,7 @@ needs `allow_root_jobs`.
 
 from __future__ import annotations
 
+import json
 import os
 import pwd
 from collections.abc import Callable, Mapping
@@ -41,6 +42,29 @@ def lookup_account(name: str) -> OsAccount:
     return OsAccount(entry.pw_name, entry.pw_uid, entry.pw_gid, groups, entry.pw_dir)
 
 
+def _mapping_hint(user: str) -> str:
+    """How to map `user` in `run_as`: to the OS account of the same name when there is one and it is not
+    root (a mapping to root would be refused too), else to an account the admin picks."""
+    try:
+        same_name_ok = pwd.getpwnam(user).pw_uid != 0
+    except KeyError:
+        same_name_ok = False
+    example = json.dumps({user: user if same_name_ok else "ACCOUNT"})
+    return f"map it to an OS account in the run_as setting (e.g. NIGHTSHIFT_RUN_AS='{example}')"
+
+
+def root_worker_warning(run_as: Mapping[str, str], allow_root_jobs: bool, euid: int) -> str | None:
+    """The warning a worker logs at start when it runs as root: which jobs it will refuse (None if none)."""
+    if euid != 0 or allow_root_jobs:
+        return None
+    mapped = ", ".join(sorted(run_as)) or "none"
+    return (
+        "this worker runs as root: it runs each job as the OS account run_as maps its user to (mapped: "
+        f"{mapped}) and refuses the jobs of other users (no_os_account); set allow_root_jobs "
+        "(NIGHTSHIFT_ALLOW_ROOT_JOBS=true) to run them as root on a one-person box"
+    )
+
+
 def account_for(
     user: str,
     run_as: Mapping[str, str],
@@ -56,9 +80,9 @@ def account_for(
         if allow_root_jobs:
             return None
         raise ExecutorError(
-            f"the worker runs as root and user {user!r} has no OS account to run jobs as: map it in the "
-            "run_as setting (e.g. NIGHTSHIFT_RUN_AS='{\"" + user + '": "' + user + "\"}'), or set "
-            "allow_root_jobs to run it as root",
+            f"the worker runs as root and user {user!r} has no OS account to run jobs as: "
+            f"{_mapping_hint(user)}, or set allow_root_jobs (NIGHTSHIFT_ALLOW_ROOT_JOBS=true) to run it "
+            "as root",
             reason=NO_OS_ACCOUNT,
         )
     account = lookup_account(mapped)

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from scheduler.accounts import OsAccount, account_for
+from scheduler.accounts import OsAccount, account_for, root_worker_warning
 from scheduler.clock import now_ms
 from scheduler.errors import ExecutorError, NightshiftError
 from scheduler.executor.exit_watch import ExitWatcher
@@ -187,6 +187,9 @@ class Worker:
         """Serve until `stop` is set; then stop running jobs gracefully and hand them back to the queue."""
         stop = stop or self._stop
         self.claim_node()
+        warning = root_worker_warning(self.settings.run_as, self.settings.allow_root_jobs, os.geteuid())
+        if warning is not None:
+            log.warning(warning)
         self.reconcile()
         self.publish_node()
         heartbeat = threading.Thread(target=self._heartbeat_loop, args=(stop,), name="heartbeat", daemon=True)

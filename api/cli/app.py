@@ -6,7 +6,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -16,11 +16,11 @@ import typer
 from api.cli.ask import ask_command
 from api.cli.render import (
     console,
-    err_console,
     estimate_line,
     explain_panel,
     gpus_table,
     nodes_table,
+    print_error,
     print_json,
     queue_table,
     quota_table,
@@ -50,8 +50,8 @@ T = TypeVar("T")
 JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON for scripts")]
 
 
-def _fail(message: str, code: int = 1) -> None:
-    err_console.print(f"[red]error:[/] {message}")
+def _fail(message: str, code: int = 1, errors: Sequence[Mapping[str, Any]] = ()) -> None:
+    print_error(message, errors)
     raise typer.Exit(code)
 
 
@@ -60,9 +60,7 @@ def _with_client(action: Callable[[NightshiftClient], T]) -> T:
     try:
         return action(client)
     except ClientError as exc:
-        for item in exc.errors:
-            err_console.print(f"  - {item.get('message')}")
-        _fail(exc.message)
+        _fail(exc.message, errors=exc.errors)
         raise  # unreachable: _fail raises
     finally:
         client.close()

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 # Piped output (scripts, CI logs) gets wide lines instead of columns squeezed to 80 characters.
@@ -28,6 +30,20 @@ def print_json(data: Any) -> None:
     print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
 
+def error_lines(message: str, errors: Sequence[Mapping[str, Any]] = ()) -> list[str]:
+    """What a refused request prints: the API's message first, then each detail it does not already say."""
+    details = [str(m) for item in errors if (m := item.get("message")) and str(m) not in message]
+    return [f"error: {message}", *(f"  - {d}" for d in details)]
+
+
+def print_error(message: str, errors: Sequence[Mapping[str, Any]] = ()) -> None:
+    """`error_lines` on stderr, the first word in red; the text is printed as is, never read as markup."""
+    headline, *details = error_lines(message, errors)
+    err_console.print(f"[red]error:[/]{escape(headline.removeprefix('error:'))}", highlight=False)
+    for line in details:
+        err_console.print(line, markup=False, highlight=False)
+
+
 def _short_time(value: str | None) -> str:
     if not value:
         return "-"
@@ -37,7 +53,7 @@ def _short_time(value: str | None) -> str:
 def _status(task: dict[str, Any]) -> str:
     status = str(task["status"])
     text = f"[{STATUS_STYLE.get(status, 'white')}]{status}[/]"
-    if task.get("reason") and status in {"failed", "cancelled"}:
+    if task.get("reason") and task["reason"] != status and status in {"failed", "cancelled"}:
         text += f" [dim]({task['reason']})[/]"
     return text
 

@@ -8,7 +8,7 @@ import typer
 from rich.console import Group
 from rich.table import Table
 
-from api.cli.render import console, err_console, print_json
+from api.cli.render import console, print_error, print_json
 from api.client import ClientError, NightshiftClient
 from scheduler.settings import get_settings
 
@@ -21,10 +21,24 @@ def _pct(value: Any) -> str:
     return "-" if value is None else f"{value * 100:.0f}%"
 
 
+def _wait(seconds: Any) -> str:
+    """A wait in the unit a person reads it in: seconds, minutes, hours or days."""
+    if seconds is None:
+        return "-"
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} d"
+
+
 def utilization_tables(report: dict[str, Any]) -> Group:
     """The report as rich tables: one row per key, then per day and team, then quota use."""
     currency = report.get("currency", "")
-    main = Table(title=f"usage over the last {report['days']:g} days, by {report['by']}")
+    days_text = f"{report['days']:g} day" + ("" if report["days"] == 1 else "s")
+    main = Table(title=f"usage over the last {days_text}, by {report['by']}")
     for column in (
         "key",
         "GPU-h",
@@ -40,7 +54,7 @@ def utilization_tables(report: dict[str, Any]) -> Group:
     for row in report["rows"]:
         main.add_row(
             row["key"], _num(row["gpu_hours"]), str(row["tasks"]), str(row["succeeded"]), str(row["failed"]),
-            "-" if row["mean_wait_s"] is None else f"{row['mean_wait_s']:.0f} s",
+            _wait(row["mean_wait_s"]),
             _num(row["energy_kwh"]), _num(row["cost"]), _pct(row.get("offpeak_share")),
         )  # fmt: skip
     main.caption = (
@@ -54,7 +68,7 @@ def utilization_tables(report: dict[str, Any]) -> Group:
     for row in report.get("by_day", []):
         days.add_row(
             row["day"], row["team"], _num(row["gpu_hours"]), str(row["tasks"]), _num(row["energy_kwh"]),
-            _num(row["cost"]), _num(row["p50_wait_s"], 0), _num(row["p90_wait_s"], 0),
+            _num(row["cost"]), _wait(row["p50_wait_s"]), _wait(row["p90_wait_s"]),
         )  # fmt: skip
     quota = Table(title="quota use (rolling)")
     for column in ("team", "24 h GPU-h", "day budget", "7 d GPU-h", "week budget"):
@@ -105,7 +119,7 @@ def report_command(
         else:
             data = client.get("/reports/utilization", days=days, by=by)
     except ClientError as exc:
-        err_console.print(f"[red]error:[/] {exc.message}")
+        print_error(exc.message, exc.errors)
         raise typer.Exit(1) from None
     finally:
         client.close()

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from api.cli.render import STATUS_STYLE, console, err_console
+from api.cli.render import STATUS_STYLE, console, err_console, print_error
 
 BEST_MARK = "★"
 
@@ -74,7 +74,7 @@ def compare_command(
     from api.cli.app import _with_client
 
     if maximize and minimize:
-        err_console.print("[red]error:[/] choose --maximize or --minimize, not both")
+        print_error("choose --maximize or --minimize, not both")
         raise typer.Exit(2)
     goal = "max" if maximize else "min" if minimize else None
     by_tag = tag or not target.isdigit()
@@ -100,4 +100,4 @@ def compare_command(
         console.print(f"{BEST_MARK} best by {data['sort']} ({data['goal']}): task {best}")
     for row in data["rows"]:
         if row.get("note"):
-            err_console.print(f"task {row['task_id']}: {row['note']}")
+            err_console.print(f"task {row['task_id']}: {row['note']}", markup=False)

@@ -1,8 +1,11 @@
-"""What the CLI prints about a task, from the task as the API returns it."""
+"""What the CLI prints, from what the API returns."""
 
 from __future__ import annotations
 
-from api.cli.render import stopping_line
+from rich.console import Console
+
+from api.cli.render import error_lines, stopping_line, tasks_table
+from api.cli.report import utilization_tables
 
 
 def test_a_cancel_names_the_specs_stop_signal_and_grace() -> None:
@@ -15,3 +18,55 @@ def test_a_cancel_without_stop_settings_says_sigterm_and_the_grace_period() -> N
     task = {"id": 8, "spec": {"command": "python train.py"}}
 
     assert stopping_line(task) == "task 8 is stopping (SIGTERM, then SIGKILL after the grace period)"
+
+
+def test_a_refusal_prints_the_apis_message_first_then_only_the_details_it_does_not_already_say() -> None:
+    errors = [
+        {"loc": ["gpu_memory_gb"], "message": "at most 24 GB per GPU on this cluster"},
+        {"loc": ["gpus"], "message": "no GPU on this cluster has 40 GB"},
+        {"loc": ["x"]},
+    ]
+
+    lines = error_lines("no GPU on this cluster has 40 GB (the largest has 24 GB)", errors)
+
+    assert lines == [
+        "error: no GPU on this cluster has 40 GB (the largest has 24 GB)",
+        "  - at most 24 GB per GPU on this cluster",
+    ]
+
+
+def _text(renderable: object) -> str:
+    console = Console(record=True, width=200)
+    console.print(renderable)
+    return console.export_text()
+
+
+def test_a_tasks_status_names_its_reason_only_when_it_says_more() -> None:
+    row = {"name": "x", "gpus": 1, "team": "t", "user": "u", "node": None, "gpu_indices": []}
+    tasks = [
+        {**row, "id": 1, "status": "cancelled", "reason": "cancelled"},
+        {**row, "id": 2, "status": "failed", "reason": "no_os_account"},
+    ]
+
+    text = _text(tasks_table(tasks))
+
+    assert "cancelled (cancelled)" not in text and "cancelled" in text
+    assert "failed (no_os_account)" in text
+
+
+def test_the_report_gives_waits_in_units_a_person_reads() -> None:
+    row = {"gpu_hours": 1.0, "tasks": 3, "energy_kwh": 0.3, "cost": 0.1}
+    report = {
+        "days": 1,
+        "by": "team",
+        "rows": [{**row, "key": "nlp", "succeeded": 3, "failed": 0, "mean_wait_s": 5400.0}],
+        "by_day": [{**row, "day": "2026-12-01", "team": "nlp", "p50_wait_s": 42.0, "p90_wait_s": 200000.0}],
+        "quota": [],
+        "total_gpu_hours": 1.0,
+        "capacity_gpu_hours": 96,
+    }
+
+    text = _text(utilization_tables(report))
+
+    assert "usage over the last 1 day, by team" in text
+    assert "90 min" in text and "42 s" in text and "2.3 d" in text

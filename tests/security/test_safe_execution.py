@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.accounts import account_for, lookup_account
+from scheduler.accounts import account_for, lookup_account, root_worker_warning
 from scheduler.clock import now_ms
 from scheduler.errors import ExecutorError
 from scheduler.executor import LaunchRequest, build_argv
@@ -109,6 +109,32 @@ def test_the_account_rules_never_fall_back_to_root_silently():
         "no_os_account"
     }
     assert account_for("alice", {"alice": "nobody"}, allow_root_jobs=False, euid=root).name == "nobody"
+
+
+def test_a_refusal_suggests_a_mapping_that_would_work() -> None:
+    root = lambda: 0  # noqa: E731
+
+    def refusal(user: str) -> str:
+        with pytest.raises(ExecutorError) as refused:
+            account_for(user, {}, allow_root_jobs=False, euid=root)
+        return refused.value.message
+
+    # an OS account of the same name that is not root: map the user to it
+    assert """NIGHTSHIFT_RUN_AS='{"nobody": "nobody"}'""" in refusal("nobody")
+    # 'root' (the local admin of `nightshift up` run as root): mapping it to root would be refused too
+    assert """NIGHTSHIFT_RUN_AS='{"root": "ACCOUNT"}'""" in refusal("root")
+    assert """NIGHTSHIFT_RUN_AS='{"carol-no-account": "ACCOUNT"}'""" in refusal("carol-no-account")
+    assert "NIGHTSHIFT_ALLOW_ROOT_JOBS=true" in refusal("root")
+
+
+def test_a_root_worker_says_at_start_which_jobs_it_will_refuse() -> None:
+    warning = root_worker_warning({"bob": "bob", "alice": "alice"}, allow_root_jobs=False, euid=0)
+
+    assert warning is not None
+    assert "mapped: alice, bob" in warning and "NIGHTSHIFT_ALLOW_ROOT_JOBS=true" in warning
+    assert "mapped: none" in (root_worker_warning({}, allow_root_jobs=False, euid=0) or "")
+    assert root_worker_warning({}, allow_root_jobs=True, euid=0) is None
+    assert root_worker_warning({}, allow_root_jobs=False, euid=1000) is None
 
 
 def test_a_job_started_by_the_worker_sees_none_of_the_services_secrets(
