@@ -19,7 +19,7 @@ from scheduler.errors import (
     ServiceUnavailable,
     SpecError,
 )
-from scheduler.spec import TaskSpec
+from scheduler.spec import friendly_message
 
 log = logging.getLogger(__name__)
 
@@ -47,22 +47,15 @@ def _request_error_items(exc: RequestValidationError) -> list[dict[str, Any]]:
         loc = [str(part) for part in error.get("loc", ()) if part not in ("body", "query", "path", "header")]
         field = ".".join(loc) or None
         kind = error.get("type", "")
-        message = str(error.get("msg", "invalid value")).removeprefix("Value error, ")
         if kind == "json_invalid":
             field = None  # the loc holds the character offset, not a field of the spec
             message = (
                 f"the request body is not valid JSON ({error.get('ctx', {}).get('error', 'parse error')})"
             )
-        elif kind == "extra_forbidden":
-            message = f"unknown field {field!r}; allowed fields are: {', '.join(TaskSpec.model_fields)}"
-        elif kind == "missing":
-            message = f"{field or 'the request body'} is required"
-        elif kind == "string_too_short" and error.get("ctx", {}).get("min_length") == 1:
-            message = f"{field} must not be empty"
         elif kind == "model_attributes_type" or kind == "dict_type":
             message = "the request body must be a JSON object with the task's fields"
-        elif field:
-            message = f"{field}: {message}"
+        else:
+            message = friendly_message(field, error)
         items.append({"field": field, "message": message})
     return items
 

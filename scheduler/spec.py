@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -300,22 +302,40 @@ def _field_path(location: tuple[int | str, ...]) -> str | None:
     return ".".join(parts) or None
 
 
+def unknown_field_message(field: str | None) -> str:
+    """An unknown spec field, with the closest allowed name when it looks like a typo."""
+    close = difflib.get_close_matches(str(field), list(TaskSpec.model_fields), n=1, cutoff=0.75)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return f"unknown field {field!r}{hint}; allowed fields are: {', '.join(TaskSpec.model_fields)}"
+
+
+def friendly_message(field: str | None, error: Mapping[str, Any]) -> str:
+    """One pydantic error as a sentence a person can act on: spec files and the HTTP API word them alike.
+    A value of the wrong type is quoted back (`gpus: Input should be a valid integer (got 'two')`)."""
+    kind = str(error.get("type", ""))
+    message = str(error.get("msg", "invalid value")).removeprefix("Value error, ")
+    if kind == "string_too_short" and error.get("ctx", {}).get("min_length") == 1:
+        return f"{field} must not be empty"
+    if kind == "extra_forbidden":
+        return unknown_field_message(field)
+    if kind == "missing":
+        return f"{field or 'the request body'} is required"
+    if not field:
+        return message
+    value = error.get("input")
+    quotable = isinstance(value, str | int | float | bool)
+    if quotable and (kind.endswith(("_parsing", "_type", "enum")) or kind == "literal_error"):
+        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+        return f"{field}: {message} (got {shown})"
+    return f"{field}: {message}"
+
+
 def friendly_errors(exc: ValidationError) -> list[dict[str, Any]]:
     """Turn pydantic's errors into `{field, message}` items a person can act on."""
     items: list[dict[str, Any]] = []
     for error in exc.errors(include_url=False):
         field = _field_path(tuple(error.get("loc", ())))
-        kind = error.get("type", "")
-        message = str(error.get("msg", "invalid value")).removeprefix("Value error, ")
-        if kind == "string_too_short" and error.get("ctx", {}).get("min_length") == 1:
-            message = f"{field} must not be empty"
-        elif kind == "extra_forbidden":
-            message = f"unknown field {field!r}; allowed fields are: {', '.join(TaskSpec.model_fields)}"
-        elif kind == "missing":
-            message = f"{field} is required"
-        elif field:
-            message = f"{field}: {message}"
-        items.append({"field": field, "message": message})
+        items.append({"field": field, "message": friendly_message(field, error)})
     return items
 
 

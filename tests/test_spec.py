@@ -25,9 +25,13 @@ def test_a_minimal_spec_gets_the_documented_defaults():
         ({"command": "   "}, "command must not be empty"),
         ({}, "command is required"),
         ({"command": "x", "gpus": -1}, "gpus"),
-        ({"command": "x", "gpus": "two"}, "gpus"),
-        ({"command": "x", "frobnicate": 1}, "unknown field 'frobnicate'"),
-        ({"command": "x", "priority": "asap"}, "priority"),
+        ({"command": "x", "gpus": "two"}, "gpus: Input should be a valid integer (got 'two')"),
+        ({"command": "x", "frobnicate": 1}, "unknown field 'frobnicate'; allowed fields are: command,"),
+        ({"command": "x", "prioritty": "high"}, "unknown field 'prioritty' (did you mean 'priority'?)"),
+        (
+            {"command": "x", "priority": "asap"},
+            "priority: Input should be 'low', 'normal', 'high' or 'urgent' (got 'asap')",
+        ),
         ({"command": "x", "conda_env": "a", "docker_image": "b"}, "not both"),
         ({"command": "x", "docker_image": "--privileged"}, "docker_image"),
         ({"command": "x", "conda_env": "-n"}, "conda_env"),
@@ -80,3 +84,13 @@ def test_after_accepts_clock_times_delays_and_iso_dates():
         parse_when("whenever", now, UTC)
     with pytest.raises(SpecError, match="not a time of day"):
         parse_when("25:00", now, UTC)
+
+
+def test_a_value_of_the_wrong_type_is_quoted_back_only_when_it_is_a_plain_value():
+    with pytest.raises(SpecError) as listed:
+        parse_spec({"command": ["echo", "hi"]})
+    with pytest.raises(SpecError) as long_word:
+        parse_spec({"command": "x", "gpus": "w" * 100})
+
+    assert listed.value.message == "command: Input should be a valid string"
+    assert long_word.value.message.endswith("(got '" + "w" * 56 + "...)")

@@ -31,8 +31,12 @@ def print_json(data: Any) -> None:
 
 
 def error_lines(message: str, errors: Sequence[Mapping[str, Any]] = ()) -> list[str]:
-    """What a refused request prints: the API's message first, then each detail it does not already say."""
-    details = [str(m) for item in errors if (m := item.get("message")) and str(m) not in message]
+    """What a refused request prints: the API's message first, then each detail it does not already say;
+    several problems (the message is then their list) one per line."""
+    messages = [str(m) for item in errors if (m := item.get("message"))]
+    if len(messages) > 1 and message == "; ".join(messages):
+        return [f"error: {len(messages)} problems:", *(f"  - {m}" for m in messages)]
+    details = [m for m in messages if m not in message]
     return [f"error: {message}", *(f"  - {d}" for d in details)]
 
 

@@ -29,7 +29,9 @@ BAD_SPECS = [
         "gpus must be between 0 and 4 on this cluster",
     ),
     case("absurd gpus", {"command": "x", "gpus": 1000}, "gpus", "less than or equal to 64"),
-    case("gpus as a word", {"command": "x", "gpus": "two"}, "gpus", "valid integer"),
+    case(
+        "gpus as a word", {"command": "x", "gpus": "two"}, "gpus: Input should be a valid integer (got 'two')"
+    ),
     case("gpus as a fraction", {"command": "x", "gpus": 1.5}, "gpus", "valid integer"),
     case(
         "gpus as a boolean",
@@ -54,7 +56,12 @@ BAD_SPECS = [
         "priority",
         "'low', 'normal', 'high' or 'urgent'",
     ),
-    case("unknown field", {"command": "x", "gpu": 2}, "unknown field 'gpu'", "allowed fields are"),
+    case(
+        "unknown field",
+        {"command": "x", "gpu": 2},
+        "unknown field 'gpu' (did you mean 'gpus'?)",
+        "allowed fields",
+    ),
     case("team in the spec", {"command": "x", "team": "other"}, "unknown field 'team'"),
     case("malformed JSON", '{"command": "echo hi",', "the request body is not valid JSON"),
     case("JSON array body", '[{"command": "echo hi"}]', "the request body must be a JSON object"),

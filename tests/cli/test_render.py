@@ -35,6 +35,21 @@ def test_a_refusal_prints_the_apis_message_first_then_only_the_details_it_does_n
     ]
 
 
+def test_several_problems_print_one_per_line() -> None:
+    errors = [
+        {"message": "gpus: Input should be a valid integer (got 'two')"},
+        {"message": "unknown field 'x'"},
+    ]
+
+    lines = error_lines("gpus: Input should be a valid integer (got 'two'); unknown field 'x'", errors)
+
+    assert lines == [
+        "error: 2 problems:",
+        "  - gpus: Input should be a valid integer (got 'two')",
+        "  - unknown field 'x'",
+    ]
+
+
 def _text(renderable: object) -> str:
     console = Console(record=True, width=200)
     console.print(renderable)
