@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import re
 from collections.abc import Sequence
 from datetime import datetime, tzinfo
 from typing import Any
@@ -14,26 +16,33 @@ from scheduler.store.tasks import NewTask
 MIB_PER_GB = 1024
 
 
+_LAUNCHERS = frozenset(
+    {"python", "python3", "bash", "sh", "torchrun", "accelerate", "deepspeed", "srun", "env", "uv", "run",
+     "launch", "nohup", "time", "exec", "conda", "poetry", "pipenv", "mpirun", "horovodrun"}
+)  # fmt: skip
+_SCRIPT = re.compile(r"[\w.\-/]*\.(?:py|sh|bash|ipynb|jl|R|lua|js|ts|rb|pl)$")
+
+
 def default_name(command: str) -> str:
-    """A readable name from the command: its first word that is not an interpreter or a flag."""
-    words = [w for w in command.split() if not w.startswith("-")]
-    skip = {
-        "python",
-        "python3",
-        "bash",
-        "sh",
-        "torchrun",
-        "accelerate",
-        "deepspeed",
-        "srun",
-        "env",
-        "uv",
-        "run",
-    }
+    """A readable name from the command, which is also what learned run times are keyed by: the script it
+    runs (`train.py`, wherever it sits in the command), else the module of `python -m`, else its first
+    word that is not a launcher, a flag, a flag's number or a VAR=value; `python -c` code is `python -c`."""
+    words = [w.strip("'\"") for w in command.split()]
     for word in words:
-        if word.split("/")[-1] not in skip and "=" not in word:
+        if _SCRIPT.fullmatch(word):
             return word.split("/")[-1][:120]
-    return (words[0] if words else "task")[:120]
+    for flag, value in itertools.pairwise(words):
+        if flag == "-m" and not value.startswith("-"):
+            return value[:120]
+    first = words[0].split("/")[-1] if words else ""
+    if "-c" in words and first in _LAUNCHERS:
+        return f"{first} -c"
+    for word in words:
+        base = word.split("/")[-1]
+        flag_or_number = word.startswith("-") or "=" in word or base.replace(".", "", 1).isdigit()
+        if base and base not in _LAUNCHERS and not flag_or_number:
+            return base[:120]
+    return (first or "task")[:120]
 
 
 def _localize(moment: datetime | None, zone: tzinfo) -> datetime | None:

@@ -9,6 +9,7 @@ import pytest
 
 from scheduler.errors import SpecError
 from scheduler.spec import load_spec_file, parse_spec
+from scheduler.submission import default_name
 from scheduler.timeparse import parse_when
 
 
@@ -94,3 +95,23 @@ def test_a_value_of_the_wrong_type_is_quoted_back_only_when_it_is_a_plain_value(
 
     assert listed.value.message == "command: Input should be a valid string"
     assert long_word.value.message.endswith("(got '" + "w" * 56 + "...)")
+
+
+@pytest.mark.parametrize(
+    ("command", "name"),
+    [
+        ("python train.py --epochs 3", "train.py"),
+        ("torchrun --nproc_per_node 4 train.py", "train.py"),  # not "4"
+        ("python -m torch.distributed.run --nproc_per_node=8 scripts/finetune.py", "finetune.py"),
+        ("accelerate launch --num_processes 2 sft.py", "sft.py"),
+        ("CUDA_LAUNCH_BLOCKING=1 /usr/bin/python3 /home/a/eval.py", "eval.py"),
+        ("bash -c 'cd exp && python eval.py'", "eval.py"),
+        ("./run.sh 3", "run.sh"),
+        ("python -m pytest -x", "pytest"),
+        ('python3 -c "import json; print(1)"', "python3 -c"),  # not "\"import"
+        ("sleep 300", "sleep"),
+        ("", "task"),
+    ],
+)
+def test_a_task_without_a_name_is_named_after_what_it_runs(command, name):
+    assert default_name(command) == name

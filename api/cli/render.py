@@ -71,7 +71,8 @@ def tasks_table(tasks: list[dict[str, Any]], title: str = "tasks") -> Table:
     for column in ("gpus", "team/user", "node:gpus", "submitted", "started", "finished"):
         table.add_column(column, overflow="fold")
     for task in tasks:
-        where = f"{task['node']}:{','.join(map(str, task['gpu_indices']))}" if task.get("node") else "-"
+        indices = ",".join(map(str, task.get("gpu_indices") or []))
+        where = "-" if not task.get("node") else f"{task['node']}:{indices}" if indices else str(task["node"])
         table.add_row(
             str(task["id"]),
             str(task["name"]),

@@ -69,6 +69,19 @@ def test_a_tasks_status_names_its_reason_only_when_it_says_more() -> None:
     assert "failed (no_os_account)" in text
 
 
+def test_where_a_task_runs_shows_its_node_and_gpus_and_no_empty_gpu_list() -> None:
+    row = {"name": "x", "status": "running", "team": "t", "user": "u"}
+    tasks = [
+        {**row, "id": 1, "gpus": 2, "node": "gpu-box", "gpu_indices": [2, 3]},
+        {**row, "id": 2, "gpus": 0, "node": "gpu-box", "gpu_indices": []},
+        {**row, "id": 3, "gpus": 1, "node": None, "gpu_indices": []},
+    ]
+
+    rows = [line.split("│") for line in _text(tasks_table(tasks)).splitlines() if line.startswith("│")]
+
+    assert [cells[6].strip() for cells in rows] == ["gpu-box:2,3", "gpu-box", "-"]
+
+
 def test_the_report_gives_waits_in_units_a_person_reads() -> None:
     row = {"gpu_hours": 1.0, "tasks": 3, "energy_kwh": 0.3, "cost": 0.1}
     report = {
