@@ -64,7 +64,7 @@ def redis_for(settings: Settings, may_start: bool) -> Iterator[str]:
             return
     if not may_start:
         raise SystemExit("no Redis: set NIGHTSHIFT_REDIS_URL, or start `nightshift up` on this machine first")
-    server = EmbeddedRedis(settings.home / "redis").start()
+    server = EmbeddedRedis(settings.home / "redis", stop_with_parent=True).start()
     url_file.write_text(server.url, encoding="utf-8")
     log.info("started embedded redis-server at %s (AOF in %s)", server.url, server.data_dir)
     try:

@@ -6,14 +6,17 @@ Each pass looks only at the head of the queue (`PolicyConfig.window` tasks), so 
 
 from __future__ import annotations
 
+import contextlib
 import logging
-import secrets
 import threading
 import time
 from dataclasses import replace
 
+import redis
+
 from scheduler.clock import now_ms
 from scheduler.cluster_state import ClusterState, RowCache, UsageCache, gather_state
+from scheduler.held_key import HeldKey
 from scheduler.metrics import record_lease_expiries, record_pass
 from scheduler.policy import engine
 from scheduler.policy.config import PolicyConfig
@@ -29,11 +32,13 @@ FULL_RECONCILE_EVERY_S = 60.0
 class Dispatcher:
     """Runs scheduling passes for one cluster."""
 
-    def __init__(self, cluster: Cluster, config: PolicyConfig | None = None, name: str | None = None) -> None:
+    def __init__(self, cluster: Cluster, config: PolicyConfig | None = None) -> None:
         self.cluster = cluster
         self.config = config or cluster.policy_config
         self._pass_policy = self.config  # `config` with the typical run time last applied
-        self.name = name or f"scheduler-{secrets.token_hex(4)}"
+        # the leader lock: one scheduler passes at a time; one that crashed on this machine is taken over
+        # at once (its lock would otherwise outlive it by the TTL, or come back with Redis's AOF)
+        self.leader = HeldKey(cluster.queue.client, cluster.queue.keys.scheduler_lock, LEADER_LOCK_TTL_MS)
         self.usage = UsageCache(cluster, background=True)
         self.rows = RowCache()
         self.last_decisions = Decisions()
@@ -124,14 +129,7 @@ class Dispatcher:
         return requeued
 
     def _is_leader(self) -> bool:
-        client = self.cluster.queue.client
-        key = self.cluster.queue.keys.scheduler_lock
-        if client.set(key, self.name, nx=True, px=LEADER_LOCK_TTL_MS):
-            return True
-        if client.get(key) == self.name:
-            client.pexpire(key, LEADER_LOCK_TTL_MS)
-            return True
-        return False
+        return self.leader.hold() is None
 
     def _reconcile_redis(self, last_reconcile: float) -> float:
         """Rebuild Redis from SQL at once when it lost its data; once a minute, check it and repair it.
@@ -176,7 +174,7 @@ class Dispatcher:
 
     def run(self, stop: threading.Event) -> None:
         """Serve until `stop` is set: a pass on every doorbell ring and when a lease runs out (its task is
-        requeued at once), and a safety pass every few seconds."""
+        requeued at once), and a safety pass every few seconds; then give the leader lock up."""
         safety_s = self.cluster.settings.scheduler_safety_pass_s
         last_safety = last_reconcile = -1e9
         while not stop.is_set():
@@ -199,6 +197,10 @@ class Dispatcher:
             self.cluster.queue.wait_scheduler_doorbell(
                 self._idle_wait_s(safety_s) if not stop.is_set() else 0.01
             )
+        with contextlib.suppress(
+            redis.RedisError
+        ):  # a clean stop: the next scheduler need not wait out the TTL
+            self.leader.release()
 
     def _lease_due(self) -> bool:
         """True when the first lease the last pass saw has run out."""

@@ -5,7 +5,9 @@ nightshift only ever stops a server it started itself; it never flushes or stops
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -15,6 +17,7 @@ from types import TracebackType
 import redis
 
 from scheduler.errors import ServiceUnavailable
+from scheduler.executor.parent_death import die_with_parent, setpriv_path
 
 START_TIMEOUT_S = 15.0
 
@@ -48,10 +51,16 @@ def free_port() -> int:
 class EmbeddedRedis:
     """A private redis-server process: AOF persistence, no eviction, bound to 127.0.0.1."""
 
-    def __init__(self, data_dir: Path, port: int | None = None, appendonly: bool = True) -> None:
+    def __init__(
+        self, data_dir: Path, port: int | None = None, appendonly: bool = True, stop_with_parent: bool = False
+    ) -> None:
         self.data_dir = data_dir
         self.port = port or free_port()
         self.appendonly = appendonly
+        # SIGTERM (a clean shutdown that writes the AOF) when the thread that started it dies, even by
+        # SIGKILL: `nightshift up` leaves no redis-server behind. Only for a thread that lives as long as
+        # its process (the main thread of `nightshift up`).
+        self.stop_with_parent = stop_with_parent
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -74,7 +83,16 @@ class EmbeddedRedis:
             "--protected-mode", "yes",
             "--logfile", str(self.data_dir / "redis.log"),
         ]  # fmt: skip
-        self.process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        preexec = None
+        if self.stop_with_parent:
+            setpriv = setpriv_path()
+            if setpriv is not None:
+                argv = [setpriv, "--pdeathsig", "TERM", "--", *argv]
+            else:
+                preexec = die_with_parent(os.getpid(), signal.SIGTERM)
+        self.process = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, preexec_fn=preexec
+        )
         deadline = time.monotonic() + START_TIMEOUT_S
         client = redis.Redis(port=self.port, socket_connect_timeout=0.5)
         try:

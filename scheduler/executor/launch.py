@@ -10,7 +10,6 @@ job started from a short-lived pool thread would be killed when that thread ends
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import fnmatch
 import functools
 import logging
@@ -28,6 +27,7 @@ from typing import Any
 
 from scheduler.accounts import OsAccount
 from scheduler.errors import ExecutorError
+from scheduler.executor.parent_death import die_with_parent, setpriv_path
 from scheduler.executor.process import RunningJob
 from scheduler.executor.reaper import TOKEN_VAR, check_run_token
 
@@ -52,7 +52,6 @@ SECRET_ENV_PATTERNS: tuple[str, ...] = (
     "DATABASE_URL",
     "REDIS_URL",
 )
-_PR_SET_PDEATHSIG = 1
 
 
 @dataclass(frozen=True)
@@ -198,52 +197,17 @@ def build_env(request: LaunchRequest, base_env: Mapping[str, str]) -> dict[str, 
     return env
 
 
-def _load_prctl() -> Callable[..., int] | None:
-    try:
-        prctl: Any = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
-    prctl.restype = ctypes.c_int
-    return prctl  # type: ignore[no-any-return]
-
-
-# Looked up once here, in the parent: the child between fork and exec should only call it, not load libraries.
-_PRCTL = _load_prctl()
-
-
-def _die_with_parent(parent_pid: int) -> Callable[[], None]:
-    # Runs after Popen switched to the job's account (`user=`/`group=`): a change of credentials clears the
-    # parent-death signal, so it must be set afterwards, here.
-    def preexec() -> None:
-        # Fail-safe: without the parent-death signal the job still runs, and the token sweep still finds it.
-        with contextlib.suppress(Exception):
-            if _PRCTL is not None:
-                _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-            if os.getppid() != parent_pid:  # the worker died before prctl took effect
-                os.kill(os.getpid(), signal.SIGKILL)
-
-    return preexec
-
-
-_SETPRIV: list[str | None] = []  # `setpriv` (util-linux), looked up once
 _ENV_DEFAULT_SIGNALS: list[list[str]] = []  # the `env --default-signal` prefix, or [] where `env` lacks it
-
-
-def _setpriv() -> str | None:
-    if not _SETPRIV:
-        _SETPRIV.append(shutil.which("setpriv"))
-    return _SETPRIV[0]
 
 
 def _guarded(argv: list[str], parent_pid: int) -> list[str] | None:
     """`argv` behind `setpriv --pdeathsig KILL` and a check that the worker is still its parent.
 
-    The same guarantee as `_die_with_parent`, without a Python `preexec_fn`: that forbids vfork, so every
+    The same guarantee as `die_with_parent`, without a Python `preexec_fn`: that forbids vfork, so every
     launch would fork the whole worker process (about 10 ms for a 150 MB worker, on every task's path).
-    None when `setpriv` is missing (then `_die_with_parent` is used).
+    None when `setpriv` is missing (then `die_with_parent` is used).
     """
-    setpriv = _setpriv()
+    setpriv = setpriv_path()
     if setpriv is None:
         return None
     check = f'[ "$PPID" = {int(parent_pid)} ] || kill -KILL $$'
@@ -353,7 +317,7 @@ def start_job(
                 "extra_groups": list(request.run_as.groups),
             }
         # without a change of account, the parent-death signal is set by `setpriv` in the child (vfork, fast);
-        # with one, by `_die_with_parent` after the switch (a change of credentials clears it)
+        # with one, by `die_with_parent` after the switch (a change of credentials clears it)
         guarded = _guarded(argv, os.getpid()) if request.run_as is None else None
         try:
             popen = subprocess.Popen(
@@ -364,7 +328,7 @@ def start_job(
                 cwd=request.workdir,
                 env=env,
                 start_new_session=True,
-                preexec_fn=None if guarded else _die_with_parent(os.getpid()),
+                preexec_fn=None if guarded else die_with_parent(os.getpid()),
                 close_fds=True,
                 **account,
             )

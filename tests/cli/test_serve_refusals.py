@@ -11,8 +11,9 @@ import redis
 
 from api.server import check_port_free, serve
 from scheduler.errors import PortInUse
+from scheduler.held_key import OwnerId, process_started
 from scheduler.keys import RedisKeys
-from scheduler.node_owner import NodeTaken, OwnerId, process_started
+from scheduler.node_owner import NodeTaken
 
 
 def test_a_taken_port_is_refused_with_what_to_do() -> None:

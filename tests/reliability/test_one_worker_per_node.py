@@ -14,8 +14,9 @@ import pytest
 import redis
 
 from scheduler.gpus.simulated import SimulatedGpus
+from scheduler.held_key import OwnerId, process_started
 from scheduler.keys import RedisKeys
-from scheduler.node_owner import NodeOwnership, NodeTaken, OwnerId, process_started
+from scheduler.node_owner import NodeOwnership, NodeTaken
 from scheduler.service import Cluster
 from scheduler.worker import Worker
 
@@ -77,19 +78,37 @@ def test_a_stopped_worker_gives_its_node_up_at_once(cluster, run_in_thread):
     make_worker(cluster).claim_node(wait_s=0)
 
 
-@pytest.mark.parametrize("how", ["its pid is free", "its pid names a newer process"])
+def _stat_fields(pid: int) -> list[str]:
+    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+        return stat.read().rpartition(")")[2].split()
+
+
+@pytest.mark.parametrize(
+    "how", ["its pid is free", "its pid names a newer process", "it is a zombie nobody reaps"]
+)
 def test_a_node_whose_worker_died_on_this_machine_is_taken_over_at_once(cluster, how):
-    # a crashed worker's key, e.g. of a container restarted since (its new pid 1 is not the old pid 1)
+    # a crashed worker's key, e.g. of a container restarted since (its new pid 1 is not the old pid 1), or
+    # of a worker killed where pid 1 does not reap: its zombie keeps the pid and start time
+    zombie = None
     if how == "its pid is free":
         crashed = OwnerId(socket.gethostname(), dead_pid(), 1000, "0badc0de")
-    else:
+    elif how == "its pid names a newer process":
         crashed = OwnerId(socket.gethostname(), 1, (process_started(1) or 0) + 1, "0badc0de")
+    else:
+        zombie = os.fork()
+        if zombie == 0:
+            os._exit(0)
+        wait_until(lambda: _stat_fields(zombie)[0] == "Z")
+        crashed = OwnerId(socket.gethostname(), zombie, int(_stat_fields(zombie)[19]), "0badc0de")
     cluster.queue.client.set(owner_key(cluster), str(crashed), px=60_000)
+    try:
+        worker = make_worker(cluster)
+        worker.claim_node(wait_s=0)
 
-    worker = make_worker(cluster)
-    worker.claim_node(wait_s=0)
-
-    assert cluster.queue.client.get(owner_key(cluster)) == str(worker.ownership.me)
+        assert cluster.queue.client.get(owner_key(cluster)) == str(worker.ownership.me)
+    finally:
+        if zombie is not None:
+            os.waitpid(zombie, 0)
 
 
 def test_a_node_held_from_another_machine_is_taken_once_its_holder_stops_renewing(cluster):
