@@ -61,6 +61,14 @@ def no_room(gpus: int, gpu_memory_mib: int, next_free_in_s: float | None) -> str
     return f"{head}; the next frees in {human_duration(next_free_in_s)}"
 
 
+def out_of_service(out: int, total: int) -> str:
+    """The wait of a task that would fit the cluster but not the GPUs in service now."""
+    return (
+        f"waiting for GPUs out of service ({out} of {total}: a drained or down node, a GPU too hot or "
+        "holding a finished task's memory; `nightshift gpus` shows which)"
+    )
+
+
 def reserved(gpus: int, nodes: tuple[str, ...], in_s: float) -> str:
     """The reason for the top blocked task, which holds the reservation."""
     where = ", ".join(nodes)

@@ -169,3 +169,15 @@ def test_the_oldest_one_gpu_task_keeps_its_rank_order_so_fair_share_still_decide
     usage = {"heavy": TeamUsage("heavy", decayed_gpu_s=1e6), "light": TeamUsage("light", decayed_gpu_s=0.0)}
     queued = [make_task(1, team="heavy"), make_task(2, team="light", enqueued_at_s=60.0)]
     assert started(decide(queued, [], make_gpus(per_node=1), 100.0, CFG, usage)) == [2]
+
+
+def test_a_task_that_fits_only_gpus_out_of_service_says_so_not_that_gpus_are_busy() -> None:
+    gpus = make_gpus(nodes=2, per_node=4)
+    drained = [replace(g, available=g.node != gpus[0].node) for g in gpus]  # the first node drained
+    wide = make_task(1, gpus=4)
+    gone = [replace(g, available=False) for g in gpus]
+
+    assert started(decide([wide], [], drained, 0.0, CFG)) == [1]  # the other node serves it
+    d = decide([wide, make_task(2, gpus=1)], [], gone, 0.0, CFG)
+    assert started(d) == []
+    assert d.pending_reasons[1].startswith("waiting for GPUs out of service (8 of 8: a drained or down node")
