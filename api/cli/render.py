@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -36,8 +37,13 @@ def error_lines(message: str, errors: Sequence[Mapping[str, Any]] = ()) -> list[
     messages = [str(m) for item in errors if (m := item.get("message"))]
     if len(messages) > 1 and message == "; ".join(messages):
         return [f"error: {len(messages)} problems:", *(f"  - {m}" for m in messages)]
-    details = [m for m in messages if m not in message]
+    said = set(_words(message))
+    details = [m for m in messages if not set(_words(m)) <= said]  # not a rewording of the message
     return [f"error: {message}", *(f"  - {d}" for d in details)]
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[\w.']+", text.casefold())
 
 
 def print_error(message: str, errors: Sequence[Mapping[str, Any]] = ()) -> None:

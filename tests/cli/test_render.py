@@ -33,6 +33,11 @@ def test_a_refusal_prints_the_apis_message_first_then_only_the_details_it_does_n
         "error: no GPU on this cluster has 40 GB (the largest has 24 GB)",
         "  - at most 24 GB per GPU on this cluster",
     ]
+    # a detail in other words than the message, but no other facts, is not printed again
+    reworded = [{"loc": ["depends_on"], "message": "task 999 does not exist"}]
+    assert error_lines("depends_on names task 999, which does not exist", reworded) == [
+        "error: depends_on names task 999, which does not exist"
+    ]
 
 
 def test_several_problems_print_one_per_line() -> None:
