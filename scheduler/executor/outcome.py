@@ -47,14 +47,27 @@ class JobOutcome:
         return self.reason == "exit"
 
     def describe(self) -> str:
-        """One human line, e.g. `exit code 1 (nonzero_exit)` or `killed by SIGKILL (timeout)`."""
+        """One human line: `exit code 1`, `stopped at its time limit (killed by SIGTERM)`, `out of memory
+        (exit code 1)`, `killed by SIGSEGV (not sent by nightshift)`."""
         if self.signal is not None:
             try:
-                name = signals.Signals(self.signal).name
+                how = f"killed by {signals.Signals(self.signal).name}"
             except ValueError:
-                name = f"signal {self.signal}"
-            return f"killed by {name} ({self.reason})"
-        return f"exit code {self.exit_code} ({self.reason})"
+                how = f"killed by signal {self.signal}"
+        else:
+            how = f"exit code {self.exit_code}"
+        if self.reason == "signal":
+            return f"{how} (not sent by nightshift)"
+        words = _REASON_WORDS.get(self.reason)
+        return how if words is None else f"{words} ({how})"
+
+
+_REASON_WORDS = {
+    "timeout": "stopped at its time limit",
+    "cancelled": "cancelled",
+    "lost_lease": "stopped: its worker lost the task's lease",
+    "oom": "out of memory",
+}
 
 
 def log_mentions_oom(log_path: Path, start_offset: int = 0) -> bool:

@@ -62,7 +62,7 @@ def test_stdout_and_stderr_land_in_the_log_between_a_header_and_a_footer(run_job
     assert lines[0].startswith("==> nightshift task 12 attempt 1 on GPUs 0,1 at ")
     assert lines[1] == "==> $ echo to-stdout; echo to-stderr >&2; exit 4"
     assert lines[2:4] == ["to-stdout", "to-stderr"]
-    assert lines[4].startswith("==> nightshift task 12 attempt 1 ended: exit code 4 (nonzero_exit) after ")
+    assert lines[4].startswith("==> nightshift task 12 attempt 1 ended: exit code 4 after ")
 
 
 def test_a_second_attempt_appends_to_the_same_log(run_job: RunJob) -> None:
@@ -284,3 +284,25 @@ def test_a_missing_log_folder_is_created(run_job: RunJob, tmp_path: Path) -> Non
     finish(job)
 
     assert "hi" in job.request.log_path.read_text()
+
+
+def test_how_a_job_ended_reads_as_words_for_its_task() -> None:
+    described = {
+        JobOutcome(0, None, "exit").describe(),
+        JobOutcome(3, None, "nonzero_exit").describe(),
+        JobOutcome(None, signal.SIGTERM, "timeout").describe(),
+        JobOutcome(0, None, "cancelled").describe(),
+        JobOutcome(1, None, "oom").describe(),
+        JobOutcome(None, signal.SIGSEGV, "signal").describe(),
+        JobOutcome(None, signal.SIGKILL, "lost_lease").describe(),
+    }
+
+    assert described == {
+        "exit code 0",
+        "exit code 3",
+        "stopped at its time limit (killed by SIGTERM)",
+        "cancelled (exit code 0)",
+        "out of memory (exit code 1)",
+        "killed by SIGSEGV (not sent by nightshift)",
+        "stopped: its worker lost the task's lease (killed by SIGKILL)",
+    }
