@@ -140,6 +140,12 @@ def test_nightshift_up_runs_submitted_tasks_shows_their_logs_and_cancels_with_no
         ]
         assert len(shell.tasks()) == 4
 
+        later = re.search(r"task (\d+)", shell.run("submit", "--after", "+1h", "--", "echo", "x").stdout)
+        assert later is not None
+        not_yet = shell.run("logs", later.group(1))
+        assert not_yet.stdout == ""
+        assert f"task {later.group(1)} has not started (waiting until " in not_yet.stderr
+
         server.send_signal(signal.SIGTERM)
         assert server.wait(timeout=30) == 0
         wait_until(lambda: not _alive(redis_pid), timeout_s=15)
