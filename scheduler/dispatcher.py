@@ -197,9 +197,7 @@ class Dispatcher:
             self.cluster.queue.wait_scheduler_doorbell(
                 self._idle_wait_s(safety_s) if not stop.is_set() else 0.01
             )
-        with contextlib.suppress(
-            redis.RedisError
-        ):  # a clean stop: the next scheduler need not wait out the TTL
+        with contextlib.suppress(redis.RedisError):  # so the next scheduler need not wait out the TTL
             self.leader.release()
 
     def _lease_due(self) -> bool:
