@@ -298,10 +298,10 @@ def logs(
     """Print a task's output."""
 
     def run(client: NightshiftClient) -> None:
-        if client.get_task(task_id)["status"] == "queued":  # no log yet: say why, on stderr
+        if client.get_task(task_id)["status"] == "queued":  # nothing (more) to show yet: say why, on stderr
             reason = client.get(f"/tasks/{task_id}/explain").get("reason") or "queued"
-            then = "its output follows once it starts" if follow else "no output yet"
-            err_console.print(f"task {task_id} has not started ({reason}): {then}", markup=False)
+            then = "; its output follows once it starts" if follow else ""
+            err_console.print(f"task {task_id} is waiting to start ({reason}){then}", markup=False)
         if follow:
             for chunk in client.follow_logs(task_id, tail):
                 sys.stdout.write(chunk)

@@ -144,7 +144,7 @@ def test_nightshift_up_runs_submitted_tasks_shows_their_logs_and_cancels_with_no
         assert later is not None
         not_yet = shell.run("logs", later.group(1))
         assert not_yet.stdout == ""
-        assert f"task {later.group(1)} has not started (waiting until " in not_yet.stderr
+        assert f"task {later.group(1)} is waiting to start (waiting until " in not_yet.stderr
 
         server.send_signal(signal.SIGTERM)
         assert server.wait(timeout=30) == 0
