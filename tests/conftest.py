@@ -45,7 +45,10 @@ def unavailable(message: str) -> NoReturn:
 def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedRedis]:
     """Our own redis-server on a free port, in a temp dir (never a server we did not start)."""
     try:
-        server = EmbeddedRedis(tmp_path_factory.mktemp("redis"), appendonly=False).start()
+        # stops with the test run even when it is killed (a cancelled CI job leaves no server behind)
+        server = EmbeddedRedis(
+            tmp_path_factory.mktemp("redis"), appendonly=False, stop_with_parent=True
+        ).start()
     except ServiceUnavailable as exc:
         unavailable(f"redis-server not available: {exc.message}")
         raise
