@@ -150,6 +150,9 @@ def queue_table(queue: dict[str, Any]) -> Table:
             _short_time(task["submitted_at"]),
             entry.get("reason") or "",
         )
+    hidden = queue["length"] - len(queue["entries"])
+    if hidden > 0:  # positions count them: say why the numbers skip
+        table.caption = f"{hidden} more not shown (other teams' tasks, or past the end of the list)"
     return table
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from api.cli.render import error_lines, stopping_line, tasks_table
+from api.cli.render import error_lines, queue_table, stopping_line, tasks_table
 from api.cli.report import utilization_tables
 
 
@@ -103,3 +103,11 @@ def test_the_report_gives_waits_in_units_a_person_reads() -> None:
 
     assert "usage over the last 1 day, by team" in text
     assert "90 min" in text and "42 s" in text and "2.3 d" in text
+
+
+def test_the_queue_says_how_many_waiting_tasks_it_does_not_show() -> None:
+    task = {"id": 9, "name": "x", "priority": "normal", "gpus": 1, "team": "nlp", "user": "bob"}
+    entry = {"position": 2, "task": {**task, "submitted_at": None}, "reason": "all GPUs are busy"}
+
+    assert "not shown" not in _text(queue_table({"length": 1, "entries": [entry]}))
+    assert "2 more not shown (other teams' tasks" in _text(queue_table({"length": 3, "entries": [entry]}))
