@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
+from api.cli.command_line import words_to_paste
 from api.client import ClientError
 from assistant.client import AssistantClient
 from scheduler.errors import SpecError
@@ -135,7 +136,7 @@ def cli_equivalent(spec: dict[str, Any]) -> str:
         parts += ["--after", shlex.quote(str(spec["not_before"]))]
     for parent in spec.get("depends_on") or []:
         parts += ["--depends-on", str(parent)]
-    return " ".join([*parts, "--", spec.get("command", "")])
+    return " ".join([*parts, "--", words_to_paste(spec.get("command", ""))])
 
 
 def check_limits(spec: TaskSpec, gpus_view: dict[str, Any] | None, max_task_gpus: int) -> None:

@@ -14,6 +14,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from api.cli.ask import ask_command
+from api.cli.command_line import command_from_words
 from api.cli.render import (
     console,
     err_console,
@@ -184,7 +185,7 @@ def build_submit_spec(
         spec = load_spec_file(Path(args[0]))
         args = args[1:]
     if args:
-        spec["command"] = " ".join(args) if len(args) > 1 else args[0]
+        spec["command"] = command_from_words(args)
     if "command" not in spec:
         raise NightshiftError("nothing to run: give a command after `--` (or a spec file with `command`)")
     spec.setdefault("workdir", os.getcwd())
