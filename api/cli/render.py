@@ -258,13 +258,34 @@ def simulation_table(result: dict[str, Any]) -> Table:
     table = Table(
         title=f"simulation: {result['policy']}, {result['jobs']} jobs on {result['gpus']} GPUs",
         title_justify="left",
+        min_width=60,
     )
     table.add_column("metric")
     table.add_column("value", justify="right")
+    table.add_column("")
     for key, value in result.items():
-        if key not in ("policy", "jobs", "gpus", "per_team"):
-            table.add_row(key, f"{value:,.3f}" if isinstance(value, float) else str(value))
+        if key in ("policy", "jobs", "gpus", "per_team"):
+            continue
+        if key.endswith("_s") and isinstance(value, int | float) and key != "wall_s":
+            table.add_row(key, f"{value:,.0f}", duration_words(value))
+        elif isinstance(value, float):
+            table.add_row(key, f"{value:,.3f}", "")
+        else:
+            table.add_row(key, str(value), "")
     return table
+
+
+def duration_words(seconds: float | None) -> str:
+    """`42 s`, `90 min`, `22.8 h`, `6.4 d` (`-` for none): a number of seconds in the unit a person reads."""
+    if seconds is None:
+        return "-"
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} d"
 
 
 def nodes_table(nodes: list[dict[str, Any]]) -> Table:

@@ -8,7 +8,7 @@ import typer
 from rich.console import Group
 from rich.table import Table
 
-from api.cli.render import console, print_error, print_json
+from api.cli.render import console, duration_words, print_error, print_json
 from api.client import ClientError, NightshiftClient
 from scheduler.settings import get_settings
 
@@ -19,19 +19,6 @@ def _num(value: Any, digits: int = 2) -> str:
 
 def _pct(value: Any) -> str:
     return "-" if value is None else f"{value * 100:.0f}%"
-
-
-def _wait(seconds: Any) -> str:
-    """A wait in the unit a person reads it in: seconds, minutes, hours or days."""
-    if seconds is None:
-        return "-"
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 2 * 3600:
-        return f"{seconds / 60:.0f} min"
-    if seconds < 2 * 86400:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86400:.1f} d"
 
 
 def utilization_tables(report: dict[str, Any]) -> Group:
@@ -54,7 +41,7 @@ def utilization_tables(report: dict[str, Any]) -> Group:
     for row in report["rows"]:
         main.add_row(
             row["key"], _num(row["gpu_hours"]), str(row["tasks"]), str(row["succeeded"]), str(row["failed"]),
-            _wait(row["mean_wait_s"]),
+            duration_words(row["mean_wait_s"]),
             _num(row["energy_kwh"]), _num(row["cost"]), _pct(row.get("offpeak_share")),
         )  # fmt: skip
     main.caption = (
@@ -68,7 +55,7 @@ def utilization_tables(report: dict[str, Any]) -> Group:
     for row in report.get("by_day", []):
         days.add_row(
             row["day"], row["team"], _num(row["gpu_hours"]), str(row["tasks"]), _num(row["energy_kwh"]),
-            _num(row["cost"]), _wait(row["p50_wait_s"]), _wait(row["p90_wait_s"]),
+            _num(row["cost"]), duration_words(row["p50_wait_s"]), duration_words(row["p90_wait_s"]),
         )  # fmt: skip
     quota = Table(title="quota use (rolling)")
     for column in ("team", "24 h GPU-h", "day budget", "7 d GPU-h", "week budget"):

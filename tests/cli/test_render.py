@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from api.cli.render import error_lines, queue_table, stopping_line, tasks_table
+from api.cli.render import error_lines, queue_table, simulation_table, stopping_line, tasks_table
 from api.cli.report import utilization_tables
 
 
@@ -111,3 +111,11 @@ def test_the_queue_says_how_many_waiting_tasks_it_does_not_show() -> None:
 
     assert "not shown" not in _text(queue_table({"length": 1, "entries": [entry]}))
     assert "2 more not shown (other teams' tasks" in _text(queue_table({"length": 3, "entries": [entry]}))
+
+
+def test_the_simulators_times_read_in_hours_and_days_too() -> None:
+    result = {"policy": "fifo", "jobs": 3, "gpus": 8, "mean_jct_s": 82000.0, "utilization": 0.3956}
+
+    text = _text(simulation_table(result))
+
+    assert "82,000" in text and "22.8 h" in text and "0.396" in text
