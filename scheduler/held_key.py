@@ -32,37 +32,54 @@ def process_started(pid: int) -> int | None:
         return None
 
 
+def pid_namespace() -> str:
+    """This process's PID namespace (`4026531836`), or "" where /proc does not say: pids are only
+    comparable inside one namespace (containers sharing a host name have their own)."""
+    try:
+        return os.readlink("/proc/self/ns/pid").partition("[")[2].rstrip("]")
+    except OSError:
+        return ""
+
+
 @dataclass(frozen=True, slots=True)
 class OwnerId:
-    """Who holds a key: machine, process (pid and start time) and a nonce (two holders in one process
-    differ too)."""
+    """Who holds a key: machine and PID namespace, process (pid and start time) and a nonce (two holders
+    in one process differ too)."""
 
     host: str
     pid: int
     started: int
     nonce: str
+    pid_ns: str = ""
 
     @classmethod
     def here(cls) -> OwnerId:
         """A new id for a holder in this process."""
         pid = os.getpid()
-        return cls(socket.gethostname(), pid, process_started(pid) or 0, secrets.token_hex(4))
+        started = process_started(pid) or 0
+        return cls(socket.gethostname(), pid, started, secrets.token_hex(4), pid_namespace())
 
     @classmethod
     def parse(cls, text: str) -> OwnerId | None:
         """The id written by `__str__`, or None for anything else."""
         host, _, rest = text.rpartition(" pid ")
         parts = rest.split()
+        if len(parts) == 6 and parts[3] == "ns":
+            parts, pid_ns = [*parts[:3], parts[5]], parts[4]
+        else:
+            pid_ns = ""
         if not host or len(parts) != 4 or parts[1] != "started" or not (parts[0] + parts[2]).isdigit():
             return None
-        return cls(host, int(parts[0]), int(parts[2]), parts[3])
+        return cls(host, int(parts[0]), int(parts[2]), parts[3], pid_ns)
 
     def __str__(self) -> str:
-        return f"{self.host} pid {self.pid} started {self.started} {self.nonce}"
+        ns = f" ns {self.pid_ns}" if self.pid_ns else ""
+        return f"{self.host} pid {self.pid} started {self.started}{ns} {self.nonce}"
 
     def on_this_machine(self) -> bool:
-        """True when the holder ran on this machine (same host name)."""
-        return self.host == socket.gethostname()
+        """True when the holder ran on this machine (same host name) where we can see its pid (same PID
+        namespace: a container sharing the host's name has pids of its own)."""
+        return self.host == socket.gethostname() and self.pid_ns == pid_namespace()
 
     def gone(self) -> bool:
         """True when this holder ran on this machine and its process no longer exists (its pid is free, or

@@ -11,7 +11,7 @@ import redis
 
 from api.server import check_port_free, serve
 from scheduler.errors import PortInUse
-from scheduler.held_key import OwnerId, process_started
+from scheduler.held_key import OwnerId, pid_namespace, process_started
 from scheduler.keys import RedisKeys
 from scheduler.node_owner import NodeTaken
 
@@ -33,7 +33,9 @@ def test_a_worker_for_a_node_another_live_worker_serves_refuses_before_touching_
 ) -> None:
     settings = make_settings(redis_url=redis_url, database_url=f"sqlite:///{tmp_path / 'ns.db'}")
     client = redis.Redis.from_url(redis_url)
-    holder = str(OwnerId(socket.gethostname(), 1, process_started(1) or 0, "0000beef"))  # alive, here
+    holder = str(
+        OwnerId(socket.gethostname(), 1, process_started(1) or 0, "0000beef", pid_namespace())
+    )  # alive, here
     client.set(RedisKeys().node_owner("node-a"), holder)
 
     expected = f"node 'node-a' is already served by another worker \\(pid 1 on {socket.gethostname()};"

@@ -14,7 +14,7 @@ import pytest
 import redis
 
 from scheduler.gpus.simulated import SimulatedGpus
-from scheduler.held_key import OwnerId, process_started
+from scheduler.held_key import OwnerId, pid_namespace, process_started
 from scheduler.keys import RedisKeys
 from scheduler.node_owner import NodeOwnership, NodeTaken
 from scheduler.service import Cluster
@@ -91,15 +91,17 @@ def test_a_node_whose_worker_died_on_this_machine_is_taken_over_at_once(cluster,
     # of a worker killed where pid 1 does not reap: its zombie keeps the pid and start time
     zombie = None
     if how == "its pid is free":
-        crashed = OwnerId(socket.gethostname(), dead_pid(), 1000, "0badc0de")
+        crashed = OwnerId(socket.gethostname(), dead_pid(), 1000, "0badc0de", pid_namespace())
     elif how == "its pid names a newer process":
-        crashed = OwnerId(socket.gethostname(), 1, (process_started(1) or 0) + 1, "0badc0de")
+        crashed = OwnerId(socket.gethostname(), 1, (process_started(1) or 0) + 1, "0badc0de", pid_namespace())
     else:
         zombie = os.fork()
         if zombie == 0:
             os._exit(0)
         wait_until(lambda: _stat_fields(zombie)[0] == "Z")
-        crashed = OwnerId(socket.gethostname(), zombie, int(_stat_fields(zombie)[19]), "0badc0de")
+        crashed = OwnerId(
+            socket.gethostname(), zombie, int(_stat_fields(zombie)[19]), "0badc0de", pid_namespace()
+        )
     cluster.queue.client.set(owner_key(cluster), str(crashed), px=60_000)
     try:
         worker = make_worker(cluster)
@@ -111,14 +113,19 @@ def test_a_node_whose_worker_died_on_this_machine_is_taken_over_at_once(cluster,
             os.waitpid(zombie, 0)
 
 
-def test_a_node_held_from_another_machine_is_taken_once_its_holder_stops_renewing(cluster):
+@pytest.mark.parametrize("where", ["another machine", "a container with this host name"])
+def test_a_node_held_from_another_machine_is_taken_once_its_holder_stops_renewing(cluster, where):
+    # a holder whose pids we cannot see: another host, or this host name in another PID namespace (its
+    # pid 4242 means nothing here, so its liveness cannot be judged from here)
+    host, ns = ("gpu-box-2", "") if where == "another machine" else (socket.gethostname(), "4026531999")
+    holder = OwnerId(host, 4242, 77, "cafe0001", ns)
     client = cluster.queue.client
-    client.set(owner_key(cluster), "gpu-box-2 pid 4242 started 77 cafe0001", px=300)
+    client.set(owner_key(cluster), str(holder), px=300)
 
     make_worker(cluster).claim_node(wait_s=5)  # the key expires after 0.3 s
 
-    client.set(owner_key(cluster), "gpu-box-2 pid 4242 started 77 cafe0002")  # a live holder keeps renewing
-    with pytest.raises(NodeTaken, match="pid 4242 on gpu-box-2"):
+    client.set(owner_key(cluster), str(holder))  # a live holder keeps renewing
+    with pytest.raises(NodeTaken, match=f"pid 4242 on {host}"):
         make_worker(cluster).claim_node(wait_s=0.5)
 
 

@@ -10,7 +10,7 @@ import time
 
 from scheduler.clock import now_ms
 from scheduler.dispatcher import LEADER_LOCK_TTL_MS, Dispatcher
-from scheduler.held_key import OwnerId, process_started
+from scheduler.held_key import OwnerId, pid_namespace, process_started
 from scheduler.nodes import NodeGpu
 from tests.conftest import wait_until
 
@@ -37,7 +37,7 @@ def _queued_task(cluster, make_identity, tmp_path):
 
 def test_a_crashed_schedulers_lock_is_taken_over_at_once(cluster, make_identity, run_in_thread, tmp_path):
     # Given the lock of a scheduler that crashed on this machine, with most of its TTL left
-    crashed = OwnerId(socket.gethostname(), _dead_pid(), 1000, "0badc0de")
+    crashed = OwnerId(socket.gethostname(), _dead_pid(), 1000, "0badc0de", pid_namespace())
     cluster.queue.client.set(cluster.queue.keys.scheduler_lock, str(crashed), px=LEADER_LOCK_TTL_MS)
     task = _queued_task(cluster, make_identity, tmp_path)
 
@@ -56,7 +56,7 @@ def test_a_crashed_schedulers_lock_is_taken_over_at_once(cluster, make_identity,
 
 def test_a_live_schedulers_lock_is_left_alone(cluster, make_identity, run_in_thread, tmp_path):
     # Given the lock of a live scheduler on this machine (pid 1 stands in for it)
-    live = str(OwnerId(socket.gethostname(), 1, process_started(1) or 0, "0000beef"))
+    live = str(OwnerId(socket.gethostname(), 1, process_started(1) or 0, "0000beef", pid_namespace()))
     cluster.queue.client.set(cluster.queue.keys.scheduler_lock, live, px=LEADER_LOCK_TTL_MS)
     task = _queued_task(cluster, make_identity, tmp_path)
 
