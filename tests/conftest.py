@@ -17,6 +17,7 @@ import pytest
 import redis
 
 from scheduler.errors import ServiceUnavailable
+from scheduler.executor.parent_death import setpriv_path
 from scheduler.redis_server import EmbeddedRedis
 from scheduler.service import Cluster
 from scheduler.settings import Settings
@@ -32,6 +33,14 @@ os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 # The suite runs as root in CI containers: jobs of unmapped users may run as root here (tests/security
 # checks the refusal with allow_root_jobs=False explicitly). Subprocesses (`nightshift up`) inherit it.
 os.environ.setdefault("NIGHTSHIFT_ALLOW_ROOT_JOBS", "true")
+
+
+def stops_with_test_run() -> list[str]:
+    """An argv prefix that has a service process started by a test get SIGTERM when the test run dies,
+    even by SIGKILL (`setpriv --pdeathsig`; none where setpriv is missing): a cancelled run leaves no
+    `nightshift` behind. Only for processes started from the main thread."""
+    setpriv = setpriv_path()
+    return [setpriv, "--pdeathsig", "TERM", "--"] if setpriv else []
 
 
 def unavailable(message: str) -> NoReturn:

@@ -12,7 +12,7 @@ import psutil
 import pytest
 
 from tests.cli.test_end_to_end import NIGHTSHIFT, _alive, _healthy, env  # noqa: F401 - `env` is a fixture
-from tests.conftest import wait_until
+from tests.conftest import stops_with_test_run, wait_until
 
 
 def _api_children(parent_pid: int) -> list[psutil.Process]:
@@ -37,7 +37,7 @@ def test_two_api_processes_share_the_rate_limit_and_stop_together(env, tmp_path)
     port = url.rsplit(":", 1)[1]
     log = (tmp_path / "server.log").open("w")
     server = subprocess.Popen(
-        [*NIGHTSHIFT, "up", "--port", port], env=env, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT,
+        [*stops_with_test_run(), *NIGHTSHIFT, "up", "--port", port], env=env, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT,
         start_new_session=True,
     )  # fmt: skip
     children: list[psutil.Process] = []

@@ -17,7 +17,7 @@ import pytest
 
 from scheduler.errors import ServiceUnavailable
 from scheduler.redis_server import find_redis_server, free_port
-from tests.conftest import unavailable, wait_until
+from tests.conftest import stops_with_test_run, unavailable, wait_until
 
 CONSOLE_SCRIPT = Path(sys.executable).with_name(
     "nightshift"
@@ -90,7 +90,7 @@ def test_nightshift_up_runs_submitted_tasks_shows_their_logs_and_cancels_with_no
     port = url.rsplit(":", 1)[1]
     server_log = (tmp_path / "server.log").open("w")
     server = subprocess.Popen(
-        [*NIGHTSHIFT, "up", "--port", port],
+        [*stops_with_test_run(), *NIGHTSHIFT, "up", "--port", port],
         env=env,
         cwd=tmp_path,
         stdout=server_log,

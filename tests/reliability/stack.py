@@ -18,10 +18,10 @@ from typing import Any
 
 import httpx
 
-from scheduler.executor.parent_death import setpriv_path
 from scheduler.store.db import create_db_engine, make_session_factory, migrate
 from scheduler.store.identity import create_token
 from scheduler.store.tasks import TaskStore
+from tests.conftest import stops_with_test_run
 
 NIGHTSHIFT = str(Path(sys.executable).parent / "nightshift")
 FAST = {
@@ -84,10 +84,8 @@ class Stack:
     def start(self, name: str, *args: str, **env: str) -> subprocess.Popen[bytes]:
         """Start `nightshift ARGS` as process `name` (its output in `<name>.log`)."""
         log = open(self.folder / f"{name}.log", "ab")  # noqa: SIM115 - the child holds it
-        setpriv = setpriv_path()  # the process stops when the test run dies, even by SIGKILL
-        stop_with_us = [setpriv, "--pdeathsig", "TERM", "--"] if setpriv else []
         process = subprocess.Popen(
-            [*stop_with_us, NIGHTSHIFT, *args],
+            [*stops_with_test_run(), NIGHTSHIFT, *args],
             env={**self.env, **env},
             stdout=log,
             stderr=subprocess.STDOUT,
