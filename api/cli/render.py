@@ -239,8 +239,13 @@ def quota_table(data: dict[str, Any]) -> Table:
     table = Table(title=f"quota of team {data['team']}: {data['state']}", title_justify="left")
     for column in ("what", "used", "limit", "state"):
         table.add_column(column)
-    cap = data.get("gpu_cap")
-    table.add_row("GPUs now", str(data["gpus_in_use"]), "-" if cap is None else str(cap), "")
+    cap, in_use = data.get("gpu_cap"), data["gpus_in_use"]
+    cap_state = ""
+    if cap is not None and in_use > cap:
+        cap_state = "borrowing idle GPUs (no new starts above the cap while others wait)"
+    elif cap is not None and in_use == cap:
+        cap_state = "at its cap"
+    table.add_row("GPUs now", f"{in_use:g}", "-" if cap is None else str(cap), cap_state)
     for period in ("day", "week"):
         item = data[period]
         budget = item["budget_gpu_h"]

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from api.cli.render import error_lines, queue_table, simulation_table, stopping_line, tasks_table
+from api.cli.render import (
+    error_lines,
+    queue_table,
+    quota_table,
+    simulation_table,
+    stopping_line,
+    tasks_table,
+)
 from api.cli.report import utilization_tables
 
 
@@ -119,3 +126,12 @@ def test_the_simulators_times_read_in_hours_and_days_too() -> None:
     text = _text(simulation_table(result))
 
     assert "82,000" in text and "22.8 h" in text and "0.396" in text
+
+
+def test_a_team_above_its_cap_is_shown_borrowing_idle_gpus() -> None:
+    period = {"used_gpu_h": 0.0, "budget_gpu_h": None, "state": "ok"}
+    quota = {"team": "nlp", "state": "ok", "gpu_cap": 2, "day": period, "week": period}
+
+    assert "borrowing idle GPUs" in _text(quota_table({**quota, "gpus_in_use": 3}))
+    assert "at its cap" in _text(quota_table({**quota, "gpus_in_use": 2}))
+    assert "borrowing" not in _text(quota_table({**quota, "gpus_in_use": 1}))
