@@ -208,7 +208,7 @@ def summarize(
     start, why = earliest_start(now, not_before, bool(spec.get("offpeak")), offpeak_windows)
     summary: dict[str, Any] = {"start_label": start_label(start, now, why, immediate=start <= now)}
     minutes = spec.get("estimated_minutes") or spec.get("time_limit_minutes")
-    estimated_start = start
+    estimated_start: datetime | None = start
     if client is not None:
         try:
             est = client.estimate(
@@ -219,13 +219,16 @@ def summarize(
             summary["wait_reason"] = est.get("reason")
             if est.get("start"):
                 estimated_start = max(start, datetime.fromisoformat(est["start"]).astimezone(now.tzinfo))
+            elif est.get("reason"):  # it cannot start as things stand (a used-up budget, no such GPU)
+                estimated_start = None
             if est.get("energy_cost") is not None:
                 summary["energy_cost"] = est["energy_cost"]
         except ClientError:
             pass
-    summary["estimated_start"] = estimated_start.isoformat()
-    if minutes:
-        summary["estimated_end"] = (estimated_start + timedelta(minutes=float(minutes))).isoformat()
+    if estimated_start is not None:
+        summary["estimated_start"] = estimated_start.isoformat()
+        if minutes:
+            summary["estimated_end"] = (estimated_start + timedelta(minutes=float(minutes))).isoformat()
     summary["energy"] = _energy(spec, gpus_view, minutes)
     summary["quota"] = _quota_effect(spec, client, minutes)
     summary["cli"] = cli_equivalent(spec)
@@ -244,12 +247,18 @@ def _quota_effect(spec: dict[str, Any], client: AssistantClient | None, minutes:
     budget = day.get("budget_gpu_h")
     if budget is None:
         return f"team {quota.get('team')}: no daily budget" + (f"; uses ~{gpu_h:.1f} GPU-h" if gpu_h else "")
-    left = float(budget) - float(day.get("used_gpu_h", 0))
+    team, used = quota.get("team"), float(day.get("used_gpu_h", 0))
+    left = float(budget) - used
+    if day.get("state") == "exhausted" or left <= 0:  # the hard limit: no new starts until usage falls
+        spent = f"{used:.2g} of {float(budget):g} GPU-h"
+        return f"team {team}'s day budget is used up ({spent}): it waits until the team's usage falls"
     if gpu_h is None:
-        team, state = quota.get("team"), day.get("state")
-        return f"team {team}: {left:.1f} of {float(budget):.0f} GPU-h left today ({state})"
+        return f"team {team}: {left:.1f} of {float(budget):g} GPU-h left today ({day.get('state')})"
     after = left - gpu_h
-    state = "over budget: it will run, with a warning" if after < 0 else f"{after:.1f} GPU-h left after it"
+    if after < 0:  # it starts (never killed), and the team's next tasks wait
+        state = "it would take the team over its day budget: it runs, and later tasks wait"
+    else:
+        state = f"{after:.1f} GPU-h left after it"
     return f"uses ~{gpu_h:.1f} of the team's {left:.1f} GPU-h left today; {state}"
 
 

@@ -103,6 +103,9 @@ def card_text(card: dict[str, Any], lang: str, now: datetime | None = None) -> s
                 f"，预计 {when(summary['estimated_end'], now, lang)} 完成",
             )
         lines.append(f"• {_t(lang, 'estimate', '预计')}: {text}")
+    elif summary.get("wait_reason"):
+        reason = unwrap(summary["wait_reason"])
+        lines.append(f"• {_t(lang, 'estimate', '预计')}: {_t(lang, 'none yet', '暂无')} — {reason}")
     extras = [
         f"{key}={spec[key]}"
         for key in (

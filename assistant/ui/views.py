@@ -217,6 +217,8 @@ def card_html(card: dict[str, Any], zone: tzinfo | None = None) -> str:
             rows.append(_row("may start", summary["start_label"]))
         if summary.get("estimated_start"):
             rows.append(_row("estimated start", short_time(summary["estimated_start"], zone)))
+        elif summary.get("wait_reason"):
+            rows.append(_row("estimated start", f"none yet: {unwrap(summary['wait_reason'])}"))
         if summary.get("estimated_end"):
             rows.append(_row("estimated finish", short_time(summary["estimated_end"], zone)))
         for key in ("time_limit_minutes", "retries", "conda_env", "docker_image", "depends_on", "deadline"):

@@ -1,0 +1,62 @@
+"""A submit card for a team whose day budget is used up says the task would wait and why, instead of
+promising a start now and '-0.1 of 0 GPU-h left'."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from fastapi.testclient import TestClient
+
+from api.main import create_app
+from assistant.agent import Assistant
+from assistant.client import AssistantClient
+from assistant.replies import card_text
+from scheduler.clock import now_ms
+from scheduler.nodes import NodeGpu
+from scheduler.service import Cluster
+from tests.assistant.conftest import NOW, AppTransport, new_endpoints
+from tests.conftest import wait_until
+
+GB = 1024
+BUDGET_GPU_H = 0.0001  # 0.36 GPU-seconds: a task running for a second uses it up
+
+
+@pytest.fixture
+def budget_cluster(make_settings, redis_url, tmp_path):
+    settings = make_settings(
+        database_url=f"sqlite:///{tmp_path / 'nightshift.db'}", day_budget_gpu_h={"vision": BUDGET_GPU_H}
+    )
+    settings.home.mkdir(parents=True, exist_ok=True)
+    cluster = Cluster.open(settings, redis_url)
+    cluster.rebuild_redis()
+    yield cluster
+    cluster.close()
+
+
+def test_a_card_for_a_team_over_its_day_budget_says_it_would_wait(budget_cluster, make_identity, tmp_path):
+    cluster = budget_cluster
+    who, token = make_identity("alice", "vision")
+    cluster.nodes.publish("node-a", [NodeGpu(0, "SIM", 24 * GB, 24 * GB)], now_ms(), "simulated")
+    # Given the team's task has been running long enough to use up its day budget
+    task, _ = cluster.submit(who, {"command": "sleep 60", "workdir": str(tmp_path)})
+    assert cluster.queue.assign(task.id, "node-a", [0], now_ms())
+    claim = wait_until(lambda: cluster.queue.claim("node-a", now_ms(), 60_000))
+    assert cluster.tasks.mark_running(task.id, claim.token, "node-a", claim.gpu_indices) == 1
+    time.sleep(1.2)
+
+    with TestClient(create_app(cluster)) as api:
+        client = AssistantClient("http://testserver", token, transport=AppTransport(api, new_endpoints))
+        assistant = Assistant(cluster.settings, client, now=lambda: NOW, user="alice", team="vision")
+        # When alice asks to run another one
+        turn = assistant.ask("run `python train.py` on 1 GPU")
+        client.close()
+
+    # Then the card gives no start time, says why, and says the budget is used up
+    summary = turn.cards[0]["summary"]
+    assert "estimated_start" not in summary
+    assert summary["wait_reason"].startswith("day budget of team vision is used up")
+    assert summary["quota"].startswith("team vision's day budget is used up (")
+    assert summary["quota"].endswith("it waits until the team's usage falls")
+    text = card_text(turn.cards[0], "en")
+    assert "• estimate: none yet — day budget of team vision is used up" in text
