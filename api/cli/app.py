@@ -231,12 +231,25 @@ def submit(
     if spec.get("sweep") is not None:  # one task per parameter set, under one sweep id
         sweep = _with_client(lambda client: client.submit_sweep(spec, idempotency_key))
         print_json(sweep) if as_json else console.print(sweep_line(sweep))
+        if not as_json:
+            _budget_note()
         return
     task = _with_client(lambda client: client.submit(spec, idempotency_key))
     if as_json:
         print_json(task)
     else:
         console.print(f"submitted task [bold]{task['id']}[/] ({task['name']}): {task['status']}")
+        _budget_note()
+
+
+def _budget_note() -> None:
+    """After a submit: the team's budget warning (80 %) or hard stop, so nobody finds out the next morning."""
+    quota = _with_client(lambda client: client.get("/quota"))
+    if quota.get("state") == "exhausted":
+        then = "it waits until the team's usage falls"
+        err_console.print(f"note: {quota.get('message')}: {then} (`nightshift quota`)", markup=False)
+    elif quota.get("state") == "warning":
+        err_console.print(f"note: {quota.get('message')} (`nightshift quota`)", markup=False)
 
 
 @app.command("ls")

@@ -15,6 +15,7 @@ from assistant.replies import card_text
 from scheduler.clock import now_ms
 from scheduler.nodes import NodeGpu
 from scheduler.service import Cluster
+from scheduler.store.identity import authenticate, create_token
 from tests.assistant.conftest import NOW, AppTransport, new_endpoints
 from tests.conftest import wait_until
 
@@ -25,7 +26,7 @@ BUDGET_GPU_H = 0.0001  # 0.36 GPU-seconds: a task running for a second uses it u
 @pytest.fixture
 def budget_cluster(make_settings, redis_url, tmp_path):
     settings = make_settings(
-        database_url=f"sqlite:///{tmp_path / 'nightshift.db'}", day_budget_gpu_h={"vision": BUDGET_GPU_H}
+        database_url=f"sqlite:///{tmp_path / 'budget.db'}", day_budget_gpu_h={"vision": BUDGET_GPU_H}
     )
     settings.home.mkdir(parents=True, exist_ok=True)
     cluster = Cluster.open(settings, redis_url)
@@ -34,9 +35,10 @@ def budget_cluster(make_settings, redis_url, tmp_path):
     cluster.close()
 
 
-def test_a_card_for_a_team_over_its_day_budget_says_it_would_wait(budget_cluster, make_identity, tmp_path):
+def test_a_card_for_a_team_over_its_day_budget_says_it_would_wait(budget_cluster, tmp_path):
     cluster = budget_cluster
-    who, token = make_identity("alice", "vision")
+    token = create_token(cluster.factory, user="alice", team="vision")
+    who = authenticate(cluster.factory, token)
     cluster.nodes.publish("node-a", [NodeGpu(0, "SIM", 24 * GB, 24 * GB)], now_ms(), "simulated")
     # Given the team's task has been running long enough to use up its day budget
     task, _ = cluster.submit(who, {"command": "sleep 60", "workdir": str(tmp_path)})

@@ -1,0 +1,84 @@
+"""`nightshift submit` says when the team's day budget is used up: the task is queued, and waits."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import pytest
+import uvicorn
+from typer.testing import CliRunner
+
+from api.cli.app import app
+from api.main import create_app
+from scheduler.clock import now_ms
+from scheduler.nodes import NodeGpu
+from scheduler.service import Cluster
+from scheduler.settings import get_settings
+from scheduler.store.identity import authenticate, create_token
+from tests.conftest import wait_until
+
+GB = 1024
+
+
+@pytest.fixture
+def budget_api(make_settings, redis_url, tmp_path):
+    settings = make_settings(
+        database_url=f"sqlite:///{tmp_path / 'budget.db'}", day_budget_gpu_h={"vision": 0.0001}
+    )
+    settings.home.mkdir(parents=True, exist_ok=True)
+    cluster = Cluster.open(settings, redis_url)
+    cluster.rebuild_redis()
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(cluster), host="127.0.0.1", port=port, log_level="error")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    wait_until(lambda: server.started)
+    yield cluster, f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=10)
+    cluster.close()
+
+
+def _submit_as(monkeypatch, token: str, *command: str):
+    monkeypatch.setenv("NIGHTSHIFT_TOKEN", token)
+    get_settings.cache_clear()
+    return CliRunner().invoke(app, ["submit", "--", *command])
+
+
+def test_a_submit_notes_a_used_up_day_budget(budget_api, monkeypatch, tmp_path):
+    cluster, url = budget_api
+    cluster.nodes.publish("node-a", [NodeGpu(0, "SIM", 24 * GB, 24 * GB)], now_ms(), "simulated")
+    alice = create_token(cluster.factory, user="alice", team="vision")
+    bob = create_token(cluster.factory, user="bob", team="nlp")  # nlp has no budget
+    monkeypatch.setenv("NIGHTSHIFT_API_URL", url)
+    monkeypatch.setenv("NIGHTSHIFT_TOKEN", alice)
+    monkeypatch.setenv("NIGHTSHIFT_HOME", str(tmp_path / "client-home"))
+    monkeypatch.chdir(tmp_path)
+    # Given a task of team vision ran long enough to use up its day budget
+    task, _ = cluster.submit(
+        authenticate(cluster.factory, alice), {"command": "sleep 60", "workdir": str(tmp_path)}
+    )
+    assert cluster.queue.assign(task.id, "node-a", [0], now_ms())
+    claim = wait_until(lambda: cluster.queue.claim("node-a", now_ms(), 60_000))
+    assert cluster.tasks.mark_running(task.id, claim.token, "node-a", claim.gpu_indices) == 1
+    time.sleep(1.2)
+    try:
+        # When bob (team nlp) submits, Then nothing is noted
+        within = _submit_as(monkeypatch, bob, "echo", "hi")
+        assert within.exit_code == 0, within.output
+        assert "queued" in within.output and "note:" not in within.output
+
+        # When alice submits again, Then it is queued and she is told it waits for the budget
+        over = _submit_as(monkeypatch, alice, "echo", "hi")
+        assert over.exit_code == 0, over.output
+        assert "queued" in over.output
+        assert "note: day budget of team vision is used up" in over.output
+        assert "it waits until the team's usage falls" in over.output
+    finally:
+        get_settings.cache_clear()
