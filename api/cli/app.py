@@ -244,7 +244,13 @@ def submit(
 
 def _budget_note() -> None:
     """After a submit: the team's budget warning (80 %) or hard stop, so nobody finds out the next morning."""
-    quota = _with_client(lambda client: client.get("/quota"))
+    client = NightshiftClient.from_settings(get_settings())
+    try:
+        quota = client.get("/quota")
+    except ClientError:  # the task is in: a note that cannot be fetched is no reason to fail the submit
+        return
+    finally:
+        client.close()
     if quota.get("state") == "exhausted":
         then = "it waits until the team's usage falls"
         err_console.print(f"note: {quota.get('message')}: {then} (`nightshift quota`)", markup=False)
