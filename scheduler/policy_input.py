@@ -17,13 +17,6 @@ def _epoch_or_none(text: str | None) -> float | None:
     return datetime.fromisoformat(text).timestamp() if text else None
 
 
-def _later(not_before_s: float | None, hold_until: datetime | None) -> float | None:
-    """The later of the spec's `not_before` and a retry backoff."""
-    if hold_until is None:
-        return not_before_s
-    return max(not_before_s or 0.0, to_epoch_s(hold_until))
-
-
 def queued_task_of(task: Task) -> QueuedTask:
     """The policy's view of a queued task row."""
     spec = task.spec
@@ -39,7 +32,8 @@ def queued_task_of(task: Task) -> QueuedTask:
         gpu_memory_mib=int((task.gpu_memory_gb or 0) * MIB_PER_GB),
         estimated_s=float(estimate) * 60 if estimate else None,
         time_limit_s=float(limit) * 60 if limit else None,
-        not_before_s=_later(_epoch_or_none(spec.get("not_before")), task.hold_until),
+        not_before_s=_epoch_or_none(spec.get("not_before")),
+        retry_at_s=to_epoch_s(task.hold_until) if task.hold_until is not None else None,
         deadline_s=_epoch_or_none(spec.get("deadline")),
         offpeak=bool(spec.get("offpeak")),
         name=task.name,

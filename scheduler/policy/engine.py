@@ -164,6 +164,10 @@ def _hold_reason(ps: _Pass, task: QueuedTask, succeeded: Set[int], failed: Set[i
         ps.wake(task.not_before_s)
         when = reasons.local_time(task.not_before_s, ps.now_s, ps.config.timezone)
         return f"waiting until {when} (not before)"
+    if task.retry_at_s is not None and ps.now_s < task.retry_at_s:
+        ps.wake(task.retry_at_s)
+        when = reasons.local_time(task.retry_at_s, ps.now_s, ps.config.timezone)
+        return f"retrying at {when} (backoff after a failed attempt)"
     if task.offpeak:
         offpeak = _offpeak_reason(ps, task)
         if offpeak is not None:

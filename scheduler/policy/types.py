@@ -51,6 +51,7 @@ class QueuedTask:
     estimated_s: float | None = None
     time_limit_s: float | None = None
     not_before_s: float | None = None
+    retry_at_s: float | None = None  # a retried task's backoff: it waits until then
     deadline_s: float | None = None
     offpeak: bool = False
     name: str = ""

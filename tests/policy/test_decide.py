@@ -181,3 +181,11 @@ def test_a_task_that_fits_only_gpus_out_of_service_says_so_not_that_gpus_are_bus
     d = decide([wide, make_task(2, gpus=1)], [], gone, 0.0, CFG)
     assert started(d) == []
     assert d.pending_reasons[1].startswith("waiting for GPUs out of service (8 of 8: a drained or down node")
+
+
+def test_a_retried_task_waits_out_its_backoff_and_says_so() -> None:
+    d = decide([make_task(1, retry_at_s=90.0)], [], make_gpus(), 0.0, CFG)
+    assert (
+        d.pending_reasons[1] == "retrying at 00:01 (backoff after a failed attempt)" and d.wake_at_s == 90.0
+    )
+    assert started(decide([make_task(1, retry_at_s=90.0)], [], make_gpus(), 90.0, CFG)) == [1]
