@@ -17,7 +17,7 @@ from types import TracebackType
 import redis
 
 from scheduler.errors import ServiceUnavailable
-from scheduler.executor.parent_death import die_with_parent, setpriv_path
+from scheduler.executor.parent_death import die_with_parent, pdeathsig_prefix
 
 START_TIMEOUT_S = 15.0
 
@@ -85,11 +85,9 @@ class EmbeddedRedis:
         ]  # fmt: skip
         preexec = None
         if self.stop_with_parent:
-            setpriv = setpriv_path()
-            if setpriv is not None:
-                argv = [setpriv, "--pdeathsig", "TERM", "--", *argv]
-            else:
-                preexec = die_with_parent(os.getpid(), signal.SIGTERM)
+            prefix = pdeathsig_prefix(signal.SIGTERM)
+            argv = [*prefix, *argv]
+            preexec = None if prefix else die_with_parent(os.getpid(), signal.SIGTERM)
         self.process = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, preexec_fn=preexec
         )

@@ -8,16 +8,21 @@ from __future__ import annotations
 
 import os
 import secrets
+import signal
+import socket
 import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NoReturn
 
 import pytest
 import redis
+import uvicorn
 
+from api.main import create_app
 from scheduler.errors import ServiceUnavailable
-from scheduler.executor.parent_death import setpriv_path
+from scheduler.executor.parent_death import pdeathsig_prefix
 from scheduler.redis_server import EmbeddedRedis
 from scheduler.service import Cluster
 from scheduler.settings import Settings
@@ -39,8 +44,7 @@ def stops_with_test_run() -> list[str]:
     """An argv prefix that has a service process started by a test get SIGTERM when the test run dies,
     even by SIGKILL (`setpriv --pdeathsig`; none where setpriv is missing): a cancelled run leaves no
     `nightshift` behind. Only for processes started from the main thread."""
-    setpriv = setpriv_path()
-    return [setpriv, "--pdeathsig", "TERM", "--"] if setpriv else []
+    return pdeathsig_prefix(signal.SIGTERM)
 
 
 def unavailable(message: str) -> NoReturn:
@@ -145,6 +149,46 @@ def cluster(make_settings: Callable[..., Settings], redis_url: str, tmp_path: Pa
     opened.rebuild_redis()
     yield opened
     opened.close()
+
+
+@pytest.fixture
+def make_cluster(
+    make_settings: Callable[..., Settings], redis_url: str, tmp_path: Path
+) -> Iterator[Callable[..., Cluster]]:
+    """Factory: a cluster (SQLite in the temp dir, the test Redis) with these setting overrides; closed
+    after the test."""
+    opened: list[Cluster] = []
+
+    def make(**overrides: Any) -> Cluster:
+        settings = make_settings(database_url=f"sqlite:///{tmp_path / 'made.db'}", **overrides)
+        settings.home.mkdir(parents=True, exist_ok=True)
+        made = Cluster.open(settings, redis_url)
+        made.rebuild_redis()
+        opened.append(made)
+        return made
+
+    yield make
+    for made in opened:
+        made.close()
+
+
+@contextmanager
+def serve_api(cluster: Cluster) -> Iterator[str]:
+    """The real API of `cluster` on a free local port, in a thread (for CLI tests); yields its URL."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(cluster), host="127.0.0.1", port=port, log_level="error")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    wait_until(lambda: server.started)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
 
 
 @pytest.fixture

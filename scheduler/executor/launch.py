@@ -27,7 +27,7 @@ from typing import Any
 
 from scheduler.accounts import OsAccount
 from scheduler.errors import ExecutorError
-from scheduler.executor.parent_death import die_with_parent, setpriv_path
+from scheduler.executor.parent_death import die_with_parent, pdeathsig_prefix
 from scheduler.executor.process import RunningJob
 from scheduler.executor.reaper import TOKEN_VAR, check_run_token
 
@@ -207,14 +207,14 @@ def _guarded(argv: list[str], parent_pid: int) -> list[str] | None:
     launch would fork the whole worker process (about 10 ms for a 150 MB worker, on every task's path).
     None when `setpriv` is missing (then `die_with_parent` is used).
     """
-    setpriv = setpriv_path()
-    if setpriv is None:
+    prefix = pdeathsig_prefix(signal.SIGKILL)
+    if not prefix:
         return None
     check = f'[ "$PPID" = {int(parent_pid)} ] || kill -KILL $$'
     if len(argv) == 3 and argv[:2] == [SHELL, "-c"]:
         # a plain shell command: the check is its first line, in the same shell (one exec fewer per job)
-        return [setpriv, "--pdeathsig", "KILL", "--", SHELL, "-c", f"{check}\n{argv[2]}"]
-    return [setpriv, "--pdeathsig", "KILL", "--", SHELL, "-c", f'{check}; exec "$@"', "nightshift-job", *argv]
+        return [*prefix, SHELL, "-c", f"{check}\n{argv[2]}"]
+    return [*prefix, SHELL, "-c", f'{check}; exec "$@"', "nightshift-job", *argv]
 
 
 # Signals `subprocess` itself puts back to their defaults in the child (`restore_signals`).

@@ -26,6 +26,13 @@ def setpriv_path() -> str | None:
     return _SETPRIV[0]
 
 
+def pdeathsig_prefix(sig: signal.Signals) -> list[str]:
+    """`setpriv --pdeathsig SIG --` to put in front of a command so that it gets `sig` when the thread
+    starting it dies; [] where setpriv is missing (then `die_with_parent` is the way)."""
+    setpriv = setpriv_path()
+    return [setpriv, "--pdeathsig", sig.name.removeprefix("SIG"), "--"] if setpriv is not None else []
+
+
 def _load_prctl() -> Callable[..., int] | None:
     try:
         prctl: Any = ctypes.CDLL(None, use_errno=True).prctl

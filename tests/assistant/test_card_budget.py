@@ -14,7 +14,6 @@ from assistant.client import AssistantClient
 from assistant.replies import card_text
 from scheduler.clock import now_ms
 from scheduler.nodes import NodeGpu
-from scheduler.service import Cluster
 from scheduler.store.identity import authenticate, create_token
 from tests.assistant.conftest import NOW, AppTransport, new_endpoints
 from tests.conftest import wait_until
@@ -24,15 +23,8 @@ BUDGET_GPU_H = 0.0001  # 0.36 GPU-seconds: a task running for a second uses it u
 
 
 @pytest.fixture
-def budget_cluster(make_settings, redis_url, tmp_path):
-    settings = make_settings(
-        database_url=f"sqlite:///{tmp_path / 'budget.db'}", day_budget_gpu_h={"vision": BUDGET_GPU_H}
-    )
-    settings.home.mkdir(parents=True, exist_ok=True)
-    cluster = Cluster.open(settings, redis_url)
-    cluster.rebuild_redis()
-    yield cluster
-    cluster.close()
+def budget_cluster(make_cluster):
+    return make_cluster(day_budget_gpu_h={"vision": BUDGET_GPU_H})
 
 
 def test_a_card_for_a_team_over_its_day_budget_says_it_would_wait(budget_cluster, tmp_path):

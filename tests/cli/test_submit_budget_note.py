@@ -2,47 +2,26 @@
 
 from __future__ import annotations
 
-import socket
-import threading
 import time
 
 import pytest
-import uvicorn
 from typer.testing import CliRunner
 
 from api.cli.app import app
-from api.main import create_app
 from scheduler.clock import now_ms
 from scheduler.nodes import NodeGpu
-from scheduler.service import Cluster
 from scheduler.settings import get_settings
 from scheduler.store.identity import authenticate, create_token
-from tests.conftest import wait_until
+from tests.conftest import serve_api, wait_until
 
 GB = 1024
 
 
 @pytest.fixture
-def budget_api(make_settings, redis_url, tmp_path):
-    settings = make_settings(
-        database_url=f"sqlite:///{tmp_path / 'budget.db'}", day_budget_gpu_h={"vision": 0.0001}
-    )
-    settings.home.mkdir(parents=True, exist_ok=True)
-    cluster = Cluster.open(settings, redis_url)
-    cluster.rebuild_redis()
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(cluster), host="127.0.0.1", port=port, log_level="error")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    wait_until(lambda: server.started)
-    yield cluster, f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
-    cluster.close()
+def budget_api(make_cluster):
+    cluster = make_cluster(day_budget_gpu_h={"vision": 0.0001})
+    with serve_api(cluster) as url:
+        yield cluster, url
 
 
 def _submit_as(monkeypatch, token: str, *command: str):

@@ -3,33 +3,19 @@
 from __future__ import annotations
 
 import json
-import socket
-import threading
 
 import pytest
-import uvicorn
 from typer.testing import CliRunner
 
 from api.cli.app import app
-from api.main import create_app
 from scheduler.settings import get_settings
-from tests.conftest import wait_until
+from tests.conftest import serve_api, wait_until
 
 
 @pytest.fixture
 def api_url(cluster):
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(cluster), host="127.0.0.1", port=port, log_level="error")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    wait_until(lambda: server.started)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serve_api(cluster) as url:
+        yield url
 
 
 def test_report_prints_tables_and_json(cluster, make_identity, start_node, api_url, monkeypatch, tmp_path):

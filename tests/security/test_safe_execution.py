@@ -20,24 +20,6 @@ from tests.conftest import wait_until
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="switching accounts needs root")
 
 
-@pytest.fixture
-def make_cluster(make_settings, redis_url, tmp_path):
-    """Factory: a cluster with these setting overrides; closed after the test."""
-    opened: list[Cluster] = []
-
-    def make(**overrides) -> Cluster:
-        settings = make_settings(database_url=f"sqlite:///{tmp_path / 'safe.db'}", **overrides)
-        settings.home.mkdir(parents=True, exist_ok=True)
-        cluster = Cluster.open(settings, redis_url)
-        cluster.rebuild_redis()
-        opened.append(cluster)
-        return cluster
-
-    yield make
-    for cluster in opened:
-        cluster.close()
-
-
 def _run(cluster: Cluster, run_in_thread, base_env: dict[str, str] | None = None) -> Worker:
     """A worker loop in a thread; tasks are assigned to it by `_submit` (the worker is under test)."""
     worker = Worker(

@@ -8,20 +8,15 @@ import pytest
 from scheduler.clock import now_ms
 from scheduler.nodes import NodeGpu
 from scheduler.policy_input import queued_task_of
-from scheduler.service import Cluster, Settlement
+from scheduler.service import Settlement
 from scheduler.store.identity import authenticate, create_token
 
 GB = 1024
 
 
 @pytest.fixture
-def backoff_cluster(make_settings, redis_url, tmp_path):
-    settings = make_settings(database_url=f"sqlite:///{tmp_path / 'backoff.db'}", retry_backoff_s=60.0)
-    settings.home.mkdir(parents=True, exist_ok=True)
-    cluster = Cluster.open(settings, redis_url)
-    cluster.rebuild_redis()
-    yield cluster
-    cluster.close()
+def backoff_cluster(make_cluster):
+    return make_cluster(retry_backoff_s=60.0)
 
 
 def test_a_requeued_attempt_carries_its_backoff_as_a_retry_time(backoff_cluster, tmp_path) -> None:
