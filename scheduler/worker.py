@@ -61,6 +61,7 @@ from scheduler.executor.reaper import (
     parse_run_token,
     take_process_snapshot,
 )
+from scheduler.executor.sentinel import JobSentinel
 from scheduler.gpus.inventory import GpuMonitor
 from scheduler.node_owner import NodeOwnership
 from scheduler.nodes import NodeGpu
@@ -180,6 +181,8 @@ class Worker:
         self._watch_exits = ExitWatcher.supported()
         self.ownership = NodeOwnership(cluster.queue.client, cluster.queue.keys, node, self._ttl_s)
         self._owns_node = False
+        # kills what is left of the jobs if this worker dies (a job's leader alone dies with it)
+        self.sentinel = JobSentinel()
 
     # --- life cycle ---------------------------------------------------------------------------
 
@@ -264,6 +267,7 @@ class Worker:
         if self._launcher is not None:
             self._launcher.shutdown(wait=True)
             self._launcher = None
+        self.sentinel.close()
         if self._owns_node:
             self.ownership.release()
             self._owns_node = False
@@ -344,7 +348,7 @@ class Worker:
         try:
             account = account_for(task.user.name, self.settings.run_as, self.settings.allow_root_jobs)
             request = self._launch_request(task, claim, attempt, account)
-            job = start_job(request, base_env=self.base_env)
+            job = start_job(request, base_env=self.base_env, sentinel=self.sentinel)
         except ExecutorError as exc:
             reason = str(exc.details.get("reason") or "executor")
             log.warning("task %s could not start (%s): %s", claim.task_id, reason, exc.message)

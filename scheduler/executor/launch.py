@@ -30,6 +30,7 @@ from scheduler.errors import ExecutorError
 from scheduler.executor.parent_death import die_with_parent, pdeathsig_prefix
 from scheduler.executor.process import RunningJob
 from scheduler.executor.reaper import TOKEN_VAR, check_run_token
+from scheduler.executor.sentinel import JobSentinel
 
 Which = Callable[[str], str | None]
 log = logging.getLogger(__name__)
@@ -290,9 +291,16 @@ def _header(request: LaunchRequest) -> str:
 
 
 def start_job(
-    request: LaunchRequest, *, base_env: Mapping[str, str] | None = None, which: Which = shutil.which
+    request: LaunchRequest,
+    *,
+    base_env: Mapping[str, str] | None = None,
+    which: Which = shutil.which,
+    sentinel: JobSentinel | None = None,
 ) -> RunningJob:
-    """Start the job in its own session and process group, output appended to its log; raise ExecutorError."""
+    """Start the job in its own session and process group, output appended to its log; raise ExecutorError.
+
+    With a `sentinel`, the job's processes (children included) are killed if the worker dies.
+    """
     check_run_token(request.run_token)
     if not request.workdir.is_dir():
         raise ExecutorError(
@@ -338,6 +346,13 @@ def start_job(
     cleanup = (
         [argv[0], "rm", "--force", container_name(request)] if request.docker_image is not None else None
     )
+    if sentinel is not None:
+        sentinel.watch(request.run_token, cleanup)
     return RunningJob(
-        request, popen, started_at=time.monotonic(), log_offset=log_offset, cleanup_argv=cleanup
+        request,
+        popen,
+        started_at=time.monotonic(),
+        log_offset=log_offset,
+        cleanup_argv=cleanup,
+        sentinel=sentinel,
     )

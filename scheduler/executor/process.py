@@ -39,6 +39,7 @@ from scheduler.executor.reaper import (
 
 if TYPE_CHECKING:
     from scheduler.executor.launch import LaunchRequest
+    from scheduler.executor.sentinel import JobSentinel
 
 _WAIT_POLL_S = 0.05
 _MAX_GRACE_POLL_S = 0.25
@@ -65,8 +66,10 @@ class RunningJob:
         started_at: float,
         log_offset: int,
         cleanup_argv: Sequence[str] | None = None,
+        sentinel: JobSentinel | None = None,
     ) -> None:
         self.request = request
+        self._sentinel = sentinel
         self.pid = popen.pid
         self.started_at = started_at
         self._popen = popen
@@ -244,6 +247,8 @@ class RunningJob:
 
     def _finish(self, returncode: int) -> None:
         self._returncode = returncode
+        if self._sentinel is not None:
+            self._sentinel.forget(self.run_token)
         self._outcome = classify(returncode, self._stop_reason, self.request.log_path, self._log_offset)
         elapsed_s = time.monotonic() - self.started_at
         now = datetime.now().astimezone().isoformat(timespec="seconds")

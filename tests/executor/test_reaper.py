@@ -91,7 +91,8 @@ def test_a_dead_workers_job_leader_dies_with_it_and_a_new_worker_finds_the_rest(
         worker.kill()
         worker.wait(WAIT_S)
 
-        # Then the job's leader dies with it, and a new worker finds the orphaned child by its token
+        # Then the job's leader dies with it and, with no sentinel (test_sentinel.py), a new worker finds the
+        # orphaned child by its token
         wait_until(lambda: not is_alive(leader), what="the leader to die with its worker")
         assert find_run_tokens()[token] == [child]
         assert kill_processes_with_token(token) == [child]

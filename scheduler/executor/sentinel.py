@@ -1,0 +1,155 @@
+"""A watcher process that outlives its worker: when the worker dies, even by SIGKILL, it kills what is left
+of the worker's jobs.
+
+A job's leader (`/bin/sh -c`) gets SIGKILL when the worker dies (the parent-death signal), but only the
+leader: a compound command's children (`python prep.py && python train.py`, `cmd &`) would run on, holding
+GPUs, until a restarted worker found them by their run token. The sentinel closes that gap without cgroups.
+The worker tells it, down a pipe, each job it starts (`watch`: the run token, and the command that removes
+its docker container) and each job that is over (`forget`). When the pipe reads end-of-file the worker is
+gone, however it went: the sentinel SIGKILLs every process that carries a watched token, runs the cleanup
+commands, and exits. A clean worker stop forgets every job first, so the sentinel then has nothing to do.
+
+One sentinel per worker, started with the first job; it runs in its own session, so a Ctrl-C meant for the
+worker does not reach it, and the pipe's write end stays in the worker (close-on-exec), never in a job.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import subprocess
+import sys
+import threading
+from collections.abc import Sequence
+from typing import IO
+
+from scheduler.executor.reaper import kill_processes_with_token
+
+log = logging.getLogger(__name__)
+_CLEANUP_TIMEOUT_S = 10.0
+
+
+class JobSentinel:
+    """The worker's side: starts the sentinel process on first use and keeps it told what runs."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._process: subprocess.Popen[str] | None = None
+        self._watched: dict[str, list[str] | None] = {}  # run token -> cleanup argv
+
+    def watch(self, run_token: str, cleanup_argv: Sequence[str] | None = None) -> None:
+        """Have the sentinel kill this job's processes (and run `cleanup_argv`) if the worker dies."""
+        cleanup = list(cleanup_argv) if cleanup_argv else None
+        with self._lock:
+            self._watched[run_token] = cleanup
+            self._send({"watch": run_token, "cleanup": cleanup})
+
+    def forget(self, run_token: str) -> None:
+        """The job is over (and swept): nothing of it is left to kill."""
+        with self._lock:
+            if run_token in self._watched:
+                del self._watched[run_token]
+                if self._process is not None:
+                    self._send({"forget": run_token})
+
+    @property
+    def pid(self) -> int | None:
+        """The sentinel process's pid, None before the first job."""
+        return self._process.pid if self._process is not None else None
+
+    def close(self) -> None:
+        """End the sentinel (the worker stops): it kills whatever is still watched, then exits. A later
+        `watch` starts a new one."""
+        with self._lock:
+            process, self._process = self._process, None
+            self._watched.clear()
+        if process is not None and process.stdin is not None:
+            with contextlib.suppress(OSError):
+                process.stdin.close()
+            try:
+                process.wait(timeout=_CLEANUP_TIMEOUT_S + 5)
+            except subprocess.TimeoutExpired:
+                log.warning("the job sentinel (pid %s) did not exit", process.pid)
+
+    def _send(self, message: dict[str, object]) -> None:
+        """Write one line; a sentinel that is gone (killed by hand) is started again and told everything."""
+        if self._process is None:
+            self._start()  # it is told every watched job, this one included
+            return
+        try:
+            assert self._process.stdin is not None
+            self._process.stdin.write(json.dumps(message) + "\n")
+            self._process.stdin.flush()
+        except (OSError, ValueError):
+            log.warning("the job sentinel (pid %s) is gone: starting a new one", self._process.pid)
+            self._start()
+
+    def _start(self) -> None:
+        self._process = None
+        try:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "scheduler.executor.sentinel"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=None,  # its warnings go where the worker's do
+                start_new_session=True,
+                close_fds=True,
+                text=True,
+            )
+            assert process.stdin is not None
+            for token, cleanup in self._watched.items():
+                process.stdin.write(json.dumps({"watch": token, "cleanup": cleanup}) + "\n")
+            process.stdin.flush()
+        except (OSError, ValueError, subprocess.SubprocessError) as error:
+            log.error("no job sentinel (%s): a killed worker's jobs may leave children running", error)
+            return
+        self._process = process
+
+
+def serve(lines: IO[str]) -> dict[str, list[str] | None]:
+    """The sentinel's side: follow the worker's messages until end-of-file; return what is still watched."""
+    watched: dict[str, list[str] | None] = {}
+    for line in lines:
+        try:
+            message = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(message, dict):
+            continue
+        if isinstance(message.get("watch"), str):
+            cleanup = message.get("cleanup")
+            valid = isinstance(cleanup, list) and all(isinstance(word, str) for word in cleanup)
+            watched[message["watch"]] = cleanup if valid else None
+        elif isinstance(message.get("forget"), str):
+            watched.pop(message["forget"], None)
+    return watched
+
+
+def kill_leftovers(watched: dict[str, list[str] | None]) -> None:
+    """SIGKILL every process of the watched jobs and run their cleanup commands."""
+    for token, cleanup in watched.items():
+        with contextlib.suppress(Exception):
+            killed = kill_processes_with_token(token)
+            if killed:
+                log.warning("worker gone: killed processes %s of run %s", killed, token)
+        if cleanup:
+            with contextlib.suppress(OSError, subprocess.SubprocessError):
+                subprocess.run(
+                    cleanup,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    timeout=_CLEANUP_TIMEOUT_S,
+                    check=False,
+                )
+
+
+def main() -> None:
+    """Entry point of the sentinel process (`python -m scheduler.executor.sentinel`)."""
+    logging.basicConfig(level=logging.WARNING, format="nightshift sentinel: %(message)s")
+    kill_leftovers(serve(sys.stdin))
+
+
+if __name__ == "__main__":
+    main()

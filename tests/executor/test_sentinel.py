@@ -1,0 +1,158 @@
+"""The job sentinel: when the worker dies, even by SIGKILL, its jobs' children die too, not only the leader."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from scheduler.executor import LaunchRequest, find_processes_with_token, kill_processes_with_token, start_job
+from scheduler.executor.sentinel import JobSentinel, serve
+
+from .conftest import WAIT_S, is_alive, read_pids, wait_until
+
+# A stand-in worker: starts a compound job with a background child and a `setsid` grandchild, with a
+# sentinel, prints the leader's and the sentinel's pids, and waits to be killed.
+WORKER = """
+import sys
+from pathlib import Path
+from scheduler.executor import LaunchRequest, start_job
+from scheduler.executor.sentinel import JobSentinel
+
+workdir, log_path, token = sys.argv[1:4]
+command = "sleep 300 & echo $! >> pids; setsid sleep 300 & echo $! >> pids; python3 -c pass && wait"
+request = LaunchRequest(7, 1, command, Path(workdir), Path(log_path), (), {}, None, None, None, None, token)
+sentinel = JobSentinel()
+job = start_job(request, sentinel=sentinel)
+print(job.pid, sentinel.pid, flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_killed_workers_jobs_die_with_it_children_and_escaped_grandchildren_included(
+    tmp_path: Path,
+) -> None:
+    # Given a worker running a compound job with a background child and a grandchild in its own session
+    token = f"test-{uuid.uuid4().hex}"
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    worker = subprocess.Popen(
+        [sys.executable, "-c", WORKER, str(workdir), str(tmp_path / "job.log"), token],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert worker.stdout is not None
+        leader, sentinel = (int(word) for word in worker.stdout.readline().split())
+        children = read_pids(workdir / "pids", 2)
+        assert all(is_alive(pid) for pid in children)
+
+        # When the worker is killed with SIGKILL
+        worker.kill()
+        worker.wait(WAIT_S)
+
+        # Then nothing of the job is left, and the sentinel has exited
+        for pid in (leader, *children):
+            wait_until(lambda pid=pid: not is_alive(pid), what=f"job process {pid} to die with its worker")
+        assert find_processes_with_token(token) == []
+        wait_until(lambda: not is_alive(sentinel), what="the sentinel to exit")
+    finally:
+        worker.kill()
+        worker.wait(WAIT_S)
+        for stream in (worker.stdin, worker.stdout):
+            if stream is not None:
+                stream.close()
+        kill_processes_with_token(token)
+
+
+def test_a_job_that_ended_is_forgotten_and_a_closed_sentinel_leaves_other_processes_alone(
+    make_request: Callable[..., LaunchRequest], tmp_path: Path
+) -> None:
+    # Given a sentinel that watched a job which then ended
+    sentinel = JobSentinel()
+    job = start_job(make_request("true"), sentinel=sentinel)
+    assert job.wait(WAIT_S) == 0
+    # and a process that carries that job's token but was not started by it
+    stranger = subprocess.Popen(
+        ["sleep", "300"], env={**os.environ, "NIGHTSHIFT_RUN_TOKEN": job.run_token}, start_new_session=True
+    )
+    try:
+        pid = sentinel.pid
+        assert pid is not None
+
+        # When the worker stops (the sentinel reads end-of-file)
+        sentinel.close()
+
+        # Then the sentinel is gone and killed nothing: the ended job was forgotten
+        assert not is_alive(pid)
+        assert stranger.poll() is None
+    finally:
+        stranger.kill()
+        stranger.wait(WAIT_S)
+
+
+def test_a_sentinel_that_was_killed_is_started_again_and_told_every_running_job(
+    make_request: Callable[..., LaunchRequest], tmp_path: Path
+) -> None:
+    # Given a job watched by a sentinel that someone killed
+    sentinel = JobSentinel()
+    first = start_job(make_request("sleep 300 & echo $! > pids; wait"), sentinel=sentinel)
+    jobs = [first]
+    try:
+        (child,) = read_pids(first.request.workdir / "pids", 1)
+        killed = sentinel.pid
+        assert killed is not None
+        os.kill(killed, 9)
+        wait_until(lambda: not is_alive(killed), what="the sentinel to die")
+
+        # When the next job starts
+        second_dir = tmp_path / "second"
+        second_dir.mkdir()
+        second = start_job(make_request("sleep 300", workdir=second_dir), sentinel=sentinel)
+        jobs.append(second)
+        assert sentinel.pid not in (None, killed)
+
+        # Then the new sentinel knows both: at end-of-file it kills the first job's child and the second job
+        sentinel.close()
+        wait_until(lambda: not is_alive(child), what="the first job's child to be killed")
+        assert second.wait(WAIT_S) == -9
+    finally:
+        for job in jobs:
+            job.stop(0.1, "cancelled")
+
+
+def test_the_sentinel_runs_a_jobs_cleanup_command_when_the_worker_is_gone(tmp_path: Path) -> None:
+    # Given a watched job whose cleanup (for docker: `docker rm --force NAME`) leaves a mark
+    marker = tmp_path / "removed"
+    sentinel = JobSentinel()
+    sentinel.watch(f"test-{uuid.uuid4().hex}", ["/bin/sh", "-c", f"echo removed > {marker}"])
+
+    # When the worker is gone
+    sentinel.close()
+
+    # Then the cleanup ran
+    assert marker.read_text() == "removed\n"
+
+
+def test_the_sentinel_follows_watch_and_forget_and_skips_lines_it_cannot_read() -> None:
+    lines = [
+        json.dumps({"watch": "run-a", "cleanup": None}),
+        json.dumps({"watch": "run-b", "cleanup": ["docker", "rm", "--force", "nightshift-2-1"]}),
+        "not json",
+        json.dumps(["a", "list"]),
+        json.dumps("watching"),
+        json.dumps({"watch": "run-c", "cleanup": "rm -rf /"}),
+        json.dumps({"forget": "run-a"}),
+        json.dumps({"forget": "never-watched"}),
+    ]
+
+    assert serve(io.StringIO("\n".join(lines) + "\n")) == {
+        "run-b": ["docker", "rm", "--force", "nightshift-2-1"],
+        "run-c": None,
+    }
