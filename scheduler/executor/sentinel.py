@@ -89,7 +89,7 @@ class JobSentinel:
         self._process = None
         try:
             process = subprocess.Popen(
-                [sys.executable, "-m", "scheduler.executor.sentinel"],
+                [sys.executable, "-c", "from scheduler.executor.sentinel import main; main()"],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL,
                 stderr=None,  # its warnings go where the worker's do
@@ -146,10 +146,6 @@ def kill_leftovers(watched: dict[str, list[str] | None]) -> None:
 
 
 def main() -> None:
-    """Entry point of the sentinel process (`python -m scheduler.executor.sentinel`)."""
+    """Entry point of the sentinel process (started by `JobSentinel`; it reads the worker's pipe)."""
     logging.basicConfig(level=logging.WARNING, format="nightshift sentinel: %(message)s")
     kill_leftovers(serve(sys.stdin))
-
-
-if __name__ == "__main__":
-    main()
