@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -85,6 +86,29 @@ def test_after_accepts_clock_times_delays_and_iso_dates():
         parse_when("whenever", now, UTC)
     with pytest.raises(SpecError, match="not a time of day"):
         parse_when("25:00", now, UTC)
+
+
+def test_after_accepts_today_tomorrow_and_am_pm_in_the_clusters_zone():
+    now = datetime(2026, 12, 1, 22, 0, tzinfo=UTC)
+    assert parse_when("tomorrow 9:00", now, UTC) == datetime(2026, 12, 2, 9, 0, tzinfo=UTC)
+    assert parse_when("Tomorrow at 9am", now, UTC) == datetime(2026, 12, 2, 9, 0, tzinfo=UTC)
+    assert parse_when("tomorrow 23:30", now, UTC) == datetime(2026, 12, 2, 23, 30, tzinfo=UTC)
+    assert parse_when("today 11:30pm", now, UTC) == datetime(2026, 12, 1, 23, 30, tzinfo=UTC)
+    assert parse_when("12am", now, UTC) == datetime(2026, 12, 2, 0, 0, tzinfo=UTC)
+    assert parse_when("9pm", now, UTC) == datetime(2026, 12, 2, 21, 0, tzinfo=UTC)  # next 21:00
+    # in Shanghai (UTC+8) 22:00 UTC is 06:00 on the 2nd: "tomorrow" is the 3rd there
+    shanghai = ZoneInfo("Asia/Shanghai")
+    assert parse_when("tomorrow 09:00", now, shanghai) == datetime(2026, 12, 3, 9, 0, tzinfo=shanghai)
+    # across a DST change the wall-clock time holds (New York falls back on 2026-11-01)
+    new_york = ZoneInfo("America/New_York")
+    evening = datetime(2026, 10, 31, 22, 0, tzinfo=new_york)
+    assert parse_when("tomorrow 9:00", evening, new_york).isoformat() == "2026-11-01T09:00:00-05:00"
+    with pytest.raises(SpecError, match="already passed"):
+        parse_when("today 21:00", now, UTC)
+    with pytest.raises(SpecError, match="hour is 1-12"):
+        parse_when("13pm", now, UTC)
+    with pytest.raises(SpecError, match="cannot read the time 'tomorrow'"):
+        parse_when("tomorrow", now, UTC)
 
 
 def test_a_value_of_the_wrong_type_is_quoted_back_only_when_it_is_a_plain_value():

@@ -202,7 +202,7 @@ def submit(
     gpu_mem: Annotated[float | None, typer.Option("--gpu-mem", help="min free GB per GPU")] = None,
     priority: Annotated[str | None, typer.Option(help="low | normal | high | urgent")] = None,
     tonight: Annotated[bool, typer.Option("--tonight", help="start only in the off-peak window")] = False,
-    after: Annotated[str | None, typer.Option(help="not before: 23:00, +2h, or ISO 8601")] = None,
+    after: Annotated[str | None, typer.Option(help="not before: 23:00, tomorrow 9am, +2h, ISO")] = None,
     time_limit: Annotated[float | None, typer.Option("--time-limit", help="minutes, then stopped")] = None,
     estimate: Annotated[float | None, typer.Option("--estimate", help="expected minutes")] = None,
     conda: Annotated[str | None, typer.Option("--conda", help="conda environment")] = None,
