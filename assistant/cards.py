@@ -235,7 +235,10 @@ def summarize(
     return {key: value for key, value in summary.items() if value is not None}
 
 
-def _quota_effect(spec: dict[str, Any], client: AssistantClient | None, minutes: float | None) -> str | None:
+def _quota_effect(
+    spec: dict[str, Any], client: AssistantClient | None, minutes: float | None
+) -> dict[str, Any] | None:
+    """What the task does to its team's day budget, as facts (`replies.quota_words` says them)."""
     if client is None:
         return None
     try:
@@ -243,23 +246,14 @@ def _quota_effect(spec: dict[str, Any], client: AssistantClient | None, minutes:
     except ClientError:
         return None
     day = quota.get("day") or {}
-    gpu_h = (spec.get("gpus", 1) * float(minutes) / 60) if minutes else None
     budget = day.get("budget_gpu_h")
-    if budget is None:
-        return f"team {quota.get('team')}: no daily budget" + (f"; uses ~{gpu_h:.1f} GPU-h" if gpu_h else "")
-    team, used = quota.get("team"), float(day.get("used_gpu_h", 0))
-    left = float(budget) - used
-    if day.get("state") == "exhausted" or left <= 0:  # the hard limit: no new starts until usage falls
-        spent = f"{used:.2g} of {float(budget):g} GPU-h"
-        return f"team {team}'s day budget is used up ({spent}): it waits until the team's usage falls"
-    if gpu_h is None:
-        return f"team {team}: {left:.1f} of {float(budget):g} GPU-h left today ({day.get('state')})"
-    after = left - gpu_h
-    if after < 0:  # it starts (never killed), and the team's next tasks wait
-        state = "it would take the team over its day budget: it runs, and later tasks wait"
-    else:
-        state = f"{after:.1f} GPU-h left after it"
-    return f"uses ~{gpu_h:.1f} of the team's {left:.1f} GPU-h left today; {state}"
+    return {
+        "team": quota.get("team"),
+        "budget_gpu_h": None if budget is None else float(budget),
+        "used_gpu_h": float(day.get("used_gpu_h") or 0),
+        "state": day.get("state"),
+        "uses_gpu_h": (spec.get("gpus", 1) * float(minutes) / 60) if minutes else None,
+    }
 
 
 def sweep_preview(spec: dict[str, Any]) -> dict[str, Any] | None:

@@ -121,11 +121,51 @@ def card_text(card: dict[str, Any], lang: str, now: datetime | None = None) -> s
     ]
     if extras:
         lines.append("• " + ", ".join(extras))
-    for key, en, zh in (("energy", "energy", "能耗"), ("quota", "quota", "配额")):
-        if summary.get(key):
-            lines.append(f"• {_t(lang, en, zh)}: {summary[key]}")
+    if summary.get("energy"):
+        lines.append(f"• {_t(lang, 'energy', '能耗')}: {summary['energy']}")
+    if summary.get("quota"):
+        lines.append(f"• {_t(lang, 'quota', '配额')}: {quota_words(summary['quota'], lang)}")
     lines.append(_t(lang, "Nothing is submitted until you confirm.", "确认之前不会提交。"))
     return "\n".join(lines)
+
+
+def quota_words(quota: dict[str, Any], lang: str) -> str:
+    """A submit card's quota line: what the task does to its team's day budget (facts from `cards`)."""
+    team, budget, used = quota.get("team"), quota.get("budget_gpu_h"), float(quota.get("used_gpu_h") or 0)
+    uses = quota.get("uses_gpu_h")
+    if budget is None:
+        return _t(lang, f"team {team}: no daily budget", f"团队 {team}：没有每日预算") + (
+            _t(lang, f"; uses ~{uses:.1f} GPU-h", f"；约用 {uses:.1f} GPU小时") if uses else ""
+        )
+    left = float(budget) - used
+    if quota.get("state") == "exhausted" or left <= 0:  # the hard limit: no new starts until usage falls
+        return _t(
+            lang,
+            f"team {team}'s day budget is used up ({used:.2g} of {float(budget):g} GPU-h): "
+            "it waits until the team's usage falls",
+            f"团队 {team} 今天的预算已用完（{used:.2g} / {float(budget):g} GPU小时）：它会等到团队用量回落",
+        )
+    if uses is None:
+        state = quota.get("state")
+        return _t(
+            lang,
+            f"team {team}: {left:.1f} of {float(budget):g} GPU-h left today ({state})",
+            f"团队 {team}：今天还剩 {left:.1f} / {float(budget):g} GPU小时"
+            + ("（已用过 80%）" if state == "warning" else ""),
+        )
+    after = left - uses
+    head = _t(
+        lang,
+        f"uses ~{uses:.1f} of the team's {left:.1f} GPU-h left today; ",
+        f"约用 {uses:.1f} GPU小时，团队今天还剩 {left:.1f}；",
+    )
+    if after < 0:  # it starts (never killed), and the team's next tasks wait
+        return head + _t(
+            lang,
+            "it would take the team over its day budget: it runs, and later tasks wait",
+            "会超出每日预算：它照常运行，之后的任务要等",
+        )
+    return head + _t(lang, f"{after:.1f} GPU-h left after it", f"运行后还剩 {after:.1f} GPU小时")
 
 
 def _tasks(data: dict[str, Any], lang: str) -> str:
@@ -183,14 +223,32 @@ def _estimate(data: dict[str, Any], lang: str, now: datetime | None) -> str:
     )
 
 
+# How a task's status reads: "Task #2 failed", "任务 #2 失败了".
+_STATUS_WORDS: dict[str, tuple[str, str]] = {
+    "queued": ("is queued", "在排队"),
+    "running": ("is running", "正在运行"),
+    "succeeded": ("succeeded", "已成功完成"),
+    "failed": ("failed", "失败了"),
+    "cancelled": ("was cancelled", "已取消"),
+}
+
+
 def _explain(data: dict[str, Any], lang: str, now: datetime | None) -> str:
     info = data.get("explain") or {}
     tid = info.get("task_id")
-    status = info.get("status")
+    status = str(info.get("status") or "")
     reason = unwrap(info.get("reason") or "")
-    text = _t(lang, f"Task #{tid} is {status}", f"任务 #{tid} 当前状态：{status}")
+    en, zh = _STATUS_WORDS.get(status, (f"is {status}", f"当前状态：{status}"))
+    text = _t(lang, f"Task #{tid} {en}", f"任务 #{tid} {zh}")
     if info.get("position"):
         text += _t(lang, f", number {info['position']} in the queue", f"，排第 {info['position']} 位")
+    if status == "succeeded":
+        reason = ""  # "finished successfully" says it again
+    elif status in ("running", "cancelled") and reason.startswith(status):
+        # "running on n0 GPUs 1 since ...", "cancelled by alice": the status word is already said
+        rest = reason[len(status) :].strip()
+        text += _t(lang, f" {rest}" if rest else "", f"（{rest.strip('()')}）" if rest else "")
+        reason = ""
     if reason:
         text += _t(lang, f": {reason}", f"：{reason}")
     text += _t(lang, ".", "。")

@@ -74,8 +74,8 @@ def _not_queued(task: Task) -> dict[str, Any]:
         reason = f"running on {where} since {task.started_at.isoformat() if task.started_at else '?'}"
     elif task.status == "succeeded":
         reason = "finished successfully"
-    else:
-        reason = f"{task.status}: {task.message or task.reason or 'no details'}"
+    else:  # how it ended ("exit code 3", "cancelled by alice"); the status is said beside it
+        reason = task.message or task.reason or "no details"
     return {"task_id": task.id, "status": task.status, "position": None, "reason": reason}
 
 

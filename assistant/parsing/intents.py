@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from assistant.parsing.commands import find_command, remove_span
-from assistant.parsing.fields import read_fields, task_ids
+from assistant.parsing.fields import TASK_ID, read_fields, task_ids
 from assistant.parsing.numbers import NUMBER, to_int
 from assistant.parsing.times import read_times
 
@@ -58,6 +58,13 @@ HELP = re.compile(
 EXPLAIN = re.compile(
     r"\bwhy\b|\bexplain\b|what'?s\s+(?:holding|blocking)|what\s+is\s+(?:holding|blocking)|\bstuck\b|still\s+(?:pending|waiting|queued)"
     r"|为什么|为啥|怎么还没|咋还没|卡住|卡着|原因|还在排队",
+    _I,
+)
+# how one named task is doing ("status of task 5", "did #5 finish?", "任务 5 怎么样了"): explain_task
+TASK_STATE = re.compile(
+    r"\bstatus\b|\bstate\b|how\s+(?:is|'s|are)\b|how\s+did\b|what\s+happened|\bdid\b.*\b(?:finish|succeed|fail|work|run)"
+    r"|\bis\b.*\b(?:done|finished|running|over|complete|ok)\b|\bprogress\b"
+    r"|怎么样|咋样|如何了|状态|情况|进展|跑完了吗|完成了吗|好了吗|结束了吗|成功了吗|失败了吗|跑得怎么样",
     _I,
 )
 ESTIMATE = re.compile(
@@ -246,6 +253,8 @@ def understand(text: str, now: datetime) -> Reading:
             if task_id is not None
             else Reading("question", reason="need_task_id")
         )
+    if TASK_STATE.search(rest) and not found and TASK_ID.search(rest) and not ESTIMATE.search(rest):
+        return _tool("explain_task", task_id=_first_id(rest))
     if CANCEL_VERB.search(rest) and not found:
         task_ids_found = task_ids(rest)
         if task_ids_found:

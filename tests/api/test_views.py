@@ -93,3 +93,19 @@ def test_the_openapi_document_puts_every_route_under_api_v1_and_declares_bearer_
             declared = {name for requirement in operation.get("security", []) for name in requirement}
             assert declared & bearer_schemes, f"{method.upper()} {path} declares no bearer security"
     assert set(document["paths"]["/api/v1/tasks"]["post"]["responses"]) >= {"201", "401", "422"}
+
+
+def test_explain_says_how_a_task_that_is_not_waiting_ended(client, alice):
+    first = _submit(client, alice)
+    child = _submit(client, alice, depends_on=[first])
+    client.post(f"/api/v1/tasks/{first}/cancel", headers=alice)
+
+    cancelled = client.get(f"/api/v1/tasks/{first}/explain", headers=alice).json()
+
+    assert (cancelled["status"], cancelled["position"]) == ("cancelled", None)
+    assert cancelled["reason"] == "cancelled by alice"  # the status is beside it, not repeated in it
+    orphan = client.get(f"/api/v1/tasks/{child}/explain", headers=alice).json()  # failed at the next pass
+    assert (orphan["status"], orphan["reason"]) == (
+        "queued",
+        f"task {first}, which it depends on, did not succeed",
+    )

@@ -50,7 +50,11 @@ def test_a_card_for_a_team_over_its_day_budget_says_it_would_wait(budget_cluster
     summary = turn.cards[0]["summary"]
     assert "estimated_start" not in summary
     assert summary["wait_reason"].startswith("day budget of team vision is used up")
-    assert summary["quota"].startswith("team vision's day budget is used up (")
-    assert summary["quota"].endswith("it waits until the team's usage falls")
+    assert (summary["quota"]["team"], summary["quota"]["state"]) == ("vision", "exhausted")
     text = card_text(turn.cards[0], "en")
     assert "• estimate: none yet — day budget of team vision is used up" in text
+    assert "• quota: team vision's day budget is used up (" in text
+    assert text.count("it waits until the team's usage falls") == 1
+    chinese = card_text(turn.cards[0], "zh")
+    assert "• 配额: 团队 vision 今天的预算已用完（" in chinese
+    assert "它会等到团队用量回落" in chinese

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-from assistant.replies import reply_for
+from assistant.replies import quota_words, reply_for
 
 NOW = datetime(2026, 12, 1, 13, 0, tzinfo=UTC)
 
@@ -58,5 +58,74 @@ def test_why_a_task_waits_reads_as_sentences() -> None:
         "Task #2 is queued, number 1 in the queue: waiting for off-peak at 23:00. Estimated start today 23:00."
     )
     assert reply_for("explain_task", content, "zh", NOW) == (
-        "任务 #2 当前状态：queued，排第 1 位：waiting for off-peak at 23:00。预计 今天 23:00 开始。"
+        "任务 #2 在排队，排第 1 位：waiting for off-peak at 23:00。预计 今天 23:00 开始。"
     )
+
+
+def _explained(status: str, reason: str) -> str:
+    return json.dumps({"explain": {"task_id": 4, "status": status, "position": None, "reason": reason}})
+
+
+def test_how_a_task_that_is_not_waiting_is_doing_reads_without_saying_its_status_twice() -> None:
+    replies = {
+        (status, reason): (reply_for("explain_task", _explained(status, reason), "en", NOW),
+                           reply_for("explain_task", _explained(status, reason), "zh", NOW))
+        for status, reason in [
+            ("failed", "exit code 3"),
+            ("succeeded", "finished successfully"),
+            ("cancelled", "cancelled (killed by SIGTERM)"),
+            ("cancelled", "cancelled by alice"),
+            ("running", "running on n0 GPUs 1 since 2026-12-01T12:00:00+00:00"),
+        ]
+    }  # fmt: skip
+
+    assert list(replies.values()) == [
+        ("Task #4 failed: exit code 3.", "任务 #4 失败了：exit code 3。"),
+        ("Task #4 succeeded.", "任务 #4 已成功完成。"),
+        ("Task #4 was cancelled (killed by SIGTERM).", "任务 #4 已取消（killed by SIGTERM）。"),
+        ("Task #4 was cancelled by alice.", "任务 #4 已取消（by alice）。"),
+        (
+            "Task #4 is running on n0 GPUs 1 since 2026-12-01T12:00:00+00:00.",
+            "任务 #4 正在运行（on n0 GPUs 1 since 2026-12-01T12:00:00+00:00）。",
+        ),
+    ]
+
+
+def _quota(budget: float | None, used: float = 0.0, uses: float | None = None, state: str = "ok") -> dict:
+    return {"team": "vision", "budget_gpu_h": budget, "used_gpu_h": used, "uses_gpu_h": uses, "state": state}
+
+
+def test_a_cards_quota_line_reads_in_the_language_of_the_conversation() -> None:
+    cases = [
+        (_quota(None), "team vision: no daily budget", "团队 vision：没有每日预算"),
+        (
+            _quota(None, uses=2.0),
+            "team vision: no daily budget; uses ~2.0 GPU-h",
+            "团队 vision：没有每日预算；约用 2.0 GPU小时",
+        ),
+        (
+            _quota(40, 40, 2.0, "exhausted"),
+            "team vision's day budget is used up (40 of 40 GPU-h): it waits until the team's usage falls",
+            "团队 vision 今天的预算已用完（40 / 40 GPU小时）：它会等到团队用量回落",
+        ),
+        (
+            _quota(40, 34, None, "warning"),
+            "team vision: 6.0 of 40 GPU-h left today (warning)",
+            "团队 vision：今天还剩 6.0 / 40 GPU小时（已用过 80%）",
+        ),
+        (
+            _quota(40, 20, 4.0),
+            "uses ~4.0 of the team's 20.0 GPU-h left today; 16.0 GPU-h left after it",
+            "约用 4.0 GPU小时，团队今天还剩 20.0；运行后还剩 16.0 GPU小时",
+        ),
+        (
+            _quota(40, 38, 4.0, "warning"),
+            "uses ~4.0 of the team's 2.0 GPU-h left today; "
+            "it would take the team over its day budget: it runs, and later tasks wait",
+            "约用 4.0 GPU小时，团队今天还剩 2.0；会超出每日预算：它照常运行，之后的任务要等",
+        ),
+    ]
+
+    assert [(quota_words(q, "en"), quota_words(q, "zh")) for q, _, _ in cases] == [
+        (en, zh) for _, en, zh in cases
+    ]

@@ -29,7 +29,7 @@ def submit_card(**spec: Any) -> dict[str, Any]:
             "start_label": "tonight 23:00, off-peak",
             "estimated_start": "2026-03-02T23:00:00+00:00",
             "estimated_end": "2026-03-03T01:00:00+00:00",
-            "quota": "uses ~4.0 of the team's 20.0 GPU-h left today; 16.0 GPU-h left after it",
+            "quota": {"team": "vision", "budget_gpu_h": 40.0, "used_gpu_h": 20.0, "uses_gpu_h": 4.0},
         },
     }
 
