@@ -192,8 +192,9 @@ def explain_panel(data: dict[str, Any]) -> Table:
     if data.get("position"):
         table.add_row("position", f"{data['position']} of {data.get('queued_total', '?')}")
     if data.get("estimated_start"):
-        window = f"{_when(data.get('estimated_start_low'))} – {_when(data.get('estimated_start_high'))}"
-        table.add_row("expected start", f"{_when(data['estimated_start'])} (range {window})")
+        window = _range(data.get("estimated_start_low"), data.get("estimated_start_high"))
+        start = _when(data["estimated_start"])
+        table.add_row("expected start", f"{start} (range {window})" if window else start)
         table.add_row("expected end", _when(data.get("estimated_end")))
     priority = data.get("priority")
     if priority:
@@ -219,10 +220,18 @@ def estimate_line(data: dict[str, Any]) -> str:
     if not data.get("start"):
         return f"no estimate yet: {data.get('reason')}"
     wait = data.get("wait") or (f"~{data['wait_s'] / 60:.0f} min" if data.get("wait_s") is not None else "?")
+    window = _range(data.get("low"), data.get("high"))
     return (
-        f"expected start {_when(data['start'])} (wait {wait}; range {_when(data.get('low'))} – "
-        f"{_when(data.get('high'))}): {data.get('reason')}"
+        f"expected start {_when(data['start'])} (wait {wait}"
+        + (f"; range {window}" if window else "")
+        + f"): {data.get('reason')}"
     )
+
+
+def _range(low: str | None, high: str | None) -> str | None:
+    """ "12-02 08:40:00 – 12-02 10:15:00", or None when both ends read the same (a fixed start time)."""
+    first, last = _when(low), _when(high)
+    return None if first == last else f"{first} – {last}"
 
 
 def stopping_line(task: dict[str, Any]) -> str:

@@ -6,6 +6,8 @@ from rich.console import Console
 
 from api.cli.render import (
     error_lines,
+    estimate_line,
+    explain_panel,
     queue_table,
     quota_table,
     simulation_table,
@@ -135,3 +137,21 @@ def test_a_team_above_its_cap_is_shown_borrowing_idle_gpus() -> None:
     assert "borrowing idle GPUs" in _text(quota_table({**quota, "gpus_in_use": 3}))
     assert "at its cap" in _text(quota_table({**quota, "gpus_in_use": 2}))
     assert "borrowing" not in _text(quota_table({**quota, "gpus_in_use": 1}))
+
+
+def test_a_start_time_that_is_fixed_shows_no_range() -> None:
+    fixed, low, high = "2026-12-02T09:00:00+00:00", "2026-12-02T08:00:00+00:00", "2026-12-02T11:00:00+00:00"
+    panel = {"task_id": 5, "status": "queued", "reason": "waiting until 09:00 (not before)"}
+
+    assert "range" not in estimate_line({"start": fixed, "low": fixed, "high": fixed, "reason": "not before"})
+    assert "; range " in estimate_line({"start": fixed, "low": low, "high": high, "reason": "behind 2 tasks"})
+    fixed_panel = {
+        **panel,
+        "estimated_start": fixed,
+        "estimated_start_low": fixed,
+        "estimated_start_high": fixed,
+    }
+    assert "range" not in _text(explain_panel(fixed_panel))
+    assert "(range " in _text(
+        explain_panel({**fixed_panel, "estimated_start_low": low, "estimated_start_high": high})
+    )
