@@ -292,6 +292,9 @@ def _utilization(data: dict[str, Any], lang: str) -> str:
     return head + ("\n" + "\n".join(shown) if shown else "")
 
 
+_BUDGET_STATE_ZH = {"ok": "正常", "warning": "已用过 80%", "exhausted": "已用完，新任务要等"}
+
+
 def _quota(data: dict[str, Any], lang: str) -> str:
     quota = data.get("quota") or {}
     day, week = quota.get("day") or {}, quota.get("week") or {}
@@ -306,7 +309,8 @@ def _quota(data: dict[str, Any], lang: str) -> str:
         return _t(
             lang,
             f"{en}: {used:.1f} of {float(budget):.0f} GPU-h used, {left:.1f} left ({period.get('state')})",
-            f"{zh}：已用 {used:.1f}/{float(budget):.0f} GPU小时，剩余 {left:.1f}（{period.get('state')}）",
+            f"{zh}：已用 {used:.1f}/{float(budget):.0f} GPU小时，剩余 {left:.1f}"
+            f"（{_BUDGET_STATE_ZH.get(str(period.get('state')), period.get('state'))}）",
         )
 
     cap = quota.get("gpu_cap")
@@ -317,6 +321,8 @@ def _quota(data: dict[str, Any], lang: str) -> str:
         f"团队 {quota.get('team')}：正在使用 {quota.get('gpus_in_use', 0)} 张卡"
         + (f"（上限 {cap}）" if cap else ""),
     )
+    if lang == "zh":
+        return f"{head}；{part(day, 'today', '今天')}；{part(week, 'this week', '本周')}。"
     return f"{head}; {part(day, 'today', '今天')}; {part(week, 'this week', '本周')}."
 
 

@@ -129,3 +129,26 @@ def test_a_cards_quota_line_reads_in_the_language_of_the_conversation() -> None:
     assert [(quota_words(q, "en"), quota_words(q, "zh")) for q, _, _ in cases] == [
         (en, zh) for _, en, zh in cases
     ]
+
+
+def test_a_teams_quota_reads_in_chinese_with_chinese_punctuation_and_states() -> None:
+    content = json.dumps(
+        {
+            "quota": {
+                "team": "vision",
+                "gpus_in_use": 2,
+                "gpu_cap": 4,
+                "day": {"used_gpu_h": 9.0, "budget_gpu_h": 10, "state": "warning"},
+                "week": {"used_gpu_h": 30.0, "budget_gpu_h": None, "state": "ok"},
+            }
+        }
+    )
+
+    assert reply_for("quota_status", content, "zh", NOW) == (
+        "团队 vision：正在使用 2 张卡（上限 4）；今天：已用 9.0/10 GPU小时，剩余 1.0（已用过 80%）；"
+        "本周：已用 30.0 GPU小时，无预算限制。"
+    )
+    assert reply_for("quota_status", content, "en", NOW) == (
+        "Team vision: 2 GPU(s) in use of a cap of 4; today: 9.0 of 10 GPU-h used, 1.0 left (warning); "
+        "this week: 30.0 GPU-h used, no budget."
+    )
