@@ -172,15 +172,30 @@ def _tasks(data: dict[str, Any], lang: str) -> str:
     tasks = data.get("tasks", [])
     if not tasks:
         return _t(lang, "You have no matching tasks.", "没有符合条件的任务。")
-    shown = [
-        f"#{t['id']} {unwrap(t.get('name', ''))} — {t.get('status')}"
-        + (f" ({unwrap(t['reason'])})" if t.get("reason") else "")
-        for t in tasks[:8]
-    ]
+    shown = [f"#{t['id']} {unwrap(t.get('name', ''))} — {_task_status(t, lang)}" for t in tasks[:8]]
     more = len(tasks) - len(shown)
     head = _t(lang, f"{len(tasks)} task(s):", f"共 {len(tasks)} 个任务：")
     tail = _t(lang, f"\n… and {more} more", f"\n……另有 {more} 个") if more > 0 else ""
     return head + "\n" + "\n".join(shown) + tail
+
+
+_STATUS_ZH = {
+    "queued": "排队中",
+    "running": "运行中",
+    "succeeded": "已完成",
+    "failed": "失败",
+    "cancelled": "已取消",
+}
+
+
+def _task_status(task: dict[str, Any], lang: str) -> str:
+    """'failed (nonzero_exit)': the status, and why it ended only where that says more (as `ls` does)."""
+    status = str(task.get("status") or "")
+    reason = unwrap(task.get("reason") or "")
+    word = _STATUS_ZH.get(status, status) if lang == "zh" else status
+    if not reason or reason == status or status not in ("failed", "cancelled"):
+        return word
+    return _t(lang, f"{word} ({reason})", f"{word}（{reason}）")
 
 
 def _position(data: dict[str, Any], lang: str) -> str:
@@ -278,15 +293,19 @@ def _utilization(data: dict[str, Any], lang: str) -> str:
     report = data.get("report") or {}
     rows = sorted(report.get("rows", []), key=lambda r: -float(r.get("gpu_hours", 0)))
     pct = float(report.get("utilization", 0)) * 100
+    days = f"{float(report.get('days') or 0):g}"
     head = _t(
         lang,
-        f"Last {report.get('days')} day(s): {float(report.get('total_gpu_hours', 0)):.1f} GPU-hours used, "
+        f"Last {days} day(s): {float(report.get('total_gpu_hours', 0)):.1f} GPU-hours used, "
         f"utilization {pct:.0f}%.",
-        f"过去 {report.get('days')} 天共用 {float(report.get('total_gpu_hours', 0)):.1f} GPU小时，"
-        f"利用率 {pct:.0f}%。",
+        f"过去 {days} 天共用 {float(report.get('total_gpu_hours', 0)):.1f} GPU小时，利用率 {pct:.0f}%。",
     )
     shown = [
-        f"{unwrap(r['key'])}: {float(r.get('gpu_hours', 0)):.1f} h, {r.get('tasks', 0)} task(s)"
+        _t(
+            lang,
+            f"{unwrap(r['key'])}: {float(r.get('gpu_hours', 0)):.1f} h, {r.get('tasks', 0)} task(s)",
+            f"{unwrap(r['key'])}：{float(r.get('gpu_hours', 0)):.1f} GPU小时，{r.get('tasks', 0)} 个任务",
+        )
         for r in rows[:6]
     ]
     return head + ("\n" + "\n".join(shown) if shown else "")

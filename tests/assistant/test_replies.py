@@ -152,3 +152,43 @@ def test_a_teams_quota_reads_in_chinese_with_chinese_punctuation_and_states() ->
         "Team vision: 2 GPU(s) in use of a cap of 4; today: 9.0 of 10 GPU-h used, 1.0 left (warning); "
         "this week: 30.0 GPU-h used, no budget."
     )
+
+
+def test_a_task_list_names_why_a_task_ended_only_where_that_says_more() -> None:
+    content = json.dumps(
+        {
+            "tasks": [
+                {"id": 5, "name": "train", "status": "queued", "reason": None},
+                {"id": 4, "name": "eval", "status": "succeeded", "reason": "exit"},
+                {"id": 2, "name": "prep", "status": "failed", "reason": "nonzero_exit"},
+                {"id": 1, "name": "sleep", "status": "cancelled", "reason": "cancelled"},
+            ]
+        }
+    )
+
+    assert reply_for("list_tasks", content, "en", NOW) == (
+        "4 task(s):\n#5 train — queued\n#4 eval — succeeded\n#2 prep — failed (nonzero_exit)\n#1 sleep — cancelled"
+    )
+    assert reply_for("list_tasks", content, "zh", NOW) == (
+        "共 4 个任务：\n#5 train — 排队中\n#4 eval — 已完成\n#2 prep — 失败（nonzero_exit）\n#1 sleep — 已取消"
+    )
+
+
+def test_a_usage_report_reads_whole_days_and_chinese_rows() -> None:
+    content = json.dumps(
+        {
+            "report": {
+                "days": 7.0,
+                "total_gpu_hours": 12.5,
+                "utilization": 0.25,
+                "rows": [{"key": "vision", "gpu_hours": 12.5, "tasks": 3}],
+            }
+        }
+    )
+
+    assert reply_for("utilization_report", content, "en", NOW) == (
+        "Last 7 day(s): 12.5 GPU-hours used, utilization 25%.\nvision: 12.5 h, 3 task(s)"
+    )
+    assert reply_for("utilization_report", content, "zh", NOW) == (
+        "过去 7 天共用 12.5 GPU小时，利用率 25%。\nvision：12.5 GPU小时，3 个任务"
+    )
