@@ -31,8 +31,14 @@ class Reservation:
     nodes: tuple[str, ...]
 
 
-def find_reservation(task: QueuedTask, pool: Pool, holdings: Sequence[Holding]) -> Reservation | None:
-    """The earliest time, releasing holdings in order of expected end, when `task` fits; None if never."""
+def find_reservation(
+    task: QueuedTask,
+    pool: Pool,
+    holdings: Sequence[Holding],
+    reserved: frozenset[tuple[str, int]] = frozenset(),
+) -> Reservation | None:
+    """The earliest time, releasing holdings in order of expected end, when `task` fits on GPUs that no
+    earlier reservation holds (`reserved`); None if never."""
     look = pool.copy()
     ordered = sorted(holdings, key=lambda h: h.end_s)
     i = 0
@@ -42,7 +48,7 @@ def find_reservation(task: QueuedTask, pool: Pool, holdings: Sequence[Holding]) 
             h = ordered[i]
             look.release(h.node, h.gpu_indices, h.gpu_memory_mib, h.gpu_fraction)
             i += 1
-        chosen = look.find(task)
+        chosen = look.find(task, reserved)
         if chosen is not None:
             return _reservation(task, end_s, chosen)
     return None

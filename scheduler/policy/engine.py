@@ -261,7 +261,8 @@ def _blocked_by_gpus(ps: _Pass, task: QueuedTask) -> None:
         _wait(ps, task, _no_room_reason(ps, task) if ps.with_reasons else "")
         return
     if _may_reserve(ps, task):
-        res = find_reservation(task, ps.pool, ps.holdings())
+        reserved = frozenset().union(*(r.gpus for r in ps.reservations))
+        res = find_reservation(task, ps.pool, ps.holdings(), reserved)
         if res is not None:
             ps.reservations.append(res)
             msg = reasons.reserved(task.gpus, res.nodes, res.start_s - ps.now_s) if ps.with_reasons else ""

@@ -92,6 +92,22 @@ def test_tasks_that_fit_but_would_delay_the_reservation_are_behind_higher_priori
     assert started(d) == [3]  # the short one ends before the reservation: backfilled
 
 
+def test_two_reservations_never_promise_the_same_gpus() -> None:
+    # Given two 4-GPU nodes, n0 freeing in 1 h and n1 in 2 h, and two 4-GPU tasks that may both reserve
+    running = [
+        make_running(8, "n0", (0, 1, 2, 3), estimated_end_s=3600.0),
+        make_running(9, "n1", (0, 1, 2, 3), estimated_end_s=7200.0),
+    ]
+    gpus = occupy(occupy(make_gpus(nodes=2), running[0]), running[1])
+    first, second = make_task(1, gpus=4), make_task(2, gpus=4, enqueued_at_s=1.0)
+
+    d = decide([first, second], running, gpus, 0.0, PolicyConfig(policy="backfill", reservations=2))
+
+    # Then the first gets n0 and the second n1 (later, but its own), not both n0 at 1 h
+    assert d.reserved_on == {1: ("n0",), 2: ("n1",)}
+    assert d.pending_reasons[2].startswith("next in line: 4 GPUs reserved on n1, expected free in ~2.0 h")
+
+
 def test_fifo_does_not_backfill() -> None:
     running = [make_running(9, gpus=(0,), estimated_end_s=3600.0)]
     gpus = occupy(make_gpus(per_node=2), running[0])
