@@ -18,13 +18,15 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from typing import IO
 
-from scheduler.executor.reaper import kill_processes_with_token
+from scheduler.executor.reaper import KILL_SETTLE_S, signal_pids, take_process_snapshot
 
 log = logging.getLogger(__name__)
 _CLEANUP_TIMEOUT_S = 10.0
@@ -126,13 +128,22 @@ def serve(lines: IO[str]) -> dict[str, list[str] | None]:
     return watched
 
 
-def kill_leftovers(watched: dict[str, list[str] | None]) -> None:
-    """SIGKILL every process of the watched jobs and run their cleanup commands."""
-    for token, cleanup in watched.items():
-        with contextlib.suppress(Exception):
-            killed = kill_processes_with_token(token)
-            if killed:
-                log.warning("worker gone: killed processes %s of run %s", killed, token)
+def kill_leftovers(watched: dict[str, list[str] | None], settle_s: float = KILL_SETTLE_S) -> None:
+    """SIGKILL every process of the watched jobs until none is left (one look at /proc per round, however
+    many jobs), then run their cleanup commands."""
+    deadline = time.monotonic() + settle_s
+    while True:
+        snapshot = take_process_snapshot()
+        pids = sorted({pid for token in watched for pid in snapshot.tokens.get(token, ())})
+        if not pids:
+            break
+        log.warning("worker gone: killing processes %s of its jobs", pids)
+        signal_pids(pids, signal.SIGKILL)
+        if time.monotonic() >= deadline:
+            log.warning("processes %s survive SIGKILL", pids)
+            break
+        time.sleep(0.02)
+    for cleanup in watched.values():
         if cleanup:
             with contextlib.suppress(OSError, subprocess.SubprocessError):
                 subprocess.run(
