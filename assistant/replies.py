@@ -7,6 +7,8 @@ import re
 from datetime import datetime
 from typing import Any
 
+from assistant.reasons_zh import reason_zh
+
 _DATA = re.compile(r"</?data>")
 CJK = re.compile(r"[\u3400-\u9fff]")
 
@@ -105,7 +107,8 @@ def card_text(card: dict[str, Any], lang: str, now: datetime | None = None) -> s
         lines.append(f"• {_t(lang, 'estimate', '预计')}: {text}")
     elif summary.get("wait_reason"):
         reason = unwrap(summary["wait_reason"])
-        lines.append(f"• {_t(lang, 'estimate', '预计')}: {_t(lang, 'none yet', '暂无')} — {reason}")
+        why = _t(lang, reason, reason_zh(reason))
+        lines.append(f"• {_t(lang, 'estimate', '预计')}: {_t(lang, 'none yet', '暂无')} — {why}")
     extras = [
         f"{key}={spec[key]}"
         for key in (
@@ -234,7 +237,7 @@ def _estimate(data: dict[str, Any], lang: str, now: datetime | None) -> str:
         f"{label}Estimated start {when(est['start'], now, lang)}{rng_en}, a wait of about {wait}"
         + (f" — {reason}." if reason else "."),
         f"{label}预计 {when(est['start'], now, lang)} 开始{rng_zh}，大约要等 {wait}"
-        + (f"（{reason}）。" if reason else "。"),
+        + (f"（{reason_zh(reason)}）。" if reason else "。"),
     )
 
 
@@ -262,10 +265,10 @@ def _explain(data: dict[str, Any], lang: str, now: datetime | None) -> str:
     elif status in ("running", "cancelled") and reason.startswith(status):
         # "running on n0 GPUs 1 since ...", "cancelled by alice": the status word is already said
         rest = reason[len(status) :].strip()
-        text += _t(lang, f" {rest}" if rest else "", f"（{rest.strip('()')}）" if rest else "")
+        text += _t(lang, f" {rest}" if rest else "", f"（{reason_zh(rest.strip('()'))}）" if rest else "")
         reason = ""
     if reason:
-        text += _t(lang, f": {reason}", f"：{reason}")
+        text += _t(lang, f": {reason}", f"：{reason_zh(reason)}")
     text += _t(lang, ".", "。")
     if info.get("estimated_start"):
         text += _t(

@@ -10,7 +10,7 @@ import math
 from datetime import datetime
 from typing import Any
 
-from scheduler.clock import from_epoch_s, now_s
+from scheduler.clock import from_epoch_s, now_s, to_epoch_s
 from scheduler.cluster_state import ClusterState, UsageCache, gather_state
 from scheduler.errors import NotFoundError
 from scheduler.policy.aging import static_score, task_estimate_s
@@ -18,7 +18,7 @@ from scheduler.policy.config import TeamUsage
 from scheduler.policy.explain import explain
 from scheduler.policy.forecast import StartEstimate, estimate_starts
 from scheduler.policy.quotas import budget_status
-from scheduler.policy.reasons import human_duration
+from scheduler.policy.reasons import human_duration, local_time
 from scheduler.policy.types import MIB_PER_GB, PriorityClass, QueuedTask
 from scheduler.service import Cluster
 from scheduler.store.identity import Identity, team_id_by_name
@@ -63,15 +63,17 @@ def queue_forecast(cluster: Cluster, usage: UsageCache) -> dict[int, dict[str, A
     }
 
 
-def _not_queued(task: Task) -> dict[str, Any]:
-    """Explain a task that is not waiting: it runs, or it ended (and why)."""
+def _not_queued(task: Task, timezone: str) -> dict[str, Any]:
+    """Explain a task that is not waiting: it runs (where, since when in the cluster's zone), or it ended
+    (and how)."""
     if task.status == "running":
         where = (
             f"{task.node} GPUs {','.join(map(str, task.gpu_indices or []))}"
             if task.gpu_indices
             else task.node
         )
-        reason = f"running on {where} since {task.started_at.isoformat() if task.started_at else '?'}"
+        since = local_time(to_epoch_s(task.started_at), now_s(), timezone) if task.started_at else "?"
+        reason = f"running on {where} since {since}"
     elif task.status == "succeeded":
         reason = "finished successfully"
     else:  # how it ended ("exit code 3", "cancelled by alice"); the status is said beside it
@@ -90,7 +92,7 @@ def explain_task(cluster: Cluster, usage: UsageCache, who: Identity, task_id: in
         "priority": None,
     }
     if task.status != "queued":
-        return {**base, **_not_queued(task)}
+        return {**base, **_not_queued(task, cluster.policy_config.timezone)}
     state = _state(cluster, usage)
     if not any(queued.task_id == task_id for queued in state.queued):
         reason = "deep in the queue (beyond the forecast window)"

@@ -301,9 +301,16 @@ def never_fits(task: QueuedTask, gpus: Sequence[GpuSlot]) -> str | None:
     biggest_gb = max(g.memory_total_mib for g in empty) / 1024
     if task.gpu_memory_mib > max(g.memory_total_mib for g in empty):
         return f"no GPU here has {task.gpu_memory_mib / 1024:.0f} GB (the largest has {biggest_gb:.0f} GB)"
-    where = f"node {task.node}" if task.node is not None else "no node here"
-    verb = "cannot give" if task.node is not None else "can give"
-    return f"{where} {verb} it {task.gpus} GPUs with {task.gpu_memory_mib / 1024:.0f} GB each"
+    # too many GPUs for one node (of this model, with this much memory): say how many one node has
+    big_enough: dict[str, int] = {}
+    for g in empty:
+        if g.memory_total_mib >= task.gpu_memory_mib:
+            big_enough[g.node] = big_enough.get(g.node, 0) + 1
+    most = max(big_enough.values(), default=0)
+    each = f" with {task.gpu_memory_mib / 1024:.0f} GB each" if task.gpu_memory_mib > 0 else ""
+    if task.node is not None:
+        return f"node {task.node} has {most} GPU{'s' if most != 1 else ''}{each.replace(' each', '')}"
+    return f"no node has {task.gpus} GPUs{each} (at most {most} on one node)"
 
 
 def cpu_node(task: QueuedTask, nodes: Sequence[str], turn: int) -> str | None:

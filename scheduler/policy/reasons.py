@@ -21,9 +21,9 @@ def human_duration(seconds: float) -> str:
 
 
 def local_time(epoch_s: float, now_s: float, tz_name: str) -> str:
-    """`"23:00"` when within a day of now, else `"2024-05-01 23:00"`."""
+    """`"23:00"` when within a day of now (either way), else `"2024-05-01 23:00"`."""
     dt = datetime.fromtimestamp(epoch_s, zone(tz_name))
-    return dt.strftime("%H:%M") if epoch_s - now_s < 86400 else dt.strftime("%Y-%m-%d %H:%M")
+    return dt.strftime("%H:%M") if abs(epoch_s - now_s) < 86400 else dt.strftime("%Y-%m-%d %H:%M")
 
 
 def behind(n: int) -> str:

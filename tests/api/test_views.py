@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
 from tests.api.conftest import bearer
+from tests.conftest import wait_until
 
 
 def _submit(client, headers, **spec) -> int:
@@ -109,3 +112,17 @@ def test_explain_says_how_a_task_that_is_not_waiting_ended(client, alice):
         "queued",
         f"task {first}, which it depends on, did not succeed",
     )
+
+
+def test_explain_says_where_a_running_task_runs_and_since_when_in_the_clusters_zone(
+    client, alice, running_cluster, tmp_path
+):
+    task_id = _submit(client, alice, command="sleep 30", workdir=str(tmp_path))
+    wait_until(lambda: client.get(f"/api/v1/tasks/{task_id}", headers=alice).json()["status"] == "running")
+
+    explained = client.get(f"/api/v1/tasks/{task_id}/explain", headers=alice).json()
+    client.post(f"/api/v1/tasks/{task_id}/cancel", headers=alice)
+
+    assert re.fullmatch(r"running on node-a GPUs \d since \d\d:\d\d", explained["reason"]), explained[
+        "reason"
+    ]

@@ -58,7 +58,7 @@ def test_why_a_task_waits_reads_as_sentences() -> None:
         "Task #2 is queued, number 1 in the queue: waiting for off-peak at 23:00. Estimated start today 23:00."
     )
     assert reply_for("explain_task", content, "zh", NOW) == (
-        "任务 #2 在排队，排第 1 位：waiting for off-peak at 23:00。预计 今天 23:00 开始。"
+        "任务 #2 在排队，排第 1 位：等待 23:00 开始的谷时电价窗口。预计 今天 23:00 开始。"
     )
 
 
@@ -75,18 +75,18 @@ def test_how_a_task_that_is_not_waiting_is_doing_reads_without_saying_its_status
             ("succeeded", "finished successfully"),
             ("cancelled", "cancelled (killed by SIGTERM)"),
             ("cancelled", "cancelled by alice"),
-            ("running", "running on n0 GPUs 1 since 2026-12-01T12:00:00+00:00"),
+            ("running", "running on n0 GPUs 1 since 12:00"),
         ]
     }  # fmt: skip
 
     assert list(replies.values()) == [
-        ("Task #4 failed: exit code 3.", "任务 #4 失败了：exit code 3。"),
+        ("Task #4 failed: exit code 3.", "任务 #4 失败了：退出码 3。"),
         ("Task #4 succeeded.", "任务 #4 已成功完成。"),
-        ("Task #4 was cancelled (killed by SIGTERM).", "任务 #4 已取消（killed by SIGTERM）。"),
-        ("Task #4 was cancelled by alice.", "任务 #4 已取消（by alice）。"),
+        ("Task #4 was cancelled (killed by SIGTERM).", "任务 #4 已取消（被 SIGTERM 终止）。"),
+        ("Task #4 was cancelled by alice.", "任务 #4 已取消（操作人 alice）。"),
         (
-            "Task #4 is running on n0 GPUs 1 since 2026-12-01T12:00:00+00:00.",
-            "任务 #4 正在运行（on n0 GPUs 1 since 2026-12-01T12:00:00+00:00）。",
+            "Task #4 is running on n0 GPUs 1 since 12:00.",
+            "任务 #4 正在运行（在 n0 的 1 号卡上，自 12:00 起）。",
         ),
     ]
 

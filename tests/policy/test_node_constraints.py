@@ -45,8 +45,22 @@ def test_never_fits_names_the_missing_node_or_model() -> None:
     assert never_fits(make_task(node="box-9"), _cluster()) == "there is no node named 'box-9'"
     reason = never_fits(make_task(gpu_model="H100"), _cluster())
     assert reason is not None and "no GPU model matches 'H100'" in reason and "NVIDIA L4" in reason
-    reason = never_fits(make_task(gpus=3, gpu_model="A100"), _cluster())
-    assert reason is not None and "3 GPUs" in reason
+    assert (
+        never_fits(make_task(gpus=3, gpu_model="A100"), _cluster())
+        == "no node has 3 GPUs (at most 2 on one node)"
+    )
+
+
+def test_never_fits_says_how_many_gpus_one_node_has_with_that_much_memory() -> None:
+    # (5 GPUs would fit the simulator's gang of whole nodes; 7 are more than the cluster has)
+    assert never_fits(make_task(gpus=7), _cluster()) == "no node has 7 GPUs (at most 4 on one node)"
+    assert never_fits(make_task(gpus=3, gpu_memory_mib=40 * GB), _cluster()) == (
+        "no node has 3 GPUs with 40 GB each (at most 2 on one node)"
+    )
+    assert never_fits(make_task(gpus=3, node="box-1"), _cluster()) == "node box-1 has 2 GPUs"
+    assert never_fits(make_task(gpus=2, node="box-2", gpu_memory_mib=40 * GB), _cluster()) == (
+        "no GPU here has 40 GB (the largest has 24 GB)"
+    )
 
 
 def test_cpu_only_tasks_go_to_their_pinned_node_or_take_turns() -> None:

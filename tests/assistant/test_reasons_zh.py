@@ -1,0 +1,76 @@
+"""The scheduler's reasons in Chinese, as they come out of the scheduler (not retyped), so a reworded
+reason that the translation no longer knows shows up here."""
+
+from __future__ import annotations
+
+import signal
+
+import pytest
+
+from assistant.reasons_zh import reason_zh
+from scheduler.executor.outcome import JobOutcome
+from scheduler.policy import reasons
+from scheduler.policy.config import PolicyConfig, TeamUsage
+from scheduler.policy.engine import decide
+from scheduler.policy.quotas import budget_status
+from tests.policy.builders import make_gpus, make_task
+
+GB = 1024
+
+
+def _pending(**task: object) -> str:
+    """The reason `decide` gives a task on an empty 4-GPU node at 2026-12-01 12:00 UTC."""
+    now_s = 1_796_126_400.0  # 2026-12-01T12:00:00Z
+    d = decide(
+        [make_task(1, enqueued_at_s=now_s, **task)],
+        [],
+        make_gpus(),
+        now_s,
+        PolicyConfig(offpeak="23:00-07:00"),
+    )
+    return d.pending_reasons[1]
+
+
+CASES = [
+    (reasons.behind(3), "前面还有 3 个优先级更高的任务"),
+    (reasons.team_cap("vision", 4), "团队 vision 已用满 4 张卡的上限"),
+    (reasons.waiting_for_parent(12), "等待任务 12 成功完成"),
+    (reasons.parent_failed(12), "它依赖的任务 12 没有成功"),
+    (reasons.no_room(1, 40 * GB, 1500), "没有一张卡有 40 GB 空闲显存；下一张卡约 25 分钟后空出"),
+    (reasons.no_room(2, 40 * GB, None), "没有一个节点同时有 2 张空闲 40 GB 显存的卡"),
+    (reasons.no_room(2, 0, 7200), "没有一个节点同时有 2 张空闲的卡；下一张卡约 2.0 小时后空出"),
+    (reasons.no_room(1, 0, None), "所有卡都在忙"),
+    (
+        reasons.out_of_service(8, 16),
+        "等待停用的卡恢复（16 张中的 8 张：节点被排空或离线、卡过热或显存仍被已结束的任务占着；`nightshift gpus` 可查看）",
+    ),
+    (reasons.reserved(2, ("n0",), 5400), "下一个就轮到它：已在 n0 预留 2 张卡，预计约 1.5 小时后空出"),
+    (
+        budget_status("nlp", {"nlp": TeamUsage("nlp", gpu_s_last_day=40 * 3600)}, PolicyConfig(day_budget_gpu_h={"nlp": 40})).message,
+        "团队 nlp 的今日预算已用完（40.0/40 GPU小时）",
+    ),
+    (
+        budget_status("nlp", {"nlp": TeamUsage("nlp", gpu_s_last_week=90 * 3600)}, PolicyConfig(week_budget_gpu_h={"nlp": 100})).message,
+        "团队 nlp 已用掉本周预算的 90%（90.0/100 GPU小时）",
+    ),
+    (JobOutcome(3, None, "nonzero_exit").describe(), "退出码 3"),
+    (JobOutcome(None, signal.SIGTERM, "timeout").describe(), "超过时间限制被停止（被 SIGTERM 终止）"),
+    (JobOutcome(1, None, "oom").describe(), "显存不足（退出码 1）"),
+    (JobOutcome(None, signal.SIGSEGV, "signal").describe(), "被 SIGSEGV 终止（不是 nightshift 发的）"),
+    (JobOutcome(None, signal.SIGTERM, "cancelled").describe(), "已取消（被 SIGTERM 终止）"),
+    (_pending(not_before_s=1_796_158_800.0), "按要求 21:00 之前不开始"),
+    (_pending(retry_at_s=1_796_128_200.0), "上次失败后等待重试，12:30 再试"),
+    (_pending(offpeak=True), "等待 23:00 开始的谷时电价窗口"),
+    (_pending(gpus=8), "在这个集群上无法开始：没有一个节点有 8 张卡（单个节点最多 4 张）"),
+    (_pending(gpus=2, gpu_memory_mib=30 * GB), "在这个集群上无法开始：没有一张卡有 30 GB 显存（最大的 24 GB）"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("english", "chinese"), CASES, ids=[english for english, _ in CASES])
+def test_a_scheduler_reason_reads_in_chinese(english: str, chinese: str) -> None:
+    assert reason_zh(english) == chinese
+
+
+def test_a_reason_the_translation_does_not_know_stays_as_it_is() -> None:
+    assert reason_zh("waiting for the moon") == "waiting for the moon"
+    assert reason_zh("all GPUs are busy; waiting for the moon") == "所有卡都在忙；waiting for the moon"
