@@ -347,7 +347,7 @@ def start_job(
         [argv[0], "rm", "--force", container_name(request)] if request.docker_image is not None else None
     )
     if sentinel is not None:
-        sentinel.watch(request.run_token, cleanup)
+        sentinel.watch(request.run_token, popen.pid, cleanup)
     return RunningJob(
         request,
         popen,

@@ -4,10 +4,11 @@ of the worker's jobs.
 A job's leader (`/bin/sh -c`) gets SIGKILL when the worker dies (the parent-death signal), but only the
 leader: a compound command's children (`python prep.py && python train.py`, `cmd &`) would run on, holding
 GPUs, until a restarted worker found them by their run token. The sentinel closes that gap without cgroups.
-The worker tells it, down a pipe, each job it starts (`watch`: the run token, and the command that removes
-its docker container) and each job that is over (`forget`). When the pipe reads end-of-file the worker is
-gone, however it went: the sentinel SIGKILLs every process that carries a watched token, runs the cleanup
-commands, and exits. A clean worker stop forgets every job first, so the sentinel then has nothing to do.
+The worker tells it, down a pipe, each job it starts (`watch`: the run token, the process group, and the
+command that removes its docker container) and each job that is over (`forget`). When the pipe reads
+end-of-file the worker is gone, however it went: the sentinel SIGKILLs each watched job's process group and
+every process that carries a watched token, runs the cleanup commands, and exits. A clean worker stop
+forgets every job first, so the sentinel then has nothing to do.
 
 One sentinel per worker, started with the first job; it runs in its own session, so a Ctrl-C meant for the
 worker does not reach it, and the pipe's write end stays in the worker (close-on-exec), never in a job.
@@ -24,12 +25,21 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import IO
 
-from scheduler.executor.reaper import KILL_SETTLE_S, signal_pids, take_process_snapshot
+from scheduler.executor.reaper import KILL_SETTLE_S, signal_group, signal_pids, take_process_snapshot
 
 log = logging.getLogger(__name__)
 _CLEANUP_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class WatchedJob:
+    """What the sentinel needs to end one job: its process group and the command removing its container."""
+
+    group: int | None = None
+    cleanup: list[str] | None = None
 
 
 class JobSentinel:
@@ -38,14 +48,17 @@ class JobSentinel:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._process: subprocess.Popen[str] | None = None
-        self._watched: dict[str, list[str] | None] = {}  # run token -> cleanup argv
+        self._watched: dict[str, WatchedJob] = {}  # by run token
 
-    def watch(self, run_token: str, cleanup_argv: Sequence[str] | None = None) -> None:
-        """Have the sentinel kill this job's processes (and run `cleanup_argv`) if the worker dies."""
-        cleanup = list(cleanup_argv) if cleanup_argv else None
+    def watch(
+        self, run_token: str, group: int | None = None, cleanup_argv: Sequence[str] | None = None
+    ) -> None:
+        """Have the sentinel kill this job's processes (its process `group` and every process carrying its
+        token) and run `cleanup_argv` if the worker dies."""
+        job = WatchedJob(group, list(cleanup_argv) if cleanup_argv else None)
         with self._lock:
-            self._watched[run_token] = cleanup
-            self._send({"watch": run_token, "cleanup": cleanup})
+            self._watched[run_token] = job
+            self._send(_watch_message(run_token, job))
 
     def forget(self, run_token: str) -> None:
         """The job is over (and swept): nothing of it is left to kill."""
@@ -100,8 +113,8 @@ class JobSentinel:
                 text=True,
             )
             assert process.stdin is not None
-            for token, cleanup in self._watched.items():
-                process.stdin.write(json.dumps({"watch": token, "cleanup": cleanup}) + "\n")
+            for token, job in self._watched.items():
+                process.stdin.write(json.dumps(_watch_message(token, job)) + "\n")
             process.stdin.flush()
         except (OSError, ValueError, subprocess.SubprocessError) as error:
             log.error("no job sentinel (%s): a killed worker's jobs may leave children running", error)
@@ -109,9 +122,13 @@ class JobSentinel:
         self._process = process
 
 
-def serve(lines: IO[str]) -> dict[str, list[str] | None]:
+def _watch_message(run_token: str, job: WatchedJob) -> dict[str, object]:
+    return {"watch": run_token, "group": job.group, "cleanup": job.cleanup}
+
+
+def serve(lines: IO[str]) -> dict[str, WatchedJob]:
     """The sentinel's side: follow the worker's messages until end-of-file; return what is still watched."""
-    watched: dict[str, list[str] | None] = {}
+    watched: dict[str, WatchedJob] = {}
     for line in lines:
         try:
             message = json.loads(line)
@@ -120,34 +137,48 @@ def serve(lines: IO[str]) -> dict[str, list[str] | None]:
         if not isinstance(message, dict):
             continue
         if isinstance(message.get("watch"), str):
-            cleanup = message.get("cleanup")
+            group, cleanup = message.get("group"), message.get("cleanup")
             valid = isinstance(cleanup, list) and all(isinstance(word, str) for word in cleanup)
-            watched[message["watch"]] = cleanup if valid else None
+            watched[message["watch"]] = WatchedJob(
+                group if isinstance(group, int) and group > 1 else None, cleanup if valid else None
+            )
         elif isinstance(message.get("forget"), str):
             watched.pop(message["forget"], None)
     return watched
 
 
-def kill_leftovers(watched: dict[str, list[str] | None], settle_s: float = KILL_SETTLE_S) -> None:
-    """SIGKILL every process of the watched jobs until none is left (one look at /proc per round, however
-    many jobs), then run their cleanup commands."""
+def kill_leftovers(watched: dict[str, WatchedJob], settle_s: float = KILL_SETTLE_S) -> None:
+    """SIGKILL the watched jobs' process groups and every process carrying one of their tokens, until two
+    looks at /proc in a row find none (a process in the middle of an exec can show no environment for an
+    instant), then run their cleanup commands."""
     deadline = time.monotonic() + settle_s
-    while True:
+    quiet = 0
+    while quiet < 2:
         snapshot = take_process_snapshot()
-        pids = sorted({pid for token in watched for pid in snapshot.tokens.get(token, ())})
+        pids: set[int] = set()
+        for token, job in watched.items():
+            carriers = set(snapshot.tokens.get(token, ()))
+            members = set(snapshot.groups.get(job.group, ())) if job.group is not None else set()
+            if job.group is not None and members & carriers:
+                # still this job's group: all of it goes, a child started with `env -i` or mid-fork too
+                signal_group(job.group, signal.SIGKILL)
+                pids |= members
+            pids |= carriers
         if not pids:
-            break
-        log.warning("worker gone: killing processes %s of its jobs", pids)
-        signal_pids(pids, signal.SIGKILL)
-        if time.monotonic() >= deadline:
-            log.warning("processes %s survive SIGKILL", pids)
-            break
+            quiet += 1
+        else:
+            quiet = 0
+            log.warning("worker gone: killing processes %s of its jobs", sorted(pids))
+            signal_pids(pids, signal.SIGKILL)
+            if time.monotonic() >= deadline:
+                log.warning("processes %s survive SIGKILL", sorted(pids))
+                break
         time.sleep(0.02)
-    for cleanup in watched.values():
-        if cleanup:
+    for job in watched.values():
+        if job.cleanup:
             with contextlib.suppress(OSError, subprocess.SubprocessError):
                 subprocess.run(
-                    cleanup,
+                    job.cleanup,
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL,

@@ -14,12 +14,13 @@ from pathlib import Path
 import pytest
 
 from scheduler.executor import LaunchRequest, find_processes_with_token, kill_processes_with_token, start_job
-from scheduler.executor.sentinel import JobSentinel, serve
+from scheduler.executor.sentinel import JobSentinel, WatchedJob, serve
 
 from .conftest import WAIT_S, is_alive, read_pids, wait_until
 
-# A stand-in worker: starts a compound job with a background child and a `setsid` grandchild, with a
-# sentinel, prints the leader's and the sentinel's pids, and waits to be killed.
+# A stand-in worker: starts a compound job with a background child, a `setsid` grandchild (out of the job's
+# group, with its token) and a child without the token (`env -i`, in the group), with a sentinel; prints the
+# leader's and the sentinel's pids, and waits to be killed.
 WORKER = """
 import sys
 from pathlib import Path
@@ -27,7 +28,10 @@ from scheduler.executor import LaunchRequest, start_job
 from scheduler.executor.sentinel import JobSentinel
 
 workdir, log_path, token = sys.argv[1:4]
-command = "sleep 300 & echo $! >> pids; setsid sleep 300 & echo $! >> pids; python3 -c pass && wait"
+command = (
+    "sleep 300 & echo $! >> pids; setsid sleep 300 & echo $! >> pids; env -i sleep 300 & echo $! >> pids; "
+    "python3 -c pass && wait"
+)
 request = LaunchRequest(7, 1, command, Path(workdir), Path(log_path), (), {}, None, None, None, None, token)
 sentinel = JobSentinel()
 job = start_job(request, sentinel=sentinel)
@@ -52,7 +56,7 @@ def test_a_killed_workers_jobs_die_with_it_children_and_escaped_grandchildren_in
     try:
         assert worker.stdout is not None
         leader, sentinel = (int(word) for word in worker.stdout.readline().split())
-        children = read_pids(workdir / "pids", 2)
+        children = read_pids(workdir / "pids", 3)
         assert all(is_alive(pid) for pid in children)
 
         # When the worker is killed with SIGKILL
@@ -62,7 +66,7 @@ def test_a_killed_workers_jobs_die_with_it_children_and_escaped_grandchildren_in
         # Then nothing of the job is left, and the sentinel has exited
         for pid in (leader, *children):
             wait_until(lambda pid=pid: not is_alive(pid), what=f"job process {pid} to die with its worker")
-        assert find_processes_with_token(token) == []
+        wait_until(lambda: not find_processes_with_token(token), what="no process with the job's token")
         wait_until(lambda: not is_alive(sentinel), what="the sentinel to exit")
     finally:
         worker.kill()
@@ -134,7 +138,7 @@ def test_the_sentinel_runs_a_jobs_cleanup_command_when_the_worker_is_gone(tmp_pa
     # Given a watched job whose cleanup (for docker: `docker rm --force NAME`) leaves a mark
     marker = tmp_path / "removed"
     sentinel = JobSentinel()
-    sentinel.watch(f"test-{uuid.uuid4().hex}", ["/bin/sh", "-c", f"echo removed > {marker}"])
+    sentinel.watch(f"test-{uuid.uuid4().hex}", None, ["/bin/sh", "-c", f"echo removed > {marker}"])
 
     # When the worker is gone
     sentinel.close()
@@ -145,17 +149,21 @@ def test_the_sentinel_runs_a_jobs_cleanup_command_when_the_worker_is_gone(tmp_pa
 
 def test_the_sentinel_follows_watch_and_forget_and_skips_lines_it_cannot_read() -> None:
     lines = [
-        json.dumps({"watch": "run-a", "cleanup": None}),
-        json.dumps({"watch": "run-b", "cleanup": ["docker", "rm", "--force", "nightshift-2-1"]}),
+        json.dumps({"watch": "run-a", "group": 100, "cleanup": None}),
+        json.dumps(
+            {"watch": "run-b", "group": 200, "cleanup": ["docker", "rm", "--force", "nightshift-2-1"]}
+        ),
         "not json",
         json.dumps(["a", "list"]),
         json.dumps("watching"),
-        json.dumps({"watch": "run-c", "cleanup": "rm -rf /"}),
+        json.dumps({"watch": "run-c", "group": 1, "cleanup": "rm -rf /"}),  # never group 1 (init's)
+        json.dumps({"watch": "run-d", "group": "300"}),
         json.dumps({"forget": "run-a"}),
         json.dumps({"forget": "never-watched"}),
     ]
 
     assert serve(io.StringIO("\n".join(lines) + "\n")) == {
-        "run-b": ["docker", "rm", "--force", "nightshift-2-1"],
-        "run-c": None,
+        "run-b": WatchedJob(200, ["docker", "rm", "--force", "nightshift-2-1"]),
+        "run-c": WatchedJob(None, None),
+        "run-d": WatchedJob(None, None),
     }
