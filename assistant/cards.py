@@ -182,7 +182,10 @@ def validated_spec(
     return dict(resolve(spec, tz, default_workdir).spec)
 
 
-def _energy(spec: dict[str, Any], gpus_view: dict[str, Any] | None, minutes: float | None) -> str | None:
+def _energy(
+    spec: dict[str, Any], gpus_view: dict[str, Any] | None, minutes: float | None
+) -> dict[str, Any] | None:
+    """The task's energy by its estimate, as facts (`replies.energy_words` says them)."""
     if not minutes or not spec.get("gpus"):
         return None
     try:
@@ -193,7 +196,7 @@ def _energy(spec: dict[str, Any], gpus_view: dict[str, Any] | None, minutes: flo
     except ImportError:  # pragma: no cover - the policy package is optional for the assistant
         power = FALLBACK_GPU_POWER_W
     kwh = spec["gpus"] * power * minutes * 60 / 3.6e6
-    return f"~{kwh:.1f} kWh ({spec['gpus']} × {power:.0f} W for {minutes:g} min)"
+    return {"kwh": kwh, "gpus": spec["gpus"], "power_w": power, "minutes": float(minutes)}
 
 
 def summarize(

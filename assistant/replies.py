@@ -125,11 +125,21 @@ def card_text(card: dict[str, Any], lang: str, now: datetime | None = None) -> s
     if extras:
         lines.append("• " + ", ".join(extras))
     if summary.get("energy"):
-        lines.append(f"• {_t(lang, 'energy', '能耗')}: {summary['energy']}")
+        lines.append(f"• {_t(lang, 'energy', '能耗')}: {energy_words(summary['energy'], lang)}")
     if summary.get("quota"):
         lines.append(f"• {_t(lang, 'quota', '配额')}: {quota_words(summary['quota'], lang)}")
     lines.append(_t(lang, "Nothing is submitted until you confirm.", "确认之前不会提交。"))
     return "\n".join(lines)
+
+
+def energy_words(energy: dict[str, Any], lang: str) -> str:
+    """A submit card's energy line: `~1.2 kWh (2 × 300 W for 120 min)` (facts from `cards`)."""
+    kwh, gpus, power, minutes = energy["kwh"], energy["gpus"], energy["power_w"], energy["minutes"]
+    return _t(
+        lang,
+        f"~{kwh:.1f} kWh ({gpus} × {power:.0f} W for {minutes:g} min)",
+        f"约 {kwh:.1f} kWh（{gpus} × {power:.0f} W，{minutes:g} 分钟）",
+    )
 
 
 def quota_words(quota: dict[str, Any], lang: str) -> str:

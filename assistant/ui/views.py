@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from assistant.replies import quota_words, unwrap
+from assistant.replies import energy_words, quota_words, unwrap
 
 MIB_PER_GB = 1024
 HOURS_PER_DAY = 24.0
@@ -226,7 +226,8 @@ def card_html(card: dict[str, Any], zone: tzinfo | None = None) -> str:
                 rows.append(_row(key.replace("_", " "), spec[key]))
         for key in ("energy", "energy_cost", "quota", "cli"):
             if summary.get(key) is not None:
-                value = quota_words(summary[key], "en") if key == "quota" else summary[key]
+                words = {"quota": quota_words, "energy": energy_words}.get(key)
+                value = words(summary[key], "en") if words is not None else summary[key]
                 rows.append(_row(key.replace("_", " "), value))
         title, note = "Submit this task?", "Nothing is submitted until you confirm."
     return (

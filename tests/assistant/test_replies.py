@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-from assistant.replies import quota_words, reply_for
+from assistant.replies import energy_words, quota_words, reply_for
 
 NOW = datetime(2026, 12, 1, 13, 0, tzinfo=UTC)
 
@@ -192,3 +192,10 @@ def test_a_usage_report_reads_whole_days_and_chinese_rows() -> None:
     assert reply_for("utilization_report", content, "zh", NOW) == (
         "过去 7 天共用 12.5 GPU小时，利用率 25%。\nvision：12.5 GPU小时，3 个任务"
     )
+
+
+def test_a_cards_energy_line_reads_in_the_language_of_the_conversation() -> None:
+    energy = {"kwh": 1.2, "gpus": 2, "power_w": 300.0, "minutes": 120.0}
+
+    assert energy_words(energy, "en") == "~1.2 kWh (2 × 300 W for 120 min)"
+    assert energy_words(energy, "zh") == "约 1.2 kWh（2 × 300 W，120 分钟）"

@@ -30,6 +30,7 @@ def submit_card(**spec: Any) -> dict[str, Any]:
             "estimated_start": "2026-03-02T23:00:00+00:00",
             "estimated_end": "2026-03-03T01:00:00+00:00",
             "quota": {"team": "vision", "budget_gpu_h": 40.0, "used_gpu_h": 20.0, "uses_gpu_h": 4.0},
+            "energy": {"kwh": 1.2, "gpus": 2, "power_w": 300.0, "minutes": 120.0},
         },
     }
 
@@ -44,6 +45,7 @@ def test_the_submit_card_shows_command_resources_start_finish_and_quota() -> Non
         "2026-03-02 23:00",
         "2026-03-03 01:00",
         "16.0 GPU-h left after it",
+        "~1.2 kWh (2 × 300 W for 120 min)",
         "Nothing is submitted until you confirm.",
     ):
         assert expected in html
