@@ -25,7 +25,7 @@ from assistant.cards import ActionStore
 from assistant.client import AssistantClient
 from assistant.offline import OfflineChatModel
 from assistant.prompt_files import PROMPT_FILES, find_prompts_dir
-from assistant.replies import language_of
+from assistant.replies import language_of, status_zh
 from assistant.tools import ToolContext, make_tools
 from scheduler.clock import local_zone
 from scheduler.settings import Settings
@@ -207,27 +207,25 @@ class Assistant:
             if action.kind == "submit" and action.payload["spec"].get("sweep") is not None:
                 task = self.client.submit_sweep(action.payload["spec"], idempotency_key=action.action_id)
                 message = f"Submitted sweep #{task['id']} ({task['name']}): {task['tasks_count']} tasks."
+                zh = f"已提交扫参 #{task['id']}（{task['name']}）：共 {task['tasks_count']} 个任务。"
             elif action.kind == "submit":
                 task = self.client.submit(action.payload["spec"], idempotency_key=action.action_id)
                 message = f"Submitted task #{task['id']} ({task['name']}): {task['status']}."
+                zh = f"已提交任务 #{task['id']}（{task['name']}）：{status_zh(task['status'])}。"
             else:
                 task = self.client.cancel(int(action.payload["task_id"]))
                 message = f"Task #{task['id']} is {task['status']}."
+                zh = f"任务 #{task['id']}：{status_zh(task['status'])}。"
         except ClientError as exc:
             return {"ok": False, "error": exc.message, "errors": exc.errors}
         self.history.append(AIMessage(content=message))
-        return {"ok": True, "task": task, "message": self._localize(message)}
+        return {"ok": True, "task": task, "message": zh if self.language() == "zh" else message}
 
     def drop(self, action_id: str) -> bool:
         """Forget a pending action without doing it."""
         return self.actions.take(action_id) is not None
 
-    def _localize(self, message: str) -> str:
+    def language(self) -> str:
+        """`zh` when the person's last message was in Chinese, else `en`: what replies and cards use."""
         last = next((m for m in reversed(self.history) if isinstance(m, HumanMessage)), None)
-        if last is not None and language_of(str(last.content)) == "zh":
-            return (
-                message.replace("Submitted task", "已提交任务")
-                .replace("Task", "任务")
-                .replace(" is ", " 状态：")
-            )
-        return message
+        return language_of(str(last.content)) if last is not None else "en"

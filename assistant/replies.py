@@ -64,7 +64,8 @@ _LABEL_ZH = {
 }
 
 
-def _label(label: str, lang: str) -> str:
+def start_label_words(label: str, lang: str) -> str:
+    """A card's "may start" label (`cards.start_label`, English) in the language of the conversation."""
     if lang != "zh":
         return label
     for en, zh in _LABEL_ZH.items():
@@ -95,7 +96,8 @@ def card_text(card: dict[str, Any], lang: str, now: datetime | None = None) -> s
         res += _t(lang, f", ≥{memory:g} GB each", f"，每张 ≥{memory:g} GB")
     lines.append(f"• {_t(lang, 'resources', '资源')}: {res}")
     if summary.get("start_label"):
-        lines.append(f"• {_t(lang, 'may start', '最早开始')}: {_label(summary['start_label'], lang)}")
+        label = start_label_words(summary["start_label"], lang)
+        lines.append(f"• {_t(lang, 'may start', '最早开始')}: {label}")
     if summary.get("estimated_start"):
         text = when(summary["estimated_start"], now, lang)
         if summary.get("estimated_end"):
@@ -201,11 +203,16 @@ _STATUS_ZH = {
 }
 
 
+def status_zh(status: str) -> str:
+    """A task status in Chinese (`queued` → `排队中`); an unknown one as it is."""
+    return _STATUS_ZH.get(status, status)
+
+
 def _task_status(task: dict[str, Any], lang: str) -> str:
     """'failed (nonzero_exit)': the status, and why it ended only where that says more (as `ls` does)."""
     status = str(task.get("status") or "")
     reason = unwrap(task.get("reason") or "")
-    word = _STATUS_ZH.get(status, status) if lang == "zh" else status
+    word = status_zh(status) if lang == "zh" else status
     if not reason or reason == status or status not in ("failed", "cancelled"):
         return word
     return _t(lang, f"{word} ({reason})", f"{word}（{reason}）")

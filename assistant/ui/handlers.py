@@ -57,7 +57,7 @@ class Handlers:
             gr.update(visible=bool(session and session.admin)),
             list(session.messages) if session else [],
             gr.update(visible=card is not None),
-            views.card_html(card, self.zone) if card else "",
+            views.card_html(card, self.zone, session.language) if card and session else "",
             note,
         )
 
@@ -97,7 +97,9 @@ class Handlers:
 
     def _card_update(self, session: UiSession) -> tuple[Any, str]:
         card = session.card
-        return gr.update(visible=card is not None), views.card_html(card, self.zone) if card else ""
+        return gr.update(visible=card is not None), views.card_html(
+            card, self.zone, session.language
+        ) if card else ""
 
     def chat(self, text: str, session: UiSession | None) -> Iterator[ChatUpdate]:
         """One chat turn, the reply streamed as it is written; a submit or cancel shows the confirm card."""

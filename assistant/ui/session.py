@@ -66,6 +66,11 @@ class UiSession:
             self._assistant = Assistant(self.settings, self.client, user=self.user, team=self.team)
         return self._assistant
 
+    @property
+    def language(self) -> str:
+        """The language of the conversation (`en`, `zh`): the person's last message's."""
+        return self._assistant.language() if self._assistant is not None else "en"
+
     def say(self, role: str, content: str) -> None:
         """Append a chat message (what the Chatbot shows)."""
         self.messages.append({"role": role, "content": content})

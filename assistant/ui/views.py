@@ -6,12 +6,14 @@ Nothing here talks to the API or to Gradio, so each view can be tested on plain 
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from datetime import datetime, tzinfo
 from typing import Any
 
 import pandas as pd
 
-from assistant.replies import energy_words, quota_words, unwrap
+from assistant.reasons_zh import reason_zh
+from assistant.replies import energy_words, quota_words, start_label_words, unwrap
 
 MIB_PER_GB = 1024
 HOURS_PER_DAY = 24.0
@@ -190,51 +192,100 @@ def _row(label: str, value: Any) -> str:
     return f"<tr><th>{html.escape(label)}</th><td>{html.escape(str(value))}</td></tr>"
 
 
-def card_html(card: dict[str, Any], zone: tzinfo | None = None) -> str:
-    """The confirm card as HTML (every value escaped): what would happen; nothing happens before Confirm."""
+# The confirm card's words in Chinese (labels, titles, notes); values stay as the spec has them.
+_CARD_ZH = {
+    "task": "任务",
+    "name": "名称",
+    "status": "状态",
+    "command": "命令",
+    "workdir": "工作目录",
+    "resources": "资源",
+    "priority": "优先级",
+    "may start": "最早开始",
+    "estimated start": "预计开始",
+    "estimated finish": "预计完成",
+    "time limit minutes": "时间限制（分钟）",
+    "retries": "重试次数",
+    "conda env": "conda 环境",
+    "docker image": "docker 镜像",
+    "depends on": "依赖任务",
+    "deadline": "截止时间",
+    "energy": "能耗",
+    "energy cost": "电费",
+    "quota": "配额",
+    "cli": "命令行",
+    "Cancel this task?": "取消这个任务？",
+    "Nothing is cancelled until you confirm.": "确认之前不会取消。",
+    "Submit this task?": "提交这个任务？",
+    "Nothing is submitted until you confirm.": "确认之前不会提交。",
+}
+
+
+def card_html(card: dict[str, Any], zone: tzinfo | None = None, lang: str = "en") -> str:
+    """The confirm card as HTML (every value escaped) in the language of the conversation (`en`, `zh`):
+    what would happen; nothing happens before Confirm."""
+
+    def words(text: str) -> str:
+        return _CARD_ZH.get(text, text) if lang == "zh" else text
+
     if card.get("kind") == "cancel":
-        task = card.get("task") or {}
-        rows = [_row("task", f"#{card.get('task_id')}")]
-        if task.get("name"):
-            rows.append(_row("name", unwrap(task["name"])))
-        if task.get("status"):
-            rows.append(_row("status", task["status"]))
-        title, note = "Cancel this task?", "Nothing is cancelled until you confirm."
+        rows = _cancel_rows(card, words)
+        title, note = words("Cancel this task?"), words("Nothing is cancelled until you confirm.")
     else:
-        spec, summary = card.get("spec") or {}, card.get("summary") or {}
-        gpus = spec.get("gpus", 1)
-        resources = f"{gpus} GPU{'s' if gpus != 1 else ''}"
-        if spec.get("gpu_memory_gb"):
-            resources += f", ≥ {spec['gpu_memory_gb']:g} GB free each"
-        rows = [
-            _row("command", unwrap(spec.get("command", ""))),
-            _row("name", spec.get("name", "")),
-            _row("workdir", spec.get("workdir", "")),
-            _row("resources", resources),
-            _row("priority", spec.get("priority", "normal")),
-        ]
-        if summary.get("start_label"):
-            rows.append(_row("may start", summary["start_label"]))
-        if summary.get("estimated_start"):
-            rows.append(_row("estimated start", short_time(summary["estimated_start"], zone)))
-        elif summary.get("wait_reason"):
-            rows.append(_row("estimated start", f"none yet: {unwrap(summary['wait_reason'])}"))
-        if summary.get("estimated_end"):
-            rows.append(_row("estimated finish", short_time(summary["estimated_end"], zone)))
-        for key in ("time_limit_minutes", "retries", "conda_env", "docker_image", "depends_on", "deadline"):
-            if spec.get(key) not in (None, [], 0, ""):
-                rows.append(_row(key.replace("_", " "), spec[key]))
-        for key in ("energy", "energy_cost", "quota", "cli"):
-            if summary.get(key) is not None:
-                words = {"quota": quota_words, "energy": energy_words}.get(key)
-                value = words(summary[key], "en") if words is not None else summary[key]
-                rows.append(_row(key.replace("_", " "), value))
-        title, note = "Submit this task?", "Nothing is submitted until you confirm."
+        rows = _submit_rows(card, zone, lang, words)
+        title, note = words("Submit this task?"), words("Nothing is submitted until you confirm.")
     return (
         f'<div class="ns-card"><h3>{html.escape(title)}</h3>'
         f'<table class="ns-card-table">{"".join(rows)}</table>'
         f'<p class="ns-card-note">{html.escape(note)}</p></div>'
     )
+
+
+def _cancel_rows(card: dict[str, Any], words: Callable[[str], str]) -> list[str]:
+    task = card.get("task") or {}
+    rows = [_row(words("task"), f"#{card.get('task_id')}")]
+    if task.get("name"):
+        rows.append(_row(words("name"), unwrap(task["name"])))
+    if task.get("status"):
+        rows.append(_row(words("status"), task["status"]))
+    return rows
+
+
+def _submit_rows(
+    card: dict[str, Any], zone: tzinfo | None, lang: str, words: Callable[[str], str]
+) -> list[str]:
+    spec, summary = card.get("spec") or {}, card.get("summary") or {}
+    gpus = spec.get("gpus", 1)
+    resources = f"{gpus} GPU{'s' if gpus != 1 else ''}" if lang != "zh" else f"{gpus} 张卡"
+    if spec.get("gpu_memory_gb"):
+        memory = spec["gpu_memory_gb"]
+        resources += f", ≥ {memory:g} GB free each" if lang != "zh" else f"，每张 ≥ {memory:g} GB 空闲"
+    rows = [
+        _row(words("command"), unwrap(spec.get("command", ""))),
+        _row(words("name"), spec.get("name", "")),
+        _row(words("workdir"), spec.get("workdir", "")),
+        _row(words("resources"), resources),
+        _row(words("priority"), spec.get("priority", "normal")),
+    ]
+    if summary.get("start_label"):
+        rows.append(_row(words("may start"), start_label_words(summary["start_label"], lang)))
+    if summary.get("estimated_start"):
+        rows.append(_row(words("estimated start"), short_time(summary["estimated_start"], zone)))
+    elif summary.get("wait_reason"):
+        reason = unwrap(summary["wait_reason"])
+        none_yet = f"none yet: {reason}" if lang != "zh" else f"暂无：{reason_zh(reason)}"
+        rows.append(_row(words("estimated start"), none_yet))
+    if summary.get("estimated_end"):
+        rows.append(_row(words("estimated finish"), short_time(summary["estimated_end"], zone)))
+    for key in ("time_limit_minutes", "retries", "conda_env", "docker_image", "depends_on", "deadline"):
+        if spec.get(key) not in (None, [], 0, ""):
+            rows.append(_row(words(key.replace("_", " ")), spec[key]))
+    for key in ("energy", "energy_cost", "quota", "cli"):
+        if summary.get(key) is not None:
+            say = {"quota": quota_words, "energy": energy_words}.get(key)
+            value = say(summary[key], lang) if say is not None else summary[key]
+            rows.append(_row(words(key.replace("_", " ")), value))
+    return rows
 
 
 # --- admin: energy, cost, off-peak share, quota use -------------------------------------------------

@@ -140,6 +140,20 @@ def test_chinese_questions_get_chinese_answers(make_assistant):
     assert "张卡" in assistant.ask("有空闲的卡吗？").reply
 
 
+def test_a_confirmation_answers_in_the_language_of_the_conversation(make_assistant, cluster):
+    assistant = make_assistant()
+    english = assistant.ask("run `echo hi` on cpu only")
+    assert assistant.language() == "en"
+    assert assistant.confirm(english.cards[0]["action_id"])["message"].startswith("Submitted task #")
+
+    chinese = assistant.ask("用 CPU 跑 `echo 你好`")
+    assert assistant.language() == "zh"
+    message = assistant.confirm(chinese.cards[0]["action_id"])["message"]
+    assert message.startswith("已提交任务 #") and message.endswith("：排队中。"), message
+    cancel = assistant.ask(f"取消任务 {message.split('#')[1].split('（')[0]}")
+    assert assistant.confirm(cancel.cards[0]["action_id"])["message"].endswith("：已取消。")
+
+
 def test_a_missing_command_gets_a_question_and_the_answer_completes_the_request(make_assistant):
     assistant = make_assistant()
 

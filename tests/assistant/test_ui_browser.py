@@ -340,3 +340,22 @@ def test_the_results_tab_shows_a_sweeps_params_and_metrics_with_the_best_row_and
     expect(note).to_contain_text("larger is better")
     expect(note).to_contain_text("lr=0.5 opt=<i>adam</i>")
     expect(table.locator("tbody tr").filter(has_text="★ best")).to_contain_text("0.5")
+
+
+def test_a_request_in_chinese_gets_a_chinese_card_and_a_chinese_confirmation(
+    live_server: LiveServer, page: Any
+) -> None:
+    from playwright.sync_api import expect
+
+    token = live_server.token("lin", "vision")
+    sign_in(page, live_server, token, "lin")
+
+    say(page, "今晚用两张卡跑 `python train.py`")
+    card = page.locator("#confirm-card")
+    expect(card).to_contain_text("提交这个任务？")
+    expect(card).to_contain_text("2 张卡")
+    expect(card).to_contain_text("谷时电价")
+
+    page.locator("#confirm-button").click()
+    expect(page.locator("#chat")).to_contain_text("已提交任务 #")
+    expect(card).to_be_hidden()

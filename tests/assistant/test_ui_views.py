@@ -51,6 +51,29 @@ def test_the_submit_card_shows_command_resources_start_finish_and_quota() -> Non
         assert expected in html
 
 
+def test_the_card_speaks_the_language_of_the_conversation() -> None:
+    html = views.card_html(submit_card(gpu_memory_gb=40), ZONE, "zh")
+    for expected in (
+        "提交这个任务？",
+        "<th>命令</th><td>python train.py</td>",
+        "2 张卡，每张 ≥ 40 GB 空闲",
+        "<th>最早开始</th><td>今晚 23:00（谷时电价）</td>",
+        "<th>预计开始</th><td>2026-03-02 23:00</td>",
+        "约用 4.0 GPU小时，团队今天还剩 20.0；运行后还剩 16.0 GPU小时",
+        "约 1.2 kWh（2 × 300 W，120 分钟）",
+        "确认之前不会提交。",
+    ):
+        assert expected in html, expected
+    cancel = views.card_html(
+        {"kind": "cancel", "task_id": 31, "task": {"name": "sweep-7", "status": "running"}}, ZONE, "zh"
+    )
+    assert (
+        "取消这个任务？" in cancel
+        and "<th>任务</th><td>#31</td>" in cancel
+        and "确认之前不会取消。" in cancel
+    )
+
+
 def test_the_card_escapes_what_the_person_or_the_model_wrote() -> None:
     html = views.card_html(submit_card(command="echo <script>alert(1)</script>"), ZONE)
     assert "<script>" not in html
