@@ -111,27 +111,38 @@ def card_text(card: dict[str, Any], lang: str, now: datetime | None = None) -> s
         reason = unwrap(summary["wait_reason"])
         why = _t(lang, reason, reason_zh(reason))
         lines.append(f"• {_t(lang, 'estimate', '预计')}: {_t(lang, 'none yet', '暂无')} — {why}")
-    extras = [
-        f"{key}={spec[key]}"
-        for key in (
-            "priority",
-            "retries",
-            "time_limit_minutes",
-            "conda_env",
-            "docker_image",
-            "depends_on",
-            "deadline",
-        )
-        if spec.get(key) not in (None, [], 0, "normal")
-    ]
+    extras = _spec_extras(spec, lang, now)
     if extras:
-        lines.append("• " + ", ".join(extras))
+        lines.append("• " + _t(lang, ", ", "，").join(extras))
     if summary.get("energy"):
         lines.append(f"• {_t(lang, 'energy', '能耗')}: {energy_words(summary['energy'], lang)}")
     if summary.get("quota"):
         lines.append(f"• {_t(lang, 'quota', '配额')}: {quota_words(summary['quota'], lang)}")
     lines.append(_t(lang, "Nothing is submitted until you confirm.", "确认之前不会提交。"))
     return "\n".join(lines)
+
+
+def _spec_extras(spec: dict[str, Any], lang: str, now: datetime | None) -> list[str]:
+    """The spec's other settings as words: `priority high`, `time limit 180 min`, `after task 5`."""
+    extras = []
+    if spec.get("priority") not in (None, "normal"):
+        extras.append(_t(lang, f"priority {spec['priority']}", f"优先级 {spec['priority']}"))
+    if spec.get("time_limit_minutes"):
+        minutes = f"{float(spec['time_limit_minutes']):g}"
+        extras.append(_t(lang, f"time limit {minutes} min", f"时间限制 {minutes} 分钟"))
+    if spec.get("retries"):
+        extras.append(_t(lang, f"retries {spec['retries']}", f"失败重试 {spec['retries']} 次"))
+    if spec.get("conda_env"):
+        extras.append(_t(lang, f"conda env {spec['conda_env']}", f"conda 环境 {spec['conda_env']}"))
+    if spec.get("docker_image"):
+        extras.append(_t(lang, f"docker image {spec['docker_image']}", f"docker 镜像 {spec['docker_image']}"))
+    if spec.get("depends_on"):
+        ids = ", ".join(f"#{task_id}" for task_id in spec["depends_on"])
+        extras.append(_t(lang, f"after task {ids} succeeds", f"等任务 {ids} 成功后"))
+    if spec.get("deadline"):
+        deadline = when(spec["deadline"], now, lang)
+        extras.append(_t(lang, f"deadline {deadline}", f"截止 {deadline}"))
+    return extras
 
 
 def energy_words(energy: dict[str, Any], lang: str) -> str:

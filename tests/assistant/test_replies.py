@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-from assistant.replies import energy_words, quota_words, reply_for
+from assistant.replies import card_text, energy_words, quota_words, reply_for
 
 NOW = datetime(2026, 12, 1, 13, 0, tzinfo=UTC)
 
@@ -199,3 +199,27 @@ def test_a_cards_energy_line_reads_in_the_language_of_the_conversation() -> None
 
     assert energy_words(energy, "en") == "~1.2 kWh (2 × 300 W for 120 min)"
     assert energy_words(energy, "zh") == "约 1.2 kWh（2 × 300 W，120 分钟）"
+
+
+def test_a_cards_other_settings_read_as_words() -> None:
+    card = {
+        "kind": "submit",
+        "spec": {
+            "command": "python train.py",
+            "gpus": 4,
+            "priority": "high",
+            "time_limit_minutes": 180.0,
+            "retries": 1,
+            "depends_on": [5],
+            "deadline": "2026-12-02T18:00:00+00:00",
+        },
+        "summary": {},
+    }
+
+    assert (
+        "• priority high, time limit 180 min, retries 1, after task #5 succeeds, deadline tomorrow 18:00"
+        in card_text(card, "en", NOW)
+    )
+    assert "• 优先级 high，时间限制 180 分钟，失败重试 1 次，等任务 #5 成功后，截止 明天 18:00" in card_text(
+        card, "zh", NOW
+    )
