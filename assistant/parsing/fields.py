@@ -52,6 +52,7 @@ PRIORITY = [
     ),
     ("normal", re.compile(r"\bnormal\s+priority\b|\bpriority\s*[:=]?\s*normal\b|普通优先级", re.I)),
 ]
+_TIMES = {"once": 1, "twice": 2, "thrice": 3}
 RETRIES = [
     re.compile(
         rf"\bretr(?:y|ies)\s*(?:it\s*)?(?:up\s+to|at\s+most|max)?\s*[:=]?\s*(?P<n>{NUMBER})\s*(?:times|x)?\b",
@@ -60,6 +61,7 @@ RETRIES = [
     re.compile(rf"(?P<n>{NUMBER})\s*(?:retries|retry|re-?tries)\b", re.I),
     re.compile(rf"(?:重试|重跑|重新跑)\s*(?P<n>{NUMBER})\s*次"),
     re.compile(rf"(?:失败|挂了)[了后的话]*(?:自动)?(?:重试|重跑)\s*(?P<n>{NUMBER})?\s*次?"),
+    re.compile(r"\bretry\s+(?:it\s+)?(?P<n>once|twice|thrice)\b", re.I),
     re.compile(r"\bretry\s+(?:it\s+)?(?:if|when|on)\s+(?:it\s+)?fail(?:s|ure)?\b", re.I),
 ]
 TIME_LIMIT = [
@@ -122,6 +124,23 @@ DEPENDS = [
     ),
     re.compile(r"依赖(?:于)?\s*(?:任务|作业)?\s*#?(?P<n>\d+)\s*号?\s*(?:任务|作业)?"),
 ]
+# A GPU model named as where to run: "on an A100", "using H100s", "on the 4090 box", "用 A100", "在 H100 上".
+# Digits alone count only next to a GPU word ("4090 card"), so "batch 2048" or "v2 config" are no model.
+_MODEL = r"(?:[AHVB]\d{2,4}|L40S?|[LT]4|GH200|RTX\s?\d{4}|\d{4}(?=\s*(?:gpus?|cards?|box|卡|显卡)))"
+GPU_MODEL = [
+    re.compile(
+        rf"\b(?:on|use|using|with|needs?)\s+(?:an?\s+|the\s+|some\s+)?(?P<v>{_MODEL})s?"
+        r"(?:\s*(?:gpus?|cards?|box|node|machine|server)s?)?(?![\w.])",
+        re.I,
+    ),
+    re.compile(rf"(?:用|在|要|上)\s*(?P<z>{_MODEL})\s*(?:卡|显卡|上|的卡|机器)?", re.I),
+]
+# A count of a model: "2 A100s", "two H100 GPUs", "两张 A100", "4 张 4090".
+COUNTED_MODEL = re.compile(
+    rf"(?<![A-Za-z0-9_.])(?P<n>{NUMBER})\s*(?:x\s*(?P<v>{_MODEL})|[张块]\s*(?P<w>{_MODEL}|\d{{4}})|(?P<u>{_MODEL}))"
+    r"s?(?:\s*(?:gpus?|cards?|卡|显卡))?(?![A-Za-z0-9_.])",
+    re.I,
+)
 NAME = re.compile(
     r"\b(?:call\s+it|name\s+it|named|called|with\s+the\s+name|name\s*[:=])\s*[\"'“]?(?P<v>[\w.\-+@:/]+)"
     r"|(?:名字叫|名字是|命名为|叫做|名称为|取名)\s*[\"'“「]?(?P<z>[\w.\-+@:/]+)",
@@ -184,7 +203,8 @@ def read_fields(text: str) -> tuple[Fields, str]:
                 found.values[key] = tidy(minutes)
         else:
             number = _group(match, "n")
-            found.values[key] = to_int(number) if number else 1
+            times = _TIMES.get(number.lower()) if number else None
+            found.values[key] = times or (to_int(number) if number else 1)
         text = _blank(text, match, found)
     estimate = _first(ESTIMATE, text)
     if estimate:
@@ -198,6 +218,11 @@ def read_fields(text: str) -> tuple[Fields, str]:
         if match and match.group("v").lower() not in {"the", "my", "a", "is", "var", "variable"}:
             found.values[key] = match.group("v")
             text = _blank(text, match, found)
+    return found, _read_labels(text, found)
+
+
+def _read_labels(text: str, found: Fields) -> str:
+    """The name and the priority class."""
     name = NAME.search(text)
     if name:
         found.values["name"] = _group(name, "v", "z")
@@ -208,10 +233,19 @@ def read_fields(text: str) -> tuple[Fields, str]:
             found.values["priority"] = priority
             text = _blank(text, match, found)
             break
-    return found, text
+    return text
 
 
 def _read_resources(text: str, found: Fields) -> str:
+    counted = COUNTED_MODEL.search(text)
+    if counted and to_int(counted.group("n")):
+        found.values["gpus"] = to_int(counted.group("n"))
+        found.values["gpu_model"] = re.sub(r"\s+", " ", _group(counted, "v", "w", "u") or "").upper()
+        text = _blank(text, counted, found)
+    model = _first(GPU_MODEL, text)  # first: "on an A100" names a model, not one GPU
+    if model:
+        found.values["gpu_model"] = re.sub(r"\s+", " ", _group(model, "v", "z") or "").upper()
+        text = _blank(text, model, found)
     memory = MEMORY.search(text)
     if memory:
         number = to_number(_group(memory, "n", "m") or "")
