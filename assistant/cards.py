@@ -18,14 +18,14 @@ from api.cli.command_line import words_to_paste
 from api.client import ClientError
 from assistant.client import AssistantClient
 from scheduler.errors import SpecError
+from scheduler.nodes import NodeGpu, NodeState
 from scheduler.policy.windows import DailyWindow, parse_windows
 from scheduler.spec import TaskSpec, parse_spec
-from scheduler.submission import resolve
+from scheduler.submission import check_against_cluster, resolve
 from scheduler.sweeps import expand
 
 SWEEP_EXAMPLES = 3
 
-MIB_PER_GB = 1024
 FALLBACK_GPU_POWER_W = 300.0
 ActionKind = Literal["submit", "cancel"]
 
@@ -124,6 +124,8 @@ def cli_equivalent(spec: dict[str, Any]) -> str:
         "docker_image": "--docker",
         "retries": "--retries",
         "name": "--name",
+        "gpu_model": "--gpu-model",
+        "node": "--node",
     }
     parts = ["nightshift", "submit"]
     for key, flag in flags.items():
@@ -139,23 +141,28 @@ def cli_equivalent(spec: dict[str, Any]) -> str:
     return " ".join([*parts, "--", words_to_paste(spec.get("command", ""))])
 
 
+def _node_gpu(gpu: dict[str, Any]) -> NodeGpu:
+    """A GPU of GET /gpus as the submission checks read it (its model and total memory)."""
+    memory_mib = int(gpu.get("memory_total_mib") or 0)
+    return NodeGpu(int(gpu.get("index", 0)), str(gpu.get("name", "")), memory_mib, memory_mib)
+
+
 def check_limits(spec: TaskSpec, gpus_view: dict[str, Any] | None, max_task_gpus: int) -> None:
-    """Refuse what no node could run (the API checks again on submit)."""
-    nodes = [n for n in (gpus_view or {}).get("nodes", []) if n.get("alive", True) and n.get("gpus")]
-    most = max((int(n["gpus"]) for n in nodes), default=max_task_gpus)
-    limit = min(most, max_task_gpus)
-    if spec.gpus > limit:
-        raise CardError(
-            f"gpus must be between 0 and {limit} on this cluster; you asked for {spec.gpus}",
-            [{"field": "gpus", "message": f"at most {limit} GPUs"}],
+    """Refuse what no node could run, as the API will on submit (`submission.check_against_cluster`, on the
+    nodes and GPUs of GET /gpus): too many GPUs, too much memory, no such node or GPU model."""
+    view = gpus_view or {}
+    nodes = [
+        NodeState(
+            str(node.get("name", "")),
+            tuple(_node_gpu(g) for g in view.get("gpus", []) if g.get("node") == node.get("name")),
+            0,
         )
-    largest = max((int(g.get("memory_total_mib", 0)) for g in (gpus_view or {}).get("gpus", [])), default=0)
-    if spec.gpu_memory_gb is not None and largest and spec.gpu_memory_gb * MIB_PER_GB > largest:
-        raise CardError(
-            f"no GPU on this cluster has {spec.gpu_memory_gb:g} GB (the largest has "
-            f"{largest / MIB_PER_GB:.0f} GB)",
-            [{"field": "gpu_memory_gb", "message": "too large"}],
-        )
+        for node in view.get("nodes", [])
+    ]
+    try:
+        check_against_cluster(spec, nodes, max_task_gpus)
+    except SpecError as exc:
+        raise CardError(exc.message, exc.errors) from None
 
 
 def validated_spec(

@@ -92,8 +92,12 @@ def card_text(card: dict[str, Any], lang: str, now: datetime | None = None) -> s
     lines = [_t(lang, "Ready to submit (please confirm):", "准备提交（请确认）：")]
     lines.append(f"• {_t(lang, 'command', '命令')}: `{unwrap(spec.get('command', ''))}`")
     res = _t(lang, f"{gpus} GPU{'s' if gpus != 1 else ''}", f"{gpus} 张卡")
+    if spec.get("gpu_model"):
+        res += _t(lang, f" ({spec['gpu_model']})", f"（{spec['gpu_model']}）")
     if memory:
         res += _t(lang, f", ≥{memory:g} GB each", f"，每张 ≥{memory:g} GB")
+    if spec.get("node"):
+        res += _t(lang, f", on node {spec['node']}", f"，在节点 {spec['node']} 上")
     lines.append(f"• {_t(lang, 'resources', '资源')}: {res}")
     if summary.get("start_label"):
         label = start_label_words(summary["start_label"], lang)

@@ -209,6 +209,8 @@ def submit(
     docker: Annotated[str | None, typer.Option("--docker", help="docker image")] = None,
     retries: Annotated[int | None, typer.Option(help="retries after a failure")] = None,
     name: Annotated[str | None, typer.Option(help="a short name")] = None,
+    gpu_model: Annotated[str | None, typer.Option("--gpu-model", help="only GPUs of this model")] = None,
+    node: Annotated[str | None, typer.Option("--node", help="run on this node only")] = None,
     depends_on: Annotated[
         list[int] | None, typer.Option("--depends-on", help="start after task ID succeeds")
     ] = None,
@@ -223,6 +225,7 @@ def submit(
         "gpus": gpus, "gpu_memory_gb": gpu_mem, "priority": priority, "offpeak": True if tonight else None,
         "time_limit_minutes": time_limit, "estimated_minutes": estimate, "conda_env": conda,
         "docker_image": docker, "retries": retries, "name": name, "depends_on": depends_on or None,
+        "gpu_model": gpu_model, "node": node,
     }  # fmt: skip
     try:
         spec = build_submit_spec(list(args or []), settings, datetime.now().astimezone(), overrides, after)

@@ -257,9 +257,13 @@ def _submit_rows(
     spec, summary = card.get("spec") or {}, card.get("summary") or {}
     gpus = spec.get("gpus", 1)
     resources = f"{gpus} GPU{'s' if gpus != 1 else ''}" if lang != "zh" else f"{gpus} 张卡"
+    if spec.get("gpu_model"):
+        resources += f" ({spec['gpu_model']})" if lang != "zh" else f"（{spec['gpu_model']}）"
     if spec.get("gpu_memory_gb"):
         memory = spec["gpu_memory_gb"]
         resources += f", ≥ {memory:g} GB free each" if lang != "zh" else f"，每张 ≥ {memory:g} GB 空闲"
+    if spec.get("node"):
+        resources += f", on node {spec['node']}" if lang != "zh" else f"，在节点 {spec['node']} 上"
     rows = [
         _row(words("command"), unwrap(spec.get("command", ""))),
         _row(words("name"), spec.get("name", "")),

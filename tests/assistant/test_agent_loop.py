@@ -154,6 +154,16 @@ def test_a_confirmation_answers_in_the_language_of_the_conversation(make_assista
     assert assistant.confirm(cancel.cards[0]["action_id"])["message"].endswith("：已取消。")
 
 
+def test_a_card_is_refused_for_a_gpu_model_the_cluster_does_not_have(make_assistant, cluster):
+    assistant = make_assistant()
+
+    model = assistant.ask("run python eval.py on an H100")
+
+    assert model.cards == [] and model.error is not None and "no GPU model matches 'H100'" in model.error
+    assert "no GPU model matches 'H100'" in model.reply
+    assert cluster.tasks.count_by_status() == {}
+
+
 def test_a_missing_command_gets_a_question_and_the_answer_completes_the_request(make_assistant):
     assistant = make_assistant()
 

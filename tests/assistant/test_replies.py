@@ -223,3 +223,20 @@ def test_a_cards_other_settings_read_as_words() -> None:
     assert "• 优先级 high，时间限制 180 分钟，失败重试 1 次，等任务 #5 成功后，截止 明天 18:00" in card_text(
         card, "zh", NOW
     )
+
+
+def test_a_cards_resources_name_the_gpu_model_and_node() -> None:
+    card = {
+        "kind": "submit",
+        "spec": {
+            "command": "python t.py",
+            "gpus": 2,
+            "gpu_model": "A100",
+            "gpu_memory_gb": 40,
+            "node": "box-1",
+        },
+        "summary": {},
+    }
+
+    assert "• resources: 2 GPUs (A100), ≥40 GB each, on node box-1" in card_text(card, "en", NOW)
+    assert "• 资源: 2 张卡（A100），每张 ≥40 GB，在节点 box-1 上" in card_text(card, "zh", NOW)
