@@ -49,12 +49,35 @@ _RULES: list[Rule] = [
     (re.compile(r"all GPUs are busy"), lambda m: "所有卡都在忙"),
     (re.compile(r"the next frees in (.+)"), lambda m: f"下一张卡{duration_zh(m[1])}后空出"),
     (
-        re.compile(r"waiting for GPUs out of service \((\d+) of (\d+): .*\)"),
-        lambda m: (
-            f"等待停用的卡恢复（{m[2]} 张中的 {m[1]} 张：节点被排空或离线、卡过热或显存仍被已结束的任务占着；"
-            "`nightshift gpus` 可查看）"
-        ),
+        re.compile(
+            r"waiting for GPUs out of service \((\d+) of (\d+): (.*); `nightshift gpus` shows which\)"
+        ),  # noqa: E501
+        lambda m: f"等待停用的卡恢复（{m[2]} 张中的 {m[1]} 张：{reason_zh(m[3])}；`nightshift gpus` 可查看）",
     ),
+    (re.compile(r"node (\S+) is drained"), lambda m: f"节点 {m[1]} 已排空"),
+    (
+        re.compile(r"node (\S+) is down \(no heartbeat for (\d+) s\)"),
+        lambda m: f"节点 {m[1]} 离线（{m[2]} 秒没有心跳）",
+    ),
+    (
+        re.compile(
+            r"GPU (\d+) of (\S+): too hot: (\S+) °C \(above (\S+) °C; back in service below (\S+) °C\)"
+        ),
+        lambda m: f"{m[2]} 的 {m[1]} 号卡过热：{m[3]} °C（超过 {m[4]} °C；降到 {m[5]} °C 以下恢复）",
+    ),
+    (
+        re.compile(
+            r"GPU (\d+) of (\S+): memory still held: (\d+) MiB in use after task (\d+) ended"
+            r" \(a leftover process\?\)"
+        ),
+        lambda m: f"{m[2]} 的 {m[1]} 号卡显存未释放：任务 {m[4]} 结束后仍占用 {m[3]} MiB（可能有残留进程）",
+    ),
+    (re.compile(r"back in service once it is freed"), lambda m: "释放后恢复"),
+    (
+        re.compile(r"a drained or down node, a GPU too hot or holding a finished task's memory"),
+        lambda m: "节点被排空或离线、卡过热或显存仍被已结束的任务占着",
+    ),
+    (re.compile(r"(\d+) more"), lambda m: f"另有 {m[1]} 项"),
     (
         re.compile(r"next in line: (\d+) GPUs? reserved on (.+), expected free in (.+)"),
         lambda m: f"下一个就轮到它：已在 {m[2]} 预留 {m[1]} 张卡，预计{duration_zh(m[3])}后空出",

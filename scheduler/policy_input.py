@@ -64,6 +64,15 @@ def holder_of(queued: QueuedTask, node: str, gpu_indices: Sequence[int], started
     )
 
 
+def _node_out_of_service(node: NodeState, now_ms_: int) -> str | None:
+    """Why none of a node's GPUs takes new tasks ("node n0 is drained"), None when it is in service."""
+    if node.drained:
+        return f"node {node.name} is drained"
+    if not node.alive(now_ms_):
+        return f"node {node.name} is down (no heartbeat for {(now_ms_ - node.heartbeat_ms) / 1000:.0f} s)"
+    return None
+
+
 def gpu_slots(nodes: Iterable[NodeState], holders: Sequence[RunningTask], now_ms_: int) -> list[GpuSlot]:
     """Each GPU of each live node, with what nightshift's own tasks already hold subtracted."""
     reserved_mib: dict[tuple[str, int], int] = {}
@@ -75,8 +84,11 @@ def gpu_slots(nodes: Iterable[NodeState], holders: Sequence[RunningTask], now_ms
             reserved_mib[key] = reserved_mib.get(key, 0) + task.gpu_memory_mib
     slots: list[GpuSlot] = []
     for node in nodes:
-        usable = node.alive(now_ms_) and not node.drained
+        node_why = _node_out_of_service(node, now_ms_)
         for gpu in node.gpus:
+            why = node_why
+            if why is None and gpu.out_of_service:
+                why = f"GPU {gpu.index} of {node.name}: {gpu.out_of_service}"
             key = (node.name, gpu.index)
             free = min(gpu.memory_free_mib, gpu.memory_total_mib - reserved_mib.get(key, 0))
             slots.append(
@@ -88,7 +100,8 @@ def gpu_slots(nodes: Iterable[NodeState], holders: Sequence[RunningTask], now_ms
                     model=gpu.name,
                     shares_used=shares.get(key, 0.0),
                     power_w=gpu.power_w,
-                    available=usable and not gpu.out_of_service,
+                    available=why is None,
+                    why_unavailable=why,
                 )
             )
     return slots

@@ -302,7 +302,7 @@ def _no_room_reason(ps: _Pass, task: QueuedTask) -> str:
         return f"cannot start on this cluster: {never}"
     in_service = [g for g in ps.gpus if g.available]
     if never_fits(task, in_service) is not None:  # it fits the cluster, not the GPUs in service now
-        return reasons.out_of_service(len(ps.gpus) - len(in_service), len(ps.gpus))
+        return reasons.out_of_service([g for g in ps.gpus if not g.available], len(ps.gpus))
     need_by_total = [
         h.end_s
         for h in ps.holdings(ps.config.forecast_overrun_factor)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
+from scheduler.policy.types import GpuSlot
 from scheduler.policy.windows import zone
 
 
@@ -61,12 +63,15 @@ def no_room(gpus: int, gpu_memory_mib: int, next_free_in_s: float | None) -> str
     return f"{head}; the next frees in {human_duration(next_free_in_s)}"
 
 
-def out_of_service(out: int, total: int) -> str:
-    """The wait of a task that would fit the cluster but not the GPUs in service now."""
-    return (
-        f"waiting for GPUs out of service ({out} of {total}: a drained or down node, a GPU too hot or "
-        "holding a finished task's memory; `nightshift gpus` shows which)"
-    )
+def out_of_service(unavailable: Sequence[GpuSlot], total: int) -> str:
+    """The wait of a task that would fit the cluster but not the GPUs in service now, with why they are out
+    (a node-wide reason once per node, at most three reasons)."""
+    whys = list(dict.fromkeys(g.why_unavailable for g in unavailable if g.why_unavailable))
+    if not whys:
+        whys = ["a drained or down node, a GPU too hot or holding a finished task's memory"]
+    shown = "; ".join(whys[:3]) + (f"; {len(whys) - 3} more" if len(whys) > 3 else "")
+    out = len(unavailable)
+    return f"waiting for GPUs out of service ({out} of {total}: {shown}; `nightshift gpus` shows which)"
 
 
 def reserved(gpus: int, nodes: tuple[str, ...], in_s: float) -> str:

@@ -34,6 +34,7 @@ class GpuSlot:
     shares_used: float = 0.0  # sum of gpu_fraction of the tasks placed on it (1.0 = fully taken)
     power_w: float | None = None
     available: bool = True  # False when drained, too hot, or holding memory of a finished task
+    why_unavailable: str | None = None  # for people: "node n0 is drained", "GPU 2 of n0: too hot: 91 °C ..."
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,9 +13,24 @@ from scheduler.policy import reasons
 from scheduler.policy.config import PolicyConfig, TeamUsage
 from scheduler.policy.engine import decide
 from scheduler.policy.quotas import budget_status
+from scheduler.policy.types import GpuSlot
 from tests.policy.builders import make_gpus, make_task
 
 GB = 1024
+
+
+def _out_of_service() -> list[GpuSlot]:
+    """GPUs out of service as `gpu_slots` words them: a drained node, a down one, a hot GPU, leftover memory."""
+    hot = "too hot: 91 °C (above 85 °C; back in service below 80 °C)"
+    held = "memory still held: 6000 MiB in use after task 7 ended (a leftover process?); back in service once it is freed"
+    whys = (
+        ["node n0 is drained"] * 2
+        + ["node n1 is down (no heartbeat for 90 s)"] * 2
+        + [f"GPU 1 of n2: {hot}", f"GPU 2 of n2: {held}"]
+    )
+    return [
+        GpuSlot("n", i, 24 * GB, 24 * GB, available=False, why_unavailable=why) for i, why in enumerate(whys)
+    ]
 
 
 def _pending(**task: object) -> str:
@@ -41,8 +56,13 @@ CASES = [
     (reasons.no_room(2, 0, 7200), "没有一个节点同时有 2 张空闲的卡；下一张卡约 2.0 小时后空出"),
     (reasons.no_room(1, 0, None), "所有卡都在忙"),
     (
-        reasons.out_of_service(8, 16),
+        reasons.out_of_service([GpuSlot("n0", i, 24 * GB, 24 * GB, available=False) for i in range(8)], 16),
         "等待停用的卡恢复（16 张中的 8 张：节点被排空或离线、卡过热或显存仍被已结束的任务占着；`nightshift gpus` 可查看）",
+    ),
+    (
+        reasons.out_of_service(_out_of_service(), 16),
+        "等待停用的卡恢复（16 张中的 6 张：节点 n0 已排空；节点 n1 离线（90 秒没有心跳）；n2 的 1 号卡过热："
+        "91 °C（超过 85 °C；降到 80 °C 以下恢复）；另有 1 项；`nightshift gpus` 可查看）",
     ),
     (reasons.reserved(2, ("n0",), 5400), "下一个就轮到它：已在 n0 预留 2 张卡，预计约 1.5 小时后空出"),
     (
@@ -74,3 +94,14 @@ def test_a_scheduler_reason_reads_in_chinese(english: str, chinese: str) -> None
 def test_a_reason_the_translation_does_not_know_stays_as_it_is() -> None:
     assert reason_zh("waiting for the moon") == "waiting for the moon"
     assert reason_zh("all GPUs are busy; waiting for the moon") == "所有卡都在忙；waiting for the moon"
+
+
+def test_a_gpu_holding_a_finished_tasks_memory_reads_in_chinese() -> None:
+    held = (
+        "waiting for GPUs out of service (1 of 4: GPU 2 of n2: memory still held: 6000 MiB in use after task 7 "
+        "ended (a leftover process?); back in service once it is freed; `nightshift gpus` shows which)"
+    )
+    assert reason_zh(held) == (
+        "等待停用的卡恢复（4 张中的 1 张：n2 的 2 号卡显存未释放：任务 7 结束后仍占用 6000 MiB（可能有残留进程）；"
+        "释放后恢复；`nightshift gpus` 可查看）"
+    )

@@ -121,7 +121,7 @@ def test_a_gpu_whose_memory_outlives_its_task_is_out_of_service_until_freed(
     cluster, make_identity, start_node, tmp_path
 ):
     # Given a task on the only GPU, whose (simulated) process leaves 6000 MiB behind when it ends
-    who, _ = make_identity()
+    who, token = make_identity()
     node = start_node(gpus="1x24")
     first = cluster.submit(who, {"command": "sleep 0.5", "workdir": str(tmp_path)})[0]
     wait_until(lambda: first.id in node.worker.gpu_holders())
@@ -135,6 +135,13 @@ def test_a_gpu_whose_memory_outlives_its_task_is_out_of_service_until_freed(
     node.telemetry.sample_once(node.clock.advance(10))
     assert _available(cluster) == [False]
     assert cluster.tasks.get_any(second.id).status == "queued"
+    with TestClient(create_app(cluster)) as client:
+        explained = client.get(
+            f"/api/v1/tasks/{second.id}/explain", headers={"Authorization": f"Bearer {token}"}
+        ).json()
+    assert explained["reason"].startswith(
+        f"waiting for GPUs out of service (1 of 1: GPU 0 of {node.worker.node}: memory still held: 6000 MiB"
+    ), explained["reason"]
 
     # When the memory is freed, it is back in service and the task runs
     node.gpus.set_reading(0, memory_used_mib=0)

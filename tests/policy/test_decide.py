@@ -197,6 +197,13 @@ def test_a_task_that_fits_only_gpus_out_of_service_says_so_not_that_gpus_are_bus
     d = decide([wide, make_task(2, gpus=1)], [], gone, 0.0, CFG)
     assert started(d) == []
     assert d.pending_reasons[1].startswith("waiting for GPUs out of service (8 of 8: a drained or down node")
+    # with the reasons the live cluster gives (`policy_input.gpu_slots`), they are named, once per node
+    why = {gpus[0].node: "node n0 is drained", gpus[-1].node: "node n1 is down (no heartbeat for 90 s)"}
+    named = [replace(g, why_unavailable=why[g.node]) for g in gone]
+    assert decide([wide], [], named, 0.0, CFG).pending_reasons[1] == (
+        "waiting for GPUs out of service (8 of 8: node n0 is drained; node n1 is down (no heartbeat for 90 s); "
+        "`nightshift gpus` shows which)"
+    )
 
 
 def test_a_retried_task_waits_out_its_backoff_and_says_so() -> None:
