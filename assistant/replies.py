@@ -462,8 +462,21 @@ HELP_TEXT = (
 )
 
 
+# Pointers for what the chat does not do itself (help of kind "help" with this reason).
+POINTERS = {
+    "logs": (
+        "I can't show logs in the chat: run `nightshift logs ID` (`-f` follows it as it runs), or open the "
+        "task in the My tasks tab.",
+        "聊天里看不了日志：运行 `nightshift logs 任务编号`（加 `-f` 可以边跑边看），"
+        "或在“我的任务”页打开这个任务。",
+    ),
+}
+
+
 def canned(kind: str, reason: str, lang: str) -> str:
-    """A question, refusal or help text for `reason`."""
-    table = REFUSALS if kind == "refusal" else QUESTIONS
-    en, zh = HELP_TEXT if kind == "help" else table.get(reason, QUESTIONS["unclear"])
+    """A question, refusal, help or pointer text for `reason`."""
+    if kind == "help":
+        en, zh = POINTERS.get(reason, HELP_TEXT)
+    else:
+        en, zh = (REFUSALS if kind == "refusal" else QUESTIONS).get(reason, QUESTIONS["unclear"])
     return zh if lang == "zh" else en

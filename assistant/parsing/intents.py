@@ -67,6 +67,8 @@ TASK_STATE = re.compile(
     r"|怎么样|咋样|如何了|状态|情况|进展|跑完了吗|完成了吗|好了吗|结束了吗|成功了吗|失败了吗|跑得怎么样",
     _I,
 )
+# the logs of a task: not one of the tools; the reply says where to find them
+LOGS = re.compile(r"\blogs?\b|\boutput\b|\bstdout\b|\bstderr\b|日志|输出", _I)
 ESTIMATE = re.compile(
     r"how\s+long\b.*\b(?:wait|until|till|before|queue|take\s+to\s+start)|\bwait(?:ing)?\s+time\b|\beta\b|how\s+soon"
     r"|when\s+(?:will|would|does|can|could|do|is)\b.*\b(?:start|run|begin|get\s+(?:a\s+)?gpus?|go|be\s+scheduled|launch)"
@@ -103,7 +105,7 @@ CLUSTER = re.compile(
     r"how\s+busy|\bgpus?\b.*\b(?:status|free|available|idle|busy|load|usage|memory|utili[sz]ation)|\b(?:free|idle|"
     r"available)\s+gpus?|cluster\s+status|status\s+of\s+the\s+(?:cluster|gpus|nodes)|which\s+gpus|nvidia-smi"
     r"|anything\s+free|\bnodes?\b.*\b(?:up|status|alive)|空闲|空卡|显卡状态|gpu状态|集群状态|卡.*(?:空|忙|占用|闲)"
-    r"|显存.*(?:占用|剩|情况)|哪些卡|有没有卡|忙不忙|几张卡.*(?:空|闲|可用)|gpu.*(?:情况|使用)",
+    r"|显存.*(?:占用|剩|情况)|哪些卡|有没有卡|忙不忙|忙吗|繁忙|几张卡.*(?:空|闲|可用)|gpu.*(?:情况|使用)",
     _I,
 )
 SUBMIT_VERB = re.compile(
@@ -271,6 +273,8 @@ def understand(text: str, now: datetime) -> Reading:
         return Reading("question", reason="need_command")
     if HELP.search(rest):
         return Reading("help", reason="help")
+    if LOGS.search(rest):
+        return Reading("help", reason="logs")
     return Reading("question", reason="unclear")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-from assistant.replies import card_text, energy_words, quota_words, reply_for
+from assistant.replies import canned, card_text, energy_words, quota_words, reply_for
 
 NOW = datetime(2026, 12, 1, 13, 0, tzinfo=UTC)
 
@@ -240,3 +240,9 @@ def test_a_cards_resources_name_the_gpu_model_and_node() -> None:
 
     assert "• resources: 2 GPUs (A100), ≥40 GB each, on node box-1" in card_text(card, "en", NOW)
     assert "• 资源: 2 张卡（A100），每张 ≥40 GB，在节点 box-1 上" in card_text(card, "zh", NOW)
+
+
+def test_a_request_for_logs_says_where_to_find_them() -> None:
+    assert "`nightshift logs ID`" in canned("help", "logs", "en")
+    assert "`nightshift logs 任务编号`" in canned("help", "logs", "zh")
+    assert canned("help", "help", "en").startswith("Hi!")
