@@ -11,7 +11,11 @@ from assistant.parsing.numbers import DURATION_UNIT, NUMBER, duration_minutes, t
 _DUR = rf"(?:{NUMBER})\s*(?:个半|个)?\s*{DURATION_UNIT}(?![a-z])|half\s+an\s+hour|an\s+hour|半\s*个?\s*小时"
 _GPU_WORD = r"(?:gpus?|cards?|a100s?|h100s?|h200s?|4090s?|3090s?|l40s?|v100s?|显卡|卡|块卡|gpu卡)"
 GPUS = [
-    re.compile(rf"(?P<n>{NUMBER})\s*(?:x\s*|×\s*)?(?:张|块|个|台)?\s*(?:-\s*)?{_GPU_WORD}(?![a-z])", re.I),
+    # "两张卡", "2 GPUs", and "两张80G的卡" once the memory is read (blanked): "两张   的卡"
+    re.compile(
+        rf"(?P<n>{NUMBER})\s*(?:x\s*|×\s*)?(?:(?:张|块|个|台)\s*(?:的\s*)?)?(?:-\s*)?{_GPU_WORD}(?![a-z])",
+        re.I,
+    ),
     re.compile(r"(?P<n>\d+)\s*卡"),
     re.compile(rf"\bgpus?\s*[:=]\s*(?P<n>{NUMBER})", re.I),
 ]
