@@ -252,6 +252,10 @@ def _position(data: dict[str, Any], lang: str) -> str:
 
 def _estimate(data: dict[str, Any], lang: str, now: datetime | None) -> str:
     est = data.get("estimate") or {}
+    if est.get("status") not in (None, "queued") and data.get("task_id"):
+        # "when will task 5 finish?": it is not waiting, so say what it is doing (and when it should end)
+        info = {**est, "task_id": data["task_id"], "estimated_end": est.get("end"), "estimated_start": None}
+        return _explain({"explain": info}, lang, now)
     if not est.get("start"):
         return _t(lang, "I have no estimate right now.", "暂时没有估计。")
     label = f"#{data['task_id']} " if data.get("task_id") else ""
@@ -308,7 +312,21 @@ def _explain(data: dict[str, Any], lang: str, now: datetime | None) -> str:
             f" Estimated start {when(info['estimated_start'], now, lang)}.",
             f"预计 {when(info['estimated_start'], now, lang)} 开始。",
         )
+    if status == "running" and info.get("estimated_end"):
+        text += _running_end(info["estimated_end"], lang, now)
     return text
+
+
+def _running_end(end_iso: str, lang: str, now: datetime | None) -> str:
+    """When a running task should end by its estimate or time limit, or that it has run past it."""
+    end, moment = datetime.fromisoformat(end_iso), now or datetime.now().astimezone()
+    if end <= moment:
+        return _t(lang, " It has run past its estimate.", "它已经超过了预计的运行时间。")
+    return _t(
+        lang,
+        f" Expected to finish around {when(end_iso, now, lang)} (by its estimate or time limit).",
+        f"按预计或时间限制，大约 {when(end_iso, now, lang)} 完成。",
+    )
 
 
 def _cluster(data: dict[str, Any], lang: str) -> str:

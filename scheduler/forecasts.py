@@ -20,6 +20,7 @@ from scheduler.policy.forecast import StartEstimate, estimate_starts
 from scheduler.policy.quotas import budget_status
 from scheduler.policy.reasons import human_duration, local_time
 from scheduler.policy.types import MIB_PER_GB, PriorityClass, QueuedTask
+from scheduler.policy_input import running_task_of
 from scheduler.service import Cluster
 from scheduler.store.identity import Identity, team_id_by_name
 from scheduler.store.tables import Task
@@ -64,8 +65,9 @@ def queue_forecast(cluster: Cluster, usage: UsageCache) -> dict[int, dict[str, A
 
 
 def _not_queued(task: Task, timezone: str) -> dict[str, Any]:
-    """Explain a task that is not waiting: it runs (where, since when in the cluster's zone), or it ended
-    (and how)."""
+    """Explain a task that is not waiting: it runs (where, since when in the cluster's zone, and when it
+    should end by its spec's estimate or time limit), or it ended (and how)."""
+    end: str | None = None
     if task.status == "running":
         where = (
             f"{task.node} GPUs {','.join(map(str, task.gpu_indices or []))}"
@@ -74,11 +76,20 @@ def _not_queued(task: Task, timezone: str) -> dict[str, Any]:
         )
         since = local_time(to_epoch_s(task.started_at), now_s(), timezone) if task.started_at else "?"
         reason = f"running on {where} since {since}"
+        if task.node is not None and task.started_at is not None:  # by its spec's estimate or time limit
+            view = running_task_of(task, task.node, task.gpu_indices or [], to_epoch_s(task.started_at))
+            end = _iso(view.estimated_end_s) if view.estimated_end_s is not None else None
     elif task.status == "succeeded":
         reason = "finished successfully"
     else:  # how it ended ("exit code 3", "cancelled by alice"); the status is said beside it
         reason = task.message or task.reason or "no details"
-    return {"task_id": task.id, "status": task.status, "position": None, "reason": reason}
+    return {
+        "task_id": task.id,
+        "status": task.status,
+        "position": None,
+        "reason": reason,
+        "estimated_end": end,
+    }
 
 
 def explain_task(cluster: Cluster, usage: UsageCache, who: Identity, task_id: int) -> dict[str, Any]:
@@ -151,6 +162,8 @@ def estimate_wait(
             "wait_s": wait_s,
             "reason": answer["reason"],
             "position": answer.get("position"),
+            "status": answer["status"],  # a task that runs or ended has no start to wait for
+            "end": answer.get("estimated_end"),
         }
     state = _state(cluster, usage)
     what_if = QueuedTask(

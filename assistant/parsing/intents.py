@@ -64,7 +64,9 @@ EXPLAIN = re.compile(
 TASK_STATE = re.compile(
     r"\bstatus\b|\bstate\b|how\s+(?:is|'s|are)\b|how\s+did\b|what\s+happened|\bdid\b.*\b(?:finish|succeed|fail|work|run)"
     r"|\bis\b.*\b(?:done|finished|running|over|complete|ok)\b|\bprogress\b"
-    r"|怎么样|咋样|如何了|状态|情况|进展|跑完了吗|完成了吗|好了吗|结束了吗|成功了吗|失败了吗|跑得怎么样",
+    r"|when\s+will\b.*\b(?:finish|end|be\s+done|complete)"
+    r"|怎么样|咋样|如何了|状态|情况|进展|跑完了吗|完成了吗|好了吗|结束了吗|成功了吗|失败了吗|跑得怎么样|还要多久"
+    r"|(?:什么时候|何时|多久)(?:能|才能|会)?(?:跑完|结束|完成)",
     _I,
 )
 # the logs of a task: not one of the tools; the reply says where to find them
@@ -73,7 +75,7 @@ ESTIMATE = re.compile(
     r"how\s+long\b.*\b(?:wait|until|till|before|queue|take\s+to\s+start)|\bwait(?:ing)?\s+time\b|\beta\b|how\s+soon"
     r"|when\s+(?:will|would|does|can|could|do|is)\b.*\b(?:start|run|begin|get\s+(?:a\s+)?gpus?|go|be\s+scheduled|launch)"
     r"|\bestimate\b|how\s+long\s+(?:will|would|do)\s+(?:i|we)|expected\s+start"
-    r"|要?等多久|等多长时间|多久(?:能|才能|可以|会)?(?:开始|轮到|跑|运行|排到)|什么时候(?:能|会|可以|才能|才会)?(?:开始|轮到|跑|运行|排到)"
+    r"|要?等多久|等多长时间|多久(?:能|才能|可以|会)?(?:开始|轮到|跑(?!完)|运行|排到)|什么时候(?:能|会|可以|才能|才会)?(?:开始|轮到|跑(?!完)|运行|排到)"
     r"|预计.*开始|等待时间|排多久|多久能排到|估计.*等",
     _I,
 )

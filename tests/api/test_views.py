@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import datetime, timedelta
 
 from tests.api.conftest import bearer
 from tests.conftest import wait_until
@@ -114,15 +115,24 @@ def test_explain_says_how_a_task_that_is_not_waiting_ended(client, alice):
     )
 
 
-def test_explain_says_where_a_running_task_runs_and_since_when_in_the_clusters_zone(
+def test_explain_says_where_a_running_task_runs_since_when_and_when_it_should_end(
     client, alice, running_cluster, tmp_path
 ):
-    task_id = _submit(client, alice, command="sleep 30", workdir=str(tmp_path))
+    task_id = _submit(client, alice, command="sleep 30", workdir=str(tmp_path), estimated_minutes=10)
     wait_until(lambda: client.get(f"/api/v1/tasks/{task_id}", headers=alice).json()["status"] == "running")
 
     explained = client.get(f"/api/v1/tasks/{task_id}/explain", headers=alice).json()
+    estimate = client.get("/api/v1/estimate", params={"task_id": task_id}, headers=alice).json()
+    started = client.get(f"/api/v1/tasks/{task_id}", headers=alice).json()["started_at"]
     client.post(f"/api/v1/tasks/{task_id}/cancel", headers=alice)
 
-    assert re.fullmatch(r"running on node-a GPUs \d since \d\d:\d\d", explained["reason"]), explained[
-        "reason"
-    ]
+    reason = explained["reason"]
+    assert re.fullmatch(r"running on node-a GPUs \d since \d\d:\d\d", reason), reason
+    # when it should end, by its estimate: 10 min after it started
+    end = datetime.fromisoformat(explained["estimated_end"])
+    assert end - datetime.fromisoformat(started.replace("Z", "+00:00")) == timedelta(minutes=10)
+    assert (estimate["status"], estimate["start"], estimate["end"]) == (
+        "running",
+        None,
+        explained["estimated_end"],
+    )

@@ -246,3 +246,20 @@ def test_a_request_for_logs_says_where_to_find_them() -> None:
     assert "`nightshift logs ID`" in canned("help", "logs", "en")
     assert "`nightshift logs 任务编号`" in canned("help", "logs", "zh")
     assert canned("help", "help", "en").startswith("Hi!")
+
+
+def test_when_a_running_task_should_finish_reads_from_its_estimate() -> None:
+    running = {"task_id": 6, "status": "running", "reason": "running on n0 GPUs 1 since 12:00"}
+    ahead = json.dumps({"explain": {**running, "estimated_end": "2026-12-01T14:30:00+00:00"}})
+    overrun = json.dumps({"explain": {**running, "estimated_end": "2026-12-01T12:30:00+00:00"}})
+    asked = json.dumps(
+        {"task_id": 6, "estimate": {**running, "start": None, "end": "2026-12-01T14:30:00+00:00"}}
+    )
+
+    assert reply_for("explain_task", ahead, "en", NOW) == (
+        "Task #6 is running on n0 GPUs 1 since 12:00. Expected to finish around today 14:30 "
+        "(by its estimate or time limit)."
+    )
+    assert reply_for("explain_task", ahead, "zh", NOW).endswith("按预计或时间限制，大约 今天 14:30 完成。")
+    assert reply_for("explain_task", overrun, "en", NOW).endswith("It has run past its estimate.")
+    assert reply_for("estimate_wait", asked, "en", NOW) == reply_for("explain_task", ahead, "en", NOW)
