@@ -50,9 +50,9 @@ _RULES: list[Rule] = [
     (re.compile(r"the next frees in (.+)"), lambda m: f"下一张卡{duration_zh(m[1])}后空出"),
     (
         re.compile(
-            r"waiting for GPUs out of service \((\d+) of (\d+): (.*); `nightshift gpus` shows which\)"
+            r"waiting for GPUs out of service \((\d+) of (\d+): (.*); (`nightshift \w+`) shows which\)"
         ),
-        lambda m: f"等待停用的卡恢复（{m[2]} 张中的 {m[1]} 张：{reason_zh(m[3])}；`nightshift gpus` 可查看）",
+        lambda m: f"等待停用的卡恢复（{m[2]} 张中的 {m[1]} 张：{reason_zh(m[3])}；{m[4]} 可查看）",
     ),
     (re.compile(r"node (\S+) is drained"), lambda m: f"节点 {m[1]} 已排空"),
     (

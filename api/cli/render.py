@@ -196,6 +196,8 @@ def explain_panel(data: dict[str, Any]) -> Table:
         start = _when(data["estimated_start"])
         table.add_row("expected start", f"{start} (range {window})" if window else start)
         table.add_row("expected end", _when(data.get("estimated_end")))
+    elif data.get("status") == "running" and data.get("estimated_end"):  # by its estimate or time limit
+        table.add_row("expected end", _when(data["estimated_end"]))
     priority = data.get("priority")
     if priority:
         parts = ", ".join(

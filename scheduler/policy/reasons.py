@@ -71,7 +71,8 @@ def out_of_service(unavailable: Sequence[GpuSlot], total: int) -> str:
         whys = ["a drained or down node, a GPU too hot or holding a finished task's memory"]
     shown = "; ".join(whys[:3]) + (f"; {len(whys) - 3} more" if len(whys) > 3 else "")
     out = len(unavailable)
-    return f"waiting for GPUs out of service ({out} of {total}: {shown}; `nightshift gpus` shows which)"
+    where = "`nightshift nodes`" if all(w.startswith("node ") for w in whys) else "`nightshift gpus`"
+    return f"waiting for GPUs out of service ({out} of {total}: {shown}; {where} shows which)"
 
 
 def reserved(gpus: int, nodes: tuple[str, ...], in_s: float) -> str:

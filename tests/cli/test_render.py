@@ -155,3 +155,10 @@ def test_a_start_time_that_is_fixed_shows_no_range() -> None:
     assert "(range " in _text(
         explain_panel({**fixed_panel, "estimated_start_low": low, "estimated_start_high": high})
     )
+
+
+def test_a_running_tasks_explanation_shows_its_expected_end() -> None:
+    running = {"task_id": 6, "status": "running", "reason": "running on n0 GPUs 1 since 12:00"}
+
+    assert "expected end" in _text(explain_panel({**running, "estimated_end": "2026-12-02T09:00:00+00:00"}))
+    assert "expected end" not in _text(explain_panel({**running, "estimated_end": None}))

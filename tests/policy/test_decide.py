@@ -202,7 +202,7 @@ def test_a_task_that_fits_only_gpus_out_of_service_says_so_not_that_gpus_are_bus
     named = [replace(g, why_unavailable=why[g.node]) for g in gone]
     assert decide([wide], [], named, 0.0, CFG).pending_reasons[1] == (
         "waiting for GPUs out of service (8 of 8: node n0 is drained; node n1 is down (no heartbeat for 90 s); "
-        "`nightshift gpus` shows which)"
+        "`nightshift nodes` shows which)"
     )
 
 
