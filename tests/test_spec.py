@@ -134,6 +134,10 @@ def test_a_value_of_the_wrong_type_is_quoted_back_only_when_it_is_a_plain_value(
         ("python -m pytest -x", "pytest"),
         ('python3 -c "import json; print(1)"', "python3 -c"),  # not "\"import"
         ("sleep 300", "sleep"),
+        ("cd exp && make train", "make"),  # not "cd"
+        ("export CUDA_VISIBLE_DEVICES=0; ./train --fast", "train"),  # not "export"
+        ("for i in 1 2 3; do echo step $i; sleep 1; done", "echo"),  # not "for"
+        ("while true; do nvidia-smi; sleep 5; done", "nvidia-smi"),
         ("", "task"),
     ],
 )
