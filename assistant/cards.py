@@ -224,15 +224,18 @@ def summarize(
             est = client.estimate(
                 gpus=spec.get("gpus"),
                 gpu_memory_gb=spec.get("gpu_memory_gb"),
-                estimated_minutes=spec.get("estimated_minutes"),
+                estimated_minutes=minutes,  # the scheduler too falls back on the time limit
+                offpeak=bool(spec.get("offpeak")),
+                not_before=spec.get("not_before"),
             )
             summary["wait_reason"] = est.get("reason")
             if est.get("start"):
                 estimated_start = max(start, datetime.fromisoformat(est["start"]).astimezone(now.tzinfo))
             elif est.get("reason"):  # it cannot start as things stand (a used-up budget, no such GPU)
                 estimated_start = None
-            if est.get("energy_cost") is not None:
-                summary["energy_cost"] = est["energy_cost"]
+            if est.get("energy_cost") is not None and minutes:  # priced from the expected start
+                currency = est.get("currency") or ""
+                summary["energy_cost"] = f"~{float(est['energy_cost']):.2f} {currency}".strip()
         except ClientError:
             pass
     if estimated_start is not None:

@@ -41,12 +41,19 @@ class AssistantClient(NightshiftClient):
         gpus: int | None = None,
         gpu_memory_gb: float | None = None,
         estimated_minutes: float | None = None,
+        offpeak: bool = False,
+        not_before: str | None = None,
     ) -> dict[str, Any]:
-        """GET /estimate for a task, or for a hypothetical one of that size."""
+        """GET /estimate for a task, or for a hypothetical one of that size (and start window)."""
         if task_id is not None:
             return self._read("/estimate", task_id=task_id)
         return self._read(
-            "/estimate", gpus=gpus, gpu_memory_gb=gpu_memory_gb, estimated_minutes=estimated_minutes
+            "/estimate",
+            gpus=gpus,
+            gpu_memory_gb=gpu_memory_gb,
+            estimated_minutes=estimated_minutes,
+            offpeak="true" if offpeak else None,
+            not_before=not_before,
         )
 
     def quota(self, team: str | None = None) -> dict[str, Any]:

@@ -119,7 +119,11 @@ def card_text(card: dict[str, Any], lang: str, now: datetime | None = None) -> s
     if extras:
         lines.append("• " + _t(lang, ", ", "，").join(extras))
     if summary.get("energy"):
-        lines.append(f"• {_t(lang, 'energy', '能耗')}: {energy_words(summary['energy'], lang)}")
+        line = f"• {_t(lang, 'energy', '能耗')}: {energy_words(summary['energy'], lang)}"
+        if summary.get("energy_cost"):
+            cost = str(summary["energy_cost"])
+            line += _t(lang, f", {cost} at the tariff's rates", f"，按电价约 {cost.lstrip('~')}")
+        lines.append(line)
     if summary.get("quota"):
         lines.append(f"• {_t(lang, 'quota', '配额')}: {quota_words(summary['quota'], lang)}")
     lines.append(_t(lang, "Nothing is submitted until you confirm.", "确认之前不会提交。"))

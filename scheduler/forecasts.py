@@ -14,12 +14,13 @@ from scheduler.clock import from_epoch_s, now_s, to_epoch_s
 from scheduler.cluster_state import ClusterState, UsageCache, gather_state
 from scheduler.errors import NotFoundError
 from scheduler.policy.aging import static_score, task_estimate_s
-from scheduler.policy.config import TeamUsage
+from scheduler.policy.config import PolicyConfig, TeamUsage
 from scheduler.policy.explain import explain
 from scheduler.policy.forecast import StartEstimate, estimate_starts
 from scheduler.policy.quotas import budget_status
 from scheduler.policy.reasons import human_duration, local_time
-from scheduler.policy.types import MIB_PER_GB, PriorityClass, QueuedTask
+from scheduler.policy.tariff import estimate_cost, estimate_energy_kwh, gpu_power_w
+from scheduler.policy.types import MIB_PER_GB, GpuSlot, PriorityClass, QueuedTask
 from scheduler.policy_input import running_task_of
 from scheduler.service import Cluster
 from scheduler.store.identity import Identity, team_id_by_name
@@ -149,8 +150,11 @@ def estimate_wait(
     gpu_memory_gb: float | None = None,
     estimated_minutes: float | None = None,
     priority: str = "normal",
+    offpeak: bool = False,
+    not_before_s: float | None = None,
 ) -> dict[str, Any]:
-    """When a task (existing, or one like this submitted now) should start, with a range and a reason."""
+    """When a task (existing, or one like this submitted now) should start, with a range and a reason; for
+    one like this, also its energy and cost."""
     if task_id is not None:
         answer = explain_task(cluster, usage, who, task_id)
         start = answer.get("estimated_start")
@@ -175,20 +179,43 @@ def estimate_wait(
         priority=PriorityClass.parse(priority),
         gpu_memory_mib=int((gpu_memory_gb or 0) * MIB_PER_GB),
         estimated_s=estimated_minutes * 60 if estimated_minutes else None,
+        offpeak=offpeak,
+        not_before_s=not_before_s,
     )
     config = cluster.policy_config
     state.queued = sorted([*state.queued, what_if], key=lambda t: static_score(t, config))
     estimate = _forecast(state, cluster, [WHAT_IF_TASK_ID])[WHAT_IF_TASK_ID]
     wait_s = None if math.isinf(estimate.start_s) else max(0.0, estimate.start_s - state.now_s)
+    run_s = task_estimate_s(what_if, config)
     return {
+        **_energy_and_cost(what_if, state.gpus, estimate.start_s, run_s, config),
         "start": _iso(estimate.start_s),
         "low": _iso(estimate.low_s),
         "high": _iso(estimate.high_s),
         "wait_s": wait_s,
         "wait": human_duration(wait_s) if wait_s is not None else "unknown",
-        "estimated_run_s": task_estimate_s(what_if, config),
+        "estimated_run_s": run_s,
         "reason": estimate.reason,
         "position": estimate.position,
+    }
+
+
+def _energy_and_cost(
+    task: QueuedTask, gpus: list[GpuSlot], start_s: float, run_s: float, config: PolicyConfig
+) -> dict[str, Any]:
+    """A task's energy by its estimate (its GPUs' model's typical draw under load; a GPU's power read now,
+    mostly idle, would understate it) and its cost at the tariff's rates from its expected start: an
+    off-peak start is cheaper."""
+    fitting = [g for g in gpus if g.memory_total_mib >= task.gpu_memory_mib] or gpus
+    power = max((gpu_power_w(g.model, None, config.gpu_power_w) for g in fitting), default=None)
+    if power is None:
+        power = gpu_power_w("", None, config.gpu_power_w)
+    kwh = estimate_energy_kwh(task.gpus, power, run_s)
+    cost = None if math.isinf(start_s) else estimate_cost(start_s, start_s + run_s, kwh, config.tariff)
+    return {
+        "energy_kwh": round(kwh, 3),
+        "energy_cost": None if cost is None else round(cost, 2),
+        "currency": config.tariff.currency,
     }
 
 

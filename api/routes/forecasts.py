@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
@@ -29,11 +30,17 @@ def estimate(
     gpu_memory_gb: Annotated[float | None, Query(gt=0, le=4096)] = None,
     estimated_minutes: Annotated[float | None, Query(gt=0, le=60 * 24 * 60)] = None,
     priority: Literal["low", "normal", "high", "urgent"] = "normal",
+    offpeak: Annotated[bool, Query(description="starts only in an off-peak window")] = False,
+    not_before: Annotated[datetime | None, Query(description="starts no earlier (ISO 8601)")] = None,
 ) -> dict[str, Any]:
-    """How long a task waits: an existing one by id, or one like this if submitted now."""
+    """How long a task waits: an existing one by id, or one like this if submitted now; with its energy
+    and its cost at the tariff's rates from the expected start."""
+    if not_before is not None and not_before.tzinfo is None:
+        not_before = not_before.replace(tzinfo=cluster.zone)
     return estimate_wait(
         cluster, usage, who, task_id=task_id, gpus=gpus, gpu_memory_gb=gpu_memory_gb,
-        estimated_minutes=estimated_minutes, priority=priority,
+        estimated_minutes=estimated_minutes, priority=priority, offpeak=offpeak,
+        not_before_s=not_before.timestamp() if not_before is not None else None,
     )  # fmt: skip
 
 

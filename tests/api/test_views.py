@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
+from scheduler.policy.tariff import estimate_cost, gpu_power_w
 from tests.api.conftest import bearer
 from tests.conftest import wait_until
 
@@ -136,3 +137,28 @@ def test_explain_says_where_a_running_task_runs_since_when_and_when_it_should_en
         None,
         explained["estimated_end"],
     )
+
+
+def test_an_estimate_gives_the_energy_and_its_cost_from_the_expected_start(
+    client, alice, four_gpu_node, cluster
+):
+    asked = {"gpus": 2, "estimated_minutes": 60}
+    now = client.get("/api/v1/estimate", params=asked, headers=alice).json()
+    tonight = client.get("/api/v1/estimate", params={**asked, "offpeak": "true"}, headers=alice).json()
+    later = client.get(
+        "/api/v1/estimate", params={**asked, "not_before": "2030-01-07T12:00:00+00:00"}, headers=alice
+    ).json()
+
+    config = cluster.policy_config
+    power = gpu_power_w(cluster.nodes.all()[0].gpus[0].name, None, config.gpu_power_w)
+    assert (
+        now["energy_kwh"] == round(2 * power * 3600 / 3.6e6, 3) and now["currency"] == config.tariff.currency
+    )
+    for answer in (now, tonight, later):
+        start = datetime.fromisoformat(answer["start"]).timestamp()
+        assert answer["energy_cost"] == round(
+            estimate_cost(start, start + 3600, answer["energy_kwh"], config.tariff), 2
+        )
+    local = datetime.fromisoformat(tonight["start"]).astimezone(cluster.zone)
+    assert local.hour >= 23 or local.hour < 7, local  # the default off-peak window, 23:00-07:00
+    assert datetime.fromisoformat(later["start"]) == datetime(2030, 1, 7, 12, tzinfo=UTC)

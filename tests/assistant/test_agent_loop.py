@@ -9,6 +9,7 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from scheduler.gpus import SimulatedGpus
+from scheduler.policy.tariff import estimate_cost
 from scheduler.worker import Worker
 from tests.assistant.conftest import ScriptedChatModel, tool_call
 
@@ -60,6 +61,20 @@ def test_submit_returns_a_card_and_only_confirm_submits(make_assistant, cluster)
     assert result["task"]["status"] == "queued" and result["task"]["spec"]["offpeak"] is True
     assert cluster.tasks.count_by_status() == {"queued": 1}
     assert assistant.confirm(turn.cards[0]["action_id"])["ok"] is False  # a card is used once
+
+
+def test_a_card_prices_the_energy_from_when_the_task_would_start(make_assistant, cluster):
+    assistant = make_assistant()
+
+    tonight = assistant.ask("run `python train.py` tonight on 2 GPUs, should take 2 hours")
+
+    summary = tonight.cards[0]["summary"]
+    start = datetime.fromisoformat(summary["estimated_start"])
+    assert start.astimezone(cluster.zone).hour >= 23 or start.astimezone(cluster.zone).hour < 7
+    kwh = summary["energy"]["kwh"]
+    cost = estimate_cost(start.timestamp(), start.timestamp() + 7200, kwh, cluster.policy_config.tariff)
+    assert summary["energy_cost"] == f"~{cost:.2f} {cluster.policy_config.tariff.currency}"
+    assert f"{summary['energy_cost']} at the tariff's rates" in tonight.reply
 
 
 def test_a_validation_error_goes_back_to_the_model_as_the_tool_result(make_assistant, cluster):
