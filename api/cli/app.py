@@ -371,10 +371,22 @@ def estimate(
     gpus: Annotated[int, typer.Option(help="GPUs of the new task")] = 1,
     gpu_mem: Annotated[float | None, typer.Option("--gpu-mem", help="min free GB per GPU")] = None,
     minutes: Annotated[float | None, typer.Option("--estimate", help="expected minutes")] = None,
+    tonight: Annotated[bool, typer.Option("--tonight", help="start only in the off-peak window")] = False,
+    after: Annotated[str | None, typer.Option(help="not before: 23:00, tomorrow 9am, +2h, ISO")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """How long would I wait? For a queued task, or for a new one like this submitted now."""
-    params = {"task_id": task_id, "gpus": gpus, "gpu_memory_gb": gpu_mem, "estimated_minutes": minutes}
+    """How long would I wait, and what would it cost? For a queued task, or a new one like this."""
+    not_before = None
+    if after:
+        try:
+            zone = local_zone(get_settings().timezone)
+            not_before = parse_when(after, datetime.now().astimezone(), zone).isoformat()
+        except NightshiftError as exc:
+            _fail(exc.message, code=2)
+    params = {
+        "task_id": task_id, "gpus": gpus, "gpu_memory_gb": gpu_mem, "estimated_minutes": minutes,
+        "offpeak": "true" if tonight else None, "not_before": not_before,
+    }  # fmt: skip
     data = _with_client(lambda client: client.get("/estimate", **params))
     if as_json:
         print_json(data)

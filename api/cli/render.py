@@ -218,16 +218,20 @@ def explain_panel(data: dict[str, Any]) -> Table:
 
 
 def estimate_line(data: dict[str, Any]) -> str:
-    """One sentence: when it should start and why."""
+    """One sentence: when it should start and why (and, for a new task, what its energy would cost)."""
     if not data.get("start"):
         return f"no estimate yet: {data.get('reason')}"
     wait = data.get("wait") or (f"~{data['wait_s'] / 60:.0f} min" if data.get("wait_s") is not None else "?")
     window = _range(data.get("low"), data.get("high"))
-    return (
+    line = (
         f"expected start {_when(data['start'])} (wait {wait}"
         + (f"; range {window}" if window else "")
         + f"): {data.get('reason')}"
     )
+    if data.get("energy_cost") is not None:  # priced at the tariff's rates from that start
+        cost = f"~{data['energy_cost']:.2f} {data.get('currency') or ''}".rstrip()
+        line += f"; energy ~{data['energy_kwh']:.1f} kWh, {cost}"
+    return line
 
 
 def _range(low: str | None, high: str | None) -> str | None:

@@ -162,3 +162,12 @@ def test_a_running_tasks_explanation_shows_its_expected_end() -> None:
 
     assert "expected end" in _text(explain_panel({**running, "estimated_end": "2026-12-02T09:00:00+00:00"}))
     assert "expected end" not in _text(explain_panel({**running, "estimated_end": None}))
+
+
+def test_an_estimate_for_a_new_task_says_what_its_energy_would_cost() -> None:
+    at = "2026-12-01T23:00:00+00:00"
+    data = {"start": at, "low": at, "high": at, "wait_s": 3600, "reason": "waiting for off-peak at 23:00"}
+    priced = {**data, "energy_kwh": 1.2, "energy_cost": 0.1, "currency": "EUR"}
+
+    assert estimate_line(priced).endswith("): waiting for off-peak at 23:00; energy ~1.2 kWh, ~0.10 EUR")
+    assert "energy" not in estimate_line({**priced, "energy_cost": None})
