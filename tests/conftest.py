@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NoReturn
 
+import psutil
 import pytest
 import redis
 import uvicorn
@@ -200,6 +201,25 @@ def make_identity(cluster: Cluster) -> Callable[..., tuple[Identity, str]]:
         return authenticate(cluster.factory, token), token
 
     return make
+
+
+def is_alive(pid: int) -> bool:
+    """True when pid is a live process (a zombie has already let go of its memory and GPUs)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def read_pids(path: Path, count: int, timeout_s: float = 20.0) -> list[int]:
+    """Wait until a job has written `count` pids (one a line) into `path`, and return them."""
+
+    def ready() -> list[int] | None:
+        words = path.read_text().split() if path.exists() else []
+        return [int(word) for word in words] if len(words) >= count else None
+
+    pids: list[int] = wait_until(ready, timeout_s)
+    return pids
 
 
 def wait_until(predicate: Callable[[], Any], timeout_s: float = 20.0, interval_s: float = 0.05) -> Any:

@@ -48,6 +48,19 @@ _CLEANUP_TIMEOUT_S = 10.0
 log = logging.getLogger(__name__)
 
 
+def run_cleanup(argv: Sequence[str]) -> None:
+    """Run a job's cleanup command (`docker rm --force NAME`) quietly, best effort, within a time limit."""
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        subprocess.run(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=_CLEANUP_TIMEOUT_S,
+            check=False,
+        )
+
+
 def _pgid(pid: int) -> int | None:
     try:
         return os.getpgid(pid)
@@ -233,17 +246,8 @@ class RunningJob:
 
     def _remove_container(self) -> None:
         # A killed `docker run` client leaves its container to the daemon; remove it so its GPUs come free.
-        if self._cleanup_argv is None:
-            return
-        with contextlib.suppress(OSError, subprocess.SubprocessError):
-            subprocess.run(
-                self._cleanup_argv,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                timeout=_CLEANUP_TIMEOUT_S,
-                check=False,
-            )
+        if self._cleanup_argv is not None:
+            run_cleanup(self._cleanup_argv)
 
     def _finish(self, returncode: int) -> None:
         self._returncode = returncode

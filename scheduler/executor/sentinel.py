@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import IO
 
+from scheduler.executor.process import run_cleanup
 from scheduler.executor.reaper import KILL_SETTLE_S, signal_group, signal_pids, take_process_snapshot
 
 log = logging.getLogger(__name__)
@@ -176,15 +177,7 @@ def kill_leftovers(watched: dict[str, WatchedJob], settle_s: float = KILL_SETTLE
         time.sleep(0.02)
     for job in watched.values():
         if job.cleanup:
-            with contextlib.suppress(OSError, subprocess.SubprocessError):
-                subprocess.run(
-                    job.cleanup,
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
-                    timeout=_CLEANUP_TIMEOUT_S,
-                    check=False,
-                )
+            run_cleanup(job.cleanup)
 
 
 def main() -> None:

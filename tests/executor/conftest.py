@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
 
-from scheduler.executor import LaunchRequest, RunningJob, start_job
+from scheduler.executor import LaunchRequest, RunningJob, kill_processes_with_token, start_job
 
 WAIT_S = 10.0
 
@@ -26,23 +28,28 @@ def wait_until(predicate: Callable[[], Any], timeout_s: float = WAIT_S, what: st
     return value
 
 
-def is_alive(pid: int) -> bool:
-    """True when pid is a live process (a zombie has already let go of its memory and GPUs)."""
+@contextmanager
+def stand_in_worker(script: str, tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path, str]]:
+    """A worker process running `script` (`python -c`, with argv workdir, log path, run token; stdin kept
+    open so it waits to be killed): yields it, the job's workdir and token; kills it and the job after."""
+    token = f"test-{uuid.uuid4().hex}"
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    worker = subprocess.Popen(
+        [sys.executable, "-c", script, str(workdir), str(tmp_path / "job.log"), token],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
-def read_pids(path: Path, count: int) -> list[int]:
-    """Wait until the job has written `count` pids (one a line) into path, and return them."""
-
-    def ready() -> list[int] | None:
-        lines = path.read_text().split() if path.exists() else []
-        return [int(line) for line in lines] if len(lines) >= count else None
-
-    pids: list[int] = wait_until(ready, what=f"{count} pids in {path}")
-    return pids
+        yield worker, workdir, token
+    finally:
+        worker.kill()
+        worker.wait(WAIT_S)
+        for stream in (worker.stdin, worker.stdout):
+            if stream is not None:
+                stream.close()
+        kill_processes_with_token(token)
 
 
 @pytest.fixture

@@ -11,8 +11,9 @@ from collections.abc import Callable
 from scheduler.executor import LaunchRequest, RunningJob, find_processes_with_token
 from scheduler.executor.exit_watch import ExitWatcher
 from scheduler.executor.reaper import take_process_snapshot
+from tests.conftest import is_alive, read_pids
 
-from .conftest import WAIT_S, is_alive, read_pids, wait_until
+from .conftest import WAIT_S, wait_until
 
 RunJob = Callable[..., RunningJob]
 

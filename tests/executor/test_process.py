@@ -9,8 +9,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from scheduler.executor import JobOutcome, RunningJob, find_processes_with_token
+from tests.conftest import is_alive, read_pids
 
-from .conftest import WAIT_S, is_alive, read_pids, wait_until
+from .conftest import WAIT_S, wait_until
 
 RunJob = Callable[..., RunningJob]
 # Prints "ready" once its trap is set, then idles in short sleeps so the trap runs promptly.

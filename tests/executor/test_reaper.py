@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -17,8 +15,9 @@ from scheduler.executor import (
     find_run_tokens,
     kill_processes_with_token,
 )
+from tests.conftest import is_alive, read_pids
 
-from .conftest import WAIT_S, is_alive, read_pids, wait_until
+from .conftest import WAIT_S, stand_in_worker, wait_until
 
 RunJob = Callable[..., RunningJob]
 
@@ -73,16 +72,7 @@ def test_an_unsafe_token_is_refused_rather_than_matched() -> None:
 
 def test_a_dead_workers_job_leader_dies_with_it_and_a_new_worker_finds_the_rest(tmp_path: Path) -> None:
     # Given a worker process running a job with a background child
-    token = f"test-{uuid.uuid4().hex}"
-    workdir = tmp_path / "work"
-    workdir.mkdir()
-    worker = subprocess.Popen(
-        [sys.executable, "-c", WORKER, str(workdir), str(tmp_path / "job.log"), token],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
+    with stand_in_worker(WORKER, tmp_path) as (worker, workdir, token):
         assert worker.stdout is not None
         leader = int(worker.stdout.readline())
         (child,) = read_pids(workdir / "pids", 1)
@@ -97,10 +87,3 @@ def test_a_dead_workers_job_leader_dies_with_it_and_a_new_worker_finds_the_rest(
         assert find_run_tokens()[token] == [child]
         assert kill_processes_with_token(token) == [child]
         assert not is_alive(child)
-    finally:
-        worker.kill()
-        worker.wait(WAIT_S)
-        for stream in (worker.stdin, worker.stdout):
-            if stream is not None:
-                stream.close()
-        kill_processes_with_token(token)

@@ -6,17 +6,17 @@ import io
 import json
 import os
 import subprocess
-import sys
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from scheduler.executor import LaunchRequest, find_processes_with_token, kill_processes_with_token, start_job
+from scheduler.executor import LaunchRequest, find_processes_with_token, start_job
 from scheduler.executor.sentinel import JobSentinel, WatchedJob, serve
+from tests.conftest import is_alive, read_pids
 
-from .conftest import WAIT_S, is_alive, read_pids, wait_until
+from .conftest import WAIT_S, stand_in_worker, wait_until
 
 # A stand-in worker: starts a compound job with a background child, a `setsid` grandchild (out of the job's
 # group, with its token) and a child without the token (`env -i`, in the group), with a sentinel; prints the
@@ -43,17 +43,9 @@ sys.stdin.read()
 def test_a_killed_workers_jobs_die_with_it_children_and_escaped_grandchildren_included(
     tmp_path: Path,
 ) -> None:
-    # Given a worker running a compound job with a background child and a grandchild in its own session
-    token = f"test-{uuid.uuid4().hex}"
-    workdir = tmp_path / "work"
-    workdir.mkdir()
-    worker = subprocess.Popen(
-        [sys.executable, "-c", WORKER, str(workdir), str(tmp_path / "job.log"), token],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
+    # Given a worker running a compound job with a background child, a grandchild in its own session and a
+    # child without the job's token
+    with stand_in_worker(WORKER, tmp_path) as (worker, workdir, token):
         assert worker.stdout is not None
         leader, sentinel = (int(word) for word in worker.stdout.readline().split())
         children = read_pids(workdir / "pids", 3)
@@ -68,13 +60,6 @@ def test_a_killed_workers_jobs_die_with_it_children_and_escaped_grandchildren_in
             wait_until(lambda pid=pid: not is_alive(pid), what=f"job process {pid} to die with its worker")
         wait_until(lambda: not find_processes_with_token(token), what="no process with the job's token")
         wait_until(lambda: not is_alive(sentinel), what="the sentinel to exit")
-    finally:
-        worker.kill()
-        worker.wait(WAIT_S)
-        for stream in (worker.stdin, worker.stdout):
-            if stream is not None:
-                stream.close()
-        kill_processes_with_token(token)
 
 
 def test_a_job_that_ended_is_forgotten_and_a_closed_sentinel_leaves_other_processes_alone(

@@ -16,6 +16,16 @@ from scheduler.worker import Worker
 FINAL = ("succeeded", "failed", "cancelled")
 
 
+# A job with a family: a background child, a nested shell with its own child, a grandchild in its own session
+# (`setsid`), and the shell itself; each writes its pid to {pids}.
+JOB_FAMILY = (
+    "sleep 300 & echo $! >> {pids}; "
+    "sh -c 'sleep 301 & echo $! >> {pids}; wait' & "
+    "setsid sh -c 'echo $$ >> {pids}; exec sleep 302' & "
+    "echo $$ >> {pids}; wait"
+)
+
+
 def settled(cluster: Cluster, task_id: int) -> str:
     """The task's final status, or '' while it is not final."""
     status = cluster.tasks.get_any(task_id).status

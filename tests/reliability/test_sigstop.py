@@ -6,10 +6,10 @@ from __future__ import annotations
 import os
 import signal
 
-import psutil
 import pytest
 
 from scheduler.store.queue import RedisQueue, RenewResult
+from tests.conftest import is_alive
 from tests.reliability.stack import Stack, poll
 
 # Attempt 1 hangs (its worker gets paused); the retry finishes at once. Each attempt leaves its pid.
@@ -17,13 +17,6 @@ JOB = (
     'echo $$ > {folder}/pid.$NIGHTSHIFT_ATTEMPT; if [ "$NIGHTSHIFT_ATTEMPT" = 1 ]; then sleep 120; fi; '
     "echo done >> {folder}/out"
 )
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 @pytest.mark.slow
@@ -45,13 +38,13 @@ def test_a_paused_worker_loses_its_task_and_kills_its_job_when_it_wakes_up(tmp_p
         # When w1 is paused past its lease
         stack.signal("w1", signal.SIGSTOP)
         poll(lambda: stack.statuses([task_id])[task_id] == "succeeded", timeout_s=60, what="the retry on w2")
-        assert _alive(first_pid), "attempt 1 still runs while its worker is paused"
+        assert is_alive(first_pid), "attempt 1 still runs while its worker is paused"
 
         # ... and resumed
         stack.signal("w1", signal.SIGCONT)
 
         # Then it kills its job, and refuses (is refused) what it still holds
-        poll(lambda: not _alive(first_pid), timeout_s=30, what="the paused worker to kill its job")
+        poll(lambda: not is_alive(first_pid), timeout_s=30, what="the paused worker to kill its job")
         poll(lambda: "killing its job" in stack.log("w1") or "heartbeat refused" in stack.log("w1"))
         attempts = stack.tasks.attempts(task_id)
         assert [(a.node, a.outcome, a.reason) for a in attempts] == [

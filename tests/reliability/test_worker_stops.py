@@ -8,38 +8,13 @@ import os
 import subprocess
 import sys
 
-import psutil
 import pytest
 
 from scheduler.clock import now_ms
 from scheduler.executor import TOKEN_VAR, find_processes_with_token, make_run_token
 from scheduler.worker import token_node_of
-from tests.conftest import wait_until
-from tests.reliability.conftest import settled
-
-FAMILY = (
-    "sleep 300 & echo $! >> {pids}; "
-    "sh -c 'sleep 301 & echo $! >> {pids}; wait' & "
-    "setsid sh -c 'echo $$ >> {pids}; exec sleep 302' & "
-    "echo $$ >> {pids}; wait"
-)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
-def _pids(path, count):
-    return wait_until(
-        lambda: (
-            [int(p) for p in path.read_text().split()]
-            if path.exists() and len(path.read_text().split()) >= count
-            else None
-        )
-    )
+from tests.conftest import is_alive, read_pids, wait_until
+from tests.reliability.conftest import JOB_FAMILY, settled
 
 
 @pytest.mark.parametrize("how", ["cancel", "timeout"])
@@ -48,11 +23,11 @@ def test_a_job_with_children_and_a_setsid_grandchild_leaves_no_survivor(
 ):
     start_worker()
     pids_file = tmp_path / "pids"
-    spec = {"command": FAMILY.format(pids=pids_file), "workdir": str(tmp_path), "grace_seconds": 0.5}
+    spec = {"command": JOB_FAMILY.format(pids=pids_file), "workdir": str(tmp_path), "grace_seconds": 0.5}
     if how == "timeout":
         spec["time_limit_minutes"] = 0.05  # 3 s
     task = submit_to(spec)
-    pids = _pids(pids_file, 4)
+    pids = read_pids(pids_file, 4)
     escaped = [pid for pid in pids if os.getsid(pid) != os.getsid(pids[-1])]
     assert escaped, "the setsid grandchild left the job's session"
 
@@ -61,7 +36,7 @@ def test_a_job_with_children_and_a_setsid_grandchild_leaves_no_survivor(
         cluster.cancel(who, task.id)
 
     assert wait_until(lambda: settled(cluster, task.id)) == ("cancelled" if how == "cancel" else "failed")
-    wait_until(lambda: not any(_alive(pid) for pid in pids))
+    wait_until(lambda: not any(is_alive(pid) for pid in pids))
     assert cluster.tasks.get_any(task.id).reason == ("cancelled" if how == "cancel" else "timeout")
 
 
