@@ -172,3 +172,18 @@ def test_without_any_node_the_gpu_limit_is_the_configured_maximum(client, cluste
     assert response.status_code == 422
     assert "gpus must be between 0 and 8 on this cluster" in response.json()["detail"]
     assert cluster.tasks.count_by_status() == {}
+
+
+@pytest.mark.parametrize(
+    ("params", "expected"),
+    [
+        ({"not_before": "someday"}, "not_before: Input should be a valid datetime"),
+        ({"offpeak": "maybe"}, "offpeak: Input should be a valid boolean"),
+        ({"gpus": "-1"}, "gpus: Input should be greater than or equal to 0"),
+    ],
+)
+def test_a_bad_estimate_question_gets_a_422_that_names_the_parameter(client, alice, params, expected):
+    response = client.get("/api/v1/estimate", params=params, headers=alice)
+
+    assert response.status_code == 422
+    assert response.json()["detail"].startswith(expected)
