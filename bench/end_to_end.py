@@ -61,10 +61,15 @@ def _submit_all(ns: Nightshift, n: int, workdir: str, clients: int = 16) -> floa
     return time.perf_counter() - t0
 
 
-def _nightshift(n: int) -> dict[str, object]:
-    result: dict[str, object] = {}
+def _nightshift(n: int, job_cgroups: str = "auto") -> dict[str, object]:
+    result: dict[str, object] = {"job_cgroups": job_cgroups}
     with temp_home("e2e") as home:
-        settings = {"max_queued_per_team": "10000000", "rate_limit_per_s": "0", "max_task_gpus": "64"}
+        settings = {
+            "max_queued_per_team": "10000000",
+            "rate_limit_per_s": "0",
+            "max_task_gpus": "64",
+            "job_cgroups": job_cgroups,
+        }
         with Nightshift(home, "up", gpus="64x24", **settings) as ns, ns.client() as http:
             db = home / "nightshift.db"
             wait_for(lambda: len(http.get("/gpus").json()["gpus"]) == 64, 30, 0.1)
@@ -151,9 +156,10 @@ def _slurm(n: int) -> dict[str, object]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tasks", type=int, default=1000)
+    ap.add_argument("--job-cgroups", choices=("auto", "off"), default="auto", help="NIGHTSHIFT_JOB_CGROUPS")
     args = ap.parse_args()
     out: dict[str, object] = {"bench": "end_to_end", "machine": machine(), "tasks": args.tasks}
-    out["nightshift"] = ns = _nightshift(args.tasks)
+    out["nightshift"] = ns = _nightshift(args.tasks, args.job_cgroups)
     out["task_spooler"] = ts = _task_spooler(args.tasks)
     out["slurm"] = slurm = _slurm(args.tasks)
     ns_stream = ns["stream"]["tasks_per_s"]  # type: ignore[index]

@@ -34,13 +34,18 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=40)
     ap.add_argument("--m", type=int, default=40)
+    ap.add_argument("--job-cgroups", choices=("auto", "off"), default="auto", help="NIGHTSHIFT_JOB_CGROUPS")
     args = ap.parse_args()
     out: dict[str, object] = {
         "bench": "latency",
         "machine": machine(),
-        "setup": "nightshift up, 8x24 simulated",
+        "setup": f"nightshift up, 8x24 simulated, job_cgroups={args.job_cgroups}",
     }
-    with temp_home("latency") as home, Nightshift(home, "up", gpus="8x24") as ns, ns.client() as http:
+    with (
+        temp_home("latency") as home,
+        Nightshift(home, "up", gpus="8x24", job_cgroups=args.job_cgroups) as ns,
+        ns.client() as http,
+    ):
         stamps = home / "stamps"
         stamps.mkdir()
         # warm-up: first request and first job pay imports and connection set-up

@@ -96,6 +96,13 @@ class Settings(BaseSettings):
         default_factory=list, description="glob patterns of docker images jobs may use; empty = any"
     )
     max_grace_s: float = Field(default=300.0, ge=0, description="upper bound of a spec's grace_seconds")
+    job_cgroups: Literal["auto", "off"] = Field(
+        default="auto",
+        description=(
+            "auto: each job in a cgroup (v2) of its own where the worker may create them, so that no process "
+            "of it outlives a stop; off: jobs are found by process group and run token only"
+        ),
+    )
 
     # --- telemetry, watchdogs, notifications (scheduler/telemetry, watchdogs.py, notify/) ---
     telemetry_interval_s: float = Field(default=10.0, gt=0, description="GPU and host sampling period")

@@ -49,6 +49,7 @@ from typing import Protocol
 from scheduler.accounts import OsAccount, account_for, root_worker_warning
 from scheduler.clock import now_ms
 from scheduler.errors import ExecutorError, NightshiftError
+from scheduler.executor.cgroups import JobCgroups
 from scheduler.executor.exit_watch import ExitWatcher
 from scheduler.executor.launch import LaunchRequest, start_job
 from scheduler.executor.outcome import StopReason
@@ -183,6 +184,8 @@ class Worker:
         self._owns_node = False
         # kills what is left of the jobs if this worker dies (a job's leader alone dies with it)
         self.sentinel = JobSentinel()
+        # one cgroup per job where this node lets the worker make them: no job process escapes a stop
+        self.cgroups = JobCgroups.detect() if self.settings.job_cgroups == "auto" else None
 
     # --- life cycle ---------------------------------------------------------------------------
 
@@ -194,6 +197,8 @@ class Worker:
         if warning is not None:
             log.warning(warning)
         self.reconcile()
+        if self.cgroups is not None:
+            log.info("each job runs in a cgroup of its own under %s", self.cgroups.base)
         self.publish_node()
         heartbeat = threading.Thread(target=self._heartbeat_loop, args=(stop,), name="heartbeat", daemon=True)
         heartbeat.start()
@@ -278,7 +283,10 @@ class Worker:
             if task.node != self.node or task.id in self.jobs or not task.lease_token:
                 continue
             token = task.lease_token
-            kill_processes_with_token(make_run_token(self.token_node, task.id, token))
+            run_token = make_run_token(self.token_node, task.id, token)
+            if self.cgroups is not None:
+                self.cgroups.of(run_token).kill()
+            kill_processes_with_token(run_token)
             status = self.cluster.settle_attempt(
                 task.id, token, "lost_worker", message=f"worker {self.node} restarted"
             )
@@ -286,11 +294,12 @@ class Worker:
         self.kill_orphans()
 
     def kill_orphans(self) -> list[str]:
-        """Kill processes with a run token of this node that no job of this worker owns; list the tokens."""
+        """Kill processes with a run token of this node, or in a job cgroup of this node, that no job of
+        this worker owns; list the tokens."""
         own = self.token_node
         with self._lock:
             running = {item.job.run_token for item in self.jobs.values()}
-        killed = []
+        killed = self._kill_orphan_cgroups(running)
         for run_token in find_run_tokens():
             parsed = parse_run_token(run_token)
             if parsed is None or parsed[0] != own or run_token in running:
@@ -301,6 +310,23 @@ class Worker:
                 log.warning(
                     "killed orphaned job processes %s of task %s (run %s)", pids, parsed[1], run_token
                 )
+        return killed
+
+    def _kill_orphan_cgroups(self, running: set[str]) -> list[str]:
+        """Kill what is left in the job cgroups of this node that no job of this worker owns (a previous
+        life of the worker ran them) and remove those cgroups; list the tokens that still had processes."""
+        if self.cgroups is None:
+            return []
+        killed = []
+        for run_token, cgroup in self.cgroups.existing().items():
+            parsed = parse_run_token(run_token)
+            if parsed is None or parsed[0] != self.token_node or run_token in running:
+                continue
+            pids = cgroup.kill()
+            cgroup.remove()
+            if pids:
+                killed.append(run_token)
+                log.warning("killed orphaned job processes %s of task %s (%s)", pids, parsed[1], cgroup)
         return killed
 
     # --- starting ---------------------------------------------------------------------------------
@@ -348,7 +374,7 @@ class Worker:
         try:
             account = account_for(task.user.name, self.settings.run_as, self.settings.allow_root_jobs)
             request = self._launch_request(task, claim, attempt, account)
-            job = start_job(request, base_env=self.base_env, sentinel=self.sentinel)
+            job = start_job(request, base_env=self.base_env, sentinel=self.sentinel, cgroups=self.cgroups)
         except ExecutorError as exc:
             reason = str(exc.details.get("reason") or "executor")
             log.warning("task %s could not start (%s): %s", claim.task_id, reason, exc.message)

@@ -23,6 +23,7 @@ import uvicorn
 
 from api.main import create_app
 from scheduler.errors import ServiceUnavailable
+from scheduler.executor.cgroups import JobCgroups
 from scheduler.executor.parent_death import pdeathsig_prefix
 from scheduler.redis_server import EmbeddedRedis
 from scheduler.service import Cluster
@@ -201,6 +202,15 @@ def make_identity(cluster: Cluster) -> Callable[..., tuple[Identity, str]]:
         return authenticate(cluster.factory, token), token
 
     return make
+
+
+@pytest.fixture
+def job_cgroups() -> JobCgroups:
+    """The job cgroups a worker started here would use (`JobCgroups.detect`); these tests need them."""
+    found = JobCgroups.detect()
+    if found is None:
+        unavailable("this process may not create cgroup v2 cgroups (needs root or a delegated subtree)")
+    return found
 
 
 def is_alive(pid: int) -> bool:

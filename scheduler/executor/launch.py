@@ -27,6 +27,7 @@ from typing import Any
 
 from scheduler.accounts import OsAccount
 from scheduler.errors import ExecutorError
+from scheduler.executor.cgroups import JobCgroups
 from scheduler.executor.parent_death import die_with_parent, pdeathsig_prefix
 from scheduler.executor.process import RunningJob
 from scheduler.executor.reaper import TOKEN_VAR, check_run_token
@@ -201,8 +202,22 @@ def build_env(request: LaunchRequest, base_env: Mapping[str, str]) -> dict[str, 
 _ENV_DEFAULT_SIGNALS: list[list[str]] = []  # the `env --default-signal` prefix, or [] where `env` lacks it
 
 
-def _guarded(argv: list[str], parent_pid: int) -> list[str] | None:
-    """`argv` behind `setpriv --pdeathsig KILL` and a check that the worker is still its parent.
+# The job's shell waits for the worker to move it into its cgroup (one line on stdin), then reads no more.
+JOIN_CGROUP_FIRST = "read -r _; exec </dev/null"
+
+
+def _prefixed(argv: list[str], lines: list[str]) -> list[str]:
+    """`argv` run after these shell lines: in the same shell for a plain shell command (one exec fewer per
+    job), else by a shell that runs them and then `exec`s the command."""
+    if not lines:
+        return argv
+    if len(argv) == 3 and argv[:2] == [SHELL, "-c"]:
+        return [SHELL, "-c", "\n".join([*lines, argv[2]])]
+    return [SHELL, "-c", "\n".join([*lines, 'exec "$@"']), "nightshift-job", *argv]
+
+
+def _guarded(argv: list[str], parent_pid: int, lines: list[str]) -> list[str] | None:
+    """`argv` behind `setpriv --pdeathsig KILL`, `lines`, and a check that the worker is still its parent.
 
     The same guarantee as `die_with_parent`, without a Python `preexec_fn`: that forbids vfork, so every
     launch would fork the whole worker process (about 10 ms for a 150 MB worker, on every task's path).
@@ -212,10 +227,7 @@ def _guarded(argv: list[str], parent_pid: int) -> list[str] | None:
     if not prefix:
         return None
     check = f'[ "$PPID" = {int(parent_pid)} ] || kill -KILL $$'
-    if len(argv) == 3 and argv[:2] == [SHELL, "-c"]:
-        # a plain shell command: the check is its first line, in the same shell (one exec fewer per job)
-        return [*prefix, SHELL, "-c", f"{check}\n{argv[2]}"]
-    return [*prefix, SHELL, "-c", f'{check}; exec "$@"', "nightshift-job", *argv]
+    return [*prefix, *_prefixed(argv, [*lines, check])]
 
 
 # Signals `subprocess` itself puts back to their defaults in the child (`restore_signals`).
@@ -296,10 +308,12 @@ def start_job(
     base_env: Mapping[str, str] | None = None,
     which: Which = shutil.which,
     sentinel: JobSentinel | None = None,
+    cgroups: JobCgroups | None = None,
 ) -> RunningJob:
     """Start the job in its own session and process group, output appended to its log; raise ExecutorError.
 
-    With a `sentinel`, the job's processes (children included) are killed if the worker dies.
+    With a `sentinel`, the job's processes (children included) are killed if the worker dies. With
+    `cgroups`, the job runs in a cgroup of its own, which no process of it can leave.
     """
     check_run_token(request.run_token)
     if not request.workdir.is_dir():
@@ -313,6 +327,8 @@ def start_job(
         log = open(request.log_path, "ab")  # noqa: SIM115 - closed below once the child holds its own copy
     except OSError as error:
         raise ExecutorError(f"cannot open log file {str(request.log_path)!r}: {error}") from error
+    cgroup = cgroups.create(request.run_token) if cgroups is not None else None
+    lines = [JOIN_CGROUP_FIRST] if cgroup is not None else []
     with log:
         log.write(_header(request).encode())
         log.flush()
@@ -326,11 +342,12 @@ def start_job(
             }
         # without a change of account, the parent-death signal is set by `setpriv` in the child (vfork, fast);
         # with one, by `die_with_parent` after the switch (a change of credentials clears it)
-        guarded = _guarded(argv, os.getpid()) if request.run_as is None else None
+        guarded = _guarded(argv, os.getpid(), lines) if request.run_as is None else None
+        hold_r, hold_w = os.pipe() if cgroup is not None else (subprocess.DEVNULL, -1)
         try:
             popen = subprocess.Popen(
-                [*_default_signals_prefix(), *(guarded or argv)],
-                stdin=subprocess.DEVNULL,
+                [*_default_signals_prefix(), *(guarded or _prefixed(argv, lines))],
+                stdin=hold_r,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 cwd=request.workdir,
@@ -342,12 +359,20 @@ def start_job(
             )
         except (OSError, subprocess.SubprocessError) as error:
             log.write(f"==> nightshift could not start the job: {error}\n".encode())
+            _release(hold_r, hold_w)
+            if cgroup is not None:
+                cgroup.remove()
             raise ExecutorError(f"could not start task {request.task_id}: {error}") from error
+    if cgroup is not None and cgroups is not None and not cgroup.join(popen.pid):
+        cgroups.usable = False  # the same refusal would come for every job: run them without
+        cgroup.remove()
+        cgroup = None
+    _release(hold_r, hold_w)
     cleanup = (
         [argv[0], "rm", "--force", container_name(request)] if request.docker_image is not None else None
     )
     if sentinel is not None:
-        sentinel.watch(request.run_token, popen.pid, cleanup)
+        sentinel.watch(request.run_token, popen.pid, cleanup, cgroup.path if cgroup is not None else None)
     return RunningJob(
         request,
         popen,
@@ -355,4 +380,14 @@ def start_job(
         log_offset=log_offset,
         cleanup_argv=cleanup,
         sentinel=sentinel,
+        cgroup=cgroup,
     )
+
+
+def _release(hold_r: int, hold_w: int) -> None:
+    """Let a job waiting to join its cgroup go on (its shell reads one line), and close the pipe here."""
+    if hold_w < 0:
+        return
+    for step in (lambda: os.close(hold_r), lambda: os.write(hold_w, b"\n"), lambda: os.close(hold_w)):
+        with contextlib.suppress(OSError):
+            step()

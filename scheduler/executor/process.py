@@ -1,9 +1,10 @@
 """A running job attempt: poll it, stop it, and read what became of it.
 
-A job is a process group (its own session) whose leader is `/bin/sh -c COMMAND`. Stopping it sends a
-signal (SIGTERM by default) to the group and to any of its processes that escaped the group, waits a grace
-period, then SIGKILLs the group and every process carrying the job's run token. A job that ends on its own
-gets the same sweep, so it never leaves GPU-holding stragglers behind.
+A job is a process group (its own session) whose leader is `/bin/sh -c COMMAND`, in a cgroup of its own
+where the node allows (`cgroups.py`). Stopping it sends a signal (SIGTERM by default) to the group and to
+any of its processes that escaped the group (found by run token and in its cgroup), waits a grace period,
+then SIGKILLs the group, its cgroup and every process carrying the job's run token. A job that ends on its
+own gets the same sweep, so it never leaves GPU-holding stragglers behind.
 
 The leader is reaped only after its group has been swept: while the leader is an unreaped zombie, Linux
 cannot hand its pid (the group id) to another process, so signalling the group can never hit a stranger.
@@ -38,6 +39,7 @@ from scheduler.executor.reaper import (
 )
 
 if TYPE_CHECKING:
+    from scheduler.executor.cgroups import JobCgroup
     from scheduler.executor.launch import LaunchRequest
     from scheduler.executor.sentinel import JobSentinel
 
@@ -80,9 +82,11 @@ class RunningJob:
         log_offset: int,
         cleanup_argv: Sequence[str] | None = None,
         sentinel: JobSentinel | None = None,
+        cgroup: JobCgroup | None = None,
     ) -> None:
         self.request = request
         self._sentinel = sentinel
+        self.cgroup = cgroup
         self.pid = popen.pid
         self.started_at = started_at
         self._popen = popen
@@ -166,12 +170,16 @@ class RunningJob:
                     self._stopping = False
 
     def survivors(self, snapshot: ProcessSnapshot | None = None) -> list[int]:
-        """Live processes of this job: its group (until the leader is reaped) and any carrying its token
-        (as `snapshot` saw them, when given)."""
+        """Live processes of this job: its group (until the leader is reaped), any carrying its token (as
+        `snapshot` saw them, when given) and any in its cgroup (read now: one small file)."""
         group = self.pid if self._popen.returncode is None else None
         if snapshot is not None:
-            return snapshot.job_processes(self.run_token, group)
-        return sorted(set(job_processes(self.run_token, group)))
+            found = set(snapshot.job_processes(self.run_token, group))
+        else:
+            found = set(job_processes(self.run_token, group))
+        if self.cgroup is not None:
+            found.update(self.cgroup.pids())
+        return sorted(found)
 
     def leader_exited(self) -> bool:
         """True once the job's leader process has exited (its leftovers may still run)."""
@@ -179,8 +187,10 @@ class RunningJob:
             return self._returncode is not None or self._leader_exited()
 
     def reap_descendants(self) -> list[int]:
-        """SIGKILL processes left behind with this job's token (escaped the group); return the pids killed."""
-        killed = kill_processes_with_token(self.run_token)
+        """SIGKILL processes left behind in this job's cgroup or with its token (escaped the group); return
+        the pids killed."""
+        killed = self.cgroup.kill() if self.cgroup is not None else []
+        killed = sorted({*killed, *kill_processes_with_token(self.run_token)})
         if killed:
             log.info("task %s attempt %s: killed leftover processes %s", *self._ids(), killed)
         return killed
@@ -202,8 +212,11 @@ class RunningJob:
         name = signal.Signals(sig).name
         self._append_log(f"==> nightshift stops the job ({reason}): {name}, SIGKILL after {grace_s:g} s\n")
         signal_group(self.pid, sig)
-        escaped = [pid for pid in find_processes_with_token(self.run_token) if _pgid(pid) != self.pid]
-        signal_pids(escaped, sig)
+        found = find_processes_with_token(self.run_token)
+        if self.cgroup is not None:
+            found += self.cgroup.pids()
+        escaped = {pid for pid in found if _pgid(pid) != self.pid}
+        signal_pids(sorted(escaped), sig)
         if not self._wait_until_gone(grace_s):
             self._append_log(f"==> still running after {grace_s:g} s: SIGKILL\n")
             self._sweep()
@@ -236,6 +249,8 @@ class RunningJob:
         while pids:
             if self._popen.returncode is None:
                 signal_group(self.pid, signal.SIGKILL)
+            if self.cgroup is not None:
+                self.cgroup.kill_now()
             signal_pids(pids, signal.SIGKILL)
             if time.monotonic() >= deadline:
                 log.warning("task %s attempt %s: %s survive SIGKILL", *self._ids(), pids)
@@ -251,6 +266,8 @@ class RunningJob:
 
     def _finish(self, returncode: int) -> None:
         self._returncode = returncode
+        if self.cgroup is not None and not self.cgroup.remove():
+            log.warning("task %s attempt %s: %s is not empty", *self._ids(), self.cgroup)
         if self._sentinel is not None:
             self._sentinel.forget(self.run_token)
         self._outcome = classify(returncode, self._stop_reason, self.request.log_path, self._log_offset)

@@ -5,7 +5,8 @@ job's process group (`setsid`, a double fork, a daemonizing library, a docker co
 from the host) still carries it in `/proc/<pid>/environ`, which is the environment it was *started* with.
 That makes the token the way to find stragglers, and the way a restarted worker finds jobs it no longer
 owns (reconciliation). It is best effort: a process started with a scrubbed environment (`env -i`) escapes
-it, and processes of other users are skipped when the kernel denies reading their environment.
+it (the job's cgroup holds such a process, where the node gives jobs one: `cgroups.py`), and processes of
+other users are skipped when the kernel denies reading their environment.
 
 A zombie (exited, not yet reaped by its parent) reads as an empty environment and counts as gone: it holds
 no memory and no GPU.

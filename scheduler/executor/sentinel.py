@@ -3,12 +3,13 @@ of the worker's jobs.
 
 A job's leader (`/bin/sh -c`) gets SIGKILL when the worker dies (the parent-death signal), but only the
 leader: a compound command's children (`python prep.py && python train.py`, `cmd &`) would run on, holding
-GPUs, until a restarted worker found them by their run token. The sentinel closes that gap without cgroups.
-The worker tells it, down a pipe, each job it starts (`watch`: the run token, the process group, and the
-command that removes its docker container) and each job that is over (`forget`). When the pipe reads
-end-of-file the worker is gone, however it went: the sentinel SIGKILLs each watched job's process group and
-every process that carries a watched token, runs the cleanup commands, and exits. A clean worker stop
-forgets every job first, so the sentinel then has nothing to do.
+GPUs, until a restarted worker found them by their run token. The sentinel closes that gap.
+The worker tells it, down a pipe, each job it starts (`watch`: the run token, the process group, the job's
+cgroup where it has one, and the command that removes its docker container) and each job that is over
+(`forget`). When the pipe reads end-of-file the worker is gone, however it went: the sentinel SIGKILLs each
+watched job's cgroup and process group and every process that carries a watched token, runs the cleanup
+commands, removes the cgroups, and exits. A clean worker stop forgets every job first, so the sentinel then
+has nothing to do.
 
 One sentinel per worker, started with the first job; it runs in its own session, so a Ctrl-C meant for the
 worker does not reach it, and the pipe's write end stays in the worker (close-on-exec), never in a job.
@@ -26,8 +27,10 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO
 
+from scheduler.executor.cgroups import JobCgroup
 from scheduler.executor.process import run_cleanup
 from scheduler.executor.reaper import KILL_SETTLE_S, signal_group, signal_pids, take_process_snapshot
 
@@ -37,10 +40,12 @@ _CLEANUP_TIMEOUT_S = 10.0
 
 @dataclass(frozen=True, slots=True)
 class WatchedJob:
-    """What the sentinel needs to end one job: its process group and the command removing its container."""
+    """What the sentinel needs to end one job: its process group, its cgroup (a folder, where it has one)
+    and the command removing its container."""
 
     group: int | None = None
     cleanup: list[str] | None = None
+    cgroup: str | None = None
 
 
 class JobSentinel:
@@ -52,11 +57,17 @@ class JobSentinel:
         self._watched: dict[str, WatchedJob] = {}  # by run token
 
     def watch(
-        self, run_token: str, group: int | None = None, cleanup_argv: Sequence[str] | None = None
+        self,
+        run_token: str,
+        group: int | None = None,
+        cleanup_argv: Sequence[str] | None = None,
+        cgroup: Path | None = None,
     ) -> None:
-        """Have the sentinel kill this job's processes (its process `group` and every process carrying its
-        token) and run `cleanup_argv` if the worker dies."""
-        job = WatchedJob(group, list(cleanup_argv) if cleanup_argv else None)
+        """Have the sentinel kill this job's processes (its process `group`, its `cgroup` and every process
+        carrying its token) and run `cleanup_argv` if the worker dies."""
+        job = WatchedJob(
+            group, list(cleanup_argv) if cleanup_argv else None, str(cgroup) if cgroup is not None else None
+        )
         with self._lock:
             self._watched[run_token] = job
             self._send(_watch_message(run_token, job))
@@ -124,7 +135,7 @@ class JobSentinel:
 
 
 def _watch_message(run_token: str, job: WatchedJob) -> dict[str, object]:
-    return {"watch": run_token, "group": job.group, "cleanup": job.cleanup}
+    return {"watch": run_token, "group": job.group, "cleanup": job.cleanup, "cgroup": job.cgroup}
 
 
 def serve(lines: IO[str]) -> dict[str, WatchedJob]:
@@ -138,10 +149,12 @@ def serve(lines: IO[str]) -> dict[str, WatchedJob]:
         if not isinstance(message, dict):
             continue
         if isinstance(message.get("watch"), str):
-            group, cleanup = message.get("group"), message.get("cleanup")
+            group, cleanup, cgroup = message.get("group"), message.get("cleanup"), message.get("cgroup")
             valid = isinstance(cleanup, list) and all(isinstance(word, str) for word in cleanup)
             watched[message["watch"]] = WatchedJob(
-                group if isinstance(group, int) and group > 1 else None, cleanup if valid else None
+                group if isinstance(group, int) and group > 1 else None,
+                cleanup if valid else None,
+                cgroup if isinstance(cgroup, str) and cgroup.startswith("/") else None,
             )
         elif isinstance(message.get("forget"), str):
             watched.pop(message["forget"], None)
@@ -149,14 +162,17 @@ def serve(lines: IO[str]) -> dict[str, WatchedJob]:
 
 
 def kill_leftovers(watched: dict[str, WatchedJob], settle_s: float = KILL_SETTLE_S) -> None:
-    """SIGKILL the watched jobs' process groups and every process carrying one of their tokens, until two
-    looks at /proc in a row find none (a process in the middle of an exec can show no environment for an
-    instant), then run their cleanup commands."""
+    """SIGKILL the watched jobs' cgroups, process groups and every process carrying one of their tokens,
+    until two looks at /proc in a row find none (a process in the middle of an exec can show no environment
+    for an instant), then run their cleanup commands and remove their cgroups."""
     deadline = time.monotonic() + settle_s
+    cgroups = [JobCgroup(Path(job.cgroup)) for job in watched.values() if job.cgroup is not None]
     quiet = 0
     while quiet < 2:
-        snapshot = take_process_snapshot()
         pids: set[int] = set()
+        for cgroup in cgroups:
+            pids.update(cgroup.kill_now())
+        snapshot = take_process_snapshot()
         for token, job in watched.items():
             carriers = set(snapshot.tokens.get(token, ()))
             members = set(snapshot.groups.get(job.group, ())) if job.group is not None else set()
@@ -178,6 +194,8 @@ def kill_leftovers(watched: dict[str, WatchedJob], settle_s: float = KILL_SETTLE
     for job in watched.values():
         if job.cleanup:
             run_cleanup(job.cleanup)
+    for cgroup in cgroups:
+        cgroup.remove()
 
 
 def main() -> None:

@@ -24,6 +24,9 @@ JOB_FAMILY = (
     "setsid sh -c 'echo $$ >> {pids}; exec sleep 302' & "
     "echo $$ >> {pids}; wait"
 )
+# The same family with one more member that leaves the job's session *and* scrubs its environment: no
+# process group, no run token. Only the job's cgroup holds it (tests that use it need `job_cgroups`).
+JOB_FAMILY_SCRUBBED = "setsid env -i sh -c 'echo $$ >> {pids}; exec sleep 303' & " + JOB_FAMILY
 
 
 def settled(cluster: Cluster, task_id: int) -> str:

@@ -14,20 +14,24 @@ from scheduler.clock import now_ms
 from scheduler.executor import TOKEN_VAR, find_processes_with_token, make_run_token
 from scheduler.worker import token_node_of
 from tests.conftest import is_alive, read_pids, wait_until
-from tests.reliability.conftest import JOB_FAMILY, settled
+from tests.reliability.conftest import JOB_FAMILY, JOB_FAMILY_SCRUBBED, settled
 
 
+@pytest.mark.parametrize("scrubbed", [False, True], ids=["family", "scrubbed-child"])
 @pytest.mark.parametrize("how", ["cancel", "timeout"])
 def test_a_job_with_children_and_a_setsid_grandchild_leaves_no_survivor(
-    cluster, make_identity, start_worker, submit_to, tmp_path, how
+    cluster, make_identity, start_worker, submit_to, tmp_path, how, scrubbed, request
 ):
+    if scrubbed:  # a child with no group and no token: only the job's cgroup holds it
+        request.getfixturevalue("job_cgroups")
     start_worker()
     pids_file = tmp_path / "pids"
-    spec = {"command": JOB_FAMILY.format(pids=pids_file), "workdir": str(tmp_path), "grace_seconds": 0.5}
+    family = JOB_FAMILY_SCRUBBED if scrubbed else JOB_FAMILY
+    spec = {"command": family.format(pids=pids_file), "workdir": str(tmp_path), "grace_seconds": 0.5}
     if how == "timeout":
         spec["time_limit_minutes"] = 0.05  # 3 s
     task = submit_to(spec)
-    pids = read_pids(pids_file, 4)
+    pids = read_pids(pids_file, 5 if scrubbed else 4)
     escaped = [pid for pid in pids if os.getsid(pid) != os.getsid(pids[-1])]
     assert escaped, "the setsid grandchild left the job's session"
 
@@ -84,6 +88,35 @@ def test_a_starting_worker_kills_orphaned_job_processes_of_its_node_only(cluster
         for process in spawned:
             process.kill()
             process.wait()
+
+
+def test_a_starting_worker_empties_and_removes_the_job_cgroups_its_node_left_behind(
+    cluster, start_worker, job_cgroups
+):
+    # Given job cgroups left by a previous life of node-a's worker (one still holding a process with no
+    # run token) and one of another node
+    orphan = job_cgroups.of(make_run_token(token_node_of("node-a", cluster), 996, "deadbeef-4"))
+    empty = job_cgroups.of(make_run_token(token_node_of("node-a", cluster), 995, "deadbeef-5"))
+    foreign = job_cgroups.of(make_run_token(token_node_of("node-b", cluster), 994, "deadbeef-6"))
+    for cgroup in (orphan, empty, foreign):
+        cgroup.path.mkdir()
+    sleepers = [subprocess.Popen(["sleep", "300"], env={}, start_new_session=True) for _ in range(2)]
+    try:
+        assert orphan.join(sleepers[0].pid) and foreign.join(sleepers[1].pid)
+
+        # When node-a's worker starts
+        start_worker("node-a")
+
+        # Then node-a's cgroups are emptied and removed; node-b's is left alone
+        wait_until(lambda: not orphan.path.exists() and not empty.path.exists())
+        assert sleepers[0].wait(10) == -9
+        assert foreign.pids() == [sleepers[1].pid]
+    finally:
+        for sleeper in sleepers:
+            sleeper.kill()
+            sleeper.wait()
+        foreign.kill()
+        foreign.remove()
 
 
 def test_assignments_of_a_node_that_never_claims_them_go_back_to_the_queue(cluster, make_identity):

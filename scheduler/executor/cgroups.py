@@ -1,0 +1,215 @@
+"""Each job in a cgroup of its own (cgroup v2), so that none of its processes can get away.
+
+The process group and the run token find a job's processes only while they stay in the group or keep the
+token in their environment; `setsid env -i cmd &` does neither. A cgroup holds every process a job starts,
+and a process cannot leave it without write access to another cgroup, which a job (not root) lacks. Where
+the worker may create cgroups (root, or a subtree delegated to it: `Delegate=yes` in its systemd unit), each
+job gets `<worker's cgroup>/nightshift/<run token>`: stopping the job signals every member, `cgroup.kill`
+(Linux 5.14) ends them all at once, and the job is over when `cgroup.events` says it is empty. Elsewhere (no
+privileges, cgroup v1 only) jobs run as before, found by process group and run token.
+
+No controller is enabled: the cgroup only holds processes (no limits), so any cgroup v2 tree will do, a
+hybrid one (`/sys/fs/cgroup/unified`) included. The job joins its cgroup before it runs anything: its shell
+waits for one line on stdin, which the worker sends once it has moved the shell (`JobCgroup.join`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import time
+from pathlib import Path
+
+from scheduler.executor.reaper import KILL_SETTLE_S, check_run_token, signal_pids
+
+log = logging.getLogger(__name__)
+
+MOUNTINFO = Path("/proc/self/mountinfo")
+SELF_CGROUP = Path("/proc/self/cgroup")
+FOLDER = "nightshift"  # under the worker's own cgroup
+_SETTLE_POLL_S = 0.01
+
+
+def cgroup2_mount(mountinfo: str) -> tuple[Path, str] | None:
+    """(mount point, root inside the hierarchy) of the first cgroup v2 mount in a `/proc/self/mountinfo`
+    text; None when there is none."""
+    for line in mountinfo.splitlines():
+        fields = line.split()
+        if " - " not in line or len(fields) < 5:
+            continue
+        fstype = line.split(" - ", 1)[1].split()[0]
+        if fstype == "cgroup2":
+            return Path(_unescape(fields[4])), _unescape(fields[3])
+    return None
+
+
+def _unescape(field: str) -> str:
+    """mountinfo writes spaces, tabs, newlines and backslashes as octal escapes (`\\040`)."""
+    for code, char in (("\\040", " "), ("\\011", "\t"), ("\\012", "\n"), ("\\134", "\\")):
+        field = field.replace(code, char)
+    return field
+
+
+def own_cgroup(proc_cgroup: str) -> str | None:
+    """This process's cgroup v2 path (the `0::/path` line of `/proc/self/cgroup`), None without one."""
+    for line in proc_cgroup.splitlines():
+        if line.startswith("0::"):
+            return line[3:].strip() or "/"
+    return None
+
+
+def cgroup_base(mountinfo: str, proc_cgroup: str) -> Path | None:
+    """Where this process's cgroup v2 lives in the file system, or None (no cgroup v2, or outside the
+    part of the hierarchy that is mounted here)."""
+    mount = cgroup2_mount(mountinfo)
+    path = own_cgroup(proc_cgroup)
+    if mount is None or path is None:
+        return None
+    point, root = mount
+    relative = Path(path).relative_to("/")
+    root_relative = Path(root).relative_to("/")
+    if path.endswith(" (deleted)") or not relative.is_relative_to(root_relative):
+        return None
+    return point / relative.relative_to(root_relative)
+
+
+class JobCgroup:
+    """The cgroup of one job: join it, list, signal and kill what is in it, remove it once empty."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __repr__(self) -> str:
+        return f"<JobCgroup {self.path}>"
+
+    def join(self, pid: int) -> bool:
+        """Move process `pid` (with the threads it has) into this cgroup; False when the kernel refuses."""
+        try:
+            (self.path / "cgroup.procs").write_text(f"{pid}\n")
+        except OSError as error:
+            log.warning("could not move process %s into %s: %s", pid, self.path, error)
+            return False
+        return True
+
+    def pids(self) -> list[int]:
+        """The live processes in this cgroup and any cgroup below it (exited ones are not listed)."""
+        found: list[int] = []
+        for folder, subfolders, _ in os.walk(self.path):
+            with contextlib.suppress(OSError, ValueError):
+                found += [int(word) for word in (Path(folder) / "cgroup.procs").read_text().split()]
+            subfolders.sort()
+        return sorted(set(found))
+
+    def populated(self) -> bool:
+        """True while any process is in this cgroup or below it (False once it is gone)."""
+        try:
+            events = (self.path / "cgroup.events").read_text()
+        except OSError:
+            return False
+        return "populated 1" in events
+
+    def signal(self, sig: int) -> list[int]:
+        """Send `sig` to every process in the cgroup; return their pids."""
+        pids = self.pids()
+        signal_pids(pids, sig)
+        return pids
+
+    def kill_now(self) -> list[int]:
+        """SIGKILL everything in the cgroup at once (`cgroup.kill`; each process where the kernel lacks it,
+        before Linux 5.14); return the pids that were in it. Does not wait for them to be gone."""
+        pids = self.pids()
+        if pids:
+            try:
+                (self.path / "cgroup.kill").write_text("1\n")
+            except OSError:
+                signal_pids(pids, signal.SIGKILL)
+        return pids
+
+    def kill(self, settle_s: float = KILL_SETTLE_S) -> list[int]:
+        """`kill_now` until the cgroup is empty or `settle_s` passes; return the pids that were in it."""
+        killed: set[int] = set()
+        deadline = time.monotonic() + settle_s
+        while pids := self.kill_now():
+            killed.update(pids)
+            if time.monotonic() >= deadline:
+                log.warning("processes %s in %s survive SIGKILL", pids, self.path)
+                break
+            time.sleep(_SETTLE_POLL_S)
+        return sorted(killed)
+
+    def remove(self) -> bool:
+        """Remove the cgroup (sub-cgroups first) once it is empty; False while something still runs in it."""
+        if not self.path.exists():
+            return True
+        folders = [Path(folder) for folder, _, _ in os.walk(self.path)]
+        for folder in sorted(folders, key=lambda path: len(path.parts), reverse=True):
+            try:
+                folder.rmdir()
+            except FileNotFoundError:
+                continue
+            except OSError:
+                return False
+        return True
+
+
+class JobCgroups:
+    """The folder in which a worker makes one cgroup per job (`<its own cgroup>/nightshift`)."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.usable = True  # False after the kernel refused to move a job in: then jobs run without
+
+    def __repr__(self) -> str:
+        return f"<JobCgroups {self.base}>"
+
+    @classmethod
+    def detect(cls, mountinfo: Path = MOUNTINFO, proc_cgroup: Path = SELF_CGROUP) -> JobCgroups | None:
+        """The job cgroups of this process, or None where it may not create cgroups (then jobs are found
+        by process group and run token alone)."""
+        try:
+            own = cgroup_base(mountinfo.read_text(), proc_cgroup.read_text())
+        except OSError:
+            return None
+        if own is None or not (own / "cgroup.procs").is_file():
+            return None
+        base = own / FOLDER
+        try:
+            base.mkdir(exist_ok=True)
+        except OSError as error:
+            log.info("jobs run without cgroups: cannot create %s (%s)", base, error)
+            return None
+        if not os.access(base / "cgroup.procs", os.W_OK):
+            log.info("jobs run without cgroups: %s is not writable", base / "cgroup.procs")
+            return None
+        return cls(base)
+
+    def of(self, run_token: str) -> JobCgroup:
+        """The cgroup of the job with this run token (it may not exist)."""
+        return JobCgroup(self.base / check_run_token(run_token))
+
+    def create(self, run_token: str) -> JobCgroup | None:
+        """A new, empty cgroup for the job with this run token; None when cgroups are not usable here."""
+        if not self.usable:
+            return None
+        cgroup = self.of(run_token)
+        try:
+            cgroup.path.mkdir()
+        except FileExistsError:
+            if cgroup.pids():  # a token is unique per attempt: this is a leftover of the same attempt
+                cgroup.kill()
+        except OSError as error:
+            log.warning("jobs run without cgroups from now on: cannot create %s (%s)", cgroup.path, error)
+            self.usable = False
+            return None
+        return cgroup
+
+    def existing(self) -> dict[str, JobCgroup]:
+        """Every job cgroup in the folder, by run token (leftovers of jobs a restarted worker no longer
+        runs among them)."""
+        try:
+            names = sorted(entry.name for entry in os.scandir(self.base) if entry.is_dir())
+        except OSError:
+            return {}
+        return {name: JobCgroup(self.base / name) for name in names}
