@@ -51,7 +51,7 @@ from scheduler.clock import now_ms
 from scheduler.errors import ExecutorError, NightshiftError
 from scheduler.executor.cgroups import JobCgroups
 from scheduler.executor.exit_watch import ExitWatcher
-from scheduler.executor.launch import LaunchRequest, start_job
+from scheduler.executor.launch import LaunchRequest, job_base_env, start_job, warm_up
 from scheduler.executor.outcome import StopReason
 from scheduler.executor.process import RunningJob
 from scheduler.executor.reaper import (
@@ -63,6 +63,7 @@ from scheduler.executor.reaper import (
     take_process_snapshot,
 )
 from scheduler.executor.sentinel import JobSentinel
+from scheduler.executor.spares import SpareShells
 from scheduler.gpus.inventory import GpuMonitor
 from scheduler.node_owner import NodeOwnership
 from scheduler.nodes import NodeGpu
@@ -185,7 +186,9 @@ class Worker:
         # kills what is left of the jobs if this worker dies (a job's leader alone dies with it)
         self.sentinel = JobSentinel()
         # one cgroup per job where this node lets the worker make them: no job process escapes a stop
-        self.cgroups = JobCgroups.detect() if self.settings.job_cgroups == "auto" else None
+        self.cgroups = JobCgroups.detect(self.token_node) if self.settings.job_cgroups == "auto" else None
+        # job shells started and moved into their cgroups ahead of time: a start does not wait for that
+        self.spares = SpareShells(self.cgroups, self.sentinel) if self.cgroups is not None else None
 
     # --- life cycle ---------------------------------------------------------------------------
 
@@ -197,8 +200,9 @@ class Worker:
         if warning is not None:
             log.warning(warning)
         self.reconcile()
-        if self.cgroups is not None:
+        if self.cgroups is not None and self.spares is not None:
             log.info("each job runs in a cgroup of its own under %s", self.cgroups.base)
+            warm_up(self.spares, job_base_env(self.base_env))  # this thread starts the jobs of one claim
         self.publish_node()
         heartbeat = threading.Thread(target=self._heartbeat_loop, args=(stop,), name="heartbeat", daemon=True)
         heartbeat.start()
@@ -272,6 +276,8 @@ class Worker:
         if self._launcher is not None:
             self._launcher.shutdown(wait=True)
             self._launcher = None
+        if self.spares is not None:
+            self.spares.close()
         self.sentinel.close()
         if self._owns_node:
             self.ownership.release()
@@ -313,20 +319,20 @@ class Worker:
         return killed
 
     def _kill_orphan_cgroups(self, running: set[str]) -> list[str]:
-        """Kill what is left in the job cgroups of this node that no job of this worker owns (a previous
-        life of the worker ran them) and remove those cgroups; list the tokens that still had processes."""
+        """Kill what is left in this node's cgroups that no job of this worker owns (a previous life of the
+        worker ran those jobs, or started those spare shells) and remove them; list the ones that still had
+        processes."""
         if self.cgroups is None:
             return []
         killed = []
-        for run_token, cgroup in self.cgroups.existing().items():
-            parsed = parse_run_token(run_token)
-            if parsed is None or parsed[0] != self.token_node or run_token in running:
+        for name, cgroup in self.cgroups.owned().items():
+            if name in running:
                 continue
             pids = cgroup.kill()
             cgroup.remove()
             if pids:
-                killed.append(run_token)
-                log.warning("killed orphaned job processes %s of task %s (%s)", pids, parsed[1], cgroup)
+                killed.append(name)
+                log.warning("killed orphaned job processes %s (%s)", pids, cgroup)
         return killed
 
     # --- starting ---------------------------------------------------------------------------------
@@ -374,7 +380,13 @@ class Worker:
         try:
             account = account_for(task.user.name, self.settings.run_as, self.settings.allow_root_jobs)
             request = self._launch_request(task, claim, attempt, account)
-            job = start_job(request, base_env=self.base_env, sentinel=self.sentinel, cgroups=self.cgroups)
+            job = start_job(
+                request,
+                base_env=self.base_env,
+                sentinel=self.sentinel,
+                cgroups=self.cgroups,
+                spares=self.spares,
+            )
         except ExecutorError as exc:
             reason = str(exc.details.get("reason") or "executor")
             log.warning("task %s could not start (%s): %s", claim.task_id, reason, exc.message)

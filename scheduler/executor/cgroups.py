@@ -155,17 +155,25 @@ class JobCgroup:
 
 
 class JobCgroups:
-    """The folder in which a worker makes one cgroup per job (`<its own cgroup>/nightshift`)."""
+    """The folder in which a worker makes one cgroup per job (`<its own cgroup>/nightshift`).
 
-    def __init__(self, base: Path) -> None:
+    A job's cgroup is named by its run token (`<owner>:task<id>:<lease>`), a spare shell's (`spares.py`)
+    `<owner>:spare<pid>-<n>`: everything of one worker starts with its `owner` (the run tokens' node part),
+    which is how a restarted worker finds what its previous life left (`owned`).
+    """
+
+    def __init__(self, base: Path, owner: str = "local") -> None:
         self.base = base
+        self.owner = owner
         self.usable = True  # False after the kernel refused to move a job in: then jobs run without
 
     def __repr__(self) -> str:
         return f"<JobCgroups {self.base}>"
 
     @classmethod
-    def detect(cls, mountinfo: Path = MOUNTINFO, proc_cgroup: Path = SELF_CGROUP) -> JobCgroups | None:
+    def detect(
+        cls, owner: str = "local", mountinfo: Path = MOUNTINFO, proc_cgroup: Path = SELF_CGROUP
+    ) -> JobCgroups | None:
         """The job cgroups of this process, or None where it may not create cgroups (then jobs are found
         by process group and run token alone)."""
         try:
@@ -183,7 +191,11 @@ class JobCgroups:
         if not os.access(base / "cgroup.procs", os.W_OK):
             log.info("jobs run without cgroups: %s is not writable", base / "cgroup.procs")
             return None
-        return cls(base)
+        return cls(base, owner)
+
+    def spare_name(self, n: int) -> str:
+        """The cgroup name of this process's n-th spare shell."""
+        return f"{self.owner}:spare{os.getpid()}-{n}"
 
     def of(self, run_token: str) -> JobCgroup:
         """The cgroup of the job with this run token (it may not exist)."""
@@ -205,11 +217,11 @@ class JobCgroups:
             return None
         return cgroup
 
-    def existing(self) -> dict[str, JobCgroup]:
-        """Every job cgroup in the folder, by run token (leftovers of jobs a restarted worker no longer
-        runs among them)."""
+    def owned(self) -> dict[str, JobCgroup]:
+        """The cgroups of this owner in the folder, by name (a restarted worker's leftovers among them)."""
         try:
             names = sorted(entry.name for entry in os.scandir(self.base) if entry.is_dir())
         except OSError:
             return {}
-        return {name: JobCgroup(self.base / name) for name in names}
+        mine = [name for name in names if name.split(":", 1)[0] == self.owner]
+        return {name: JobCgroup(self.base / name) for name in mine}

@@ -27,11 +27,13 @@ from typing import Any
 
 from scheduler.accounts import OsAccount
 from scheduler.errors import ExecutorError
-from scheduler.executor.cgroups import JobCgroups
+from scheduler.executor.cgroups import JobCgroup, JobCgroups
+from scheduler.executor.default_signals import default_signals_prefix
 from scheduler.executor.parent_death import die_with_parent, pdeathsig_prefix
 from scheduler.executor.process import RunningJob
 from scheduler.executor.reaper import TOKEN_VAR, check_run_token
 from scheduler.executor.sentinel import JobSentinel
+from scheduler.executor.spares import SpareShell, SpareShells, setup_script
 
 Which = Callable[[str], str | None]
 log = logging.getLogger(__name__)
@@ -170,9 +172,14 @@ def is_secret_env_name(name: str) -> bool:
     return any(fnmatch.fnmatchcase(upper, pattern) for pattern in SECRET_ENV_PATTERNS)
 
 
+def job_base_env(base_env: Mapping[str, str]) -> dict[str, str]:
+    """The part of every job's environment that comes from the worker's: all of it but the secrets."""
+    return {name: value for name, value in base_env.items() if not is_secret_env_name(name)}
+
+
 def build_env(request: LaunchRequest, base_env: Mapping[str, str]) -> dict[str, str]:
     """The job's environment: the worker's minus secrets, then the spec's env, then nightshift's own vars."""
-    env = {name: value for name, value in base_env.items() if not is_secret_env_name(name)}
+    env = job_base_env(base_env)
     for name, value in request.env.items():
         if not _ENV_NAME.fullmatch(name):
             raise ExecutorError(
@@ -197,9 +204,6 @@ def build_env(request: LaunchRequest, base_env: Mapping[str, str]) -> dict[str, 
         env["HOME"] = request.run_as.home
         env["USER"] = env["LOGNAME"] = request.run_as.name
     return env
-
-
-_ENV_DEFAULT_SIGNALS: list[list[str]] = []  # the `env --default-signal` prefix, or [] where `env` lacks it
 
 
 # The job's shell waits for the worker to move it into its cgroup (one line on stdin), then reads no more.
@@ -230,61 +234,6 @@ def _guarded(argv: list[str], parent_pid: int, lines: list[str]) -> list[str] | 
     return [*prefix, *_prefixed(argv, [*lines, check])]
 
 
-# Signals `subprocess` itself puts back to their defaults in the child (`restore_signals`).
-_RESTORED_BY_POPEN = frozenset(
-    int(s)
-    for s in (getattr(signal, name, None) for name in ("SIGPIPE", "SIGXFZ", "SIGXFSZ"))
-    if s is not None
-)
-
-
-# Signals 1-31; the real-time ones above are left as they are (glibc reserves 32 and 33 for itself).
-_STANDARD = (1 << 31) - 1
-
-
-def _default_signals_prefix() -> list[str]:
-    """`env --default-signal` when this thread ignores or blocks a signal a job would inherit, else [].
-
-    A process keeps signals its parent ignored or blocked across exec, and a POSIX shell cannot trap a
-    signal that was ignored when it started. A worker started in the background by a script (`cmd &`
-    ignores SIGINT and SIGQUIT) would hand that on to every job: a spec's `stop_signal: INT` would do
-    nothing, and a Python job would never see KeyboardInterrupt. Slurm's job steps, too, start with default
-    signals. Usually nothing is inherited, and the job costs no extra exec.
-    """
-    ignored, blocked = _inherited_signal_masks()
-    if not (ignored & ~_mask(_RESTORED_BY_POPEN) & _STANDARD) and not (blocked & _STANDARD):
-        return []
-    if not _ENV_DEFAULT_SIGNALS:  # GNU coreutils >= 8.31; checked once
-        env = shutil.which("env")
-        works = False
-        if env is not None:
-            with contextlib.suppress(OSError, subprocess.SubprocessError):
-                probe = [env, "--default-signal", "true"]
-                works = subprocess.run(probe, capture_output=True, timeout=10, check=False).returncode == 0
-        if not works:
-            log.warning(
-                "this node's `env` has no --default-signal: jobs inherit the worker's ignored signals"
-            )
-        _ENV_DEFAULT_SIGNALS.append([env, "--default-signal"] if env is not None and works else [])
-    return _ENV_DEFAULT_SIGNALS[0]
-
-
-def _inherited_signal_masks() -> tuple[int, int]:
-    """(ignored, blocked) signals of the calling thread, as the kernel's bit masks (bit n-1 = signal n)."""
-    ignored = blocked = 0
-    with contextlib.suppress(OSError, ValueError), open("/proc/thread-self/status") as status:
-        for line in status:
-            if line.startswith("SigIgn:"):
-                ignored = int(line.split()[1], 16)
-            elif line.startswith("SigBlk:"):
-                blocked = int(line.split()[1], 16)
-    return ignored, blocked
-
-
-def _mask(signals: frozenset[int]) -> int:
-    return sum(1 << (s - 1) for s in signals)
-
-
 def _header(request: LaunchRequest) -> str:
     where = f"on GPUs {_gpu_list(request)}" if request.gpu_indices else "on CPU only (no GPU)"
     if request.conda_env is not None:
@@ -309,11 +258,13 @@ def start_job(
     which: Which = shutil.which,
     sentinel: JobSentinel | None = None,
     cgroups: JobCgroups | None = None,
+    spares: SpareShells | None = None,
 ) -> RunningJob:
     """Start the job in its own session and process group, output appended to its log; raise ExecutorError.
 
     With a `sentinel`, the job's processes (children included) are killed if the worker dies. With
-    `cgroups`, the job runs in a cgroup of its own, which no process of it can leave.
+    `cgroups`, the job runs in a cgroup of its own, which no process of it can leave; with `spares` too,
+    in a shell started and moved into its cgroup ahead of time (`spares.py`), and the next one is started.
     """
     check_run_token(request.run_token)
     if not request.workdir.is_dir():
@@ -321,18 +272,83 @@ def start_job(
             f"workdir {str(request.workdir)!r} does not exist or is not a folder on this node"
         )
     argv = build_argv(request, which=which)
-    env = build_env(request, os.environ if base_env is None else base_env)
+    base = os.environ if base_env is None else base_env
+    env = build_env(request, base)
+    log_offset = _write_header(request)
+    spare_env = job_base_env(base) if spares is not None and request.run_as is None else None
+    spare = None
+    if spares is not None and spare_env is not None:
+        spare = _start_in_spare(request, argv, env, spare_env, spares)
+    popen, cgroup = (spare.popen, spare.cgroup) if spare is not None else _spawn(request, argv, env, cgroups)
+    cleanup = (
+        [argv[0], "rm", "--force", container_name(request)] if request.docker_image is not None else None
+    )
+    if sentinel is not None:
+        sentinel.watch(request.run_token, popen.pid, cleanup, cgroup.path if cgroup is not None else None)
+    if spares is not None and spare_env is not None:
+        if spare is not None:
+            spares.forget(spare)  # after the watch of the job: the sentinel always knows the cgroup
+        warm_up(spares, spare_env)
+    return RunningJob(
+        request,
+        popen,
+        started_at=time.monotonic(),
+        log_offset=log_offset,
+        cleanup_argv=cleanup,
+        sentinel=sentinel,
+        cgroup=cgroup,
+    )
+
+
+def warm_up(spares: SpareShells, spare_env: Mapping[str, str]) -> None:
+    """Have a spare shell ready in this thread for the next job with this base environment
+    (`job_base_env`)."""
+    prefix = pdeathsig_prefix(signal.SIGKILL)
+    if prefix:  # without setpriv a spare could not be tied to the worker's life
+        spares.prepare(spare_env, os.getpid(), [*default_signals_prefix(), *prefix])
+
+
+def _write_header(request: LaunchRequest) -> int:
+    """Append the attempt's header to its log; return the offset the job's output starts at."""
     try:
         request.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(request.log_path, "ab") as log:
+            log.write(_header(request).encode())
+            return log.tell()
+    except OSError as error:
+        raise ExecutorError(f"cannot open log file {str(request.log_path)!r}: {error}") from error
+
+
+def _start_in_spare(
+    request: LaunchRequest,
+    argv: list[str],
+    env: Mapping[str, str],
+    spare_env: Mapping[str, str],
+    spares: SpareShells,
+) -> SpareShell | None:
+    """The job in this thread's spare shell (already in its cgroup); None when there is none to use."""
+    spare = spares.take(spare_env)
+    if spare is None:
+        return None
+    changed = [name for name in {*env, *spare_env} if env.get(name) != spare_env.get(name)]
+    if not all(_ENV_NAME.fullmatch(name) for name in changed):  # a name the shell cannot set: directly
+        spares.discard(spare)
+        return None
+    script = setup_script(str(request.workdir), str(request.log_path), env, spare_env, argv)
+    return spare if spares.hand_over(spare, script) else None
+
+
+def _spawn(
+    request: LaunchRequest, argv: list[str], env: Mapping[str, str], cgroups: JobCgroups | None
+) -> tuple[subprocess.Popen[bytes], JobCgroup | None]:
+    """Start the job's process now (joining its cgroup before it runs anything, with `cgroups`)."""
+    try:
         log = open(request.log_path, "ab")  # noqa: SIM115 - closed below once the child holds its own copy
     except OSError as error:
         raise ExecutorError(f"cannot open log file {str(request.log_path)!r}: {error}") from error
     cgroup = cgroups.create(request.run_token) if cgroups is not None else None
     lines = [JOIN_CGROUP_FIRST] if cgroup is not None else []
     with log:
-        log.write(_header(request).encode())
-        log.flush()
-        log_offset = log.tell()
         account: dict[str, Any] = {}
         if request.run_as is not None:
             account = {
@@ -346,7 +362,7 @@ def start_job(
         hold_r, hold_w = os.pipe() if cgroup is not None else (subprocess.DEVNULL, -1)
         try:
             popen = subprocess.Popen(
-                [*_default_signals_prefix(), *(guarded or _prefixed(argv, lines))],
+                [*default_signals_prefix(), *(guarded or _prefixed(argv, lines))],
                 stdin=hold_r,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -368,20 +384,7 @@ def start_job(
         cgroup.remove()
         cgroup = None
     _release(hold_r, hold_w)
-    cleanup = (
-        [argv[0], "rm", "--force", container_name(request)] if request.docker_image is not None else None
-    )
-    if sentinel is not None:
-        sentinel.watch(request.run_token, popen.pid, cleanup, cgroup.path if cgroup is not None else None)
-    return RunningJob(
-        request,
-        popen,
-        started_at=time.monotonic(),
-        log_offset=log_offset,
-        cleanup_argv=cleanup,
-        sentinel=sentinel,
-        cgroup=cgroup,
-    )
+    return popen, cgroup
 
 
 def _release(hold_r: int, hold_w: int) -> None:

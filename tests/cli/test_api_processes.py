@@ -16,10 +16,13 @@ from tests.conftest import stops_with_test_run, wait_until
 
 
 def _api_children(parent_pid: int) -> list[psutil.Process]:
+    """The API processes among `nightshift up`'s children (not its redis-server, multiprocessing's resource
+    tracker, the worker's spare job shell or its job sentinel)."""
+    others = ("resource_tracker", "nightshift-spare", "scheduler.executor.sentinel")
     return [
         p
         for p in psutil.Process(parent_pid).children()
-        if "redis" not in p.name() and "resource_tracker" not in " ".join(p.cmdline())
+        if "redis" not in p.name() and not any(word in " ".join(p.cmdline()) for word in others)
     ]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -14,6 +15,8 @@ from typing import Any
 import pytest
 
 from scheduler.executor import LaunchRequest, RunningJob, kill_processes_with_token, start_job
+from scheduler.executor.launch import job_base_env, warm_up
+from scheduler.executor.spares import SpareShells
 
 WAIT_S = 10.0
 
@@ -79,16 +82,38 @@ def make_request(tmp_path: Path) -> Callable[..., LaunchRequest]:
     return make
 
 
-@pytest.fixture
-def run_job(make_request: Callable[..., LaunchRequest]) -> Iterator[Callable[..., RunningJob]]:
-    """Factory: `run_job("sleep 1", base_env=...)` starts a job; every job is stopped and swept afterwards."""
+LAUNCHES = ("direct", "in-cgroup", "from-spare")
+
+
+@pytest.fixture(params=LAUNCHES)
+def run_job(
+    request: pytest.FixtureRequest, make_request: Callable[..., LaunchRequest]
+) -> Iterator[Callable[..., RunningJob]]:
+    """Factory: `run_job("sleep 1", base_env=...)` starts a job; every job is stopped and swept afterwards.
+
+    Every test using it runs three times, once per way a worker starts jobs: directly (process group and
+    run token only), directly in a cgroup of its own, and in a spare shell already in its cgroup
+    (`spares.py`; the fixture checks the spare was the one used).
+    """
     jobs: list[RunningJob] = []
+    cgroups = request.getfixturevalue("job_cgroups") if request.param != "direct" else None
+    spares = SpareShells(cgroups) if cgroups is not None and request.param == "from-spare" else None
 
     def run(command: str, *, base_env: dict[str, str] | None = None, **overrides: Any) -> RunningJob:
-        job = start_job(make_request(command, **overrides), base_env=base_env)
+        launch = make_request(command, **overrides)
+        if spares is None:
+            job = start_job(launch, base_env=base_env, cgroups=cgroups)
+        else:
+            spare_env = job_base_env(os.environ if base_env is None else base_env)
+            warm_up(spares, spare_env)
+            spare = spares.spare_pid(spare_env)
+            job = start_job(launch, base_env=base_env, cgroups=cgroups, spares=spares)
+            assert job.pid == spare, "the job did not start in the spare shell"
         jobs.append(job)
         return job
 
     yield run
     for job in jobs:
         job.stop(0.1, "cancelled")
+    if spares is not None:
+        spares.close()

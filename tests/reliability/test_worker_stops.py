@@ -12,6 +12,7 @@ import pytest
 
 from scheduler.clock import now_ms
 from scheduler.executor import TOKEN_VAR, find_processes_with_token, make_run_token
+from scheduler.executor.cgroups import JobCgroup
 from scheduler.worker import token_node_of
 from tests.conftest import is_alive, read_pids, wait_until
 from tests.reliability.conftest import JOB_FAMILY, JOB_FAMILY_SCRUBBED, settled
@@ -96,7 +97,7 @@ def test_a_starting_worker_empties_and_removes_the_job_cgroups_its_node_left_beh
     # Given job cgroups left by a previous life of node-a's worker (one still holding a process with no
     # run token) and one of another node
     orphan = job_cgroups.of(make_run_token(token_node_of("node-a", cluster), 996, "deadbeef-4"))
-    empty = job_cgroups.of(make_run_token(token_node_of("node-a", cluster), 995, "deadbeef-5"))
+    empty = JobCgroup(job_cgroups.base / f"{token_node_of('node-a', cluster)}:spare1-1")  # a spare shell's
     foreign = job_cgroups.of(make_run_token(token_node_of("node-b", cluster), 994, "deadbeef-6"))
     for cgroup in (orphan, empty, foreign):
         cgroup.path.mkdir()

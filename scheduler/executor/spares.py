@@ -1,0 +1,227 @@
+"""Job shells started ahead of time, already inside a cgroup, so that a job's start does not wait for one.
+
+Moving a process into a cgroup makes the kernel wait for an RCU grace period (~10 ms here; the cgroup
+mutex is held meanwhile), and the job must be inside before it runs anything. So each launching thread keeps
+one spare: a shell started the way a job is (its own session, the parent-death signal, default signals),
+moved into a fresh cgroup by a background thread while nothing waits for it. When a job comes, the worker
+writes the job's set-up to the spare's stdin and the shell sources it: `cd` to the workdir, output to the
+log, the job's variables, then `exec` of the job's command line. The job then is what a direct start
+gives (leader `/bin/sh -c COMMAND`, a child of the worker, the group leader of its session) in about the
+time of one exec. A new spare is started right after.
+
+A spare is per thread because the parent-death signal follows the thread that started the process, and
+per environment (the worker's, minus secrets), which it is started with. Jobs that switch accounts (a root
+worker's `run_as`) start directly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import os
+import queue
+import shlex
+import signal
+import subprocess
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from scheduler.executor.cgroups import JobCgroup, JobCgroups
+from scheduler.executor.sentinel import JobSentinel
+
+log = logging.getLogger(__name__)
+
+_JOIN_TIMEOUT_S = 5.0
+_EXIT_TIMEOUT_S = 5.0
+_names = itertools.count(1)
+
+
+@dataclass
+class SpareShell:
+    """One shell waiting for a job, in its cgroup once `joined` is set and `ok`."""
+
+    popen: subprocess.Popen[bytes]
+    cgroup: JobCgroup
+    stdin_w: int  # closed (and -1) once the spare has its job or is discarded
+    name: str  # its cgroup's name, and how the sentinel knows it
+    joined: threading.Event = field(default_factory=threading.Event)
+    ok: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock)  # guards stdin_w
+
+    def write(self, data: bytes) -> bool:
+        """Write all of `data` to the shell's stdin; False when the pipe is closed or broken."""
+        with self.lock:
+            if self.stdin_w < 0:
+                return False
+            view = memoryview(data)
+            try:
+                while view:
+                    view = view[os.write(self.stdin_w, view) :]
+            except OSError:
+                return False
+            return True
+
+    def close_stdin(self) -> None:
+        """Close the shell's stdin (it reads end-of-file)."""
+        with self.lock:
+            if self.stdin_w >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(self.stdin_w)
+                self.stdin_w = -1
+
+
+def spare_script(parent_pid: int) -> str:
+    """The spare shell: wait until it is in its cgroup, check its parent, then source the job's set-up from
+    stdin (nothing, and exit, when the worker closes the pipe instead)."""
+    return "\n".join(
+        [
+            "read -r _ || exit 0",
+            f'[ "$PPID" = {int(parent_pid)} ] || kill -KILL $$',
+            ". /dev/stdin",
+            "exit 0",
+        ]
+    )
+
+
+def setup_script(
+    workdir: str, log_path: str, env: Mapping[str, str], spare_env: Mapping[str, str], argv: Sequence[str]
+) -> bytes:
+    """What a spare shell sources to become the job: its folder, its log, the variables that differ from
+    the spare's, stdin from /dev/null, then the job's command line."""
+    lines = [f"cd -- {shlex.quote(workdir)} || exit 126", f"exec >>{shlex.quote(log_path)} 2>&1 </dev/null"]
+    lines += [f"unset {name}" for name in sorted(spare_env) if name not in env]
+    lines += [
+        f"export {name}={shlex.quote(value)}" for name, value in env.items() if spare_env.get(name) != value
+    ]
+    lines.append("exec " + " ".join(shlex.quote(word) for word in argv))
+    return ("\n".join(lines) + "\n").encode()
+
+
+def env_key(env: Mapping[str, str]) -> int:
+    """Which spares suit a job: those started with this environment."""
+    return hash(frozenset(env.items()))
+
+
+class SpareShells:
+    """The spares of one worker, one per launching thread, moved into their cgroups by a background thread."""
+
+    def __init__(self, cgroups: JobCgroups, sentinel: JobSentinel | None = None) -> None:
+        self.cgroups = cgroups
+        self.sentinel = sentinel  # told of each spare, so that a dead worker's spares and cgroups go too
+        self._spares: dict[tuple[int, int], SpareShell] = {}  # (thread id, env key) -> its spare
+        self._lock = threading.Lock()
+        self._joins: queue.SimpleQueue[SpareShell | None] = queue.SimpleQueue()
+        self._joiner: threading.Thread | None = None
+        self._closed = False
+
+    def spare_pid(self, env: Mapping[str, str]) -> int | None:
+        """The pid of this thread's spare for jobs with this base environment, None when it has none."""
+        with self._lock:
+            spare = self._spares.get((threading.get_ident(), env_key(env)))
+        return spare.popen.pid if spare is not None else None
+
+    def take(self, env: Mapping[str, str]) -> SpareShell | None:
+        """This thread's spare for a job with this base environment, in its cgroup; None when there is none
+        (the job then starts directly)."""
+        with self._lock:
+            spare = self._spares.pop((threading.get_ident(), env_key(env)), None)
+        if spare is None:
+            return None
+        if not spare.joined.wait(_JOIN_TIMEOUT_S) or not spare.ok or spare.popen.poll() is not None:
+            self._discard(spare)
+            return None
+        return spare
+
+    def prepare(self, env: Mapping[str, str], parent_pid: int, prefix: Sequence[str]) -> None:
+        """Start this thread's next spare for jobs with this base environment, behind `prefix` (the
+        parent-death signal, default signals), unless it has one (call from the thread that starts the
+        jobs, after a start: it is cheap, the move into its cgroup happens in the background)."""
+        key = (threading.get_ident(), env_key(env))
+        with self._lock:
+            if self._closed or key in self._spares or not self.cgroups.usable:
+                return
+        name = self.cgroups.spare_name(next(_names))
+        cgroup = self.cgroups.create(name)
+        if cgroup is None:
+            return
+        hold_r, hold_w = os.pipe()
+        try:
+            popen = subprocess.Popen(
+                [*prefix, "/bin/sh", "-c", spare_script(parent_pid), "nightshift-spare"],
+                stdin=hold_r,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                env=dict(env),
+                cwd="/",
+                start_new_session=True,
+                close_fds=True,
+            )
+        except (OSError, subprocess.SubprocessError) as error:
+            log.warning("no spare job shell: %s", error)
+            os.close(hold_w)
+            cgroup.remove()
+            return
+        finally:
+            os.close(hold_r)
+        spare = SpareShell(popen, cgroup, hold_w, name)
+        if self.sentinel is not None:
+            self.sentinel.watch(name, popen.pid, None, cgroup.path)
+        with self._lock:
+            if self._closed:
+                self._discard(spare)
+                return
+            self._spares[key] = spare
+            if self._joiner is None:
+                self._joiner = threading.Thread(target=self._join_loop, name="spare-joiner", daemon=True)
+                self._joiner.start()
+        self._joins.put(spare)
+
+    def hand_over(self, spare: SpareShell, script: bytes) -> bool:
+        """Give the spare its job (`setup_script`): it `exec`s the job's command line. False when the pipe
+        is broken (the spare died): then the job starts directly. The caller has the sentinel watch the job
+        and then `forget` the spare."""
+        written = spare.write(script)
+        spare.close_stdin()
+        if not written:
+            self._discard(spare)
+        return written
+
+    def discard(self, spare: SpareShell) -> None:
+        """End a spare that was taken but will not be used."""
+        self._discard(spare)
+
+    def forget(self, spare: SpareShell) -> None:
+        """The spare is a job now, watched as such: the sentinel need not know it as a spare."""
+        if self.sentinel is not None:
+            self.sentinel.forget(spare.name)
+
+    def close(self) -> None:
+        """End every spare (its shell reads end-of-file and exits) and remove their cgroups."""
+        with self._lock:
+            self._closed = True
+            spares = list(self._spares.values())
+            self._spares.clear()
+        self._joins.put(None)
+        for spare in spares:
+            self._discard(spare)
+
+    def _join_loop(self) -> None:
+        while (spare := self._joins.get()) is not None:
+            joined = spare.cgroup.join(spare.popen.pid)
+            if not joined and spare.popen.poll() is None:
+                self.cgroups.usable = False  # the kernel refuses: jobs run without cgroups from now on
+            spare.ok = joined and spare.write(b"\n")
+            spare.joined.set()
+
+    def _discard(self, spare: SpareShell) -> None:
+        spare.close_stdin()
+        try:
+            spare.popen.wait(_EXIT_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            spare.popen.send_signal(signal.SIGKILL)
+            spare.popen.wait()
+        spare.cgroup.kill()
+        spare.cgroup.remove()
+        self.forget(spare)

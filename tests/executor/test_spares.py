@@ -1,0 +1,150 @@
+"""Spare job shells (`spares.py`): started and moved into a cgroup ahead of time, so that a job's start
+does not wait for the kernel's move. Behaviour shared with direct starts is checked by the whole process
+suite (`run_job` runs each test from a spare too); these are the spares' own cases."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from scheduler.executor import LaunchRequest, start_job
+from scheduler.executor.cgroups import JobCgroups
+from scheduler.executor.launch import job_base_env, warm_up
+from scheduler.executor.spares import SpareShells, setup_script
+from tests.conftest import is_alive
+
+from .conftest import WAIT_S, stand_in_worker, wait_until
+
+
+@pytest.fixture
+def spares(job_cgroups: JobCgroups) -> Iterator[SpareShells]:
+    """Spare shells for this thread, closed after the test."""
+    shells = SpareShells(job_cgroups)
+    yield shells
+    shells.close()
+
+
+def _spare_names(cgroups: JobCgroups) -> set[str]:
+    return {name for name in cgroups.owned() if ":spare" in name}
+
+
+def test_a_jobs_variables_reach_it_verbatim_whatever_characters_they_hold(
+    make_request: Callable[..., LaunchRequest], spares: SpareShells, job_cgroups: JobCgroups
+) -> None:
+    # Given a spare, and a job whose variables hold quotes, a newline, $, backticks and a leading dash
+    tricky = {"QUOTES": 'it\'s "quoted"', "LINES": "one\ntwo", "DOLLAR": "$HOME `id` $(id)", "DASH": "-n"}
+    warm_up(spares, job_base_env(os.environ))
+    request = make_request("env -0 > job.env", env=tricky)
+
+    # When it starts from the spare
+    job = start_job(request, cgroups=job_cgroups, spares=spares)
+    assert job.wait(WAIT_S) == 0
+
+    # Then it sees each value exactly as given
+    pairs = (request.workdir / "job.env").read_bytes().split(b"\0")
+    env = dict(pair.decode().split("=", 1) for pair in pairs if pair)
+    assert {name: env[name] for name in tricky} == tricky
+
+
+def test_a_job_starts_directly_when_its_threads_spare_has_died(
+    make_request: Callable[..., LaunchRequest], spares: SpareShells, job_cgroups: JobCgroups
+) -> None:
+    # Given a spare that someone killed
+    spare_env = job_base_env(os.environ)
+    warm_up(spares, spare_env)
+    dead = spares.spare_pid(spare_env)
+    assert dead is not None
+    os.kill(dead, signal.SIGKILL)
+    wait_until(lambda: not is_alive(dead), what="the spare to die")
+
+    # When a job starts, then it runs all the same (started directly, in a cgroup), and a new spare waits
+    job = start_job(make_request("echo ran"), cgroups=job_cgroups, spares=spares)
+    assert job.wait(WAIT_S) == 0
+    assert job.pid != dead and job.cgroup is not None
+    assert "ran" in job.request.log_path.read_text()
+    assert spares.spare_pid(spare_env) not in (None, dead)
+
+
+def test_a_job_with_another_base_environment_does_not_take_the_spare(
+    make_request: Callable[..., LaunchRequest], spares: SpareShells, job_cgroups: JobCgroups
+) -> None:
+    warm_up(spares, job_base_env(os.environ))
+    spare = spares.spare_pid(job_base_env(os.environ))
+    other = {"PATH": os.environ["PATH"], "ONLY_HERE": "1"}
+
+    job = start_job(make_request("echo $ONLY_HERE"), base_env=other, cgroups=job_cgroups, spares=spares)
+
+    assert job.wait(WAIT_S) == 0 and job.pid != spare
+    assert "1" in job.request.log_path.read_text().splitlines()
+
+
+def test_closing_the_spares_leaves_no_shell_and_no_cgroup(
+    spares: SpareShells, job_cgroups: JobCgroups
+) -> None:
+    warm_up(spares, job_base_env(os.environ))
+    pid = spares.spare_pid(job_base_env(os.environ))
+    assert pid is not None and _spare_names(job_cgroups)
+
+    spares.close()
+
+    assert not is_alive(pid)
+    assert not _spare_names(job_cgroups)
+
+
+def test_the_setup_script_changes_only_what_differs_from_the_spares_environment() -> None:
+    script = setup_script(
+        "/work dir",
+        "/logs/1.log",
+        {"A": "1", "B": "new"},
+        {"A": "1", "B": "old", "GONE": "x"},
+        ["sh", "-c", "x"],
+    ).decode()
+    assert script.splitlines() == [
+        "cd -- '/work dir' || exit 126",
+        "exec >>/logs/1.log 2>&1 </dev/null",
+        "unset GONE",
+        "export B=new",
+        "exec sh -c x",
+    ]
+
+
+# A stand-in worker with a spare shell (told to its sentinel) beside a running job; prints the spare's pid,
+# then waits to be killed.
+WORKER = """
+import os, sys
+from pathlib import Path
+from scheduler.executor import LaunchRequest, start_job
+from scheduler.executor.cgroups import JobCgroups
+from scheduler.executor.launch import job_base_env
+from scheduler.executor.sentinel import JobSentinel
+from scheduler.executor.spares import SpareShells
+
+workdir, log_path, token = sys.argv[1:4]
+cgroups = JobCgroups.detect(owner="standin" + str(os.getpid()))
+spares = SpareShells(cgroups, JobSentinel())
+request = LaunchRequest(7, 1, "sleep 300", Path(workdir), Path(log_path), (), {}, None, None, None, None, token)
+job = start_job(request, sentinel=spares.sentinel, cgroups=cgroups, spares=spares)
+print(spares.spare_pid(job_base_env(os.environ)), cgroups.owner, job.cgroup.path, flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_killed_workers_spares_and_their_cgroups_go_with_it(
+    tmp_path: Path, job_cgroups: JobCgroups
+) -> None:
+    with stand_in_worker(WORKER, tmp_path) as (worker, _workdir, _token):
+        assert worker.stdout is not None
+        pid, owner, job_cgroup = worker.stdout.readline().split()
+        theirs = JobCgroups(job_cgroups.base, owner)
+        assert is_alive(int(pid)) and len(theirs.owned()) == 1  # the spare's cgroup
+
+        worker.kill()
+        worker.wait(WAIT_S)
+
+        wait_until(lambda: not is_alive(int(pid)), what="the spare to die with its worker")
+        wait_until(lambda: not theirs.owned(), what="the spare's cgroup to be removed")
+        wait_until(lambda: not Path(job_cgroup).exists(), what="the job's cgroup to be removed")
