@@ -532,7 +532,8 @@ class Worker:
             candidates = [item for item in items if item.job.pid in exited]
         # one look at every process for all jobs whose leader exited, taken after seeing them exit
         seen = [item for item in candidates if item.job.leader_exited()]
-        snapshot = take_process_snapshot() if seen else None
+        # (jobs held whole by their cgroup need none)
+        snapshot = take_process_snapshot() if any(not item.job.in_cgroup for item in seen) else None
         ended = [item for item in seen if item.job.poll(snapshot) is not None]
         with self._lock:
             self._exited.difference_update(item.job.pid for item in ended)

@@ -16,9 +16,11 @@ waits for one line on stdin, which the worker sends once it has moved the shell 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 
@@ -29,6 +31,7 @@ log = logging.getLogger(__name__)
 MOUNTINFO = Path("/proc/self/mountinfo")
 SELF_CGROUP = Path("/proc/self/cgroup")
 FOLDER = "nightshift"  # under the worker's own cgroup
+MAX_FREE = 64  # empty cgroups kept for later spare shells
 _SETTLE_POLL_S = 0.01
 
 
@@ -78,8 +81,9 @@ def cgroup_base(mountinfo: str, proc_cgroup: str) -> Path | None:
 class JobCgroup:
     """The cgroup of one job: join it, list, signal and kill what is in it, remove it once empty."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, pool: JobCgroups | None = None) -> None:
         self.path = path
+        self.pool = pool  # where it goes back once its job is over (spare shells' cgroups), if anywhere
 
     def __repr__(self) -> str:
         return f"<JobCgroup {self.path}>"
@@ -95,6 +99,8 @@ class JobCgroup:
 
     def pids(self) -> list[int]:
         """The live processes in this cgroup and any cgroup below it (exited ones are not listed)."""
+        if not self.populated():  # one small read for the usual answer: nothing
+            return []
         found: list[int] = []
         for folder, subfolders, _ in os.walk(self.path):
             with contextlib.suppress(OSError, ValueError):
@@ -139,6 +145,13 @@ class JobCgroup:
             time.sleep(_SETTLE_POLL_S)
         return sorted(killed)
 
+    def release(self) -> bool:
+        """Its job is over: back to its pool for a later job when it has one and is empty, else `remove`;
+        False while something still runs in it."""
+        if self.pool is not None and not self.populated():
+            return self.pool.give_back(self)
+        return self.remove()
+
     def remove(self) -> bool:
         """Remove the cgroup (sub-cgroups first) once it is empty; False while something still runs in it."""
         if not self.path.exists():
@@ -166,6 +179,11 @@ class JobCgroups:
         self.base = base
         self.owner = owner
         self.usable = True  # False after the kernel refused to move a job in: then jobs run without
+        # empty cgroups of ended jobs kept for the next spares: creating and removing a cgroup takes the
+        # kernel's cgroup mutex, which a move into a cgroup holds for a grace period
+        self._free: list[JobCgroup] = []
+        self._lock = threading.Lock()
+        self._names = itertools.count(1)
 
     def __repr__(self) -> str:
         return f"<JobCgroups {self.base}>"
@@ -196,6 +214,34 @@ class JobCgroups:
     def spare_name(self, n: int) -> str:
         """The cgroup name of this process's n-th spare shell."""
         return f"{self.owner}:spare{os.getpid()}-{n}"
+
+    def create_spare(self) -> JobCgroup | None:
+        """An empty cgroup for a spare shell: one an ended job left, else a new one; None when cgroups are
+        not usable here."""
+        with self._lock:
+            while self._free:
+                cgroup = self._free.pop()
+                if cgroup.path.is_dir() and not cgroup.populated():
+                    return cgroup
+        created = self.create(self.spare_name(next(self._names)))
+        if created is not None:
+            created.pool = self
+        return created
+
+    def give_back(self, cgroup: JobCgroup) -> bool:
+        """Keep an empty spare cgroup for a later spare (a few at most; the others are removed)."""
+        with self._lock:
+            if self.usable and len(self._free) < MAX_FREE:
+                self._free.append(cgroup)
+                return True
+        return cgroup.remove()
+
+    def remove_free(self) -> None:
+        """Remove the empty cgroups kept for later spares (the worker stops)."""
+        with self._lock:
+            free, self._free = self._free, []
+        for cgroup in free:
+            cgroup.remove()
 
     def of(self, run_token: str) -> JobCgroup:
         """The cgroup of the job with this run token (it may not exist)."""

@@ -169,9 +169,19 @@ class RunningJob:
                 with self._lock:
                     self._stopping = False
 
+    @property
+    def in_cgroup(self) -> bool:
+        """True when the job's cgroup holds all of it: every process the job starts is in it and cannot
+        leave (short of root writing to another cgroup). A docker job's container runs under the docker
+        daemon, outside: it is still found by its run token."""
+        return self.cgroup is not None and self._cleanup_argv is None
+
     def survivors(self, snapshot: ProcessSnapshot | None = None) -> list[int]:
-        """Live processes of this job: its group (until the leader is reaped), any carrying its token (as
-        `snapshot` saw them, when given) and any in its cgroup (read now: one small file)."""
+        """Live processes of this job: those in its cgroup when it has one (`in_cgroup`: one small file to
+        read, no look at /proc); else its group (until the leader is reaped), any carrying its token (as
+        `snapshot` saw them, when given) and any in its cgroup."""
+        if self.in_cgroup and self.cgroup is not None:
+            return self.cgroup.pids()
         group = self.pid if self._popen.returncode is None else None
         if snapshot is not None:
             found = set(snapshot.job_processes(self.run_token, group))
@@ -190,7 +200,8 @@ class RunningJob:
         """SIGKILL processes left behind in this job's cgroup or with its token (escaped the group); return
         the pids killed."""
         killed = self.cgroup.kill() if self.cgroup is not None else []
-        killed = sorted({*killed, *kill_processes_with_token(self.run_token)})
+        if not self.in_cgroup:
+            killed = sorted({*killed, *kill_processes_with_token(self.run_token)})
         if killed:
             log.info("task %s attempt %s: killed leftover processes %s", *self._ids(), killed)
         return killed
@@ -212,7 +223,7 @@ class RunningJob:
         name = signal.Signals(sig).name
         self._append_log(f"==> nightshift stops the job ({reason}): {name}, SIGKILL after {grace_s:g} s\n")
         signal_group(self.pid, sig)
-        found = find_processes_with_token(self.run_token)
+        found = [] if self.in_cgroup else find_processes_with_token(self.run_token)
         if self.cgroup is not None:
             found += self.cgroup.pids()
         escaped = {pid for pid in found if _pgid(pid) != self.pid}
@@ -266,7 +277,7 @@ class RunningJob:
 
     def _finish(self, returncode: int) -> None:
         self._returncode = returncode
-        if self.cgroup is not None and not self.cgroup.remove():
+        if self.cgroup is not None and not self.cgroup.release():
             log.warning("task %s attempt %s: %s is not empty", *self._ids(), self.cgroup)
         if self._sentinel is not None:
             self._sentinel.forget(self.run_token)

@@ -17,7 +17,6 @@ worker's `run_as`) start directly.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import logging
 import os
 import queue
@@ -35,7 +34,6 @@ log = logging.getLogger(__name__)
 
 _JOIN_TIMEOUT_S = 5.0
 _EXIT_TIMEOUT_S = 5.0
-_names = itertools.count(1)
 
 
 @dataclass
@@ -142,8 +140,7 @@ class SpareShells:
         with self._lock:
             if self._closed or key in self._spares or not self.cgroups.usable:
                 return
-        name = self.cgroups.spare_name(next(_names))
-        cgroup = self.cgroups.create(name)
+        cgroup = self.cgroups.create_spare()
         if cgroup is None:
             return
         hold_r, hold_w = os.pipe()
@@ -165,9 +162,9 @@ class SpareShells:
             return
         finally:
             os.close(hold_r)
-        spare = SpareShell(popen, cgroup, hold_w, name)
+        spare = SpareShell(popen, cgroup, hold_w, cgroup.path.name)
         if self.sentinel is not None:
-            self.sentinel.watch(name, popen.pid, None, cgroup.path)
+            self.sentinel.watch(spare.name, popen.pid, None, cgroup.path)
         with self._lock:
             if self._closed:
                 self._discard(spare)
@@ -206,6 +203,7 @@ class SpareShells:
         self._joins.put(None)
         for spare in spares:
             self._discard(spare)
+        self.cgroups.remove_free()
 
     def _join_loop(self) -> None:
         while (spare := self._joins.get()) is not None:
@@ -223,5 +221,5 @@ class SpareShells:
             spare.popen.send_signal(signal.SIGKILL)
             spare.popen.wait()
         spare.cgroup.kill()
-        spare.cgroup.remove()
+        spare.cgroup.release()
         self.forget(spare)

@@ -7,6 +7,7 @@ where that is not allowed (and fail in CI, which runs as root on a cgroup v2 tre
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -94,6 +95,19 @@ def run_in_cgroup(
 ESCAPE = "setsid env -i sleep 300 & echo $! > pids; "
 
 
+def escaped_child(pids_file: Path) -> int:
+    """The pid of `ESCAPE`'s child once it has left the job's session and runs `sleep` with no token."""
+    (pid,) = read_pids(pids_file, 1)
+
+    def escaped() -> bool:
+        with contextlib.suppress(OSError):
+            return os.getsid(pid) == pid and (Path(f"/proc/{pid}/environ").read_bytes() == b"")
+        return False
+
+    wait_until(escaped, what=f"process {pid} to leave the job's session with an empty environment")
+    return pid
+
+
 def test_a_job_runs_in_its_own_cgroup_from_its_first_command(
     run_in_cgroup: Callable[..., RunningJob],
 ) -> None:
@@ -110,8 +124,7 @@ def test_stopping_a_job_kills_a_child_that_left_its_group_and_scrubbed_its_envir
 ) -> None:
     # Given a job whose child left the job's session and started with an empty environment
     job = run_in_cgroup(ESCAPE + "wait")
-    (escaped,) = read_pids(job.request.workdir / "pids", 1)
-    assert is_alive(escaped)
+    escaped = escaped_child(job.request.workdir / "pids")
     assert job.cgroup is not None and escaped in job.cgroup.pids()
 
     # When the job is stopped
@@ -144,7 +157,7 @@ def test_a_job_that_ends_on_its_own_leaves_no_such_child_behind(
     run_in_cgroup: Callable[..., RunningJob],
 ) -> None:
     job = run_in_cgroup(ESCAPE + "exit 0")
-    (escaped,) = read_pids(job.request.workdir / "pids", 1)
+    escaped = escaped_child(job.request.workdir / "pids")
     assert job.wait(WAIT_S) == 0
     assert not is_alive(escaped)
     assert job.cgroup is not None and not job.cgroup.path.exists()
@@ -155,7 +168,7 @@ def test_without_cgroups_such_a_child_escapes_which_is_why_they_are_used(
 ) -> None:
     # The same job without a cgroup: neither the group nor the token sweep can find the child
     job = start_job(make_request(ESCAPE + "wait"))
-    (escaped,) = read_pids(job.request.workdir / "pids", 1)
+    escaped = escaped_child(job.request.workdir / "pids")
     try:
         job.stop(0.5, "cancelled")
         assert is_alive(escaped)
@@ -218,8 +231,7 @@ def test_a_killed_workers_job_dies_with_it_even_a_child_with_no_group_and_no_tok
     with stand_in_worker(WORKER, tmp_path) as (worker, workdir, _token):
         assert worker.stdout is not None
         leader, cgroup_path = worker.stdout.readline().split()
-        (escaped,) = read_pids(workdir / "pids", 1)
-        assert is_alive(escaped)
+        escaped = escaped_child(workdir / "pids")
 
         # When the worker is killed with SIGKILL
         worker.kill()

@@ -29,7 +29,7 @@ def spares(job_cgroups: JobCgroups) -> Iterator[SpareShells]:
 
 
 def _spare_names(cgroups: JobCgroups) -> set[str]:
-    return {name for name in cgroups.owned() if ":spare" in name}
+    return {name for name in cgroups.owned() if name.startswith(f"{cgroups.owner}:spare{os.getpid()}-")}
 
 
 def test_a_jobs_variables_reach_it_verbatim_whatever_characters_they_hold(
