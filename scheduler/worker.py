@@ -188,7 +188,9 @@ class Worker:
         # one cgroup per job where this node lets the worker make them: no job process escapes a stop
         self.cgroups = JobCgroups.detect(self.token_node) if self.settings.job_cgroups == "auto" else None
         # job shells started and moved into their cgroups ahead of time: a start does not wait for that
-        self.spares = SpareShells(self.cgroups, self.sentinel) if self.cgroups is not None else None
+        self.spares = SpareShells(self.cgroups) if self.cgroups is not None else None
+        if self.cgroups is not None:
+            self.sentinel.own_cgroups(self.cgroups)  # a dead worker's cgroups are removed too
 
     # --- life cycle ---------------------------------------------------------------------------
 

@@ -211,9 +211,13 @@ class JobCgroups:
             return None
         return cls(base, owner)
 
+    def spare_prefix(self, pid: int | None = None) -> str:
+        """How the cgroups of the spare shells of worker process `pid` (this one) start."""
+        return f"{self.owner}:spare{os.getpid() if pid is None else pid}-"
+
     def spare_name(self, n: int) -> str:
         """The cgroup name of this process's n-th spare shell."""
-        return f"{self.owner}:spare{os.getpid()}-{n}"
+        return f"{self.spare_prefix()}{n}"
 
     def create_spare(self) -> JobCgroup | None:
         """An empty cgroup for a spare shell: one an ended job left, else a new one; None when cgroups are
@@ -263,11 +267,14 @@ class JobCgroups:
             return None
         return cgroup
 
-    def owned(self) -> dict[str, JobCgroup]:
-        """The cgroups of this owner in the folder, by name (a restarted worker's leftovers among them)."""
+    def owned(self, prefix: str | None = None) -> dict[str, JobCgroup]:
+        """The cgroups of this owner in the folder, by name (a restarted worker's leftovers among them);
+        only those whose name starts with `prefix`, when given."""
         try:
             names = sorted(entry.name for entry in os.scandir(self.base) if entry.is_dir())
         except OSError:
             return {}
         mine = [name for name in names if name.split(":", 1)[0] == self.owner]
+        if prefix is not None:
+            mine = [name for name in mine if name.startswith(prefix)]
         return {name: JobCgroup(self.base / name) for name in mine}

@@ -286,8 +286,6 @@ def start_job(
     if sentinel is not None:
         sentinel.watch(request.run_token, popen.pid, cleanup, cgroup.path if cgroup is not None else None)
     if spares is not None and spare_env is not None:
-        if spare is not None:
-            spares.forget(spare)  # after the watch of the job: the sentinel always knows the cgroup
         warm_up(spares, spare_env)
     return RunningJob(
         request,

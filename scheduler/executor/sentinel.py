@@ -6,10 +6,11 @@ leader: a compound command's children (`python prep.py && python train.py`, `cmd
 GPUs, until a restarted worker found them by their run token. The sentinel closes that gap.
 The worker tells it, down a pipe, each job it starts (`watch`: the run token, the process group, the job's
 cgroup where it has one, and the command that removes its docker container) and each job that is over
-(`forget`). When the pipe reads end-of-file the worker is gone, however it went: the sentinel SIGKILLs each
-watched job's cgroup and process group and every process that carries a watched token, runs the cleanup
-commands, removes the cgroups, and exits. A clean worker stop forgets every job first, so the sentinel then
-has nothing to do.
+(`forget`), and where its cgroups are (`own_cgroups`). When the pipe reads end-of-file the worker is gone,
+however it went: the sentinel SIGKILLs each watched job's cgroup and process group and every process that
+carries a watched token, runs the cleanup commands, removes the worker's cgroups (its jobs', and the empty
+ones its spare shells leave), and exits. A clean worker stop forgets every job first, so the sentinel then
+has only the empty cgroups to remove.
 
 One sentinel per worker, started with the first job; it runs in its own session, so a Ctrl-C meant for the
 worker does not reach it, and the pipe's write end stays in the worker (close-on-exec), never in a job.
@@ -30,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from scheduler.executor.cgroups import JobCgroup
+from scheduler.executor.cgroups import JobCgroup, JobCgroups
 from scheduler.executor.process import run_cleanup
 from scheduler.executor.reaper import KILL_SETTLE_S, signal_group, signal_pids, take_process_snapshot
 
@@ -44,8 +45,18 @@ class WatchedJob:
     and the command removing its container."""
 
     group: int | None = None
-    cleanup: list[str] | None = None
     cgroup: str | None = None
+    cleanup: list[str] | None = None
+
+
+@dataclass
+class Watched:
+    """What the sentinel was told: the jobs by run token, and where the worker's spare shells' cgroups are
+    (its job cgroups, and how their names start)."""
+
+    jobs: dict[str, WatchedJob]
+    cgroups: JobCgroups | None = None
+    spare_prefix: str = ""
 
 
 class JobSentinel:
@@ -55,6 +66,7 @@ class JobSentinel:
         self._lock = threading.Lock()
         self._process: subprocess.Popen[str] | None = None
         self._watched: dict[str, WatchedJob] = {}  # by run token
+        self._cgroups: JobCgroups | None = None
 
     def watch(
         self,
@@ -66,11 +78,20 @@ class JobSentinel:
         """Have the sentinel kill this job's processes (its process `group`, its `cgroup` and every process
         carrying its token) and run `cleanup_argv` if the worker dies."""
         job = WatchedJob(
-            group, list(cleanup_argv) if cleanup_argv else None, str(cgroup) if cgroup is not None else None
+            group, str(cgroup) if cgroup is not None else None, list(cleanup_argv) if cleanup_argv else None
         )
         with self._lock:
             self._watched[run_token] = job
             self._send(_watch_message(run_token, job))
+
+    def own_cgroups(self, cgroups: JobCgroups) -> None:
+        """Have the sentinel remove the cgroups of this worker process's spare shells once the worker is
+        gone (only this process's: a new worker of the node may be starting its own). Told with the first
+        job (the sentinel starts then), not before."""
+        with self._lock:
+            self._cgroups = cgroups
+            if self._process is not None:
+                self._send(_cgroups_message(cgroups))
 
     def forget(self, run_token: str) -> None:
         """The job is over (and swept): nothing of it is left to kill."""
@@ -125,6 +146,8 @@ class JobSentinel:
                 text=True,
             )
             assert process.stdin is not None
+            if self._cgroups is not None:
+                process.stdin.write(json.dumps(_cgroups_message(self._cgroups)) + "\n")
             for token, job in self._watched.items():
                 process.stdin.write(json.dumps(_watch_message(token, job)) + "\n")
             process.stdin.flush()
@@ -138,9 +161,19 @@ def _watch_message(run_token: str, job: WatchedJob) -> dict[str, object]:
     return {"watch": run_token, "group": job.group, "cleanup": job.cleanup, "cgroup": job.cgroup}
 
 
-def serve(lines: IO[str]) -> dict[str, WatchedJob]:
+def _cgroups_message(cgroups: JobCgroups) -> dict[str, object]:
+    return {"cgroups": str(cgroups.base), "owner": cgroups.owner, "spares": cgroups.spare_prefix()}
+
+
+def _is_cgroups_message(message: dict[str, object]) -> bool:
+    folder, owner, spares = message.get("cgroups"), message.get("owner"), message.get("spares")
+    valid_folder = isinstance(folder, str) and folder.startswith("/")
+    return valid_folder and isinstance(owner, str) and isinstance(spares, str) and bool(spares)
+
+
+def serve(lines: IO[str]) -> Watched:
     """The sentinel's side: follow the worker's messages until end-of-file; return what is still watched."""
-    watched: dict[str, WatchedJob] = {}
+    watched = Watched({})
     for line in lines:
         try:
             message = json.loads(line)
@@ -151,20 +184,24 @@ def serve(lines: IO[str]) -> dict[str, WatchedJob]:
         if isinstance(message.get("watch"), str):
             group, cleanup, cgroup = message.get("group"), message.get("cleanup"), message.get("cgroup")
             valid = isinstance(cleanup, list) and all(isinstance(word, str) for word in cleanup)
-            watched[message["watch"]] = WatchedJob(
+            watched.jobs[message["watch"]] = WatchedJob(
                 group if isinstance(group, int) and group > 1 else None,
-                cleanup if valid else None,
                 cgroup if isinstance(cgroup, str) and cgroup.startswith("/") else None,
+                cleanup if valid else None,
             )
         elif isinstance(message.get("forget"), str):
-            watched.pop(message["forget"], None)
+            watched.jobs.pop(message["forget"], None)
+        elif _is_cgroups_message(message):
+            watched.cgroups = JobCgroups(Path(message["cgroups"]), message["owner"])
+            watched.spare_prefix = message["spares"]
     return watched
 
 
-def kill_leftovers(watched: dict[str, WatchedJob], settle_s: float = KILL_SETTLE_S) -> None:
+def kill_leftovers(told: Watched, settle_s: float = KILL_SETTLE_S) -> None:
     """SIGKILL the watched jobs' cgroups, process groups and every process carrying one of their tokens,
     until two looks at /proc in a row find none (a process in the middle of an exec can show no environment
-    for an instant), then run their cleanup commands and remove their cgroups."""
+    for an instant), then run their cleanup commands and remove their cgroups and the worker's others."""
+    watched = told.jobs
     deadline = time.monotonic() + settle_s
     cgroups = [JobCgroup(Path(job.cgroup)) for job in watched.values() if job.cgroup is not None]
     quiet = 0
@@ -196,6 +233,10 @@ def kill_leftovers(watched: dict[str, WatchedJob], settle_s: float = KILL_SETTLE
             run_cleanup(job.cleanup)
     for cgroup in cgroups:
         cgroup.remove()
+    if told.cgroups is not None:  # what the worker's spare shells left (they die with the worker)
+        for cgroup in told.cgroups.owned(told.spare_prefix).values():
+            cgroup.kill()
+            cgroup.remove()
 
 
 def main() -> None:

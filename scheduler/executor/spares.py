@@ -2,12 +2,13 @@
 
 Moving a process into a cgroup makes the kernel wait for an RCU grace period (~10 ms here; the cgroup
 mutex is held meanwhile), and the job must be inside before it runs anything. So each launching thread keeps
-one spare: a shell started the way a job is (its own session, the parent-death signal, default signals),
-moved into a fresh cgroup by a background thread while nothing waits for it. When a job comes, the worker
+two spares: shells started the way a job is (its own session, the parent-death signal, default signals),
+moved into fresh cgroups by a background thread while nothing waits for them. When a job comes, the worker
 writes the job's set-up to the spare's stdin and the shell sources it: `cd` to the workdir, output to the
 log, the job's variables, then `exec` of the job's command line. The job then is what a direct start
 gives (leader `/bin/sh -c COMMAND`, a child of the worker, the group leader of its session) in about the
-time of one exec. A new spare is started right after.
+time of one exec. A new spare is started right after. A spare dies with its worker (the parent-death
+signal); the empty cgroups such a death leaves are removed when the worker starts again.
 
 A spare is per thread because the parent-death signal follows the thread that started the process, and
 per environment (the worker's, minus secrets), which it is started with. Jobs that switch accounts (a root
@@ -28,7 +29,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from scheduler.executor.cgroups import JobCgroup, JobCgroups
-from scheduler.executor.sentinel import JobSentinel
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,6 @@ class SpareShell:
     popen: subprocess.Popen[bytes]
     cgroup: JobCgroup
     stdin_w: int  # closed (and -1) once the spare has its job or is discarded
-    name: str  # its cgroup's name, and how the sentinel knows it
     joined: threading.Event = field(default_factory=threading.Event)
     ok: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)  # guards stdin_w
@@ -70,11 +69,16 @@ class SpareShell:
                 self.stdin_w = -1
 
 
+SHELL = "/bin/sh"
+MARK = "# nightshift-spare"  # the first line of a spare's script, so it shows in `ps`
+
+
 def spare_script(parent_pid: int) -> str:
     """The spare shell: wait until it is in its cgroup, check its parent, then source the job's set-up from
     stdin (nothing, and exit, when the worker closes the pipe instead)."""
     return "\n".join(
         [
+            MARK,
             "read -r _ || exit 0",
             f'[ "$PPID" = {int(parent_pid)} ] || kill -KILL $$',
             ". /dev/stdin",
@@ -87,7 +91,8 @@ def setup_script(
     workdir: str, log_path: str, env: Mapping[str, str], spare_env: Mapping[str, str], argv: Sequence[str]
 ) -> bytes:
     """What a spare shell sources to become the job: its folder, its log, the variables that differ from
-    the spare's, stdin from /dev/null, then the job's command line."""
+    the spare's, stdin from /dev/null, then `exec` of the job's command line (so the job's leader is what
+    a direct start gives, its run token in its environment)."""
     lines = [f"cd -- {shlex.quote(workdir)} || exit 126", f"exec >>{shlex.quote(log_path)} 2>&1 </dev/null"]
     lines += [f"unset {name}" for name in sorted(spare_env) if name not in env]
     lines += [
@@ -103,50 +108,64 @@ def env_key(env: Mapping[str, str]) -> int:
 
 
 class SpareShells:
-    """The spares of one worker, one per launching thread, moved into their cgroups by a background thread."""
+    """The spares of one worker, `depth` per launching thread, moved into their cgroups by a background
+    thread (more than one, so that a move that waits longer than usual does not hold up a burst)."""
 
-    def __init__(self, cgroups: JobCgroups, sentinel: JobSentinel | None = None) -> None:
+    def __init__(self, cgroups: JobCgroups, depth: int = 2) -> None:
         self.cgroups = cgroups
-        self.sentinel = sentinel  # told of each spare, so that a dead worker's spares and cgroups go too
-        self._spares: dict[tuple[int, int], SpareShell] = {}  # (thread id, env key) -> its spare
+        self.depth = depth
+        # (thread id, env key) -> its spares, oldest first
+        self._spares: dict[tuple[int, int], list[SpareShell]] = {}
         self._lock = threading.Lock()
         self._joins: queue.SimpleQueue[SpareShell | None] = queue.SimpleQueue()
         self._joiner: threading.Thread | None = None
         self._closed = False
 
     def spare_pid(self, env: Mapping[str, str]) -> int | None:
-        """The pid of this thread's spare for jobs with this base environment, None when it has none."""
+        """The pid of the spare this thread's next job with this base environment would take (the first
+        one in its cgroup, else the oldest), None when it has none."""
         with self._lock:
-            spare = self._spares.get((threading.get_ident(), env_key(env)))
+            spares = list(self._spares.get((threading.get_ident(), env_key(env)), ()))
+        spare = next((s for s in spares if s.joined.is_set()), spares[0] if spares else None)
         return spare.popen.pid if spare is not None else None
 
     def take(self, env: Mapping[str, str]) -> SpareShell | None:
-        """This thread's spare for a job with this base environment, in its cgroup; None when there is none
-        (the job then starts directly)."""
-        with self._lock:
-            spare = self._spares.pop((threading.get_ident(), env_key(env)), None)
-        if spare is None:
-            return None
-        if not spare.joined.wait(_JOIN_TIMEOUT_S) or not spare.ok or spare.popen.poll() is not None:
-            self._discard(spare)
-            return None
-        return spare
+        """One of this thread's spares for a job with this base environment, in its cgroup (the first one
+        there, else the oldest once it is); None when there is none (the job then starts directly)."""
+        key = (threading.get_ident(), env_key(env))
+        while True:
+            with self._lock:
+                spares = self._spares.get(key)
+                if not spares:
+                    return None
+                spare = next((s for s in spares if s.joined.is_set()), spares[0])
+                spares.remove(spare)
+            if spare.joined.wait(_JOIN_TIMEOUT_S) and spare.ok and spare.popen.poll() is None:
+                return spare
+            self._discard(spare)  # it died, or could not be moved: try the next one
 
     def prepare(self, env: Mapping[str, str], parent_pid: int, prefix: Sequence[str]) -> None:
-        """Start this thread's next spare for jobs with this base environment, behind `prefix` (the
-        parent-death signal, default signals), unless it has one (call from the thread that starts the
-        jobs, after a start: it is cheap, the move into its cgroup happens in the background)."""
+        """Start spares for this thread's next jobs with this base environment until it has `depth`, behind
+        `prefix` (the parent-death signal, default signals). Call from the thread that starts the jobs,
+        after a start: it is cheap, the move into their cgroups happens in the background."""
         key = (threading.get_ident(), env_key(env))
-        with self._lock:
-            if self._closed or key in self._spares or not self.cgroups.usable:
+        while True:
+            with self._lock:
+                if self._closed or len(self._spares.get(key, ())) >= self.depth or not self.cgroups.usable:
+                    return
+            if not self._start_one(key, env, parent_pid, prefix):
                 return
+
+    def _start_one(
+        self, key: tuple[int, int], env: Mapping[str, str], parent_pid: int, prefix: Sequence[str]
+    ) -> bool:
         cgroup = self.cgroups.create_spare()
         if cgroup is None:
-            return
+            return False
         hold_r, hold_w = os.pipe()
         try:
             popen = subprocess.Popen(
-                [*prefix, "/bin/sh", "-c", spare_script(parent_pid), "nightshift-spare"],
+                [*prefix, SHELL, "-c", spare_script(parent_pid), SHELL],
                 stdin=hold_r,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
@@ -159,26 +178,26 @@ class SpareShells:
             log.warning("no spare job shell: %s", error)
             os.close(hold_w)
             cgroup.remove()
-            return
+            return False
         finally:
             os.close(hold_r)
-        spare = SpareShell(popen, cgroup, hold_w, cgroup.path.name)
-        if self.sentinel is not None:
-            self.sentinel.watch(spare.name, popen.pid, None, cgroup.path)
+        spare = SpareShell(popen, cgroup, hold_w)
         with self._lock:
-            if self._closed:
-                self._discard(spare)
-                return
-            self._spares[key] = spare
-            if self._joiner is None:
-                self._joiner = threading.Thread(target=self._join_loop, name="spare-joiner", daemon=True)
-                self._joiner.start()
+            closed = self._closed
+            if not closed:
+                self._spares.setdefault(key, []).append(spare)
+                if self._joiner is None:
+                    self._joiner = threading.Thread(target=self._join_loop, name="spare-joiner", daemon=True)
+                    self._joiner.start()
+        if closed:
+            self._discard(spare)
+            return False
         self._joins.put(spare)
+        return True
 
     def hand_over(self, spare: SpareShell, script: bytes) -> bool:
         """Give the spare its job (`setup_script`): it `exec`s the job's command line. False when the pipe
-        is broken (the spare died): then the job starts directly. The caller has the sentinel watch the job
-        and then `forget` the spare."""
+        is broken (the spare died): then the job starts directly."""
         written = spare.write(script)
         spare.close_stdin()
         if not written:
@@ -189,16 +208,11 @@ class SpareShells:
         """End a spare that was taken but will not be used."""
         self._discard(spare)
 
-    def forget(self, spare: SpareShell) -> None:
-        """The spare is a job now, watched as such: the sentinel need not know it as a spare."""
-        if self.sentinel is not None:
-            self.sentinel.forget(spare.name)
-
     def close(self) -> None:
         """End every spare (its shell reads end-of-file and exits) and remove their cgroups."""
         with self._lock:
             self._closed = True
-            spares = list(self._spares.values())
+            spares = [spare for per_thread in self._spares.values() for spare in per_thread]
             self._spares.clear()
         self._joins.put(None)
         for spare in spares:
@@ -222,4 +236,3 @@ class SpareShells:
             spare.popen.wait()
         spare.cgroup.kill()
         spare.cgroup.release()
-        self.forget(spare)

@@ -147,8 +147,20 @@ def test_the_sentinel_follows_watch_and_forget_and_skips_lines_it_cannot_read() 
         json.dumps({"forget": "never-watched"}),
     ]
 
-    assert serve(io.StringIO("\n".join(lines) + "\n")) == {
-        "run-b": WatchedJob(200, ["docker", "rm", "--force", "nightshift-2-1"]),
-        "run-c": WatchedJob(None, None),
-        "run-d": WatchedJob(None, None),
+    assert serve(io.StringIO("\n".join(lines) + "\n")).jobs == {
+        "run-b": WatchedJob(200, cleanup=["docker", "rm", "--force", "nightshift-2-1"]),
+        "run-c": WatchedJob(None),
+        "run-d": WatchedJob(None),
     }
+
+
+def test_the_sentinel_learns_where_the_workers_spare_cgroups_are() -> None:
+    told = [
+        json.dumps({"cgroups": "/sys/fs/cgroup/nightshift", "owner": "n1.abc", "spares": "n1.abc:spare42-"}),
+        json.dumps({"cgroups": "relative/path", "owner": "n2", "spares": "n2:spare1-"}),  # ignored
+        json.dumps({"cgroups": "/x", "owner": "n3", "spares": ["not", "a", "prefix"]}),  # ignored
+    ]
+    watched = serve(io.StringIO("\n".join(told) + "\n"))
+    assert watched.cgroups is not None
+    assert (watched.cgroups.base, watched.cgroups.owner) == (Path("/sys/fs/cgroup/nightshift"), "n1.abc")
+    assert watched.spare_prefix == "n1.abc:spare42-"

@@ -112,8 +112,8 @@ def test_the_setup_script_changes_only_what_differs_from_the_spares_environment(
     ]
 
 
-# A stand-in worker with a spare shell (told to its sentinel) beside a running job; prints the spare's pid,
-# then waits to be killed.
+# A stand-in worker with spare shells beside a running job, its sentinel told where their cgroups are;
+# prints a spare's pid, then waits to be killed.
 WORKER = """
 import os, sys
 from pathlib import Path
@@ -125,26 +125,28 @@ from scheduler.executor.spares import SpareShells
 
 workdir, log_path, token = sys.argv[1:4]
 cgroups = JobCgroups.detect(owner="standin" + str(os.getpid()))
-spares = SpareShells(cgroups, JobSentinel())
+spares, sentinel = SpareShells(cgroups), JobSentinel()
+sentinel.own_cgroups(cgroups)
 request = LaunchRequest(7, 1, "sleep 300", Path(workdir), Path(log_path), (), {}, None, None, None, None, token)
-job = start_job(request, sentinel=spares.sentinel, cgroups=cgroups, spares=spares)
-print(spares.spare_pid(job_base_env(os.environ)), cgroups.owner, job.cgroup.path, flush=True)
+start_job(request, sentinel=sentinel, cgroups=cgroups, spares=spares)
+print(spares.spare_pid(job_base_env(os.environ)), cgroups.owner, flush=True)
 sys.stdin.read()
 """
 
 
-def test_a_killed_workers_spares_and_their_cgroups_go_with_it(
+def test_a_killed_workers_spares_die_with_it_and_its_sentinel_removes_their_cgroups(
     tmp_path: Path, job_cgroups: JobCgroups
 ) -> None:
     with stand_in_worker(WORKER, tmp_path) as (worker, _workdir, _token):
         assert worker.stdout is not None
-        pid, owner, job_cgroup = worker.stdout.readline().split()
+        pid, owner = worker.stdout.readline().split()
         theirs = JobCgroups(job_cgroups.base, owner)
-        assert is_alive(int(pid)) and len(theirs.owned()) == 1  # the spare's cgroup
+        assert is_alive(int(pid)) and theirs.owned()  # the spares' cgroups
 
+        # When the worker is killed with SIGKILL
         worker.kill()
         worker.wait(WAIT_S)
 
+        # Then its spares die at once (the parent-death signal) and its sentinel removes their cgroups
         wait_until(lambda: not is_alive(int(pid)), what="the spare to die with its worker")
-        wait_until(lambda: not theirs.owned(), what="the spare's cgroup to be removed")
-        wait_until(lambda: not Path(job_cgroup).exists(), what="the job's cgroup to be removed")
+        wait_until(lambda: not theirs.owned(), what="the spares' cgroups to be removed")
