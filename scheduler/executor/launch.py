@@ -299,11 +299,8 @@ def start_job(
 
 
 def warm_up(spares: SpareShells, spare_env: Mapping[str, str]) -> None:
-    """Have a spare shell ready in this thread for the next job with this base environment
-    (`job_base_env`)."""
-    prefix = pdeathsig_prefix(signal.SIGKILL)
-    if prefix:  # without setpriv a spare could not be tied to the worker's life
-        spares.prepare(spare_env, os.getpid(), [*default_signals_prefix(), *prefix])
+    """Have spare shells ready for the next jobs with this base environment (`job_base_env`)."""
+    spares.prepare(spare_env, os.getpid(), default_signals_prefix())
 
 
 def _write_header(request: LaunchRequest) -> int:

@@ -1,18 +1,18 @@
 """Job shells started ahead of time, already inside a cgroup, so that a job's start does not wait for one.
 
 Moving a process into a cgroup makes the kernel wait for an RCU grace period (~10 ms here; the cgroup
-mutex is held meanwhile), and the job must be inside before it runs anything. So each launching thread keeps
-two spares: shells started the way a job is (its own session, the parent-death signal, default signals),
-moved into fresh cgroups by a background thread while nothing waits for them. When a job comes, the worker
-writes the job's set-up to the spare's stdin and the shell sources it: `cd` to the workdir, output to the
-log, the job's variables, then `exec` of the job's command line. The job then is what a direct start
-gives (leader `/bin/sh -c COMMAND`, a child of the worker, the group leader of its session) in about the
-time of one exec. A new spare is started right after. A spare dies with its worker (the parent-death
-signal); the empty cgroups such a death leaves are removed when the worker starts again.
+mutex is held meanwhile), and the job must be inside before it runs anything. So the worker keeps a few
+spares: shells started the way a job is (a child of the worker, its own session, default signals), moved
+into fresh cgroups by a background thread while nothing waits for them. When a job comes, the worker writes
+the job's set-up to a spare's stdin and the shell sources it: `cd` to the workdir, output to the log, the
+job's variables, then `exec` of the job's command line. The job then is what a direct start gives (leader
+`/bin/sh -c COMMAND`, the group leader of its session) in the time of one exec, and a new spare is started.
 
-A spare is per thread because the parent-death signal follows the thread that started the process, and
-per environment (the worker's, minus secrets), which it is started with. Jobs that switch accounts (a root
-worker's `run_as`) start directly.
+A spare has no parent-death signal (`setpriv` would cost one more exec per job): while it waits it reads
+its stdin, whose only writer is the worker, so it exits at end-of-file when the worker goes; a job started
+in one is killed with its cgroup by the sentinel when the worker dies, and the sentinel removes the spares'
+cgroups. Spares are per environment (the worker's, minus secrets), which they are started with. Jobs that
+switch accounts (a root worker's `run_as`) start directly.
 """
 
 from __future__ import annotations
@@ -108,31 +108,31 @@ def env_key(env: Mapping[str, str]) -> int:
 
 
 class SpareShells:
-    """The spares of one worker, `depth` per launching thread, moved into their cgroups by a background
-    thread (more than one, so that a move that waits longer than usual does not hold up a burst)."""
+    """The spares of one worker, `depth` of them, moved into their cgroups by a background thread (a few,
+    so that launching threads side by side and a move that waits longer than usual do not hold up a
+    burst)."""
 
-    def __init__(self, cgroups: JobCgroups, depth: int = 2) -> None:
+    def __init__(self, cgroups: JobCgroups, depth: int = 3) -> None:
         self.cgroups = cgroups
         self.depth = depth
-        # (thread id, env key) -> its spares, oldest first
-        self._spares: dict[tuple[int, int], list[SpareShell]] = {}
+        self._spares: dict[int, list[SpareShell]] = {}  # env key -> its spares, oldest first
         self._lock = threading.Lock()
         self._joins: queue.SimpleQueue[SpareShell | None] = queue.SimpleQueue()
         self._joiner: threading.Thread | None = None
         self._closed = False
 
     def spare_pid(self, env: Mapping[str, str]) -> int | None:
-        """The pid of the spare this thread's next job with this base environment would take (the first
-        one in its cgroup, else the oldest), None when it has none."""
+        """The pid of the spare the next job with this base environment would take (the first one in its
+        cgroup, else the oldest), None when there is none."""
         with self._lock:
-            spares = list(self._spares.get((threading.get_ident(), env_key(env)), ()))
+            spares = list(self._spares.get(env_key(env), ()))
         spare = next((s for s in spares if s.joined.is_set()), spares[0] if spares else None)
         return spare.popen.pid if spare is not None else None
 
     def take(self, env: Mapping[str, str]) -> SpareShell | None:
-        """One of this thread's spares for a job with this base environment, in its cgroup (the first one
-        there, else the oldest once it is); None when there is none (the job then starts directly)."""
-        key = (threading.get_ident(), env_key(env))
+        """A spare for a job with this base environment, in its cgroup (the first one there, else the
+        oldest once it is); None when there is none (the job then starts directly)."""
+        key = env_key(env)
         while True:
             with self._lock:
                 spares = self._spares.get(key)
@@ -145,10 +145,10 @@ class SpareShells:
             self._discard(spare)  # it died, or could not be moved: try the next one
 
     def prepare(self, env: Mapping[str, str], parent_pid: int, prefix: Sequence[str]) -> None:
-        """Start spares for this thread's next jobs with this base environment until it has `depth`, behind
-        `prefix` (the parent-death signal, default signals). Call from the thread that starts the jobs,
-        after a start: it is cheap, the move into their cgroups happens in the background."""
-        key = (threading.get_ident(), env_key(env))
+        """Start spares for the next jobs with this base environment until there are `depth`, behind
+        `prefix` (default signals). Call after a start: it is cheap, the move into their cgroups happens in
+        the background."""
+        key = env_key(env)
         while True:
             with self._lock:
                 if self._closed or len(self._spares.get(key, ())) >= self.depth or not self.cgroups.usable:
@@ -156,9 +156,7 @@ class SpareShells:
             if not self._start_one(key, env, parent_pid, prefix):
                 return
 
-    def _start_one(
-        self, key: tuple[int, int], env: Mapping[str, str], parent_pid: int, prefix: Sequence[str]
-    ) -> bool:
+    def _start_one(self, key: int, env: Mapping[str, str], parent_pid: int, prefix: Sequence[str]) -> bool:
         cgroup = self.cgroups.create_spare()
         if cgroup is None:
             return False

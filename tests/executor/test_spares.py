@@ -15,7 +15,7 @@ from scheduler.executor import LaunchRequest, start_job
 from scheduler.executor.cgroups import JobCgroups
 from scheduler.executor.launch import job_base_env, warm_up
 from scheduler.executor.spares import SpareShells, setup_script
-from tests.conftest import is_alive
+from tests.conftest import is_alive, read_pids
 
 from .conftest import WAIT_S, stand_in_worker, wait_until
 
@@ -150,3 +150,43 @@ def test_a_killed_workers_spares_die_with_it_and_its_sentinel_removes_their_cgro
         # Then its spares die at once (the parent-death signal) and its sentinel removes their cgroups
         wait_until(lambda: not is_alive(int(pid)), what="the spare to die with its worker")
         wait_until(lambda: not theirs.owned(), what="the spares' cgroups to be removed")
+
+
+# A stand-in worker whose job starts in a spare shell (no parent-death signal), with a child; prints the
+# job's pid, then waits to be killed.
+WORKER_WITH_JOB = """
+import os, sys, time
+from pathlib import Path
+from scheduler.executor import LaunchRequest, start_job
+from scheduler.executor.cgroups import JobCgroups
+from scheduler.executor.launch import job_base_env, warm_up
+from scheduler.executor.sentinel import JobSentinel
+from scheduler.executor.spares import SpareShells
+
+workdir, log_path, token = sys.argv[1:4]
+cgroups = JobCgroups.detect(owner="standin" + str(os.getpid()))
+spares, sentinel = SpareShells(cgroups), JobSentinel()
+sentinel.own_cgroups(cgroups)
+warm_up(spares, job_base_env(os.environ))
+spare = spares.spare_pid(job_base_env(os.environ))
+request = LaunchRequest(
+    7, 1, "sleep 300 & echo $! >> pids; wait", Path(workdir), Path(log_path), (), {}, None, None, None, None, token
+)
+job = start_job(request, sentinel=sentinel, cgroups=cgroups, spares=spares)
+assert job.pid == spare, "the job did not start in a spare"
+print(job.pid, flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_job_started_in_a_spare_dies_with_a_killed_worker(tmp_path: Path, job_cgroups: JobCgroups) -> None:
+    with stand_in_worker(WORKER_WITH_JOB, tmp_path) as (worker, workdir, _token):
+        assert worker.stdout is not None
+        leader = int(worker.stdout.readline())
+        (child,) = read_pids(workdir / "pids", 1)
+
+        # When the worker is killed with SIGKILL, then the job's sentinel kills its cgroup: all of it goes
+        worker.kill()
+        worker.wait(WAIT_S)
+        for pid in (leader, child):
+            wait_until(lambda pid=pid: not is_alive(pid), what=f"job process {pid} to die with its worker")
