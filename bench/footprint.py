@@ -50,7 +50,13 @@ def _watch(main: psutil.Process, seconds: float) -> dict[str, dict[str, float]]:
             "rss_mb_max": round(max(rss[name]), 1),
             "threads": proc.num_threads(),
         }
-    out["other_children"] = {"count": len(others)}  # type: ignore[assignment]
+    # the worker's spare job shells (and, once a job ran, its sentinel): what each costs at rest
+    live = [c for c in others if c.is_running()]
+    out["other_children"] = {  # type: ignore[assignment]
+        "count": len(live),
+        "names": sorted(c.name() for c in live),
+        "rss_mb": round(sum(c.memory_info().rss for c in live) / 2**20, 1),
+    }
     return out
 
 
