@@ -307,7 +307,8 @@ class Worker:
         own = self.token_node
         with self._lock:
             running = {item.job.run_token for item in self.jobs.values()}
-        killed = self._kill_orphan_cgroups(running)
+            in_use = {item.job.cgroup.path.name for item in self.jobs.values() if item.job.cgroup is not None}
+        killed = self._kill_orphan_cgroups(in_use)
         for run_token in find_run_tokens():
             parsed = parse_run_token(run_token)
             if parsed is None or parsed[0] != own or run_token in running:
@@ -320,15 +321,16 @@ class Worker:
                 )
         return killed
 
-    def _kill_orphan_cgroups(self, running: set[str]) -> list[str]:
-        """Kill what is left in this node's cgroups that no job of this worker owns (a previous life of the
-        worker ran those jobs, or started those spare shells) and remove them; list the ones that still had
-        processes."""
+    def _kill_orphan_cgroups(self, in_use: set[str]) -> list[str]:
+        """Kill what is left in this node's cgroups that are not in use here (not the cgroup of one of the
+        jobs, nor one of this worker process's spare shells: a previous life of the worker ran those jobs,
+        or started those spares) and remove them; list the ones that still had processes."""
         if self.cgroups is None:
             return []
         killed = []
+        own_spares = self.cgroups.spare_prefix()
         for name, cgroup in self.cgroups.owned().items():
-            if name in running:
+            if name in in_use or name.startswith(own_spares):
                 continue
             pids = cgroup.kill()
             cgroup.remove()

@@ -12,7 +12,7 @@ import pytest
 
 from scheduler.clock import now_ms
 from scheduler.executor import TOKEN_VAR, find_processes_with_token, make_run_token
-from scheduler.executor.cgroups import JobCgroup
+from scheduler.executor.cgroups import JobCgroup, JobCgroups
 from scheduler.worker import token_node_of
 from tests.conftest import is_alive, read_pids, wait_until
 from tests.reliability.conftest import JOB_FAMILY, JOB_FAMILY_SCRUBBED, settled
@@ -118,6 +118,26 @@ def test_a_starting_worker_empties_and_removes_the_job_cgroups_its_node_left_beh
             sleeper.wait()
         foreign.kill()
         foreign.remove()
+
+
+def test_a_workers_look_for_orphans_leaves_its_own_jobs_and_spares_alone(
+    cluster, start_worker, submit_to, tmp_path, job_cgroups
+):
+    # Given a worker running a job (in a spare shell's cgroup) with spares waiting beside it
+    worker = start_worker("node-a")
+    pid_file = tmp_path / "pid"
+    task = submit_to({"command": f"echo $$ > {pid_file}; exec sleep 300", "workdir": str(tmp_path)})
+    (pid,) = read_pids(pid_file, 1)
+    wait_until(lambda: task.id in worker.jobs)  # launched and recorded as this worker's
+    own = JobCgroups(job_cgroups.base, token_node_of("node-a", cluster))
+    before = set(own.owned())
+
+    # When it looks for orphaned job processes of its node
+    assert worker.kill_orphans() == []
+
+    # Then its job runs on, and its cgroups are all still there
+    assert is_alive(pid) and settled(cluster, task.id) == ""
+    assert set(own.owned()) == before and len(before) >= 2
 
 
 def test_assignments_of_a_node_that_never_claims_them_go_back_to_the_queue(cluster, make_identity):
