@@ -159,6 +159,7 @@ class NodePublic(BaseModel):
     heartbeat_age_s: float
     gpus: int
     labels: dict[str, str] = {}
+    job_isolation: str = "process group"  # "cgroup": each job in a cgroup of its own, nothing outlives a stop
 
 
 class GpusPublic(BaseModel):

@@ -39,6 +39,8 @@ class NodeState:
     source: str = "simulated"
     drained: bool = False
     labels: dict[str, str] = field(default_factory=dict)
+    # how its worker holds each job: in a cgroup of its own, or as a process group (found by run token)
+    job_isolation: str = "process group"
 
     def alive(self, now_ms: int, stale_after_ms: int = NODE_STALE_AFTER_MS) -> bool:
         """True when the node's worker heartbeat is recent."""
@@ -54,7 +56,13 @@ class NodeRegistry:
         self._last_read: tuple[float, list[NodeState]] | None = None  # (monotonic time, nodes) of `all()`
 
     def publish(
-        self, name: str, gpus: list[NodeGpu], now_ms: int, source: str, labels: dict[str, str] | None = None
+        self,
+        name: str,
+        gpus: list[NodeGpu],
+        now_ms: int,
+        source: str,
+        labels: dict[str, str] | None = None,
+        job_isolation: str = "process group",
     ) -> None:
         """Record the node's GPUs and heartbeat; wake the scheduler the first time it is seen."""
         inventory = json.dumps([_gpu_dict(gpu) for gpu in gpus])
@@ -67,6 +75,7 @@ class NodeRegistry:
                 "heartbeat_ms": now_ms,
                 "source": source,
                 "labels": json.dumps(labels or {}),
+                "job_isolation": job_isolation,
             },
         )
         added, *_ = pipe.execute()
@@ -132,4 +141,5 @@ def _parse(name: str, raw: dict[str, str]) -> NodeState:
         source=raw.get("source", "unknown"),
         drained=raw.get("drained") == "1",
         labels=json.loads(raw.get("labels", "{}")),
+        job_isolation=raw.get("job_isolation", "process group"),
     )

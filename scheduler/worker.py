@@ -685,4 +685,12 @@ class Worker:
             )
             for gpu in self.monitor.read()
         ]
-        self.cluster.nodes.publish(self.node, gpus, now_ms(), self.monitor.source, self.labels)
+        in_cgroups = self.cgroups is not None and self.cgroups.usable
+        self.cluster.nodes.publish(
+            self.node,
+            gpus,
+            now_ms(),
+            self.monitor.source,
+            self.labels,
+            job_isolation="cgroup" if in_cgroups else "process group",
+        )

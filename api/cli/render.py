@@ -311,7 +311,7 @@ def duration_words(seconds: float | None) -> str:
 def nodes_table(nodes: list[dict[str, Any]]) -> Table:
     """Worker nodes."""
     table = Table(title="nodes", title_justify="left")
-    for column in ("name", "state", "gpus", "source", "heartbeat", "labels"):
+    for column in ("name", "state", "gpus", "source", "jobs in", "heartbeat", "labels"):
         table.add_column(column)
     for node in nodes:
         state = (
@@ -327,6 +327,7 @@ def nodes_table(nodes: list[dict[str, Any]]) -> Table:
             state,
             str(node["gpus"]),
             node["source"],
+            node.get("job_isolation", "process group"),
             f"{node['heartbeat_age_s']:.0f} s ago",
             labels,
         )

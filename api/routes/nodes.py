@@ -23,6 +23,7 @@ def node_public(node: NodeState, now: int) -> NodePublic:
         heartbeat_age_s=round((now - node.heartbeat_ms) / 1000, 1),
         gpus=len(node.gpus),
         labels=node.labels,
+        job_isolation=node.job_isolation,
     )
 
 

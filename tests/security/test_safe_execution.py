@@ -12,6 +12,7 @@ from scheduler.accounts import account_for, lookup_account, root_worker_warning
 from scheduler.clock import now_ms
 from scheduler.errors import ExecutorError
 from scheduler.executor import LaunchRequest, build_argv
+from scheduler.executor.cgroups import FOLDER
 from scheduler.gpus import SimulatedGpus
 from scheduler.service import Cluster
 from scheduler.worker import Worker
@@ -55,6 +56,23 @@ def test_a_root_worker_runs_a_job_as_the_os_account_mapped_to_its_user(
     assert wait_until(lambda: _settled(cluster, task.id)) == "succeeded"
     nobody = lookup_account("nobody")
     assert f"uid={nobody.uid} home={nobody.home} user=nobody" in cluster.log_path(task.id).read_text()
+
+
+@as_root
+def test_a_job_run_as_another_account_is_in_its_own_cgroup_too(
+    make_cluster, make_identity_on, run_in_thread, job_cgroups
+):
+    # (it starts directly, not in a spare shell: the worker moves it in before it runs anything)
+    cluster = make_cluster(allow_root_jobs=False, run_as={"alice": "nobody"})
+    who = make_identity_on(cluster, "alice", "vision")
+    _run(cluster, run_in_thread)
+
+    task = _submit(cluster, who, {"command": "grep ^0:: /proc/self/cgroup; id -u", "gpus": 0})
+
+    assert wait_until(lambda: _settled(cluster, task.id)) == "succeeded"
+    log = cluster.log_path(task.id).read_text()
+    assert f"/{FOLDER}/" in log and f":task{task.id}:" in log
+    assert str(lookup_account("nobody").uid) in log.splitlines()
 
 
 @as_root

@@ -9,6 +9,7 @@ from fastapi.testclient import TestClient
 from api.main import create_app
 from scheduler.dispatcher import Dispatcher
 from scheduler.gpus import SimulatedGpus
+from scheduler.store.identity import create_token
 from scheduler.worker import Worker
 from tests.conftest import wait_until
 
@@ -57,3 +58,22 @@ def test_an_admin_drains_a_node_and_new_tasks_go_to_the_other_node(
     assert {node["name"]: node["drained"] for node in listed} == {busy_node: False, free_node: True}
     missing = client.post("/api/v1/nodes/nope/drain", headers={"Authorization": f"Bearer {admin_token}"})
     assert missing.status_code == 404 and "nope" in missing.json()["detail"]
+
+
+def test_a_node_says_whether_its_jobs_run_in_cgroups(make_cluster, job_cgroups):
+    # Given a node whose worker gives each job a cgroup, and the same node told not to (job_cgroups=off)
+    shown = {}
+    for mode in ("auto", "off"):
+        cluster = make_cluster(job_cgroups=mode)
+        token = create_token(cluster.factory, user="alice", team="vision")
+        Worker(
+            cluster, "box-1", SimulatedGpus("1x24", node="box-1"), base_env=dict(os.environ)
+        ).publish_node()
+
+        # When someone lists the nodes
+        client = TestClient(create_app(cluster))
+        listed = client.get("/api/v1/nodes", headers={"Authorization": f"Bearer {token}"}).json()
+
+        shown[mode] = listed[0]["job_isolation"]
+    # Then each says how it holds its jobs
+    assert shown == {"auto": "cgroup", "off": "process group"}
