@@ -45,7 +45,25 @@ class SpareShell:
     stdin_w: int  # closed (and -1) once the spare has its job or is discarded
     joined: threading.Event = field(default_factory=threading.Event)
     ok: bool = False
-    lock: threading.Lock = field(default_factory=threading.Lock)  # guards stdin_w
+    lock: threading.Lock = field(default_factory=threading.Lock)  # guards stdin_w and joining
+    joining: bool = False  # someone (the background thread, or a job's start) is moving it in
+
+    def claim_join(self) -> bool:
+        """True for the one caller that is to move the spare into its cgroup (`join`), False for others."""
+        with self.lock:
+            if self.joining:
+                return False
+            self.joining = True
+            return True
+
+    def join(self, cgroups: JobCgroups) -> None:
+        """Move the shell into its cgroup and let it go on; a refusal by the kernel means no job can be
+        moved in (jobs run without cgroups from now on)."""
+        joined = self.cgroup.join(self.popen.pid)
+        if not joined and self.popen.poll() is None:
+            cgroups.usable = False
+        self.ok = joined and self.write(b"\n")
+        self.joined.set()
 
     def write(self, data: bytes) -> bool:
         """Write all of `data` to the shell's stdin; False when the pipe is closed or broken."""
@@ -140,6 +158,8 @@ class SpareShells:
                     return None
                 spare = next((s for s in spares if s.joined.is_set()), spares[0])
                 spares.remove(spare)
+            if spare.claim_join():  # not moved in yet: this thread does it now rather than wait its turn
+                spare.join(self.cgroups)
             if spare.joined.wait(_JOIN_TIMEOUT_S) and spare.ok and spare.popen.poll() is None:
                 return spare
             self._discard(spare)  # it died, or could not be moved: try the next one
@@ -219,11 +239,8 @@ class SpareShells:
 
     def _join_loop(self) -> None:
         while (spare := self._joins.get()) is not None:
-            joined = spare.cgroup.join(spare.popen.pid)
-            if not joined and spare.popen.poll() is None:
-                self.cgroups.usable = False  # the kernel refuses: jobs run without cgroups from now on
-            spare.ok = joined and spare.write(b"\n")
-            spare.joined.set()
+            if spare.claim_join():
+                spare.join(self.cgroups)
 
     def _discard(self, spare: SpareShell) -> None:
         spare.close_stdin()
