@@ -34,6 +34,8 @@ def test_a_snapshot_taken_after_the_leaders_exit_finds_every_leftover_and_the_sw
     children = {job.pid: read_pids(job.request.workdir / f"pids{i}", 2) for i, job in enumerate(jobs)}
     for job in jobs:
         _leader_gone(job)
+        # (each child past its exec: in the middle of one, a process shows no environment for an instant)
+        wait_until(lambda job=job: set(children[job.pid]) <= set(find_processes_with_token(job.run_token)))
 
     snapshot = take_process_snapshot()
     for job in jobs:
