@@ -230,7 +230,7 @@ class SpareShells:
         """End every spare (its shell reads end-of-file and exits) and remove their cgroups."""
         with self._lock:
             self._closed = True
-            spares = [spare for per_thread in self._spares.values() for spare in per_thread]
+            spares = [spare for per_env in self._spares.values() for spare in per_env]
             self._spares.clear()
         self._joins.put(None)
         for spare in spares:
