@@ -23,6 +23,7 @@ class TaskUsagePublic(BaseModel):
     peak_gpu_memory_mib: int | None  # the most any one of its GPUs had in use
     requested_gpu_memory_mib: int | None  # what the spec asked for (gpu_memory_gb), per GPU
     mean_utilization_pct: float | None
+    cpu_hours: float | None = None  # CPU time of all its processes (where its node gave it a cgroup)
 
     @classmethod
     def of(cls, rows: list[TaskUsage]) -> TaskUsagePublic | None:
@@ -36,6 +37,7 @@ class TaskUsagePublic(BaseModel):
             (row.mean_utilization_pct, row.samples) for row in rows if row.mean_utilization_pct is not None
         ]
         weight = sum(n for _, n in utils)
+        cpu = [row.cpu_seconds for row in rows if row.cpu_seconds is not None]
         return cls(
             attempts=len(rows),
             gpu_hours=round(sum(row.gpu_hours for row in rows), 6),
@@ -47,6 +49,7 @@ class TaskUsagePublic(BaseModel):
             peak_gpu_memory_mib=max(peaks) if peaks else None,
             requested_gpu_memory_mib=rows[-1].requested_memory_mib,
             mean_utilization_pct=round(sum(u * n for u, n in utils) / weight, 2) if weight else None,
+            cpu_hours=round(sum(cpu) / 3600, 6) if cpu else None,
         )
 
 

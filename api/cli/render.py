@@ -130,7 +130,35 @@ def task_detail(task: dict[str, Any]) -> Table:
     extras = {k: v for k, v in spec.items() if v not in (None, [], {}, False) and k not in task}
     for key, value in extras.items():
         table.add_row(key, json.dumps(value) if isinstance(value, dict | list) else str(value))
+    for key, text in usage_rows(task.get("usage")):
+        table.add_row(key, text)
     return table
+
+
+def usage_rows(usage: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    """What a task used over its ended attempts, in words: GPU-hours and energy, GPU memory against what
+    it asked, how busy its GPUs were, its CPU time ([] before an attempt ended)."""
+    if not usage:
+        return []
+    attempts = usage["attempts"]
+    used = (
+        f"{usage['gpu_hours']:.2f} GPU-h, {usage['energy_kwh']:.2f} kWh ({usage['energy_source']}), "
+        f"{usage['cost']:.2f} {usage['currency']}"
+    )
+    if usage.get("offpeak_share") is not None:
+        used += f", {usage['offpeak_share'] * 100:.0f} % off-peak"
+    if attempts > 1:
+        used += f" ({attempts} attempts)"
+    rows = [("used", used)]
+    peak, asked = usage.get("peak_gpu_memory_mib"), usage.get("requested_gpu_memory_mib")
+    if peak is not None:
+        memory = f"peak {peak / 1024:.1f} GB"
+        rows.append(("gpu memory", memory + (f" (asked {asked / 1024:.0f} GB per GPU)" if asked else "")))
+    if usage.get("mean_utilization_pct") is not None:
+        rows.append(("gpu busy", f"{usage['mean_utilization_pct']:.0f} % on average"))
+    if usage.get("cpu_hours") is not None:
+        rows.append(("cpu time", duration_words(usage["cpu_hours"] * 3600)))
+    return rows
 
 
 def queue_table(queue: dict[str, Any]) -> Table:

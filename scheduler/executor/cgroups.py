@@ -116,6 +116,18 @@ class JobCgroup:
             return False
         return "populated 1" in events
 
+    def cpu_s(self) -> float | None:
+        """CPU time (user + system) its processes have used, in seconds, since it was made (`cpu.stat`,
+        there without any controller); None where it cannot be read."""
+        try:
+            for line in (self.path / "cpu.stat").read_text().splitlines():
+                name, _, value = line.partition(" ")
+                if name == "usage_usec":
+                    return int(value) / 1e6
+        except (OSError, ValueError):
+            return None
+        return None
+
     def signal(self, sig: int) -> list[int]:
         """Send `sig` to every process in the cgroup; return their pids."""
         pids = self.pids()

@@ -230,6 +230,7 @@ class TaskUsage(Base):
     requested_memory_mib: Mapped[int | None] = mapped_column(Integer, default=None)
     mean_utilization_pct: Mapped[float | None] = mapped_column(Float, default=None)
     samples: Mapped[int] = mapped_column(Integer, default=0)
+    cpu_seconds: Mapped[float | None] = mapped_column(Float, default=None)  # where the job had a cgroup
 
 
 class Sweep(Base):

@@ -68,6 +68,7 @@ class AttemptUsage:
     requested_memory_mib: int | None
     mean_utilization_pct: float | None
     samples: int
+    cpu_s: float | None = None  # CPU time of all its processes, where its node gives jobs cgroups
 
 
 @dataclass

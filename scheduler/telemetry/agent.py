@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC
 
 from apscheduler.schedulers.background import BackgroundScheduler  # type: ignore[import-untyped]
@@ -238,6 +238,8 @@ class WorkerTelemetry:
         for item in items:
             task_id = item.claim.task_id
             usage = self.meter.end(task_id, now)
+            if usage is not None and item.job.cpu_s is not None:
+                usage = replace(usage, cpu_s=item.job.cpu_s)
             if usage is not None:
                 self.usage[task_id] = usage
                 usages.append(usage)

@@ -161,6 +161,7 @@ class TelemetryStore:
                 "requested_memory_mib": usage.requested_memory_mib,
                 "mean_utilization_pct": usage.mean_utilization_pct,
                 "samples": usage.samples,
+                "cpu_seconds": usage.cpu_s,
             }
             for usage in usages
         ]

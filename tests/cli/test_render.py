@@ -13,6 +13,7 @@ from api.cli.render import (
     simulation_table,
     stopping_line,
     tasks_table,
+    usage_rows,
 )
 from api.cli.report import utilization_tables
 
@@ -171,3 +172,22 @@ def test_an_estimate_for_a_new_task_says_what_its_energy_would_cost() -> None:
 
     assert estimate_line(priced).endswith("): waiting for off-peak at 23:00; energy ~1.2 kWh, ~0.10 EUR")
     assert "energy" not in estimate_line({**priced, "energy_cost": None})
+
+
+def test_show_says_what_a_task_used_in_words() -> None:
+    usage = {
+        "attempts": 2, "gpu_hours": 1.5, "energy_kwh": 0.456, "energy_source": "measured",
+        "offpeak_share": 0.25, "cost": 0.0912, "currency": "EUR", "peak_gpu_memory_mib": 18637,
+        "requested_gpu_memory_mib": 40960, "mean_utilization_pct": 63.4, "cpu_hours": 2.75,
+    }  # fmt: skip
+    assert usage_rows(usage) == [
+        ("used", "1.50 GPU-h, 0.46 kWh (measured), 0.09 EUR, 25 % off-peak (2 attempts)"),
+        ("gpu memory", "peak 18.2 GB (asked 40 GB per GPU)"),
+        ("gpu busy", "63 % on average"),
+        ("cpu time", "2.8 h"),
+    ]
+    # what is not known is not shown; a task that never ended an attempt shows nothing
+    bare = {**usage, "attempts": 1, "offpeak_share": None, "peak_gpu_memory_mib": None, "cpu_hours": None,
+            "mean_utilization_pct": None}  # fmt: skip
+    assert usage_rows(bare) == [("used", "1.50 GPU-h, 0.46 kWh (measured), 0.09 EUR")]
+    assert usage_rows(None) == []

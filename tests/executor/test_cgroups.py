@@ -241,3 +241,23 @@ def test_a_killed_workers_job_dies_with_it_even_a_child_with_no_group_and_no_tok
         wait_until(lambda: not is_alive(escaped), what="the escaped child to die with its worker")
         assert not is_alive(int(leader))
         wait_until(lambda: not Path(cgroup_path).exists(), what="the job's cgroup to be removed")
+
+
+BURN_HALF_A_SECOND = (
+    "python3 -c 'import time\nstart = time.process_time()\nwhile time.process_time() - start < 0.5: pass'"
+)
+
+
+def test_a_job_in_a_cgroup_knows_the_cpu_time_of_all_its_processes(
+    run_in_cgroup: Callable[..., RunningJob], make_request: Callable[..., LaunchRequest]
+) -> None:
+    # Given a job whose background child (in its own session) burns half a second of CPU, as it does
+    job = run_in_cgroup(f"setsid {BURN_HALF_A_SECOND} & {BURN_HALF_A_SECOND}; wait")
+    assert job.wait(WAIT_S) == 0
+
+    # Then its CPU time counts both (and nothing of the cgroup's earlier use)
+    assert job.cpu_s is not None and 0.9 <= job.cpu_s < 5.0
+
+    # while a job without a cgroup has none to tell
+    plain = start_job(make_request("true"))
+    assert plain.wait(WAIT_S) == 0 and plain.cpu_s is None

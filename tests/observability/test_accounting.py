@@ -113,3 +113,17 @@ def test_a_finished_task_shows_its_usage_on_get(cluster, make_identity, start_no
     by_id = {row["id"]: row for row in listed}
     assert by_id[task.id]["usage"] == usage
     assert by_id[never.id]["usage"] is None
+
+
+def test_a_finished_tasks_usage_has_its_cpu_time_where_jobs_run_in_cgroups(
+    cluster, make_identity, start_node, tmp_path: Path, job_cgroups
+):
+    who, token = make_identity("alice", "vision")
+    start_node(gpus="1x24", start_s=SIX_THIRTY)
+    burn = "import time\nstart = time.process_time()\nwhile time.process_time() - start < 0.5: pass"
+    task = cluster.submit(who, {"command": f"python3 -c '{burn}'", "workdir": str(tmp_path)})[0]
+    wait_until(lambda: cluster.tasks.get_any(task.id).status == "succeeded")
+
+    client = TestClient(create_app(cluster))
+    body = client.get(f"/api/v1/tasks/{task.id}", headers={"Authorization": f"Bearer {token}"}).json()
+    assert 0.45 <= body["usage"]["cpu_hours"] * 3600 < 5.0

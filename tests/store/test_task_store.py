@@ -10,7 +10,7 @@ from sqlalchemy import func, inspect, select, text
 
 from scheduler.errors import ConflictError, NotFoundError
 from scheduler.store.db import migrate
-from scheduler.store.tables import Attempt, Task
+from scheduler.store.tables import Attempt, Task, TaskUsage
 from scheduler.store.tasks import Finish
 from tests.store.conftest import NODE, new_task
 
@@ -265,11 +265,11 @@ def test_migrating_twice_changes_nothing_and_keeps_the_rows(store):
 
 
 def test_the_migrated_schema_matches_the_models(store):
-    columns = {
-        name: {c["name"] for c in inspect(store.engine).get_columns(name)} for name in ("tasks", "attempts")
-    }
-    assert columns["tasks"] == {c.name for c in Task.__table__.columns}
-    assert columns["attempts"] == {c.name for c in Attempt.__table__.columns}
+    tables = {"tasks": Task, "attempts": Attempt, "task_usage": TaskUsage}
+    for name, model in tables.items():
+        assert {c["name"] for c in inspect(store.engine).get_columns(name)} == {
+            c.name for c in model.__table__.columns
+        }
 
 
 def test_mark_running_many_starts_the_queued_ones_in_one_go_and_leaves_the_others_alone(store):
