@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
 from collections.abc import Mapping, Sequence
@@ -135,16 +136,21 @@ def task_detail(task: dict[str, Any]) -> Table:
     return table
 
 
+def _amount(value: float) -> str:
+    """Two decimals, or two significant digits for what would read as 0.00 (a short task's 0.00038 GPU-h)."""
+    if value == 0 or abs(value) >= 0.1:
+        return f"{value:.2f}"
+    return f"{value:.{1 - math.floor(math.log10(abs(value)))}f}"
+
+
 def usage_rows(usage: Mapping[str, Any] | None) -> list[tuple[str, str]]:
     """What a task used over its ended attempts, in words: GPU-hours and energy, GPU memory against what
     it asked, how busy its GPUs were, its CPU time ([] before an attempt ended)."""
     if not usage:
         return []
     attempts = usage["attempts"]
-    used = (
-        f"{usage['gpu_hours']:.2f} GPU-h, {usage['energy_kwh']:.2f} kWh ({usage['energy_source']}), "
-        f"{usage['cost']:.2f} {usage['currency']}"
-    )
+    energy = f"{_amount(usage['energy_kwh'])} kWh ({usage['energy_source']})"
+    used = f"{_amount(usage['gpu_hours'])} GPU-h, {energy}, {_amount(usage['cost'])} {usage['currency']}"
     if usage.get("offpeak_share") is not None:
         used += f", {usage['offpeak_share'] * 100:.0f} % off-peak"
     if attempts > 1:

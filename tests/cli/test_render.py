@@ -181,7 +181,7 @@ def test_show_says_what_a_task_used_in_words() -> None:
         "requested_gpu_memory_mib": 40960, "mean_utilization_pct": 63.4, "cpu_hours": 2.75,
     }  # fmt: skip
     assert usage_rows(usage) == [
-        ("used", "1.50 GPU-h, 0.46 kWh (measured), 0.09 EUR, 25 % off-peak (2 attempts)"),
+        ("used", "1.50 GPU-h, 0.46 kWh (measured), 0.091 EUR, 25 % off-peak (2 attempts)"),
         ("gpu memory", "peak 18.2 GB (asked 40 GB per GPU)"),
         ("gpu busy", "63 % on average"),
         ("cpu time", "2.8 h"),
@@ -189,5 +189,8 @@ def test_show_says_what_a_task_used_in_words() -> None:
     # what is not known is not shown; a task that never ended an attempt shows nothing
     bare = {**usage, "attempts": 1, "offpeak_share": None, "peak_gpu_memory_mib": None, "cpu_hours": None,
             "mean_utilization_pct": None}  # fmt: skip
-    assert usage_rows(bare) == [("used", "1.50 GPU-h, 0.46 kWh (measured), 0.09 EUR")]
+    assert usage_rows(bare) == [("used", "1.50 GPU-h, 0.46 kWh (measured), 0.091 EUR")]
+    # a one-second task's figures do not read as nothing
+    short = {**bare, "gpu_hours": 0.000379, "energy_kwh": 0.0000947, "cost": 0.0}
+    assert usage_rows(short) == [("used", "0.00038 GPU-h, 0.000095 kWh (measured), 0.00 EUR")]
     assert usage_rows(None) == []
