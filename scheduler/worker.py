@@ -204,7 +204,7 @@ class Worker:
         self.reconcile()
         if self.cgroups is not None and self.spares is not None:
             log.info("each job runs in a cgroup of its own under %s", self.cgroups.base)
-            warm_up(self.spares, job_base_env(self.base_env))  # this thread starts the jobs of one claim
+            warm_up(self.spares, job_base_env(self.base_env))  # spares for the first jobs
         self.publish_node()
         heartbeat = threading.Thread(target=self._heartbeat_loop, args=(stop,), name="heartbeat", daemon=True)
         heartbeat.start()
@@ -286,20 +286,17 @@ class Worker:
             self._owns_node = False
 
     def reconcile(self) -> None:
-        """On start: kill job processes of this node it does not run, and requeue what SQL says ran here."""
+        """On start: kill job processes of this node it does not run (by cgroup and run token, before any
+        task is requeued), and requeue what SQL says ran here."""
+        self.kill_orphans()
         for task in self.cluster.tasks.with_status("running"):
             if task.node != self.node or task.id in self.jobs or not task.lease_token:
                 continue
             token = task.lease_token
-            run_token = make_run_token(self.token_node, task.id, token)
-            if self.cgroups is not None:
-                self.cgroups.of(run_token).kill()
-            kill_processes_with_token(run_token)
             status = self.cluster.settle_attempt(
                 task.id, token, "lost_worker", message=f"worker {self.node} restarted"
             )
             log.warning("task %s was running here before this worker restarted: now %s", task.id, status)
-        self.kill_orphans()
 
     def kill_orphans(self) -> list[str]:
         """Kill processes with a run token of this node, or in a job cgroup of this node, that no job of

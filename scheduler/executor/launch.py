@@ -179,7 +179,12 @@ def job_base_env(base_env: Mapping[str, str]) -> dict[str, str]:
 
 def build_env(request: LaunchRequest, base_env: Mapping[str, str]) -> dict[str, str]:
     """The job's environment: the worker's minus secrets, then the spec's env, then nightshift's own vars."""
-    env = job_base_env(base_env)
+    return _job_env(request, job_base_env(base_env))
+
+
+def _job_env(request: LaunchRequest, clean_env: Mapping[str, str]) -> dict[str, str]:
+    """`build_env` from the worker's environment already without its secrets (`job_base_env`)."""
+    env = dict(clean_env)
     for name, value in request.env.items():
         if not _ENV_NAME.fullmatch(name):
             raise ExecutorError(
@@ -272,10 +277,10 @@ def start_job(
             f"workdir {str(request.workdir)!r} does not exist or is not a folder on this node"
         )
     argv = build_argv(request, which=which)
-    base = os.environ if base_env is None else base_env
-    env = build_env(request, base)
+    clean_env = job_base_env(os.environ if base_env is None else base_env)
+    env = _job_env(request, clean_env)
     log_offset = _write_header(request)
-    spare_env = job_base_env(base) if spares is not None and request.run_as is None else None
+    spare_env = clean_env if spares is not None and request.run_as is None else None
     spare = None
     if spares is not None and spare_env is not None:
         spare = _start_in_spare(request, argv, env, spare_env, spares)
@@ -321,7 +326,7 @@ def _start_in_spare(
     spare_env: Mapping[str, str],
     spares: SpareShells,
 ) -> SpareShell | None:
-    """The job in this thread's spare shell (already in its cgroup); None when there is none to use."""
+    """The job in a spare shell (already in its cgroup); None when there is none to use."""
     spare = spares.take(spare_env)
     if spare is None:
         return None

@@ -1,9 +1,10 @@
 """A watcher process that outlives its worker: when the worker dies, even by SIGKILL, it kills what is left
 of the worker's jobs.
 
-A job's leader (`/bin/sh -c`) gets SIGKILL when the worker dies (the parent-death signal), but only the
-leader: a compound command's children (`python prep.py && python train.py`, `cmd &`) would run on, holding
-GPUs, until a restarted worker found them by their run token. The sentinel closes that gap.
+Without job cgroups a job's leader (`/bin/sh -c`) gets SIGKILL when the worker dies (the parent-death
+signal), but only the leader (a job started in a spare shell has no such signal at all): a compound
+command's children (`python prep.py && python train.py`, `cmd &`) would run on, holding GPUs, until a
+restarted worker found them. The sentinel closes that gap.
 The worker tells it, down a pipe, each job it starts (`watch`: the run token, the process group, the job's
 cgroup where it has one, and the command that removes its docker container) and each job that is over
 (`forget`), and where its cgroups are (`own_cgroups`). When the pipe reads end-of-file the worker is gone,
@@ -51,8 +52,8 @@ class WatchedJob:
 
 @dataclass
 class Watched:
-    """What the sentinel was told: the jobs by run token, and where the worker's spare shells' cgroups are
-    (its job cgroups, and how their names start)."""
+    """What the sentinel was told: the jobs by run token, the worker's job cgroups (`JobCgroups`) and how
+    the names of its spare shells' cgroups start."""
 
     jobs: dict[str, WatchedJob]
     cgroups: JobCgroups | None = None
