@@ -1,4 +1,5 @@
-"""Utilization reports: who used how many GPU-hours, at what energy and cost, and how long they waited."""
+"""Utilization reports: who used how many GPU-hours (and CPU-hours), at what energy and cost, and how long
+they waited."""
 
 from __future__ import annotations
 
@@ -15,7 +16,14 @@ from scheduler.clock import from_epoch_s, to_epoch_s
 from scheduler.policy.config import PolicyConfig
 from scheduler.policy.tariff import gpu_power_w
 from scheduler.store.tables import Attempt, Task, Team, User
-from scheduler.telemetry.report import by_day, measured_usage, offpeak_share_s, quota_use, span_energy
+from scheduler.telemetry.report import (
+    by_day,
+    measured_usage,
+    offpeak_share_s,
+    quota_use,
+    span_cpu_s,
+    span_energy,
+)
 
 GroupBy = Literal["team", "user", "gpu"]
 DAY_S = 86400.0
@@ -32,6 +40,7 @@ class _Row:
     failed: set[int] = field(default_factory=set)
     waits_s: list[float] = field(default_factory=list)
     offpeak_gpu_s: float = 0.0
+    cpu_s: float | None = None  # None until one of its attempts has a known CPU time
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +164,8 @@ def utilization_report(
     capacity_gpus: int,
     team: str | None = None,
 ) -> dict[str, Any]:
-    """GPU-hours, energy, cost, outcomes and waits over the last `days`, grouped `by` team, user or GPU.
+    """GPU-hours, energy, cost, outcomes, waits and CPU time over the last `days`, grouped `by` team, user
+    or GPU. CPU time counts the attempts whose jobs ran in a cgroup (None for a row with none).
 
     `gpu_models` maps "node:index" to the GPU's model name (for its default power); `capacity_gpus` is the
     number of GPUs the cluster has now (the utilization's denominator); `team` limits the report to one team.
@@ -170,9 +180,8 @@ def utilization_report(
         power_w = statistics.fmean(
             [gpu_power_w(gpu_models.get(f"{span.node}:{index}", "")) for index in span.gpus] or [0.0]
         )
-        span_kwh, span_cost = span_energy(
-            span, len(span.gpus), power_w, measured.get((span.task_id, span.attempt)), config
-        )
+        stored = measured.get((span.task_id, span.attempt))
+        span_kwh, span_cost = span_energy(span, len(span.gpus), power_w, stored, config)
         energy.append((span_kwh, span_cost))
         offpeak_s = offpeak_share_s(span, config)
         for key, gpus in _keys(span, by):
@@ -182,6 +191,9 @@ def utilization_report(
             row.energy_kwh += span_kwh * share
             row.cost += span_cost * share
             row.offpeak_gpu_s += gpus * offpeak_s
+            cpu_s = span_cpu_s(span, gpus, stored)
+            if cpu_s is not None:
+                row.cpu_s = (row.cpu_s or 0.0) + cpu_s
             row.tasks.add(span.task_id)
             if span.status == "succeeded":
                 row.succeeded.add(span.task_id)
@@ -206,6 +218,7 @@ def utilization_report(
                 "energy_kwh": round(row.energy_kwh, 3),
                 "cost": round(row.cost, 2),
                 "offpeak_share": round(row.offpeak_gpu_s / row.gpu_s, 4) if row.gpu_s else None,
+                "cpu_hours": None if row.cpu_s is None else round(row.cpu_s / 3600.0, 6),
             }
             for key, row in sorted(rows.items(), key=lambda item: -item[1].gpu_s)
         ],
@@ -229,6 +242,13 @@ def accounting_totals(
     return {
         "total_energy_kwh": round(sum(row.energy_kwh for row in rows), 4),
         "total_cost": round(sum(row.cost for row in rows), 4),
+        "total_cpu_hours": _total_cpu_hours(rows),
         "offpeak_share": round(sum(row.offpeak_gpu_s for row in rows) / gpu_s, 4) if gpu_s else None,
         "by_day": by_day(spans, energy, config),
     }
+
+
+def _total_cpu_hours(rows: list[_Row]) -> float | None:
+    """CPU-hours of the rows that know theirs; None when none does."""
+    known = [row.cpu_s for row in rows if row.cpu_s is not None]
+    return round(sum(known) / 3600.0, 6) if known else None

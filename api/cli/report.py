@@ -1,4 +1,5 @@
-"""`nightshift report`: GPU-hours, energy, cost, off-peak share, waits and quotas; or last night's summary."""
+"""`nightshift report`: GPU-hours, energy, cost, off-peak share, CPU-hours, waits and quotas; or last
+night's summary."""
 
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ def utilization_tables(report: dict[str, Any]) -> Group:
         "kWh",
         f"cost {currency}",
         "off-peak",
+        "CPU-h",
     ):
         main.add_column(column, justify="left" if column == "key" else "right")
     for row in report["rows"]:
@@ -43,12 +45,15 @@ def utilization_tables(report: dict[str, Any]) -> Group:
             row["key"], _num(row["gpu_hours"]), str(row["tasks"]), str(row["succeeded"]), str(row["failed"]),
             duration_words(row["mean_wait_s"]),
             _num(row["energy_kwh"]), _num(row["cost"]), _pct(row.get("offpeak_share")),
+            _num(row.get("cpu_hours")),
         )  # fmt: skip
     main.caption = (
         f"total {_num(report['total_gpu_hours'])} GPU-h of {_num(report['capacity_gpu_hours'], 0)} "
         f"({_pct(report.get('utilization'))}); {_num(report.get('total_energy_kwh'))} kWh, "
         f"{_num(report.get('total_cost'))} {currency}; off-peak {_pct(report.get('offpeak_share'))}"
     )
+    if report.get("total_cpu_hours") is not None:
+        main.caption += f"; {_num(report['total_cpu_hours'])} CPU-h where jobs ran in a cgroup"
     days = Table(title="by day")
     for column in ("day", "team", "GPU-h", "tasks", "kWh", "cost", "wait p50", "wait p90"):
         days.add_column(column, justify="left" if column in ("day", "team") else "right")

@@ -57,6 +57,7 @@ class Measured:
     end_s: float
     energy_kwh: float
     cost: float
+    cpu_s: float | None = None  # CPU time of the attempt's processes, where its job had a cgroup
 
 
 def measured_usage(
@@ -72,7 +73,11 @@ def measured_usage(
             chunk = ids[chunk_start : chunk_start + 500]
             for row in session.scalars(select(TaskUsage).where(TaskUsage.task_id.in_(chunk))):
                 out[(row.task_id, row.attempt)] = Measured(
-                    to_epoch_s(row.started_at), to_epoch_s(row.finished_at), row.energy_kwh, row.cost
+                    to_epoch_s(row.started_at),
+                    to_epoch_s(row.finished_at),
+                    row.energy_kwh,
+                    row.cost,
+                    row.cpu_seconds,
                 )
     return out
 
@@ -91,6 +96,16 @@ def span_energy(
         return measured.energy_kwh * share, measured.cost * share
     kwh = estimate_energy_kwh(gpus, power_w, duration_s)
     return kwh, estimate_cost(span.start_s, span.end_s, kwh, config.tariff)
+
+
+def span_cpu_s(span: SpanLike, gpus: int, measured: Measured | None) -> float | None:
+    """CPU seconds of `gpus` of the span's GPUs' share of its attempt, prorated to the span like energy;
+    None where the attempt's CPU time is not known (its job ran without a cgroup)."""
+    if measured is None or measured.cpu_s is None or not span.gpus:
+        return None
+    whole_s = measured.end_s - measured.start_s
+    share = min(1.0, (span.end_s - span.start_s) / whole_s) if whole_s > 0 else 1.0
+    return measured.cpu_s * share * gpus / len(span.gpus)
 
 
 def offpeak_share_s(span: SpanLike, config: PolicyConfig) -> float:

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 from fastapi.testclient import TestClient
+from rich.console import Console
 from sqlalchemy import update
 
 from api.cli.report import summary_table, utilization_tables
@@ -147,3 +148,48 @@ def test_the_morning_summary_lists_last_nights_tasks_failures_with_reasons_and_c
     assert body.status_code == 422
     body = client.get("/api/v1/reports/summary?hours=744", headers={"Authorization": f"Bearer {token}"})
     assert body.status_code == 200 and body.json()["currency"]
+
+
+def test_reports_add_the_cpu_hours_of_jobs_that_ran_in_a_cgroup_prorated_to_the_window(
+    cluster, make_identity, tmp_path
+):
+    alice, _ = make_identity("alice", "vision")
+    bob, _ = make_identity("bob", "nlp")
+    # vision: 2 GPUs 22:00-02:00, its processes used 2 CPU-hours; nlp: 1 GPU, no cgroup (CPU time unknown)
+    across = _ran(cluster, alice, submitted=MIDNIGHT - 3 * H, started=MIDNIGHT - 2 * H,
+                  finished=MIDNIGHT + 2 * H, gpus=2, tmp=tmp_path)  # fmt: skip
+    _ran(
+        cluster, bob, submitted=MIDNIGHT, started=MIDNIGHT + 12 * H, finished=MIDNIGHT + 15 * H, tmp=tmp_path
+    )
+    TelemetryStore(cluster.factory).save_usage(
+        AttemptUsage(across, 1, "box", 2, MIDNIGHT - 2 * H, MIDNIGHT + 2 * H, 8.0, 1.2, "measured", 0.6,
+                     0.33, "EUR", None, None, None, 0, cpu_s=2 * H)
+    )  # fmt: skip
+    config = PolicyConfig(timezone="UTC")
+    now = MIDNIGHT + 20 * H
+
+    by_team = utilization_report(cluster.factory, now, 2, "team", config, {}, 4)
+    rows = {row["key"]: row for row in by_team["rows"]}
+    assert rows["vision"]["cpu_hours"] == pytest.approx(2.0)
+    assert rows["nlp"]["cpu_hours"] is None  # unknown, not zero
+    assert by_team["total_cpu_hours"] == pytest.approx(2.0)
+    # a window from midnight holds half of the attempt, so half of its CPU time, split over its 2 GPUs
+    by_gpu = utilization_report(cluster.factory, now, 20 / 24, "gpu", config, {}, 4)
+    gpus = {row["key"]: row["cpu_hours"] for row in by_gpu["rows"]}
+    assert gpus == {"box:0": pytest.approx(0.5), "box:1": pytest.approx(0.5)}
+    assert by_gpu["total_cpu_hours"] == pytest.approx(1.0)
+
+    console = Console(width=200, record=True)
+    console.print(utilization_tables(by_team))
+    text = " ".join(console.export_text().split())  # the caption wraps
+    assert "CPU-h" in text and "2.00 CPU-h where jobs ran in a cgroup" in text
+
+
+def test_a_report_without_cgroup_jobs_says_nothing_of_cpu_time(cluster, make_identity, tmp_path):
+    alice, _ = make_identity("alice", "vision")
+    _ran(cluster, alice, submitted=MIDNIGHT, started=MIDNIGHT, finished=MIDNIGHT + H, tmp=tmp_path)
+    report = utilization_report(cluster.factory, MIDNIGHT + 2 * H, 1, "team", PolicyConfig(), {}, 4)
+    assert report["total_cpu_hours"] is None and report["rows"][0]["cpu_hours"] is None
+    console = Console(width=200, record=True)
+    console.print(utilization_tables(report))
+    assert "where jobs ran in a cgroup" not in console.export_text()
