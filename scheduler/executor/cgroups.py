@@ -48,6 +48,24 @@ def cgroup2_mount(mountinfo: str) -> tuple[Path, str] | None:
     return None
 
 
+def _read(path: Path) -> str:
+    """A small kernel file's text, in one read (cgroup files are read on every job start and end)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        return os.read(fd, 65536).decode()
+    finally:
+        os.close(fd)
+
+
+def _write(path: Path, text: str) -> None:
+    """Write `text` to a cgroup control file in one write (the kernel takes one command per write)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
 def _unescape(field: str) -> str:
     """mountinfo writes spaces, tabs, newlines and backslashes as octal escapes (`\\040`)."""
     for code, char in (("\\040", " "), ("\\011", "\t"), ("\\012", "\n"), ("\\134", "\\")):
@@ -84,6 +102,9 @@ class JobCgroup:
     def __init__(self, path: Path, pool: JobCgroups | None = None) -> None:
         self.path = path
         self.pool = pool  # where it goes back once its job is over (spare shells' cgroups), if anywhere
+        # CPU seconds its processes used before its next job, where known without a read (a cgroup just
+        # made: 0; one given back: what its last job's end read), else None
+        self.cpu_used_s: float | None = None
 
     def __repr__(self) -> str:
         return f"<JobCgroup {self.path}>"
@@ -91,7 +112,7 @@ class JobCgroup:
     def join(self, pid: int) -> bool:
         """Move process `pid` (with the threads it has) into this cgroup; False when the kernel refuses."""
         try:
-            (self.path / "cgroup.procs").write_text(f"{pid}\n")
+            _write(self.path / "cgroup.procs", f"{pid}\n")
         except OSError as error:
             log.warning("could not move process %s into %s: %s", pid, self.path, error)
             return False
@@ -104,14 +125,14 @@ class JobCgroup:
         found: list[int] = []
         for folder, subfolders, _ in os.walk(self.path):
             with contextlib.suppress(OSError, ValueError):
-                found += [int(word) for word in (Path(folder) / "cgroup.procs").read_text().split()]
+                found += [int(word) for word in _read(Path(folder) / "cgroup.procs").split()]
             subfolders.sort()
         return sorted(set(found))
 
     def populated(self) -> bool:
         """True while any process is in this cgroup or below it (False once it is gone)."""
         try:
-            events = (self.path / "cgroup.events").read_text()
+            events = _read(self.path / "cgroup.events")
         except OSError:
             return False
         return "populated 1" in events
@@ -120,7 +141,7 @@ class JobCgroup:
         """CPU time (user + system) its processes have used, in seconds, since it was made (`cpu.stat`,
         there without any controller); None where it cannot be read."""
         try:
-            for line in (self.path / "cpu.stat").read_text().splitlines():
+            for line in _read(self.path / "cpu.stat").splitlines():
                 name, _, value = line.partition(" ")
                 if name == "usage_usec":
                     return int(value) / 1e6
@@ -140,7 +161,7 @@ class JobCgroup:
         pids = self.pids()
         if pids:
             try:
-                (self.path / "cgroup.kill").write_text("1\n")
+                _write(self.path / "cgroup.kill", "1\n")
             except OSError:
                 signal_pids(pids, signal.SIGKILL)
         return pids
@@ -157,9 +178,11 @@ class JobCgroup:
             time.sleep(_SETTLE_POLL_S)
         return sorted(killed)
 
-    def release(self) -> bool:
+    def release(self, cpu_used_s: float | None = None) -> bool:
         """Its job is over: back to its pool for a later job when it has one and is empty, else `remove`;
-        False while something still runs in it."""
+        False while something still runs in it. `cpu_used_s`: its `cpu_s()` read once it was empty, if the
+        caller has it (the next job in it then needs no read to know where its CPU time starts)."""
+        self.cpu_used_s = cpu_used_s
         if self.pool is not None and not self.populated():
             return self.pool.give_back(self)
         return self.remove()
@@ -235,9 +258,9 @@ class JobCgroups:
         """An empty cgroup for a spare shell: one an ended job left, else a new one; None when cgroups are
         not usable here."""
         with self._lock:
-            while self._free:
+            while self._free:  # empty when given back, and only root could have moved a process in since
                 cgroup = self._free.pop()
-                if cgroup.path.is_dir() and not cgroup.populated():
+                if cgroup.path.is_dir():
                     return cgroup
         created = self.create(self.spare_name(next(self._names)))
         if created is not None:
@@ -270,6 +293,7 @@ class JobCgroups:
         cgroup = self.of(run_token)
         try:
             cgroup.path.mkdir()
+            cgroup.cpu_used_s = 0.0
         except FileExistsError:
             if cgroup.pids():  # a token is unique per attempt: this is a leftover of the same attempt
                 cgroup.kill()

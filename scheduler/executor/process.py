@@ -88,7 +88,9 @@ class RunningJob:
         self._sentinel = sentinel
         self.cgroup = cgroup
         # a spare's cgroup may have held earlier jobs: its CPU time so far is not this job's
-        self._cpu_before_s = cgroup.cpu_s() if cgroup is not None else None
+        self._cpu_before_s: float | None = None
+        if cgroup is not None:
+            self._cpu_before_s = cgroup.cpu_s() if cgroup.cpu_used_s is None else cgroup.cpu_used_s
         self.cpu_s: float | None = None  # CPU time of all the job's processes, once over (in a cgroup)
         self.pid = popen.pid
         self.started_at = started_at
@@ -283,7 +285,7 @@ class RunningJob:
         used_s = self.cgroup.cpu_s() if self.cgroup is not None else None
         if used_s is not None and self._cpu_before_s is not None:
             self.cpu_s = max(0.0, used_s - self._cpu_before_s)
-        if self.cgroup is not None and not self.cgroup.release():
+        if self.cgroup is not None and not self.cgroup.release(used_s):
             log.warning("task %s attempt %s: %s is not empty", *self._ids(), self.cgroup)
         if self._sentinel is not None:
             self._sentinel.forget(self.run_token)

@@ -117,3 +117,9 @@ def run_job(
         job.stop(0.1, "cancelled")
     if spares is not None:
         spares.close()
+
+
+# a command that uses half a second of CPU
+BURN_HALF_A_SECOND = (
+    "python3 -c 'import time\nstart = time.process_time()\nwhile time.process_time() - start < 0.5: pass'"
+)

@@ -21,7 +21,7 @@ from scheduler.executor import LaunchRequest, RunningJob, start_job
 from scheduler.executor.cgroups import JobCgroup, JobCgroups, cgroup2_mount, cgroup_base, own_cgroup
 from tests.conftest import is_alive, read_pids
 
-from .conftest import WAIT_S, stand_in_worker, wait_until
+from .conftest import BURN_HALF_A_SECOND, WAIT_S, stand_in_worker, wait_until
 
 HYBRID_MOUNTINFO = """\
 31 24 0:27 / /sys/fs/cgroup ro,nosuid,nodev,noexec shared:9 - tmpfs tmpfs ro,mode=755
@@ -241,11 +241,6 @@ def test_a_killed_workers_job_dies_with_it_even_a_child_with_no_group_and_no_tok
         wait_until(lambda: not is_alive(escaped), what="the escaped child to die with its worker")
         assert not is_alive(int(leader))
         wait_until(lambda: not Path(cgroup_path).exists(), what="the job's cgroup to be removed")
-
-
-BURN_HALF_A_SECOND = (
-    "python3 -c 'import time\nstart = time.process_time()\nwhile time.process_time() - start < 0.5: pass'"
-)
 
 
 def test_a_job_in_a_cgroup_knows_the_cpu_time_of_all_its_processes(

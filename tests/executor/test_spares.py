@@ -17,7 +17,7 @@ from scheduler.executor.launch import job_base_env, warm_up
 from scheduler.executor.spares import SpareShells, setup_script
 from tests.conftest import is_alive, read_pids
 
-from .conftest import WAIT_S, stand_in_worker, wait_until
+from .conftest import BURN_HALF_A_SECOND, WAIT_S, stand_in_worker, wait_until
 
 
 @pytest.fixture
@@ -190,3 +190,28 @@ def test_a_job_started_in_a_spare_dies_with_a_killed_worker(tmp_path: Path, job_
         worker.wait(WAIT_S)
         for pid in (leader, child):
             wait_until(lambda pid=pid: not is_alive(pid), what=f"job process {pid} to die with its worker")
+
+
+def test_a_job_in_a_reused_spare_cgroup_counts_none_of_the_cpu_time_of_the_job_before(
+    make_request: Callable[..., LaunchRequest], job_cgroups: JobCgroups
+) -> None:
+    # Given one spare at a time, and a job that burns half a second of CPU in its cgroup
+    spares = SpareShells(job_cgroups, depth=1)
+    try:
+        warm_up(spares, job_base_env(os.environ))
+        burner = start_job(make_request(BURN_HALF_A_SECOND), cgroups=job_cgroups, spares=spares)
+        assert burner.wait(WAIT_S) == 0 and burner.cpu_s is not None and burner.cpu_s >= 0.45
+        # (the spare made while it ran has a new cgroup; the one after takes the burner's, now empty)
+        between = start_job(make_request("true"), cgroups=job_cgroups, spares=spares)
+        assert between.wait(WAIT_S) == 0
+
+        # When a third job starts in the cgroup the burner left
+        after = start_job(make_request("true"), cgroups=job_cgroups, spares=spares)
+        assert after.wait(WAIT_S) == 0
+
+        # Then it is that cgroup, and its CPU time is its own: a shell's few milliseconds
+        assert burner.cgroup is not None and after.cgroup is not None
+        assert after.cgroup.path == burner.cgroup.path
+        assert after.cpu_s is not None and after.cpu_s < 0.25
+    finally:
+        spares.close()
