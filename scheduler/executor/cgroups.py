@@ -37,14 +37,18 @@ _SETTLE_POLL_S = 0.01
 
 def cgroup2_mount(mountinfo: str) -> tuple[Path, str] | None:
     """(mount point, root inside the hierarchy) of the first cgroup v2 mount in a `/proc/self/mountinfo`
-    text; None when there is none."""
+    text that no later mount hides (one on its mount point or above it: a cgroup2 mounted over a hybrid
+    tree's `/sys/fs/cgroup` hides its `/sys/fs/cgroup/unified`); None when there is none."""
+    mounts: list[tuple[Path, str, str]] = []  # (mount point, root, file system type), in mount order
     for line in mountinfo.splitlines():
         fields = line.split()
         if " - " not in line or len(fields) < 5:
             continue
         fstype = line.split(" - ", 1)[1].split()[0]
-        if fstype == "cgroup2":
-            return Path(_unescape(fields[4])), _unescape(fields[3])
+        mounts.append((Path(_unescape(fields[4])), _unescape(fields[3]), fstype))
+    for n, (point, root, fstype) in enumerate(mounts):
+        if fstype == "cgroup2" and not any(point.is_relative_to(later) for later, _, _ in mounts[n + 1 :]):
+            return point, root
     return None
 
 

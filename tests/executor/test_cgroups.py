@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,7 +21,7 @@ import pytest
 
 from scheduler.executor import LaunchRequest, RunningJob, start_job
 from scheduler.executor.cgroups import JobCgroup, JobCgroups, cgroup2_mount, cgroup_base, own_cgroup
-from tests.conftest import is_alive, read_pids
+from tests.conftest import is_alive, read_pids, unavailable
 
 from .conftest import BURN_HALF_A_SECOND, WAIT_S, stand_in_worker, wait_until
 
@@ -34,12 +36,25 @@ UNIFIED_MOUNTINFO = (
 V1_ONLY_MOUNTINFO = "42 31 0:39 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids\n"
 # a container that sees a part of the host's tree bind-mounted (no cgroup namespace)
 BIND_MOUNTINFO = "50 40 0:26 /docker/abc /sys/fs/cgroup rw,relatime - cgroup2 cgroup2 rw\n"
+# a hybrid tree with a cgroup2 mounted over /sys/fs/cgroup (recorded here in a mount namespace): the
+# unified mount is hidden under the new one
+OVERMOUNTED_MOUNTINFO = """\
+31 24 0:27 / /sys/fs/cgroup ro,nosuid,nodev,noexec shared:9 - tmpfs tmpfs ro,mode=755
+57 47 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw
+63 47 0:38 / /sys/fs/cgroup rw,relatime - cgroup2 none rw
+"""
 
 
 def test_the_cgroup_v2_mount_is_found_in_a_hybrid_and_a_unified_tree_and_not_in_a_v1_one() -> None:
     assert cgroup2_mount(HYBRID_MOUNTINFO) == (Path("/sys/fs/cgroup/unified"), "/")
     assert cgroup2_mount(UNIFIED_MOUNTINFO) == (Path("/sys/fs/cgroup"), "/")
     assert cgroup2_mount(V1_ONLY_MOUNTINFO) is None
+    assert cgroup2_mount(OVERMOUNTED_MOUNTINFO) == (Path("/sys/fs/cgroup"), "/")
+    # a second view of the hierarchy elsewhere hides nothing: the first one counts
+    assert cgroup2_mount(HYBRID_MOUNTINFO + "70 31 0:38 / /mnt/cg rw - cgroup2 none rw\n") == (
+        Path("/sys/fs/cgroup/unified"),
+        "/",
+    )
     assert cgroup2_mount("61 31 0:40 / /mnt/cgroup\\040two rw - cgroup2 none rw\n") == (
         Path("/mnt/cgroup two"),
         "/",
@@ -256,3 +271,47 @@ def test_a_job_in_a_cgroup_knows_the_cpu_time_of_all_its_processes(
     # while a job without a cgroup has none to tell
     plain = start_job(make_request("true"))
     assert plain.wait(WAIT_S) == 0 and plain.cpu_s is None
+
+
+PURE_V2_JOB = """
+import sys
+from pathlib import Path
+from scheduler.executor import LaunchRequest, start_job
+from scheduler.executor.cgroups import JobCgroups
+cgroups = JobCgroups.detect("purev2")
+assert cgroups is not None, "no job cgroups on a cgroup v2 only tree"
+work = Path(sys.argv[1])
+request = LaunchRequest(
+    task_id=1, attempt=1, command="grep ^0:: /proc/self/cgroup > where; setsid sleep 300 & echo $! > child",
+    workdir=work, log_path=work / "job.log", gpu_indices=(), env={}, conda_env=None, docker_image=None,
+    checkpoint_dir=None, time_limit_s=None, run_token="purev2:task1:a",
+)
+job = start_job(request, cgroups=cgroups)
+assert job.wait(30) == 0
+print(cgroups.base)
+print((work / "where").read_text().strip())
+print(job.cgroup.path.exists())
+"""
+
+
+def test_on_a_cgroup_v2_only_tree_jobs_get_cgroups_and_leave_nothing_behind(tmp_path: Path) -> None:
+    # Given the hierarchy mounted at /sys/fs/cgroup alone, as on a pure cgroup v2 host (here in a mount
+    # namespace of its own, where the hybrid tree is unmounted)
+    unshare = shutil.which("unshare")
+    if unshare is None or os.geteuid() != 0 or JobCgroups.detect() is None:
+        unavailable("needs root, unshare and cgroup v2 to lay out a cgroup v2 only tree")
+    layout = 'umount -l /sys/fs/cgroup && mount -t cgroup2 none /sys/fs/cgroup && exec "$0" -c "$1" "$2"'
+    # When a job that leaves a background child starts there
+    done = subprocess.run(
+        [unshare, "-m", "sh", "-c", layout, sys.executable, PURE_V2_JOB, str(tmp_path)],
+        capture_output=True, text=True, timeout=60, check=False, cwd=Path(__file__).resolve().parents[2],
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    base, where, left = done.stdout.split("\n")[:3]
+
+    # Then the job cgroups were found under /sys/fs/cgroup, the job ran in its own, and once the job was
+    # over its child was killed and its cgroup removed
+    assert base.startswith("/sys/fs/cgroup/") and not base.startswith("/sys/fs/cgroup/unified")
+    assert where.startswith("0::/") and where.endswith("/nightshift/purev2:task1:a")
+    assert left == "False"
+    assert not is_alive(int((tmp_path / "child").read_text()))
