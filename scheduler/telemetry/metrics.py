@@ -1,5 +1,5 @@
 """Prometheus metrics from telemetry: GPU memory used and service state, worker liveness, host readings,
-and the energy, cost and GPU-hours tasks used (from `task_usage`). Read fresh at each scrape."""
+and the energy, cost, GPU-hours and CPU time tasks used (from `task_usage`). Read fresh at each scrape."""
 
 from __future__ import annotations
 
@@ -79,6 +79,11 @@ class TelemetryCollector(Collector):
         hours = CounterMetricFamily(
             "nightshift_task_gpu_hours", "GPU-hours of ended attempts", labels=["team"]
         )
+        cpu = CounterMetricFamily(
+            "nightshift_task_cpu_seconds",
+            "CPU time of ended attempts whose jobs ran in a cgroup",
+            labels=["team"],
+        )
         with self.cluster.factory() as session:
             rows = session.execute(
                 select(
@@ -87,13 +92,25 @@ class TelemetryCollector(Collector):
                     func.sum(TaskUsage.energy_kwh),
                     func.sum(TaskUsage.cost),
                     func.sum(TaskUsage.gpu_hours),
+                    func.sum(TaskUsage.cpu_seconds),
                 )
                 .join(Task, TaskUsage.task_id == Task.id)
                 .join(Team, Task.team_id == Team.id)
                 .group_by(Team.name, TaskUsage.currency)
             ).all()
-        for team, currency, kwh, money, gpu_h in rows:
-            energy.add_metric([team], float(kwh or 0.0))
+        # one sample per team (rows are per team and currency, when the tariff's currency changed)
+        by_team: dict[str, list[float]] = {}
+        cpu_by_team: dict[str, float] = {}
+        for team, currency, kwh, money, gpu_h, cpu_s in rows:
             cost.add_metric([team, currency], float(money or 0.0))
-            hours.add_metric([team], float(gpu_h or 0.0))
-        yield from (energy, cost, hours)
+            sums = by_team.setdefault(team, [0.0, 0.0])
+            sums[0] += float(kwh or 0.0)
+            sums[1] += float(gpu_h or 0.0)
+            if cpu_s is not None:  # none of its attempts had a cgroup: unknown, not 0
+                cpu_by_team[team] = cpu_by_team.get(team, 0.0) + float(cpu_s)
+        for team, (kwh_sum, gpu_h_sum) in by_team.items():
+            energy.add_metric([team], kwh_sum)
+            hours.add_metric([team], gpu_h_sum)
+        for team, cpu_sum in cpu_by_team.items():
+            cpu.add_metric([team], cpu_sum)
+        yield from (energy, cost, hours, cpu)

@@ -9,10 +9,13 @@ import re
 import time
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from api.main import create_app
+from scheduler.telemetry.accounting import AttemptUsage
+from scheduler.telemetry.store import TelemetryStore
 from tests.conftest import wait_until
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "nightshift.json"
@@ -73,3 +76,36 @@ def test_the_grafana_dashboard_is_valid_json_and_uses_only_served_metric_names(c
     served = set(_families(cluster))
     assert used and used <= served, sorted(used - served)
     assert {"nightshift_gpu_utilization_percent", "nightshift_worker_heartbeat_age_seconds"} <= used
+
+
+def test_task_usage_counters_have_one_sample_per_team_and_cpu_time_only_where_known(
+    cluster, make_identity, tmp_path
+):
+    alice, _ = make_identity("alice", "vision")
+    bob, _ = make_identity("bob", "nlp")
+    first, second, other = (
+        cluster.submit(who, {"command": "true", "workdir": str(tmp_path)})[0] for who in (alice, alice, bob)
+    )
+    store = TelemetryStore(cluster.factory)
+    # vision: two attempts priced in two currencies (the tariff changed), both in a cgroup
+    store.save_usage(AttemptUsage(first.id, 1, "box", 1, 0.0, 3600.0, 1.0, 0.3, "measured", 0.1, 0.09, "EUR",
+                                  None, None, None, 0, cpu_s=600.0))  # fmt: skip
+    store.save_usage(AttemptUsage(second.id, 1, "box", 2, 0.0, 3600.0, 2.0, 0.5, "measured", 0.2, 0.15, "USD",
+                                  None, None, None, 0, cpu_s=900.0))  # fmt: skip
+    # nlp: no cgroup, so no CPU time
+    store.save_usage(AttemptUsage(other.id, 1, "box", 1, 0.0, 1800.0, 0.5, 0.1, "estimated", 0.0, 0.03, "EUR",
+                                  None, None, None, 0))  # fmt: skip
+
+    families = _families(cluster)
+
+    assert _samples(families, "nightshift_task_gpu_hours") == {
+        (("team", "vision"),): 3.0,
+        (("team", "nlp"),): 0.5,
+    }
+    assert _samples(families, "nightshift_task_energy_kwh")[(("team", "vision"),)] == pytest.approx(0.8)
+    assert _samples(families, "nightshift_task_energy_cost") == {
+        (("currency", "EUR"), ("team", "vision")): pytest.approx(0.09),
+        (("currency", "USD"), ("team", "vision")): pytest.approx(0.15),
+        (("currency", "EUR"), ("team", "nlp")): pytest.approx(0.03),
+    }
+    assert _samples(families, "nightshift_task_cpu_seconds") == {(("team", "vision"),): 1500.0}
