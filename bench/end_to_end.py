@@ -26,7 +26,8 @@ import threading
 import time
 from pathlib import Path
 
-from _harness import REPO, Nightshift, emit, machine, temp_home, wait_for
+import psutil
+from _harness import REPO, Nightshift, emit, machine, machine_cpu_s, process_cpu_s, temp_home, wait_for
 
 PEERS = REPO.parent / "shared" / "peers"
 
@@ -93,14 +94,21 @@ def _nightshift(n: int, job_cgroups: str = "auto") -> dict[str, object]:
             base, base_ok = _done(db), _succeeded(db)
             time.sleep(1.0)
             enqueue_s = _submit_all(ns, n, str(home))
+            up = psutil.Process(ns.process.pid)  # type: ignore[union-attr]
+            up_cpu0, machine_cpu0 = process_cpu_s(up), machine_cpu_s()
             gate.touch()
             t0 = time.perf_counter()
             ok = wait_for(lambda: _done(db) >= base + n + 1, 600, 0.02)
             wall = time.perf_counter() - t0
+            up_cpu, machine_cpu = process_cpu_s(up) - up_cpu0, machine_cpu_s() - machine_cpu0
             result["drain"] = {
                 "finished": _done(db) - base - 1, "succeeded": _succeeded(db) - base_ok - 1,
                 "enqueue_behind_blocker_s": round(enqueue_s, 2),
                 "release_to_last_done_s": round(wall, 2), "tasks_per_s": round(n / wall, 1), "complete": ok,
+                # steadier than the rate on a shared VM: CPU per task of `nightshift up` (threads and
+                # spares, not the jobs) and of the whole machine (jobs, redis, kernel, this script)
+                "up_cpu_ms_per_task": round(up_cpu / n * 1e3, 2),
+                "machine_cpu_ms_per_task": round(machine_cpu / n * 1e3, 2),
             }  # fmt: skip
     return result
 

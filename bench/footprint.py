@@ -14,12 +14,7 @@ import argparse
 import time
 
 import psutil
-from _harness import Nightshift, emit, machine, temp_home
-
-
-def _cpu_s(proc: psutil.Process) -> float:
-    t = proc.cpu_times()
-    return t.user + t.system
+from _harness import Nightshift, emit, machine, process_cpu_s, temp_home
 
 
 def _watch(main: psutil.Process, seconds: float) -> dict[str, dict[str, float]]:
@@ -34,7 +29,7 @@ def _watch(main: psutil.Process, seconds: float) -> dict[str, dict[str, float]]:
     redis = redis_of()
     parts = {"nightshift": main} | ({"redis_server": redis} if redis else {})
     others = [c for c in main.children(recursive=True) if c not in parts.values()]
-    start = {name: _cpu_s(p) for name, p in parts.items()}
+    start = {name: process_cpu_s(p) for name, p in parts.items()}
     rss: dict[str, list[float]] = {name: [] for name in parts}
     t0 = time.monotonic()
     while time.monotonic() - t0 < seconds:
@@ -45,7 +40,7 @@ def _watch(main: psutil.Process, seconds: float) -> dict[str, dict[str, float]]:
     out = {}
     for name, proc in parts.items():
         out[name] = {
-            "cpu_pct_of_one_core": round((_cpu_s(proc) - start[name]) / wall * 100, 3),
+            "cpu_pct_of_one_core": round((process_cpu_s(proc) - start[name]) / wall * 100, 3),
             "rss_mb_mean": round(sum(rss[name]) / len(rss[name]), 1),
             "rss_mb_max": round(max(rss[name]), 1),
             "threads": proc.num_threads(),

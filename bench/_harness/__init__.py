@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -43,6 +44,18 @@ def machine() -> dict[str, Any]:
         "loadavg_1m": round(os.getloadavg()[0], 2),
         "python": platform.python_version(),
     }
+
+
+def process_cpu_s(proc: psutil.Process) -> float:
+    """User + system CPU seconds of a process (its own threads; children only once reaped)."""
+    times = proc.cpu_times()
+    return float(times.user + times.system)
+
+
+def machine_cpu_s() -> float:
+    """Busy CPU seconds of the whole machine, all cores, since boot."""
+    t = psutil.cpu_times()
+    return float(t.user + t.nice + t.system + getattr(t, "irq", 0.0) + getattr(t, "softirq", 0.0))
 
 
 def pct(values: Sequence[float], q: float) -> float:
