@@ -360,8 +360,10 @@ def _utilization(data: dict[str, Any], lang: str) -> str:
     shown = [
         _t(
             lang,
-            f"{unwrap(r['key'])}: {float(r.get('gpu_hours', 0)):.1f} h, {r.get('tasks', 0)} task(s)",
-            f"{unwrap(r['key'])}：{float(r.get('gpu_hours', 0)):.1f} GPU小时，{r.get('tasks', 0)} 个任务",
+            f"{unwrap(r['key'])}: {float(r.get('gpu_hours', 0)):.1f} h, {r.get('tasks', 0)} task(s)"
+            + ("" if r.get("cpu_hours") is None else f", {float(r['cpu_hours']):.1f} CPU-h"),
+            f"{unwrap(r['key'])}：{float(r.get('gpu_hours', 0)):.1f} GPU小时，{r.get('tasks', 0)} 个任务"
+            + ("" if r.get("cpu_hours") is None else f"，CPU {float(r['cpu_hours']):.1f} 小时"),
         )
         for r in rows[:6]
     ]

@@ -192,6 +192,27 @@ def test_a_usage_report_reads_whole_days_and_chinese_rows() -> None:
     assert reply_for("utilization_report", content, "zh", NOW) == (
         "过去 7 天共用 12.5 GPU小时，利用率 25%。\nvision：12.5 GPU小时，3 个任务"
     )
+    # CPU time where a team's jobs ran in cgroups (and nothing where it is not known)
+    with_cpu = json.dumps(
+        {
+            "report": {
+                "days": 1.0,
+                "total_gpu_hours": 4.0,
+                "utilization": 0.5,
+                "rows": [
+                    {"key": "vision", "gpu_hours": 3.0, "tasks": 2, "cpu_hours": 1.25},
+                    {"key": "nlp", "gpu_hours": 1.0, "tasks": 1, "cpu_hours": None},
+                ],
+            }
+        }
+    )
+    assert reply_for("utilization_report", with_cpu, "en", NOW).splitlines()[1:] == [
+        "vision: 3.0 h, 2 task(s), 1.2 CPU-h",
+        "nlp: 1.0 h, 1 task(s)",
+    ]
+    assert reply_for("utilization_report", with_cpu, "zh", NOW).splitlines()[1] == (
+        "vision：3.0 GPU小时，2 个任务，CPU 1.2 小时"
+    )
 
 
 def test_a_cards_energy_line_reads_in_the_language_of_the_conversation() -> None:
