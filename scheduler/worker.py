@@ -77,6 +77,7 @@ MIB = 1024 * 1024
 CLAIM_BATCH = 64  # assignments taken (and marked running in SQL) per round trip
 LAUNCH_THREADS = 2  # jobs of one burst launched side by side
 FULL_CHECK_S = 0.5  # between exit events, every job is polled this often all the same
+ORPHAN_SWEEP_S = 60.0  # how often a worker looks for job processes of its node that no job owns
 
 
 @dataclass
@@ -160,6 +161,7 @@ class Worker:
         *,
         base_env: Mapping[str, str] | None = None,
         labels: Mapping[str, str] | None = None,
+        orphan_sweep_s: float = ORPHAN_SWEEP_S,
     ) -> None:
         self.cluster = cluster
         self.settings = cluster.settings
@@ -179,6 +181,8 @@ class Worker:
         self._exit_watcher: ExitWatcher | None = None
         self._exited: set[int] = set()  # pids of job leaders seen to exit, not yet settled
         self._full_check_at = 0.0  # monotonic time of the last poll of every job
+        self.orphan_sweep_s = orphan_sweep_s
+        self._orphans_swept_at = time.monotonic()  # `reconcile` sweeps at start
         self._launcher: ThreadPoolExecutor | None = None
         self._watch_exits = ExitWatcher.supported()
         self.ownership = NodeOwnership(cluster.queue.client, cluster.queue.keys, node, self._ttl_s)
@@ -222,6 +226,7 @@ class Worker:
         self._check_cancels()
         self._fence_overdue_leases()
         self._check_jobs()
+        self._sweep_orphans_when_due()
         while not self._stop.is_set():
             claimed_at = time.monotonic()
             claims = self.cluster.queue.claim_many(self.node, now_ms(), self._ttl_ms, CLAIM_BATCH)
@@ -297,6 +302,16 @@ class Worker:
                 task.id, token, "lost_worker", message=f"worker {self.node} restarted"
             )
             log.warning("task %s was running here before this worker restarted: now %s", task.id, status)
+
+    def _sweep_orphans_when_due(self) -> None:
+        """Every `orphan_sweep_s`, `kill_orphans`: a job's leftover that no sweep at its end saw (without a
+        cgroup, one that left its group and was in the middle of an exec when its job's end looked for it)
+        is found by its run token then, not only when the worker restarts. Runs on the thread that starts
+        jobs, between starts, so every job it started is in `jobs` by then."""
+        now = time.monotonic()
+        if now - self._orphans_swept_at >= self.orphan_sweep_s:
+            self._orphans_swept_at = now
+            self.kill_orphans()
 
     def kill_orphans(self) -> list[str]:
         """Kill processes with a run token of this node, or in a job cgroup of this node, that no job of

@@ -140,6 +140,39 @@ def test_a_workers_look_for_orphans_leaves_its_own_jobs_and_spares_alone(
     assert set(own.owned()) == before and len(before) >= 2
 
 
+def test_a_running_worker_finds_a_leftover_of_its_node_by_its_token_without_a_restart(
+    cluster, start_worker, submit_to, tmp_path
+):
+    # Given a running worker that looks for orphans often, and a job of its own started meanwhile
+    worker = start_worker("node-a", orphan_sweep_s=0.05)
+    pid_file = tmp_path / "pid"
+    task = submit_to({"command": f"echo $$ > {pid_file}; exec sleep 300", "workdir": str(tmp_path)})
+    (pid,) = read_pids(pid_file, 1)
+    wait_until(lambda: task.id in worker.jobs)
+
+    # When a process of one of node-a's tasks that it no longer runs turns up (a job's child that no
+    # sweep at its job's end saw), and one of another node
+    orphan_token = make_run_token(token_node_of("node-a", cluster), 993, "deadbeef-7")
+    foreign_token = make_run_token(token_node_of("node-b", cluster), 992, "deadbeef-8")
+    spawned = [
+        subprocess.Popen(["sleep", "300"], env={**os.environ, TOKEN_VAR: token}, start_new_session=True)
+        for token in (orphan_token, foreign_token)
+    ]
+    looks: list[list[str]] = []
+    look = worker.kill_orphans
+    worker.kill_orphans = lambda: looks.append(look()) or looks[-1]  # type: ignore[method-assign]
+    try:
+        # Then the worker kills node-a's at its next look, leaves node-b's alone, and its own job runs on
+        assert spawned[0].wait(10) == -9
+        wait_until(lambda: len(looks) >= 3)  # three more looks for orphans
+        assert spawned[1].poll() is None
+        assert is_alive(pid) and settled(cluster, task.id) == ""
+    finally:
+        for process in spawned:
+            process.kill()
+            process.wait()
+
+
 def test_assignments_of_a_node_that_never_claims_them_go_back_to_the_queue(cluster, make_identity):
     who, _ = make_identity()
     task, _ = cluster.submit(who, {"command": "true"})
