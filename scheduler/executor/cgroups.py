@@ -53,10 +53,14 @@ def cgroup2_mount(mountinfo: str) -> tuple[Path, str] | None:
 
 
 def _read(path: Path) -> str:
-    """A small kernel file's text, in one read (cgroup files are read on every job start and end)."""
+    """A kernel file's text with plain system calls (cgroup files are read on every job start and end;
+    `cgroup.procs` of a job with thousands of processes takes more than one read)."""
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
-        return os.read(fd, 65536).decode()
+        chunks = [os.read(fd, 65536)]
+        while chunks[-1]:
+            chunks.append(os.read(fd, 65536))
+        return b"".join(chunks).decode()
     finally:
         os.close(fd)
 

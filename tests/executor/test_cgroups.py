@@ -315,3 +315,13 @@ def test_on_a_cgroup_v2_only_tree_jobs_get_cgroups_and_leave_nothing_behind(tmp_
     assert where.startswith("0::/") and where.endswith("/nightshift/purev2:task1:a")
     assert left == "False"
     assert not is_alive(int((tmp_path / "child").read_text()))
+
+
+def test_a_cgroup_file_longer_than_one_read_is_read_whole(tmp_path: Path) -> None:
+    # cgroup.procs of a job with ~10,000 processes is more than 64 KiB
+    procs = tmp_path / "cgroup.procs"
+    procs.write_text("".join(f"{pid}\n" for pid in range(1_000_000, 1_010_000)))
+    cgroup = JobCgroup(tmp_path)
+    (tmp_path / "cgroup.events").write_text("populated 1\nfrozen 0\n")
+
+    assert cgroup.pids() == list(range(1_000_000, 1_010_000))
