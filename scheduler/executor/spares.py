@@ -120,6 +120,11 @@ def setup_script(
     return ("\n".join(lines) + "\n").encode()
 
 
+def _next_spare(spares: Sequence[SpareShell]) -> SpareShell:
+    """The spare a job takes: the first one already in its cgroup, else the oldest (non-empty `spares`)."""
+    return next((spare for spare in spares if spare.joined.is_set()), spares[0])
+
+
 def env_key(env: Mapping[str, str]) -> int:
     """Which spares suit a job: those started with this environment."""
     return hash(frozenset(env.items()))
@@ -144,8 +149,7 @@ class SpareShells:
         cgroup, else the oldest), None when there is none."""
         with self._lock:
             spares = list(self._spares.get(env_key(env), ()))
-        spare = next((s for s in spares if s.joined.is_set()), spares[0] if spares else None)
-        return spare.popen.pid if spare is not None else None
+        return _next_spare(spares).popen.pid if spares else None
 
     def take(self, env: Mapping[str, str]) -> SpareShell | None:
         """A spare for a job with this base environment, in its cgroup (the first one there, else the
@@ -156,7 +160,7 @@ class SpareShells:
                 spares = self._spares.get(key)
                 if not spares:
                     return None
-                spare = next((s for s in spares if s.joined.is_set()), spares[0])
+                spare = _next_spare(spares)
                 spares.remove(spare)
             if spare.claim_join():  # not moved in yet: this thread does it now rather than wait its turn
                 spare.join(self.cgroups)

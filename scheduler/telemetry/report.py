@@ -90,11 +90,10 @@ def span_energy(
     config: PolicyConfig,
 ) -> tuple[float, float]:
     """(kWh, cost) of `gpus` of the span's GPUs over the span: measured and prorated when known."""
-    duration_s = span.end_s - span.start_s
     if measured is not None and measured.end_s > measured.start_s and span.gpus:
-        share = min(1.0, duration_s / (measured.end_s - measured.start_s)) * gpus / len(span.gpus)
+        share = _share_of_attempt(span, gpus, measured)
         return measured.energy_kwh * share, measured.cost * share
-    kwh = estimate_energy_kwh(gpus, power_w, duration_s)
+    kwh = estimate_energy_kwh(gpus, power_w, span.end_s - span.start_s)
     return kwh, estimate_cost(span.start_s, span.end_s, kwh, config.tariff)
 
 
@@ -103,9 +102,15 @@ def span_cpu_s(span: SpanLike, gpus: int, measured: Measured | None) -> float | 
     None where the attempt's CPU time is not known (its job ran without a cgroup)."""
     if measured is None or measured.cpu_s is None or not span.gpus:
         return None
+    return measured.cpu_s * _share_of_attempt(span, gpus, measured)
+
+
+def _share_of_attempt(span: SpanLike, gpus: int, measured: Measured) -> float:
+    """The part of a measured attempt's use that falls to `gpus` of the span's GPUs over the span (the
+    span's part of the attempt's time, all of it for an attempt of no length)."""
     whole_s = measured.end_s - measured.start_s
-    share = min(1.0, (span.end_s - span.start_s) / whole_s) if whole_s > 0 else 1.0
-    return measured.cpu_s * share * gpus / len(span.gpus)
+    in_span = min(1.0, (span.end_s - span.start_s) / whole_s) if whole_s > 0 else 1.0
+    return in_span * gpus / len(span.gpus)
 
 
 def offpeak_share_s(span: SpanLike, config: PolicyConfig) -> float:
