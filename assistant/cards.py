@@ -224,15 +224,21 @@ def summarize(
             est = client.estimate(
                 gpus=spec.get("gpus"),
                 gpu_memory_gb=spec.get("gpu_memory_gb"),
-                estimated_minutes=minutes,  # the scheduler too falls back on the time limit
+                estimated_minutes=spec.get("estimated_minutes"),
                 offpeak=bool(spec.get("offpeak")),
                 not_before=spec.get("not_before"),
+                time_limit_minutes=spec.get("time_limit_minutes"),
+                name=spec.get("name"),  # the scheduler learns run times by user, name and size
             )
             summary["wait_reason"] = est.get("reason")
             if est.get("start"):
                 estimated_start = max(start, datetime.fromisoformat(est["start"]).astimezone(now.tzinfo))
             elif est.get("reason"):  # it cannot start as things stand (a used-up budget, no such GPU)
                 estimated_start = None
+            if est.get("estimated_run_s") and est.get("estimate_source"):  # the run time it will assume
+                minutes = float(est["estimated_run_s"]) / 60
+                if not spec.get("estimated_minutes"):
+                    summary["run_estimate"] = {"minutes": minutes, "source": est["estimate_source"]}
             if est.get("energy_cost") is not None and minutes:  # priced from the expected start
                 currency = est.get("currency") or ""
                 summary["energy_cost"] = f"~{float(est['energy_cost']):.2f} {currency}".strip()

@@ -43,8 +43,11 @@ class AssistantClient(NightshiftClient):
         estimated_minutes: float | None = None,
         offpeak: bool = False,
         not_before: str | None = None,
+        time_limit_minutes: float | None = None,
+        name: str | None = None,
     ) -> dict[str, Any]:
-        """GET /estimate for a task, or for a hypothetical one of that size (and start window)."""
+        """GET /estimate for a task, or for a hypothetical one of that size (and start window); with a
+        `name`, its run time is learned from your past runs of that name and size."""
         if task_id is not None:
             return self._read("/estimate", task_id=task_id)
         return self._read(
@@ -54,6 +57,8 @@ class AssistantClient(NightshiftClient):
             estimated_minutes=estimated_minutes,
             offpeak="true" if offpeak else None,
             not_before=not_before,
+            time_limit_minutes=time_limit_minutes,
+            name=name,
         )
 
     def quota(self, team: str | None = None) -> dict[str, Any]:

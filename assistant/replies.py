@@ -102,19 +102,9 @@ def card_text(card: dict[str, Any], lang: str, now: datetime | None = None) -> s
     if summary.get("start_label"):
         label = start_label_words(summary["start_label"], lang)
         lines.append(f"• {_t(lang, 'may start', '最早开始')}: {label}")
-    if summary.get("estimated_start"):
-        text = when(summary["estimated_start"], now, lang)
-        if summary.get("estimated_end"):
-            text += _t(
-                lang,
-                f", finish ~{when(summary['estimated_end'], now, lang)}",
-                f"，预计 {when(summary['estimated_end'], now, lang)} 完成",
-            )
-        lines.append(f"• {_t(lang, 'estimate', '预计')}: {text}")
-    elif summary.get("wait_reason"):
-        reason = unwrap(summary["wait_reason"])
-        why = _t(lang, reason, reason_zh(reason))
-        lines.append(f"• {_t(lang, 'estimate', '预计')}: {_t(lang, 'none yet', '暂无')} — {why}")
+    estimate = _estimate_line(summary, lang, now)
+    if estimate:
+        lines.append(estimate)
     extras = _spec_extras(spec, lang, now)
     if extras:
         lines.append("• " + _t(lang, ", ", "，").join(extras))
@@ -128,6 +118,28 @@ def card_text(card: dict[str, Any], lang: str, now: datetime | None = None) -> s
         lines.append(f"• {_t(lang, 'quota', '配额')}: {quota_words(summary['quota'], lang)}")
     lines.append(_t(lang, "Nothing is submitted until you confirm.", "确认之前不会提交。"))
     return "\n".join(lines)
+
+
+def _estimate_line(summary: dict[str, Any], lang: str, now: datetime | None) -> str | None:
+    """A submit card's estimate line: expected start and finish (with the run time assumed when the person
+    gave none), or why there is no estimate yet."""
+    if summary.get("estimated_start"):
+        text = when(summary["estimated_start"], now, lang)
+        if summary.get("estimated_end"):
+            text += _t(
+                lang,
+                f", finish ~{when(summary['estimated_end'], now, lang)}",
+                f"，预计 {when(summary['estimated_end'], now, lang)} 完成",
+            )
+            if summary.get("run_estimate"):
+                assumed = run_estimate_words(summary["run_estimate"], lang)
+                text += _t(lang, f" ({assumed})", f"（{assumed}）")
+        return f"• {_t(lang, 'estimate', '预计')}: {text}"
+    if summary.get("wait_reason"):
+        reason = unwrap(summary["wait_reason"])
+        why = _t(lang, reason, reason_zh(reason))
+        return f"• {_t(lang, 'estimate', '预计')}: {_t(lang, 'none yet', '暂无')} — {why}"
+    return None
 
 
 def _spec_extras(spec: dict[str, Any], lang: str, now: datetime | None) -> list[str]:
@@ -153,13 +165,45 @@ def _spec_extras(spec: dict[str, Any], lang: str, now: datetime | None) -> list[
     return extras
 
 
+def run_estimate_words(run: dict[str, Any], lang: str) -> str:
+    """Where the run time a card assumes comes from, when the person gave none: `by the median of your 3
+    recent runs`, `by its time limit`, or that it is a guess (facts from `cards.summarize`)."""
+    span, source = minutes_words(float(run["minutes"]), lang), str(run["source"])
+    runs = re.match(r"median of (\d+) recent run", source)
+    if runs:
+        return _t(
+            lang,
+            f"{span}, the median of your {runs.group(1)} recent runs like it",
+            f"{span}，按你最近 {runs.group(1)} 次同类运行的中位数",
+        )
+    if source == "spec estimate":
+        return _t(lang, f"{span}, your estimate", f"{span}，按你给的估计")
+    if source == "time limit":
+        return _t(lang, f"{span}, its time limit", f"{span}，按时间限制")
+    if source == "default":
+        return _t(
+            lang,
+            f"a guess of {span}: say how long it runs for a better estimate",
+            f"按默认 {span}估计；告诉我大概要跑多久可以估得更准",
+        )
+    return _t(lang, f"{span}, {source}", f"{span}，{source}")
+
+
+def minutes_words(minutes: float, lang: str) -> str:
+    """A run time for people: `40 s` under two minutes, else whole minutes (`90 min`, `90 分钟`)."""
+    if minutes < 2:
+        return _t(lang, f"{minutes * 60:.0f} s", f"{minutes * 60:.0f} 秒")
+    return _t(lang, f"{minutes:.0f} min", f"{minutes:.0f} 分钟")
+
+
 def energy_words(energy: dict[str, Any], lang: str) -> str:
     """A submit card's energy line: `~1.2 kWh (2 × 300 W for 120 min)` (facts from `cards`)."""
-    kwh, gpus, power, minutes = energy["kwh"], energy["gpus"], energy["power_w"], energy["minutes"]
+    kwh, gpus, power = energy["kwh"], energy["gpus"], energy["power_w"]
+    span = minutes_words(float(energy["minutes"]), lang)
     return _t(
         lang,
-        f"~{kwh:.1f} kWh ({gpus} × {power:.0f} W for {minutes:g} min)",
-        f"约 {kwh:.1f} kWh（{gpus} × {power:.0f} W，{minutes:g} 分钟）",
+        f"~{kwh:.1f} kWh ({gpus} × {power:.0f} W for {span})",
+        f"约 {kwh:.1f} kWh（{gpus} × {power:.0f} W，{span}）",
     )
 
 

@@ -11,10 +11,11 @@ from datetime import datetime
 from typing import Any
 
 from scheduler.clock import from_epoch_s, now_s, to_epoch_s
-from scheduler.cluster_state import ClusterState, UsageCache, gather_state
+from scheduler.cluster_state import ClusterState, UsageCache, gather_state, with_learned_estimate
 from scheduler.errors import NotFoundError
 from scheduler.policy.aging import static_score, task_estimate_s
 from scheduler.policy.config import PolicyConfig, TeamUsage
+from scheduler.policy.estimate import estimate_duration_s
 from scheduler.policy.explain import explain
 from scheduler.policy.forecast import StartEstimate, estimate_starts
 from scheduler.policy.quotas import budget_status
@@ -152,9 +153,12 @@ def estimate_wait(
     priority: str = "normal",
     offpeak: bool = False,
     not_before_s: float | None = None,
+    name: str | None = None,
+    time_limit_minutes: float | None = None,
 ) -> dict[str, Any]:
     """When a task (existing, or one like this submitted now) should start, with a range and a reason; for
-    one like this, also its energy and cost."""
+    one like this, also its energy and cost, and the run time assumed with where it came from (`name`
+    lets it be learned from your finished tasks of that name and size, as the scheduler would)."""
     if task_id is not None:
         answer = explain_task(cluster, usage, who, task_id)
         start = answer.get("estimated_start")
@@ -179,10 +183,15 @@ def estimate_wait(
         priority=PriorityClass.parse(priority),
         gpu_memory_mib=int((gpu_memory_gb or 0) * MIB_PER_GB),
         estimated_s=estimated_minutes * 60 if estimated_minutes else None,
+        time_limit_s=time_limit_minutes * 60 if time_limit_minutes else None,
         offpeak=offpeak,
         not_before_s=not_before_s,
+        name=name or "",
     )
     config = cluster.policy_config
+    history = usage.get(state.now_s)[1]
+    source = estimate_duration_s(what_if, history, config).source
+    what_if = with_learned_estimate(what_if, history, config)
     state.queued = sorted([*state.queued, what_if], key=lambda t: static_score(t, config))
     estimate = _forecast(state, cluster, [WHAT_IF_TASK_ID])[WHAT_IF_TASK_ID]
     wait_s = None if math.isinf(estimate.start_s) else max(0.0, estimate.start_s - state.now_s)
@@ -193,11 +202,19 @@ def estimate_wait(
         "low": _iso(estimate.low_s),
         "high": _iso(estimate.high_s),
         "wait_s": wait_s,
-        "wait": human_duration(wait_s) if wait_s is not None else "unknown",
+        "wait": _wait_words(wait_s),
         "estimated_run_s": run_s,
+        "estimate_source": source,
         "reason": estimate.reason,
         "position": estimate.position,
     }
+
+
+def _wait_words(wait_s: float | None) -> str:
+    """`"none"` when it would start at once, else the wait rounded for people (`"~25 min"`)."""
+    if wait_s is None:
+        return "unknown"
+    return "none" if wait_s < 30 else human_duration(wait_s)
 
 
 def _energy_and_cost(

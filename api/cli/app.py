@@ -371,6 +371,8 @@ def estimate(
     gpus: Annotated[int, typer.Option(help="GPUs of the new task")] = 1,
     gpu_mem: Annotated[float | None, typer.Option("--gpu-mem", help="min free GB per GPU")] = None,
     minutes: Annotated[float | None, typer.Option("--estimate", help="expected minutes")] = None,
+    time_limit: Annotated[float | None, typer.Option("--time-limit", help="time limit in minutes")] = None,
+    name: Annotated[str | None, typer.Option(help="its name: run time learned from your past runs")] = None,
     tonight: Annotated[bool, typer.Option("--tonight", help="start only in the off-peak window")] = False,
     after: Annotated[str | None, typer.Option(help="not before: 23:00, tomorrow 9am, +2h, ISO")] = None,
     as_json: JsonOpt = False,
@@ -386,6 +388,7 @@ def estimate(
     params = {
         "task_id": task_id, "gpus": gpus, "gpu_memory_gb": gpu_mem, "estimated_minutes": minutes,
         "offpeak": "true" if tonight else None, "not_before": not_before,
+        "time_limit_minutes": time_limit, "name": name,
     }  # fmt: skip
     data = _with_client(lambda client: client.get("/estimate", **params))
     if as_json:

@@ -262,6 +262,8 @@ def estimate_line(data: dict[str, Any]) -> str:
         + (f"; range {window}" if window else "")
         + f"): {data.get('reason')}"
     )
+    if data.get("estimated_run_s") is not None and data.get("estimate_source"):  # a new task's run time
+        line += f"; assumed run {duration_words(float(data['estimated_run_s']))} ({data['estimate_source']})"
     if data.get("energy_cost") is not None:  # priced at the tariff's rates from that start
         cost = f"~{data['energy_cost']:.2f} {data.get('currency') or ''}".rstrip()
         line += f"; energy ~{data['energy_kwh']:.1f} kWh, {cost}"

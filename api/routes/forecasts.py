@@ -32,15 +32,22 @@ def estimate(
     priority: Literal["low", "normal", "high", "urgent"] = "normal",
     offpeak: Annotated[bool, Query(description="starts only in an off-peak window")] = False,
     not_before: Annotated[datetime | None, Query(description="starts no earlier (ISO 8601)")] = None,
+    time_limit_minutes: Annotated[float | None, Query(gt=0, le=60 * 24 * 60)] = None,
+    name: Annotated[
+        str | None, Query(max_length=120, description="its name: the run time is learned from your past runs")
+    ] = None,
 ) -> dict[str, Any]:
     """How long a task waits: an existing one by id, or one like this if submitted now; with its energy
-    and its cost at the tariff's rates from the expected start."""
+    and its cost at the tariff's rates from the expected start, and the run time assumed
+    (`estimated_run_s`) with where it came from (`estimate_source`: your estimate, the median of your
+    recent runs of that name and size, the time limit, or the default)."""
     if not_before is not None and not_before.tzinfo is None:
         not_before = not_before.replace(tzinfo=cluster.zone)
     return estimate_wait(
         cluster, usage, who, task_id=task_id, gpus=gpus, gpu_memory_gb=gpu_memory_gb,
         estimated_minutes=estimated_minutes, priority=priority, offpeak=offpeak,
         not_before_s=not_before.timestamp() if not_before is not None else None,
+        name=name, time_limit_minutes=time_limit_minutes,
     )  # fmt: skip
 
 

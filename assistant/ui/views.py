@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from assistant.reasons_zh import reason_zh
-from assistant.replies import energy_words, quota_words, start_label_words, unwrap
+from assistant.replies import energy_words, quota_words, run_estimate_words, start_label_words, unwrap
 
 MIB_PER_GB = 1024
 HOURS_PER_DAY = 24.0
@@ -178,14 +178,18 @@ def amount(value: float) -> str:
 
 
 def estimate_text(estimate: dict[str, Any], zone: tzinfo | None = None) -> str:
-    """A what-if estimate in one line: expected start, range and the reason."""
+    """A what-if estimate in one line: expected start, range, the reason and the run time assumed."""
     if not estimate.get("start"):
         return f"No estimate right now: {estimate.get('reason') or 'no GPU can take it'}"
     low, high = short_time(estimate.get("low"), zone), short_time(estimate.get("high"), zone)
     span = f" (range {low} – {high})" if low and high else ""
-    wait = f", a wait of about {estimate['wait']}" if estimate.get("wait") else ""
+    wait = f", a wait of about {estimate['wait']}" if estimate.get("wait") not in (None, "", "none") else ""
     reason = f" — {estimate['reason']}" if estimate.get("reason") else ""
-    return f"Expected start **{short_time(estimate['start'], zone)}**{span}{wait}{reason}"
+    run = ""
+    if estimate.get("estimated_run_s") and estimate.get("estimate_source"):
+        assumed = {"minutes": float(estimate["estimated_run_s"]) / 60, "source": estimate["estimate_source"]}
+        run = f"; run time {run_estimate_words(assumed, 'en')}"
+    return f"Expected start **{short_time(estimate['start'], zone)}**{span}{wait}{reason}{run}"
 
 
 def _row(label: str, value: Any) -> str:
@@ -280,7 +284,11 @@ def _submit_rows(
         none_yet = f"none yet: {reason}" if lang != "zh" else f"暂无：{reason_zh(reason)}"
         rows.append(_row(words("estimated start"), none_yet))
     if summary.get("estimated_end"):
-        rows.append(_row(words("estimated finish"), short_time(summary["estimated_end"], zone)))
+        finish = short_time(summary["estimated_end"], zone)
+        if summary.get("run_estimate"):  # the person gave no run time: say what was assumed
+            assumed = run_estimate_words(summary["run_estimate"], lang)
+            finish += f" ({assumed})" if lang != "zh" else f"（{assumed}）"
+        rows.append(_row(words("estimated finish"), finish))
     for key in ("time_limit_minutes", "retries", "conda_env", "docker_image", "depends_on", "deadline"):
         if spec.get(key) not in (None, [], 0, ""):
             rows.append(_row(words(key.replace("_", " ")), spec[key]))

@@ -162,3 +162,44 @@ def test_an_estimate_gives_the_energy_and_its_cost_from_the_expected_start(
     local = datetime.fromisoformat(tonight["start"]).astimezone(cluster.zone)
     assert local.hour >= 23 or local.hour < 7, local  # the default off-peak window, 23:00-07:00
     assert datetime.fromisoformat(later["start"]) == datetime(2030, 1, 7, 12, tzinfo=UTC)
+
+
+def test_an_estimate_for_a_new_task_says_what_run_time_it_assumes_and_learns_it_by_name(
+    client, alice, running_cluster, tmp_path
+):
+    quick = [
+        _submit(client, alice, command="sleep 0.2", name="quick", workdir=str(tmp_path)) for _ in range(3)
+    ]
+    wait_until(
+        lambda: all(
+            client.get(f"/api/v1/tasks/{task_id}", headers=alice).json()["status"] == "succeeded"
+            for task_id in quick
+        )
+    )
+
+    def estimate(**params):
+        response = client.get("/api/v1/estimate", params={"gpus": 1, **params}, headers=alice)
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    learned = estimate(name="quick")
+    unseen = estimate(name="never-ran")
+    limited = estimate(name="never-ran", time_limit_minutes=30)
+    given = estimate(name="quick", estimated_minutes=45)
+    other_size = estimate(name="quick", gpus=2)  # learned by user, name and size
+
+    assert learned["estimate_source"] == "median of 3 recent runs"
+    assert 0.2 <= learned["estimated_run_s"] < 30
+    assert (unseen["estimate_source"], unseen["estimated_run_s"]) == ("default", 3600.0)
+    assert (limited["estimate_source"], limited["estimated_run_s"]) == ("time limit", 1800.0)
+    assert (given["estimate_source"], given["estimated_run_s"]) == ("spec estimate", 2700.0)
+    assert other_size["estimate_source"] == "default"
+    assert learned["energy_kwh"] < unseen["energy_kwh"]  # priced for the run time it assumes
+    assert (learned["wait_s"], learned["wait"]) == (0.0, "none")  # four idle GPUs: it starts at once
+
+
+def test_an_estimate_refuses_a_name_a_task_could_not_have(client, alice):
+    response = client.get("/api/v1/estimate", params={"name": "x" * 121}, headers=alice)
+
+    assert response.status_code == 422
+    assert "name" in response.text

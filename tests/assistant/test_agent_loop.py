@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import pytest
 from langchain_core.messages import AIMessage
@@ -75,6 +75,20 @@ def test_a_card_prices_the_energy_from_when_the_task_would_start(make_assistant,
     cost = estimate_cost(start.timestamp(), start.timestamp() + 7200, kwh, cluster.policy_config.tariff)
     assert summary["energy_cost"] == f"~{cost:.2f} {cluster.policy_config.tariff.currency}"
     assert f"{summary['energy_cost']} at the tariff's rates" in tonight.reply
+
+
+def test_a_card_without_a_run_time_says_it_assumed_the_default_and_prices_that(make_assistant, cluster):
+    assistant = make_assistant()
+
+    turn = assistant.ask("run `python train.py` on 2 GPUs")
+
+    summary = turn.cards[0]["summary"]
+    default_minutes = cluster.policy_config.default_estimate_s / 60
+    assert summary["run_estimate"] == {"minutes": default_minutes, "source": "default"}
+    start, end = (datetime.fromisoformat(summary[key]) for key in ("estimated_start", "estimated_end"))
+    assert end - start == timedelta(minutes=default_minutes)
+    assert summary["energy"]["minutes"] == default_minutes and "energy_cost" in summary
+    assert f"a guess of {default_minutes:.0f} min: say how long it runs for a better estimate" in turn.reply
 
 
 def test_a_validation_error_goes_back_to_the_model_as_the_tool_result(make_assistant, cluster):

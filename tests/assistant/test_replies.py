@@ -284,3 +284,29 @@ def test_when_a_running_task_should_finish_reads_from_its_estimate() -> None:
     assert reply_for("explain_task", ahead, "zh", NOW).endswith("按预计或时间限制，大约 今天 14:30 完成。")
     assert reply_for("explain_task", overrun, "en", NOW).endswith("It has run past its estimate.")
     assert reply_for("estimate_wait", asked, "en", NOW) == reply_for("explain_task", ahead, "en", NOW)
+
+
+def test_a_card_says_what_run_time_it_assumed_when_the_person_gave_none() -> None:
+    def card(run: dict[str, object] | None) -> dict[str, object]:
+        summary = {
+            "estimated_start": "2026-12-01T10:00:00+00:00",
+            "estimated_end": "2026-12-01T11:00:00+00:00",
+        }
+        return {
+            "kind": "submit",
+            "spec": {"command": "python t.py", "gpus": 1},
+            "summary": summary | ({"run_estimate": run} if run else {}),
+        }
+
+    guess = card({"minutes": 60.0, "source": "default"})
+    learned = card({"minutes": 0.5, "source": "median of 3 recent runs"})
+    limit = card({"minutes": 90.0, "source": "time limit"})
+
+    assert "finish ~today 11:00 (a guess of 60 min: say how long it runs for a better estimate)" in card_text(
+        guess, "en", NOW
+    )
+    assert "（按默认 60 分钟估计；告诉我大概要跑多久可以估得更准）" in card_text(guess, "zh", NOW)
+    assert "(30 s, the median of your 3 recent runs like it)" in card_text(learned, "en", NOW)
+    assert "（30 秒，按你最近 3 次同类运行的中位数）" in card_text(learned, "zh", NOW)
+    assert "(90 min, its time limit)" in card_text(limit, "en", NOW)
+    assert "finish ~today 11:00\n" in card_text(card(None), "en", NOW)  # the person's own estimate: no note

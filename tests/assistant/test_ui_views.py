@@ -74,6 +74,17 @@ def test_the_card_speaks_the_language_of_the_conversation() -> None:
     )
 
 
+def test_the_cards_finish_says_what_run_time_was_assumed_when_the_person_gave_none() -> None:
+    card = submit_card()
+    card["summary"]["run_estimate"] = {"minutes": 120.0, "source": "median of 4 recent runs"}
+
+    assert "2026-03-03 01:00 (120 min, the median of your 4 recent runs like it)" in views.card_html(
+        card, ZONE
+    )
+    assert "（120 分钟，按你最近 4 次同类运行的中位数）" in views.card_html(card, ZONE, "zh")
+    assert "recent runs" not in views.card_html(submit_card(), ZONE)
+
+
 def test_the_card_escapes_what_the_person_or_the_model_wrote() -> None:
     html = views.card_html(submit_card(command="echo <script>alert(1)</script>"), ZONE)
     assert "<script>" not in html
@@ -221,6 +232,10 @@ def test_a_what_if_estimate_reads_as_one_line() -> None:
         "a wait of about 8 h — waits for the off-peak window"
     )
     assert views.estimate_text({"start": None, "reason": "no node has 8 GPUs"}).endswith("no node has 8 GPUs")
+    at_once = {"start": "2026-03-02T23:00:00+00:00", "wait": "none", "reason": "starts now"}
+    guessed = {**at_once, "estimated_run_s": 3600.0, "estimate_source": "spec estimate"}
+    assert views.estimate_text(at_once, ZONE) == "Expected start **2026-03-02 23:00** — starts now"
+    assert views.estimate_text(guessed, ZONE).endswith("starts now; run time 60 min, your estimate")
 
 
 # --- admin: energy, cost, off-peak share, quota use (report shaped as GET /reports/utilization) -------

@@ -27,3 +27,16 @@ def test_an_estimate_for_tonight_starts_off_peak_and_is_priced(
         tzinfo=None
     ) == datetime(2030, 1, 7, 12)
     assert bad.exit_code == 2 and "cannot read the time 'someday'" in bad.output
+
+
+def test_an_estimate_says_the_run_time_it_assumed_and_where_it_came_from(
+    cluster, a100_node, make_identity, monkeypatch, tmp_path
+):
+    _, token = make_identity("alice", "vision")
+    with cli_as(cluster, token, monkeypatch, tmp_path / "client-home") as nightshift:
+        limited = nightshift("estimate", "--gpus", "1", "--name", "train.py", "--time-limit", "30")
+        unseen = nightshift("estimate", "--gpus", "1", "--name", "train.py")
+
+    assert limited.exit_code == 0, limited.output
+    assert "(wait none)" in limited.output and "assumed run 30 min (time limit)" in limited.output
+    assert "assumed run 60 min (default)" in unseen.output
