@@ -163,7 +163,8 @@ def usage_rows(usage: Mapping[str, Any] | None) -> list[tuple[str, str]]:
     if usage.get("mean_utilization_pct") is not None:
         rows.append(("gpu busy", f"{usage['mean_utilization_pct']:.0f} % on average"))
     if usage.get("cpu_hours") is not None:
-        rows.append(("cpu time", duration_words(usage["cpu_hours"] * 3600)))
+        cpu_s = usage["cpu_hours"] * 3600
+        rows.append(("cpu time", f"{cpu_s:.2g} s" if cpu_s < 10 else duration_words(cpu_s)))  # not "0 s"
     return rows
 
 

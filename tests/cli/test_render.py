@@ -172,6 +172,8 @@ def test_an_estimate_for_a_new_task_says_what_its_energy_would_cost() -> None:
 
     assert estimate_line(priced).endswith("): waiting for off-peak at 23:00; energy ~1.2 kWh, ~0.10 EUR")
     assert "energy" not in estimate_line({**priced, "energy_cost": None})
+    assumed = {**data, "estimated_run_s": 5400.0, "estimate_source": "median of 4 recent runs"}
+    assert estimate_line(assumed).endswith("; assumed run 90 min (median of 4 recent runs)")
 
 
 def test_show_says_what_a_task_used_in_words() -> None:
@@ -193,4 +195,5 @@ def test_show_says_what_a_task_used_in_words() -> None:
     # a one-second task's figures do not read as nothing
     short = {**bare, "gpu_hours": 0.000379, "energy_kwh": 0.0000947, "cost": 0.0}
     assert usage_rows(short) == [("used", "0.00038 GPU-h, 0.000095 kWh (measured), 0.00 EUR")]
+    assert usage_rows({**short, "cpu_hours": 0.0000087})[-1] == ("cpu time", "0.031 s")
     assert usage_rows(None) == []
