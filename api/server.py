@@ -1,4 +1,5 @@
-"""Process wiring for `nightshift up | api | scheduler | worker`: Redis, the cluster, threads, uvicorn."""
+"""Process wiring for `nightshift up | api | scheduler | worker | assistant`: Redis, the cluster, threads,
+uvicorn."""
 
 from __future__ import annotations
 
@@ -83,16 +84,19 @@ def stop_on_hangup() -> None:
     signal.signal(signal.SIGHUP, lambda *_: os.kill(os.getpid(), signal.SIGTERM))
 
 
-def check_port_free(host: str, port: int) -> None:
-    """Raise `PortInUse` when `host:port` cannot be bound, before anything else starts."""
+def check_port_free(
+    host: str, port: int, command: str = "nightshift up", port_setting: str = "NIGHTSHIFT_PORT"
+) -> None:
+    """Raise `PortInUse` when `host:port` cannot be bound, before anything else starts (`command` and
+    `port_setting` name what to stop or change)."""
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds it
         try:
             probe.bind((host, port))
         except OSError as exc:
             raise PortInUse(
-                f"cannot listen on {host}:{port} ({exc.strerror}): is `nightshift up` already running? "
-                "Stop it, or choose another port with --port or NIGHTSHIFT_PORT",
+                f"cannot listen on {host}:{port} ({exc.strerror}): is `{command}` already running? "
+                f"Stop it, or choose another port with --port or {port_setting}",
                 host=host,
                 port=port,
             ) from exc
@@ -183,6 +187,25 @@ def serve(settings: Settings, *, api: bool, scheduler: bool, worker: bool, host:
             notifier.close()
             if monitor is not None:
                 monitor.close()
+
+
+def serve_assistant(settings: Settings, *, host: str, port: int) -> None:
+    """Serve the chat UI alone (`nightshift assistant`) until SIGINT/SIGTERM, calling the API at
+    `settings.api_url`; refuses to start when the port is taken, and warns when that API does not answer
+    yet (it may start later: each sign-in calls it afresh)."""
+    from assistant.ui.standalone import api_health, assistant_app
+
+    check_port_free(host, port, "nightshift assistant", "NIGHTSHIFT_ASSISTANT_PORT")
+    stop_on_hangup()
+    health = api_health(settings.api_url)
+    if health != "ok":
+        log.warning("the API is %s: people cannot sign in until it answers (set NIGHTSHIFT_API_URL)", health)
+    else:
+        log.info("the chat UI calls the API at %s", settings.api_url)
+    config = uvicorn.Config(
+        assistant_app(settings), host=host, port=port, log_level="info", timeout_graceful_shutdown=5
+    )
+    uvicorn.Server(config).run()
 
 
 _CHILD_SETTINGS = "NIGHTSHIFT_API_PROCESS_SETTINGS"

@@ -44,6 +44,9 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = 8000
     api_url: str = "http://127.0.0.1:8000"
+    assistant_port: int = Field(
+        default=7860, description="port of the chat UI served alone (`nightshift assistant`)"
+    )
     token: str | None = None
 
     llm_base_url: str | None = None

@@ -124,6 +124,22 @@ def worker_command() -> None:
     _serve(api=False, scheduler=False, worker=True, host=None, port=None)
 
 
+@app.command("assistant")
+def assistant_command(
+    host: HostOpt = None,
+    port: Annotated[int | None, typer.Option(help="port to bind (default 7860)")] = None,
+) -> None:
+    """Serve the chat UI alone, on its own port, calling the API at NIGHTSHIFT_API_URL."""
+    from api.server import serve_assistant
+
+    settings = get_settings()
+    _setup_logging()
+    try:
+        serve_assistant(settings, host=host or settings.host, port=port or settings.assistant_port)
+    except NightshiftError as exc:
+        _fail(exc.message)
+
+
 # --- tokens -------------------------------------------------------------------------------------------
 
 

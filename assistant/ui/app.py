@@ -30,9 +30,10 @@ CSS = """
 """
 
 
-def build_ui(settings: Settings) -> gr.Blocks:
-    """The whole UI for this server; every browser tab gets its own session state."""
-    handlers = Handlers(settings)
+def build_ui(settings: Settings, api_url: str | None = None) -> gr.Blocks:
+    """The whole UI for this server; every browser tab gets its own session state. `api_url`: the API's
+    address when the UI is served apart from it (else each request's own server)."""
+    handlers = Handlers(settings, api_url)
     with gr.Blocks(title="nightshift", analytics_enabled=False, fill_width=True) as demo:
         session = gr.State(None, time_to_live=SESSION_TTL_S, delete_callback=close_session)
         with gr.Row(equal_height=True):

@@ -30,12 +30,20 @@ ChatUpdate = tuple[list[dict[str, Any]], str, Any, str]
 
 
 class Handlers:
-    """Event handlers bound to this server's settings (time zone, model, token file)."""
+    """Event handlers bound to this server's settings (time zone, model, token file).
 
-    def __init__(self, settings: Settings) -> None:
+    `api_url`: where the API answers when the UI is served apart from it (`nightshift assistant`); None
+    when the UI is mounted in the API's own app, whose address each request came in on.
+    """
+
+    def __init__(self, settings: Settings, api_url: str | None = None) -> None:
         self.settings = settings
+        self.api_url = api_url
         self.zone = local_zone(settings.timezone)
         self.model_label = make_model(settings)[1]
+
+    def _api(self, request: gr.Request) -> str:
+        return self.api_url or api_base_url(request, self.settings)
 
     # --- identity -------------------------------------------------------------------------------------
 
@@ -66,7 +74,7 @@ class Handlers:
         if not token or not token.strip():
             return self.view(session, "Paste an API token (`nightshift token create --user U --team T`).")
         try:
-            new = open_session(self.settings, api_base_url(request, self.settings), token)
+            new = open_session(self.settings, self._api(request), token)
         except ClientError as exc:
             return self.view(session, f"Sign-in refused: {exc.message}")
         if session is not None:
@@ -81,9 +89,7 @@ class Handlers:
         if token is None:
             return self.view(None)
         try:
-            return self.view(
-                open_session(self.settings, api_base_url(request, self.settings), token, local=True)
-            )
+            return self.view(open_session(self.settings, self._api(request), token, local=True))
         except ClientError as exc:
             return self.view(None, f"The local admin token was refused: {exc.message}")
 

@@ -26,9 +26,10 @@ UI_PATH = "/ui"
 class LazyUi:
     """An ASGI app that builds the Gradio UI on its first request and then hands every request to it."""
 
-    def __init__(self, settings: Settings, path: str) -> None:
+    def __init__(self, settings: Settings, path: str, api_url: str | None = None) -> None:
         self.settings = settings
         self.path = path
+        self.api_url = api_url
         self._app: ASGIApp | None = None
         self._blocks: Any = None
         self._lock: asyncio.Lock | None = None
@@ -40,7 +41,7 @@ class LazyUi:
 
         from assistant.ui.app import CSS, build_ui
 
-        blocks: Any = await anyio.to_thread.run_sync(build_ui, self.settings)
+        blocks: Any = await anyio.to_thread.run_sync(build_ui, self.settings, self.api_url)
         holder = FastAPI()
         gr.mount_gradio_app(
             holder, blocks, path=self.path, ssr_mode=False, footer_links=["settings"], css=CSS
@@ -78,9 +79,10 @@ class LazyUi:
         self._app = None
 
 
-def mount_ui(app: FastAPI, settings: Settings, path: str = UI_PATH) -> LazyUi:
-    """Serve the chat UI at `path` of `app` (built on first use) and redirect `/` there."""
-    ui = LazyUi(settings, path)
+def mount_ui(app: FastAPI, settings: Settings, path: str = UI_PATH, api_url: str | None = None) -> LazyUi:
+    """Serve the chat UI at `path` of `app` (built on first use) and redirect `/` there. `api_url`: where
+    the API answers when `app` is not the API's own (`nightshift assistant`)."""
+    ui = LazyUi(settings, path, api_url)
     app.add_middleware(LocalOwnerMiddleware, path_prefix=path)
     app.mount(path, ui)
 

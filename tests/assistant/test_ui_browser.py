@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,6 +22,7 @@ import uvicorn
 
 from api.main import create_app
 from api.server import ensure_local_admin_token
+from assistant.ui.standalone import assistant_app
 from scheduler.dispatcher import Dispatcher
 from scheduler.gpus import SimulatedGpus
 from scheduler.service import Cluster
@@ -95,6 +97,23 @@ def page(browser: Any) -> Iterator[Any]:
     context.close()
 
 
+@contextmanager
+def served(app: Any) -> Iterator[str]:
+    """`app` on uvicorn on a free port of 127.0.0.1 in a thread; yields its URL, stops it on exit."""
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", ws="none", lifespan="on")
+    server = uvicorn.Server(config)
+    serving = threading.Thread(target=server.run, daemon=True)
+    serving.start()
+    wait_until(lambda: server.started or not serving.is_alive(), timeout_s=60)
+    assert server.started, "uvicorn did not start"
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        serving.join(timeout=30)
+
+
 @pytest.fixture
 def server_settings() -> dict[str, Any]:
     """Extra settings of the live server (a test parametrizes this name to change them)."""
@@ -123,18 +142,8 @@ def live_server(
     ]
     for loop in loops:
         loop.start()
-    config = uvicorn.Config(
-        create_app(cluster), host="127.0.0.1", port=0, log_level="warning", ws="none", lifespan="on"
-    )
-    server = uvicorn.Server(config)
-    serving = threading.Thread(target=server.run, daemon=True)
-    serving.start()
-    wait_until(lambda: server.started or not serving.is_alive(), timeout_s=60)
-    assert server.started, "uvicorn did not start"
-    port = server.servers[0].sockets[0].getsockname()[1]
-    yield LiveServer(f"http://127.0.0.1:{port}", cluster, (start, end))
-    server.should_exit = True
-    serving.join(timeout=30)
+    with served(create_app(cluster)) as url:
+        yield LiveServer(url, cluster, (start, end))
     stop.set()
     for loop in loops:
         loop.join(timeout=30)
@@ -359,3 +368,37 @@ def test_a_request_in_chinese_gets_a_chinese_card_and_a_chinese_confirmation(
     page.locator("#confirm-button").click()
     expect(page.locator("#chat")).to_contain_text("已提交任务 #")
     expect(card).to_be_hidden()
+
+
+def test_the_chat_served_alone_signs_in_and_submits_through_the_api_it_is_pointed_at(
+    live_server: LiveServer, page: Any, make_settings: Callable[..., Settings], tmp_path: Path
+) -> None:
+    from playwright.sync_api import expect
+
+    # Given `nightshift assistant` on a port of its own, pointed at the API (no Redis or database of its own)
+    settings = make_settings(home=tmp_path / "assistant-home", api_url=live_server.url)
+    token = live_server.token("mia", "vision")
+    with served(assistant_app(settings)) as url:
+        alone = LiveServer(url, live_server.cluster, live_server.window)
+        assert httpx.get(f"{url}/healthz").json() == {"status": "ok", "api": "ok"}
+
+        # When mia signs in there and confirms a card
+        sign_in(page, alone, token, "mia")
+        say(page, "run `python eval.py` on 1 GPU")
+        expect(page.locator("#confirm-card")).to_contain_text("python eval.py")
+        page.locator("#confirm-button").click()
+        expect(page.locator("#chat")).to_contain_text("Submitted task #")
+
+    # Then the API it points at holds her task
+    with live_server.api(token) as api:
+        tasks = api.get("/tasks").json()["tasks"]
+    assert [(t["command"], t["user"]) for t in tasks] == [("python eval.py", "mia")]
+
+
+def test_the_chat_served_alone_says_when_its_api_does_not_answer(
+    make_settings: Callable[..., Settings], tmp_path: Path
+) -> None:
+    settings = make_settings(home=tmp_path / "assistant-home", api_url="http://127.0.0.1:9")
+    with served(assistant_app(settings)) as url:
+        health = httpx.get(f"{url}/healthz").json()
+    assert health["status"] == "ok" and health["api"].startswith("unreachable at http://127.0.0.1:9")

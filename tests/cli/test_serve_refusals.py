@@ -49,3 +49,29 @@ def test_a_worker_for_a_node_another_live_worker_serves_refuses_before_touching_
     assert client.get(RedisKeys().node_owner("node-a")) == holder.encode()
     assert not client.exists(RedisKeys().node("node-a"))  # it published nothing
     client.close()
+
+
+def test_the_chat_served_alone_refuses_a_taken_port_and_names_its_own_setting(monkeypatch, tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from api.cli.app import app
+    from scheduler.settings import get_settings
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        monkeypatch.setenv("NIGHTSHIFT_HOME", str(tmp_path / "home"))
+        monkeypatch.setenv("NIGHTSHIFT_ASSISTANT_PORT", str(port))
+        get_settings.cache_clear()
+        hangup = signal.getsignal(signal.SIGHUP)
+        try:
+            result = CliRunner().invoke(app, ["assistant", "--host", "127.0.0.1"])
+        finally:
+            signal.signal(signal.SIGHUP, hangup)
+            get_settings.cache_clear()
+
+    assert result.exit_code == 1, result.output
+    assert f"cannot listen on 127.0.0.1:{port}" in result.output
+    assert "is `nightshift assistant` already running?" in result.output
+    assert "--port or NIGHTSHIFT_ASSISTANT_PORT" in result.output
