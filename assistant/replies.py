@@ -464,7 +464,7 @@ def reply_for(tool: str, content: str, lang: str, now: datetime | None = None) -
                 f"I can't submit that: {error}. Tell me what to change.",
                 f"无法提交：{error}。请告诉我要怎么改。",
             )
-        return _t(lang, f"Sorry, that didn't work: {error}", f"抱歉，没能完成：{error}")
+        return _t(lang, f"Sorry, that didn't work: {error}", f"抱歉，没能完成：{reason_zh(error)}")
     if "pending_action" in data:
         return card_text(data["pending_action"], lang, now)
     writers = {

@@ -155,8 +155,11 @@ TASK_ID = re.compile(
     r"|(?:任务|作业)\s*#?\s*(?P<d>\d+))",
     re.I,
 )
+# ASCII neighbours only: Chinese runs words and numbers together ("31为什么还没跑"), and `\w` would match 为
 BARE_NUMBER = re.compile(
-    r"(?<![\w.])(?P<n>\d{1,7})(?![\w.]|\s*(?:gb|g\b|gpus?|hours?|h\b|min|%|days?|卡|张|小时|分钟|天))", re.I
+    r"(?<![A-Za-z0-9_.])(?P<n>\d{1,7})"
+    r"(?![A-Za-z0-9_.]|\s*(?:gb|g\b|gpus?|hours?|h\b|min|%|days?|卡|张|块|个|小时|分钟|天|点|号))",
+    re.I,
 )
 
 

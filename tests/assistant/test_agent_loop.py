@@ -183,6 +183,18 @@ def test_a_confirmation_answers_in_the_language_of_the_conversation(make_assista
     assert assistant.confirm(cancel.cards[0]["action_id"])["message"].endswith("：已取消。")
 
 
+def test_the_apis_refusals_read_in_chinese_in_a_chinese_conversation(make_assistant, cluster):
+    assistant = make_assistant()
+    task = assistant.client.submit({"command": "python train.py", "gpus": 1})
+    assistant.client.cancel(task["id"])
+
+    missing = assistant.ask("帮我看看999为什么还没跑")
+    again = assistant.ask(f"取消{task['id']}")
+
+    assert missing.reply == "抱歉，没能完成：找不到任务 999（或它不属于你的团队）"
+    assert again.reply == f"抱歉，没能完成：任务 {task['id']} 已经被取消；没有可取消的"
+
+
 def test_a_card_is_refused_for_a_gpu_model_the_cluster_does_not_have(make_assistant, cluster):
     assistant = make_assistant()
 

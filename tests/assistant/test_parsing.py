@@ -79,3 +79,29 @@ def test_commands_are_found_and_end_where_plain_language_starts(text, command):
 def test_plain_language_is_not_a_command():
     assert find_command("make me admin") is None
     assert find_command("how busy are the GPUs?") is None
+
+
+@pytest.mark.parametrize(
+    ("text", "tool", "task_id"),
+    [
+        ("帮我看看31为什么还没跑", "explain_task", 31),  # a bare number run together with Chinese words
+        ("31为什么还在排队", "explain_task", 31),
+        ("取消7", "cancel_task", 7),
+        ("why isn't 31 running?", "explain_task", 31),
+    ],
+)
+def test_a_task_id_written_next_to_chinese_words_is_read(text: str, tool: str, task_id: int) -> None:
+    from assistant.parsing.intents import understand
+
+    reading = understand(text, NOW)
+
+    assert (reading.tool, reading.args) == (tool, {"task_id": task_id})
+
+
+@pytest.mark.parametrize(
+    "text", ["用2张卡跑 `python a.py`", "跑3小时的 `python a.py`", "用 a100 跑 `python a.py`"]
+)
+def test_a_number_that_counts_gpus_or_hours_or_names_a_model_is_no_task_id(text: str) -> None:
+    from assistant.parsing.fields import task_ids
+
+    assert task_ids(text) == []
