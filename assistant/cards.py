@@ -21,7 +21,7 @@ from scheduler.errors import SpecError
 from scheduler.nodes import NodeGpu, NodeState
 from scheduler.policy.windows import DailyWindow, parse_windows
 from scheduler.spec import TaskSpec, parse_spec
-from scheduler.submission import check_against_cluster, resolve
+from scheduler.submission import check_against_cluster, check_deadline_ahead, resolve
 from scheduler.sweeps import expand
 
 SWEEP_EXAMPLES = 3
@@ -186,6 +186,10 @@ def validated_spec(
             raise CardError(exc.message, exc.errors) from None
     tz = now.tzinfo
     assert tz is not None, "now must be timezone-aware"
+    try:
+        check_deadline_ahead(spec, tz, now)
+    except SpecError as exc:
+        raise CardError(exc.message, exc.errors) from None
     return dict(resolve(spec, tz, default_workdir).spec)
 
 

@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from scheduler.clock import from_epoch_s, now_s
 from scheduler.errors import ConflictError, NotFoundError, RateLimited, SpecError
 from scheduler.results import Comparison, Goal, ResultRow, compare
 from scheduler.service import Cluster
@@ -23,7 +24,7 @@ from scheduler.spec import TaskSpec
 from scheduler.store.identity import Identity
 from scheduler.store.sweeps import NewSweep, SweepStore
 from scheduler.store.tables import FINAL_STATUSES, Sweep, Task
-from scheduler.submission import check_against_cluster, default_name, resolve
+from scheduler.submission import check_against_cluster, check_deadline_ahead, default_name, resolve
 from scheduler.sweeps import MAX_SWEEP_TASKS, expand_all, in_batch
 
 
@@ -88,6 +89,7 @@ def submit_group(
     for number, spec in enumerate(specs, 1):
         try:
             check_against_cluster(spec, nodes, cluster.settings.max_task_gpus)
+            check_deadline_ahead(spec, cluster.zone, from_epoch_s(now_s()))
             cluster.check_dependencies(who, spec.depends_on)
         except SpecError as exc:
             raise in_batch(exc, number, len(specs)) from None

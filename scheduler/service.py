@@ -24,7 +24,7 @@ from scheduler.store.identity import Identity
 from scheduler.store.queue import RedisQueue
 from scheduler.store.tables import FINAL_STATUSES, Task
 from scheduler.store.tasks import Finish, NewTask, TaskStore
-from scheduler.submission import check_against_cluster, resolve
+from scheduler.submission import check_against_cluster, check_deadline_ahead, resolve
 
 _PENDING = Exception("not stored yet")  # a placeholder of `Cluster.submit_many`, always replaced
 
@@ -187,6 +187,7 @@ class Cluster:
                 [{"field": "sweep", "message": "use POST /api/v1/sweeps for a sweep"}],
             )
         self.check_fits(parsed)
+        check_deadline_ahead(parsed, self.zone, from_epoch_s(now_s()))
         self.check_dependencies(who, parsed.depends_on)
         return resolve(parsed, self.zone, self.default_workdir())
 

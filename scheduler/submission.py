@@ -154,6 +154,18 @@ def check_against_cluster(spec: TaskSpec, nodes: Sequence[NodeState], max_task_g
             )
 
 
+def check_deadline_ahead(spec: TaskSpec, zone: tzinfo, now: datetime) -> None:
+    """Refuse a `deadline` that has already passed (a naive one read in the cluster's zone): the task
+    could only miss it, and it would rank as if it were urgent."""
+    deadline = _localize(spec.deadline, zone)
+    if deadline is not None and deadline <= now:
+        when = deadline.astimezone(zone).strftime("%Y-%m-%d %H:%M %Z").strip()
+        raise SpecError(
+            f"deadline {when} is in the past; give a later time or leave it out",
+            [{"field": "deadline", "message": "deadline must be in the future"}],
+        )
+
+
 def resolve(spec: TaskSpec, zone: tzinfo, default_workdir: str) -> NewTask:
     """The row to insert: naive times read in the cluster's zone, name and workdir filled in."""
     data: dict[str, Any] = spec.model_dump(mode="json")

@@ -76,6 +76,12 @@ BAD_SPECS = [
         "deadline must be after not_before",
     ),
     case(
+        "deadline in the past",
+        {"command": "x", "deadline": "2020-01-01T00:00:00Z"},
+        "deadline 2020-01-01 00:00",
+        "is in the past; give a later time or leave it out",
+    ),
+    case(
         "both conda and docker",
         {"command": "x", "conda_env": "torch", "docker_image": "pytorch/pytorch"},
         "choose conda_env or docker_image, not both",

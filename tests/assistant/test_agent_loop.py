@@ -195,6 +195,24 @@ def test_the_apis_refusals_read_in_chinese_in_a_chinese_conversation(make_assist
     assert again.reply == f"抱歉，没能完成：任务 {task['id']} 已经被取消；没有可取消的"
 
 
+def test_a_deadline_that_has_passed_gets_no_card_but_a_message_saying_so(make_assistant, cluster):
+    model = ScriptedChatModel(
+        messages=iter(
+            [
+                tool_call("submit_task", {"command": "python train.py", "deadline": "2026-03-02T09:00:00"}),
+                AIMessage(content="That time has passed; when should it finish?"),
+            ]
+        )
+    )
+    assistant = make_assistant(model=model)
+
+    turn = assistant.ask("run train.py, finish by 9 this morning")
+
+    errors = [m.content for m in assistant.history if m.type == "tool" and '"ok": false' in m.content]
+    assert errors and "deadline 2026-03-02 09:00" in errors[0] and "is in the past" in errors[0]
+    assert turn.cards == [] and cluster.tasks.count_by_status() == {}
+
+
 def test_a_card_is_refused_for_a_gpu_model_the_cluster_does_not_have(make_assistant, cluster):
     assistant = make_assistant()
 
