@@ -71,6 +71,12 @@ TASK_STATE = re.compile(
 )
 # the logs of a task: not one of the tools; the reply says where to find them
 LOGS = re.compile(r"\blogs?\b|\boutput\b|\bstdout\b|\bstderr\b|日志|输出", _I)
+# a sweep's results side by side: not one of the tools either; the reply says where they are compared
+RESULTS = re.compile(
+    r"\bcompare\b|\bsweep\b.*\b(?:results?|best|metrics?)\b|\b(?:results?|best|metrics?)\b.*\bsweep\b"
+    r"|对比|比较|扫参.*(?:结果|最好|指标)|(?:结果|指标).*扫参|哪组.*最好|最好的一组",
+    _I,
+)
 ESTIMATE = re.compile(
     r"how\s+long\b.*\b(?:wait|until|till|before|queue|take\s+to\s+start)|\bwait(?:ing)?\s+time\b|\beta\b|how\s+soon"
     r"|when\s+(?:will|would|does|can|could|do|is)\b.*\b(?:start|run|begin|get\s+(?:a\s+)?gpus?|go|be\s+scheduled|launch)"
@@ -271,6 +277,8 @@ def understand(text: str, now: datetime) -> Reading:
         return reading
     if found:
         return _submit(found.command, rest, now)
+    if RESULTS.search(rest):
+        return Reading("help", reason="results")
     if SUBMIT_VERB.search(rest):
         return Reading("question", reason="need_command")
     if HELP.search(rest):

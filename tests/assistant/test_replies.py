@@ -310,3 +310,19 @@ def test_a_card_says_what_run_time_it_assumed_when_the_person_gave_none() -> Non
     assert "（30 秒，按你最近 3 次同类运行的中位数）" in card_text(learned, "zh", NOW)
     assert "(90 min, its time limit)" in card_text(limit, "en", NOW)
     assert "finish ~today 11:00\n" in card_text(card(None), "en", NOW)  # the person's own estimate: no note
+
+
+def test_a_request_to_compare_results_says_where_they_are_compared() -> None:
+    from assistant.parsing.intents import understand
+
+    for text in (
+        "compare sweep 1",
+        "which run of sweep 3 had the best loss?",
+        "对比一下扫参1的结果",
+        "扫参3哪组最好",
+    ):
+        reading = understand(text, NOW)
+        assert (reading.kind, reading.reason) == ("help", "results"), text
+    assert "`nightshift compare SWEEP_ID --sort METRIC`" in canned("help", "results", "en")
+    assert "`nightshift compare 扫参编号 --sort 指标`" in canned("help", "results", "zh")
+    assert understand("run `python compare.py` on 1 GPU", NOW).tool == "submit_task"
