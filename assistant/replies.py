@@ -536,14 +536,14 @@ POINTERS = {
         "I can't show logs in the chat: run `nightshift logs ID` (`-f` follows it as it runs), or open the "
         "task in the My tasks tab.",
         "聊天里看不了日志：运行 `nightshift logs 任务编号`（加 `-f` 可以边跑边看），"
-        "或在“我的任务”页打开这个任务。",
+        "或在 “My tasks” 页打开这个任务。",
     ),
     "results": (
         "I can't compare results in the chat: run `nightshift compare SWEEP_ID --sort METRIC` (or `compare "
         "TAG`) for parameters against metrics with the best row starred, or open the Results tab, which "
         "charts them.",
         "聊天里没法对比结果：运行 `nightshift compare 扫参编号 --sort 指标`（或 `compare 标签`）可以看到"
-        "参数和指标的对照表，最好的一行带星号；也可以打开“结果”页看图。",
+        "参数和指标的对照表，最好的一行带星号；也可以打开 “Results” 页看图。",
     ),
 }
 
