@@ -122,10 +122,26 @@ _STOP_WORDS = frozenset(
         "kill",
         "stop",
         "x",
+        "not",
+        "the",
+        "tmrw",
+        "tmr",
+        "tonite",
     ]
 )
 _CJK = re.compile(r"[\u3000-\u9fff\uff00-\uffef]")
 _TOKEN = re.compile(r"\S+")
+# "2 gpus", "40gb", "8卡", "30 min from now" after a command: the spec, not arguments
+_RESOURCE_HEAD = re.compile(r"\d+(?:\.\d+)?(?:gb|g|gib|h|hrs?|mins?|x)?", re.I)
+_RESOURCE_AT = re.compile(
+    r"\d+(?:\.\d+)?(?:gb|g|gib|h|hrs?|mins?)(?![\w.])|\d+(?:\.\d+)?\s*x?\s*(?:gpus?|cards?|gb|gib|hours?|hrs?|h|mins?|minutes?|[AHVL]\d{2,3}s?)(?![\w.])",
+    re.I,
+)
+
+
+def _resource_starts(text: str, token: re.Match[str]) -> bool:
+    """True when `token` begins a resource, size or duration ("2 gpus", "40gb", "30 min"): the spec begins."""
+    return bool(_RESOURCE_AT.match(text, token.start()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,11 +164,17 @@ def _scan_from(text: str, start: int) -> FoundCommand | None:
         word = token.group()
         cjk = _CJK.search(word)
         if cjk:
-            end = token.start() + cjk.start() if cjk.start() > 0 else end
+            head = word[: cjk.start()]
+            if head and not _RESOURCE_HEAD.fullmatch(head):
+                end = token.start() + cjk.start()
             break
         bare = word.lower().strip(".,;:!?")
         is_flag_value = previous.startswith("-") and "=" not in previous
-        if index > 0 and not is_flag_value and (bare in _STOP_WORDS or word in ("-", "—", "--")):
+        if (
+            index > 0
+            and not is_flag_value
+            and (bare in _STOP_WORDS or word in ("-", "—", "--") or _resource_starts(text, token))
+        ):
             break
         end = token.end()
         if word[-1] in ",;!?" or (word.endswith(".") and index > 0 and not is_flag_value):

@@ -50,7 +50,7 @@ PRIORITY = [
         "high",
         re.compile(
             r"\bhigh[\s-]*(?:priority|prio)\b|\bpriority\s*[:=]?\s*high\b|\bimportant\b|\bquickly\b|\bsoon\b"
-            r"|高优先级|优先级高|高优先|优先跑|尽快|重要",
+            r"|高优先级|优先级(?:设成|设为|调成|调到|改成|是|为)?\s*高|高优先|优先跑|尽快|重要",
             re.I,
         ),
     ),
@@ -73,12 +73,12 @@ TIME_LIMIT = [
         r"(?:\bat\s+most|\bno\s+(?:more|longer)\s+than|\bmax(?:imum)?(?:\s+(?:of|run\s*time))?|\btime[\s-]?limit"
         r"(?:\s+(?:of|is))?|\blimit(?:\s+it)?\s+to|\bcap(?:\s+it)?\s+at|\b(?:kill|stop)\s+(?:it\s+)?after"
         r"|\btime\s*out(?:\s+(?:of|after))?|\bwall[\s-]?time(?:\s+of)?|\bfor\s+at\s+most|\bnot\s+(?:more|longer)"
-        rf"\s+than)\s*[:=]?\s*(?P<d>{_DUR})|(?P<e>{_DUR})\s*(?:time[\s-]?limit|limit|timeout|wall[\s-]?time|cap)\b",
+        rf"\s+than|\b(?:runs?|takes?|goes)\s+(?:longer|more)\s+than|\blimit\s*[:=]?)\s*[:=]?\s*(?P<d>{_DUR})|(?P<e>{_DUR})\s*(?:time[\s-]?limit|limit|timeout|wall[\s-]?time|cap|max(?:imum)?)\b",
         re.I,
     ),
     re.compile(
         rf"(?:限时|最多(?:跑|运行)?|不超过|超时(?:时间)?(?:设为|为|设成)?|时间限制(?:为|是)?|最长(?:跑|运行)?|时限)\s*(?P<d>{_DUR})"
-        rf"|(?P<f>{_DUR})\s*(?:后|以后)?\s*(?:就)?(?:杀掉|停掉|超时|强制停止)"
+        rf"|(?P<f>{_DUR})\s*(?:后|以后)?\s*(?:就)?(?:自动)?(?:杀掉|停掉|停止|超时|强制停止)"
     ),
 ]
 ESTIMATE = [
@@ -88,12 +88,17 @@ ESTIMATE = [
         rf"\s*(?P<d>{_DUR})",
         re.I,
     ),
-    re.compile(rf"(?:预计|大概|大约|估计|需要|要跑|约|跑)\s*(?:大概|大约|约)?\s*(?P<d>{_DUR})\s*(?:左右)?"),
+    re.compile(
+        rf"(?:预计|大概|大约|估计|需要|要跑|约|跑)\s*(?:大概|大约|约)?\s*(?P<d>{_DUR})(?!\s*(?:以后|之后|后))\s*(?:左右)?"
+    ),
     re.compile(rf"(?:~|about|around|roughly)\s*(?P<d>{_DUR})", re.I),
 ]
 CONDA = [
     re.compile(r"\bconda\s+activate\s+(?P<v>[\w.+\-/]+)", re.I),
-    re.compile(r"\bconda\s*(?:env(?:ironment)?)?\s*[:=]?\s*(?!env|environment)(?P<v>[\w.+\-/]+)", re.I),
+    re.compile(
+        r"\bconda\s*(?:env(?:ironment)?|环境)?\s*(?:[:=：]|是|用|为)?\s*(?!env|environment)(?P<v>[A-Za-z0-9_.+\-/]+)",
+        re.I,
+    ),
     re.compile(
         r"\b(?:in|using|with|inside|from)\s+(?:the\s+|my\s+)?(?P<v>[\w.+\-/]+)\s+(?:conda\s+)?env(?:ironment)?\b",
         re.I,

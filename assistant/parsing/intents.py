@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from assistant.parsing.commands import find_command, remove_span
-from assistant.parsing.fields import TASK_ID, read_fields, task_ids
+from assistant.parsing.fields import read_fields, task_ids
 from assistant.parsing.numbers import NUMBER, to_int
 from assistant.parsing.times import read_times
 
@@ -35,7 +35,7 @@ PRIVILEGE = re.compile(
     _I,
 )
 CANCEL_VERB = re.compile(
-    r"\b(?:cancel|kill|stop|abort|terminate|delete|remove|drop|halt)\b|取消|停止|停掉|杀掉|杀死|终止|干掉|删掉|删除|停了|撤销|kill掉",
+    r"(?<![A-Za-z])(?:cancel|kill|stop|abort|terminate|delete|remove|drop|halt)(?![A-Za-z])|取消|停止|停掉|杀掉|杀死|终止|干掉|删掉|删除|停了|撤销|kill掉",
     _I,
 )
 BULK_OTHERS = re.compile(
@@ -52,17 +52,18 @@ OFF_TOPIC = re.compile(
     _I,
 )
 HELP = re.compile(
-    r"^\s*(?:hi|hello|hey|help|thanks|thank\s+you|what\s+can\s+you\s+do|who\s+are\s+you)\b|你好|帮助|您好|谢谢|你能做什么|你是谁",
+    r"^\s*(?:hi|hello|hey|help|thanks|thank\s+you|what\s+can\s+you\s+do|who\s+are\s+you)\b|你好|帮助|您好|谢谢|你能(?:做|干)(?:什么|啥)|你是谁|^\s*怎么用",
     _I,
 )
 EXPLAIN = re.compile(
     r"\bwhy\b|\bexplain\b|what'?s\s+(?:holding|blocking)|what\s+is\s+(?:holding|blocking)|\bstuck\b|still\s+(?:pending|waiting|queued)"
-    r"|为什么|为啥|怎么还没|咋还没|卡住|卡着|原因|还在排队",
+    r"|what'?s\s+(?:going\s+on|wrong)|(?:been|is)\s+(?:pending|queued|waiting)\s+for"
+    r"|为什么|为啥|怎么还没|咋还没|卡住|卡着|原因|还在排队|怎么(?:会)?(?:挂|失败|崩|报错)|怎么回事|咋回事",
     _I,
 )
 # how one named task is doing ("status of task 5", "did #5 finish?", "任务 5 怎么样了"): explain_task
 TASK_STATE = re.compile(
-    r"\bstatus\b|\bstate\b|how\s+(?:is|'s|are)\b|how\s+did\b|what\s+happened|\bdid\b.*\b(?:finish|succeed|fail|work|run)"
+    r"(?<![A-Za-z])status(?![A-Za-z])|\bstate\b|how\s+(?:is|'s|are)\b|how\s+did\b|what\s+happened|\bdid\b.*\b(?:finish|succeed|fail|work|run)"
     r"|\bis\b.*\b(?:done|finished|running|over|complete|ok)\b|\bprogress\b"
     r"|when\s+will\b.*\b(?:finish|end|be\s+done|complete)"
     r"|怎么样|咋样|如何了|状态|情况|进展|跑完了吗|完成了吗|好了吗|结束了吗|成功了吗|失败了吗|跑得怎么样|还要多久"
@@ -80,7 +81,7 @@ RESULTS = re.compile(
 ESTIMATE = re.compile(
     r"how\s+long\b.*\b(?:wait|until|till|before|queue|take\s+to\s+start)|\bwait(?:ing)?\s+time\b|\beta\b|how\s+soon"
     r"|when\s+(?:will|would|does|can|could|do|is)\b.*\b(?:start|run|begin|get\s+(?:a\s+)?gpus?|go|be\s+scheduled|launch)"
-    r"|\bestimate\b|how\s+long\s+(?:will|would|do)\s+(?:i|we)|expected\s+start"
+    r"|\bestimate\b|how\s+long\s+(?:will|would|do)\s+(?:i|we)|expected\s+(?:start|wait)"
     r"|要?等多久|等多长时间|多久(?:能|才能|可以|会)?(?:开始|轮到|跑(?!完)|运行|排到)|什么时候(?:能|会|可以|才能|才会)?(?:开始|轮到|跑(?!完)|运行|排到)"
     r"|预计.*开始|等待时间|排多久|多久能排到|估计.*等",
     _I,
@@ -93,7 +94,7 @@ POSITION = re.compile(
 )
 LIST = re.compile(
     r"\b(?:my|our|list|show|see)\b.*\b(?:jobs|tasks|runs)\b|what(?:'s|\s+is|\s+are)\s+(?:running|queued)|what\s+(?:failed|crashed"
-    r"|is\s+queued|finished|succeeded)|which\s+(?:jobs|tasks|ones)\s+(?:failed|are|have|did|crashed|succeeded|finished)"
+    r"|is\s+queued|finished|succeeded)|(?:which|what)\s+(?:jobs|tasks|ones)\s+(?:do\s+i\s+have|failed|are|have|did|crashed|succeeded|finished)"
     r"|\b(?:failed|running|queued|pending|finished|completed|succeeded|cancell?ed)\s+(?:jobs|tasks|runs)\b|\bmy\s+jobs\b"
     r"|did\s+(?:anything|any\s+of\s+my\s+(?:jobs|tasks))\s+fail|我的任务|我的作业|任务列表|列出|哪些任务|失败的|在跑的|正在跑|"
     r"正在运行|排队中|排队的|已完成|跑完的|挂了|什么失败|哪些.*(?:失败|挂)|看看.*任务",
@@ -101,18 +102,18 @@ LIST = re.compile(
 )
 QUOTA = re.compile(
     r"\bquota\b|\bbudget\b|gpu[\s-]*hours?\b.*\b(?:left|remaining)\b|how\s+(?:much|many)\s+.*\bleft\b|\ballowance\b|hours\s+left"
-    r"|配额|额度|预算|还剩多少|剩余.*(?:机时|卡时)|(?:机时|卡时).*(?:剩|还有)",
+    r"|配额|额度|预算|还剩多少|还有多少.*(?:机时|卡时)|剩余.*(?:机时|卡时)|(?:机时|卡时).*(?:剩|还有)",
     _I,
 )
 UTILIZATION = re.compile(
     r"utili[sz]ation|\busage\b|gpu[\s-]*hours|\breport\b|\bsummary\b|\bstatistics\b|\bstats\b|who\s+used"
-    r"|how\s+much\s+(?:gpu\s+)?(?:time|compute)|idle\s+share|利用率|使用率|用量|报告|统计|机时|卡时|谁用得?最多|使用情况",
+    r"|how\s+much\s+(?:gpu\s+)?(?:time|compute)|idle\s+share|利用率|使用率|用量|报告|统计|机时|卡时|谁用.{0,4}最多|使用情况",
     _I,
 )
 CLUSTER = re.compile(
-    r"how\s+busy|\bgpus?\b.*\b(?:status|free|available|idle|busy|load|usage|memory|utili[sz]ation)|\b(?:free|idle|"
-    r"available)\s+gpus?|cluster\s+status|status\s+of\s+the\s+(?:cluster|gpus|nodes)|which\s+gpus|nvidia-smi"
-    r"|anything\s+free|\bnodes?\b.*\b(?:up|status|alive)|空闲|空卡|显卡状态|gpu状态|集群状态|卡.*(?:空|忙|占用|闲)"
+    r"how\s+busy|\bgpus?\b.*\b(?:status|free|available|idle|busy|load|usage|memory|utili[sz]ation)|(?<![A-Za-z])(?:free|idle|"
+    r"available)(?:\s+|的)?(?:gpus?|cards?|[AHVL]\d{2,3}s?)\b|\bcluster\b.*\b(?:busy|load|full|free)\b|\b[AHVL]\d{2,3}s?\b.*\b(?:free|idle|available)\b|cluster\s+status|status\s+of\s+the\s+(?:cluster|gpus|nodes)|which\s+gpus|nvidia-smi"
+    r"|anything\s+free|\bnodes?\b.*\b(?:up|status|alive)|空闲|空卡|显卡状态|gpu状态|集群状态|集群.*(?:怎么样|情况)|[AHVL]\d{2,3}.*空|卡.*(?:空|忙|占用|闲)"
     r"|显存.*(?:占用|剩|情况)|哪些卡|有没有卡|忙不忙|忙吗|繁忙|几张卡.*(?:空|闲|可用)|gpu.*(?:情况|使用)",
     _I,
 )
@@ -141,7 +142,7 @@ BY = [
     (
         "user",
         re.compile(
-            r"by\s+(?:user|person|people)|per\s+(?:user|person)|each\s+user|\bwho\b|按用户|每个用户|每个人|按人|谁",
+            r"by\s+(?:user|person|people)|per[\s-]+(?:user|person)|each\s+user|\bwho\b|按用户|每个用户|每个人|按人|谁",
             _I,
         ),
     ),
@@ -160,7 +161,33 @@ TEAM = [
     re.compile(rf"{_SLUG}\s*(?:组|团队|小组)"),
     re.compile(rf"\b{_SLUG}\s+team\b", _I),
 ]
-_NOT_TEAMS = {"our", "my", "the", "whole", "this", "your", "a", "each", "per", "by", "every", "other"}
+_NOT_TEAMS = {
+    "our",
+    "my",
+    "the",
+    "whole",
+    "this",
+    "your",
+    "a",
+    "each",
+    "per",
+    "by",
+    "every",
+    "other",
+    "have",
+    "has",
+    "had",
+    "is",
+    "still",
+    "quota",
+    "budget",
+    "left",
+    "usage",
+    "status",
+    "got",
+    "hours",
+    "gpu",
+}
 
 
 @dataclass
@@ -263,7 +290,7 @@ def understand(text: str, now: datetime) -> Reading:
             if task_id is not None
             else Reading("question", reason="need_task_id")
         )
-    if TASK_STATE.search(rest) and not found and TASK_ID.search(rest) and not ESTIMATE.search(rest):
+    if TASK_STATE.search(rest) and not found and task_ids(rest) and not ESTIMATE.search(rest):
         return _tool("explain_task", task_id=_first_id(rest))
     if CANCEL_VERB.search(rest) and not found:
         task_ids_found = task_ids(rest)
@@ -295,7 +322,7 @@ def _question(rest: str) -> Reading | None:
     if QUOTA.search(rest) and not re.search(r"显存|\bmemory\b|\bvram\b", rest, _I):
         return _tool("quota_status", team=_team(rest))
     if CLUSTER.search(rest) and not re.search(
-        r"\b(?:week|month|days|report)\b|本周|报告|过去|最近", rest, _I
+        r"\b(?:weeks?|months?|days?|report)\b|本周|报告|过去|最近", rest, _I
     ):
         return _tool("cluster_status")
     if UTILIZATION.search(rest):

@@ -29,7 +29,7 @@ CLOCK = re.compile(
     r"(?:(?P<h1>\d{1,2})[:：](?P<m1>\d{2})(?!\d)\s*(?P<ap1>[ap]\.?m\b\.?)?"
     r"|(?P<h2>\d{1,2})\s*(?P<ap2>[ap]\.?m\b\.?)"
     rf"|(?P<h3>{_ZH_HOUR})\s*[点點时](?!间|长|限)(?P<zm>半|一刻|三刻|\s*\d{{1,2}}\s*分?|[零一二三四五六七八九十]{{1,3}}\s*分)?"
-    r"|(?P<word>midnight|noon)"
+    r"|\b(?P<word>midnight|noon)\b"
     r"|(?(prep)(?P<h4>\d{1,2})\b"
     r"(?!\s*(?:gpus?|gb|g\b|gib|cards?|hours?|hrs?|h\b|min|minutes?|%|x\b|days?|times|retries|tasks?|jobs?|[.:]\d))|(?!x)x))"
     rf"(?:\s*(?P<post>(?:{_DAY})(?:\s+(?:morning|afternoon|evening|night))?|以后|之后|后|之前|以前|前|开始|起))?",

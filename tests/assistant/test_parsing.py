@@ -105,3 +105,53 @@ def test_a_number_that_counts_gpus_or_hours_or_names_a_model_is_no_task_id(text:
     from assistant.parsing.fields import task_ids
 
     assert task_ids(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "args"),
+    [
+        ("run python train.py 2 gpus", {"gpus": 2}),
+        ("run python train.py 40gb", {"gpu_memory_gb": 40}),
+        ("跑 python train.py 8卡", {"gpus": 8}),
+        ("跑 python train.py 40G显存", {"gpu_memory_gb": 40}),
+        ("run python train.py not before 8pm", {"not_before": "2026-03-02T20:00:00+08:00"}),
+        ("run python train.py tomorrow afternoon", {"not_before": "2026-03-03T14:00:00+08:00"}),
+        ("跑 python train.py 两小时后", {"not_before": "2026-03-02T17:00:00+08:00"}),
+        ("跑 python train.py，6小时后自动停掉", {"time_limit_minutes": 360}),
+        ("跑 python train.py，conda 环境 torch2", {"conda_env": "torch2"}),
+    ],
+)
+def test_the_spec_words_after_a_command_are_read_as_the_spec_not_as_its_arguments(
+    text: str, args: dict[str, object]
+) -> None:
+    from assistant.parsing.intents import understand
+
+    reading = understand(text, NOW)
+
+    assert reading.tool == "submit_task" and reading.args["command"] == "python train.py", reading.args
+    for key, value in args.items():
+        got = reading.args.get(key)
+        if key == "not_before":
+            assert got is not None and datetime.fromisoformat(str(got)) == datetime.fromisoformat(str(value))
+        else:
+            assert got == value, (key, reading.args)
+    assert set(reading.args) - {"command"} == set(args), reading.args
+
+
+@pytest.mark.parametrize(
+    ("text", "tool", "args"),
+    [
+        ("how much quota does my team have left?", "quota_status", {"team": None}),
+        ("vision team quota", "quota_status", {"team": "vision"}),
+        ("把88号cancel掉", "cancel_task", {"task_id": 88}),
+        ("is 88 done?", "explain_task", {"task_id": 88}),
+        ("88号怎么失败了", "explain_task", {"task_id": 88}),
+    ],
+)
+def test_questions_name_the_right_tool_and_arguments(text: str, tool: str, args: dict[str, object]) -> None:
+    from assistant.parsing.intents import understand
+
+    reading = understand(text, NOW)
+
+    assert reading.tool == tool, (reading.kind, reading.tool, reading.args, reading.reason)
+    assert {key: reading.args.get(key) for key in args} == args
