@@ -92,6 +92,7 @@ ESTIMATE = [
         rf"(?:预计|大概|大约|估计|需要|要跑|约|跑)\s*(?:大概|大约|约)?\s*(?P<d>{_DUR})(?!\s*(?:以后|之后|后))\s*(?:左右)?"
     ),
     re.compile(rf"(?:~|about|around|roughly)\s*(?P<d>{_DUR})", re.I),
+    re.compile(rf"(?P<d>{_DUR})\s*(?:estimated|expected|est\.?)(?![a-z])", re.I),  # "4h estimated"
 ]
 CONDA = [
     re.compile(r"\bconda\s+activate\s+(?P<v>[\w.+\-/]+)", re.I),
@@ -128,8 +129,10 @@ DEPENDS = [
     re.compile(r"\bafter\s+(?:task|job)\s*#?\s*(?P<n>\d+)\b|\bafter\s+#(?P<h>\d+)\b", re.I),
     re.compile(r"\bdepend(?:s|ing)?\s+on\s+(?:task|job)?\s*#?\s*(?P<n>\d+)", re.I),
     re.compile(
-        r"(?:等|在)?\s*(?:任务|作业)?\s*#?(?P<n>\d+)\s*号?\s*(?:任务|作业)?\s*(?:完成|跑完|结束|成功|做完)(?:了|以)?(?:之?后|再)"
+        r"(?:等|在)?\s*(?:任务|作业)?\s*#?(?P<n>\d+)\s*号?\s*(?:任务|作业)?\s*(?:完成|跑完|结束|成功|做完)了?(?:[之以]?后|再)"
         r"|(?:在|等)\s*(?:任务|作业)\s*#?(?P<m>\d+)\s*(?:号)?\s*(?:之后|以后|后)"
+        # after 等 ("wait for") the finishing word is enough: "等#42跑完跑 …"
+        r"|等\s*(?:任务|作业)?\s*#?(?P<w>\d+)\s*号?\s*(?:任务|作业)?\s*(?:完成|跑完|结束|成功|做完)"
     ),
     re.compile(r"依赖(?:于)?\s*(?:任务|作业)?\s*#?(?P<n>\d+)\s*号?\s*(?:任务|作业)?"),
 ]
@@ -144,10 +147,11 @@ GPU_MODEL = [
     ),
     re.compile(rf"(?:用|在|要|上)\s*(?P<z>{_MODEL})\s*(?:卡|显卡|上|的卡|机器)?", re.I),
 ]
-# A count of a model: "2 A100s", "two H100 GPUs", "两张 A100", "4 张 4090".
+# A count of a model: "2 A100s", "two H100 GPUs", "两张 A100", "4 张 4090", or after it: "A100s x2".
 COUNTED_MODEL = re.compile(
     rf"(?<![A-Za-z0-9_.])(?P<n>{NUMBER})\s*(?:x\s*(?P<v>{_MODEL})|[张块]\s*(?P<w>{_MODEL}|\d{{4}})|(?P<u>{_MODEL}))"
-    r"s?(?:\s*(?:gpus?|cards?|卡|显卡))?(?![A-Za-z0-9_.])",
+    r"s?(?:\s*(?:gpus?|cards?|卡|显卡))?(?![A-Za-z0-9_.])"
+    rf"|(?<![A-Za-z0-9_.])(?P<t>{_MODEL})s?(?:\s*(?:gpus?|cards?))?\s*[x×*]\s*(?P<k>\d+)(?![A-Za-z0-9_.])",
     re.I,
 )
 NAME = re.compile(
@@ -208,7 +212,7 @@ def read_fields(text: str) -> tuple[Fields, str]:
         if not match:
             continue
         if key == "depends_on":
-            found.values[key] = [int(_group(match, "n", "h", "m") or 0)]
+            found.values[key] = [int(_group(match, "n", "h", "m", "w") or 0)]
         elif key == "time_limit_minutes":
             minutes = duration_minutes(_group(match, "d", "e", "f") or "")
             if minutes:
@@ -250,9 +254,9 @@ def _read_labels(text: str, found: Fields) -> str:
 
 def _read_resources(text: str, found: Fields) -> str:
     counted = COUNTED_MODEL.search(text)
-    if counted and to_int(counted.group("n")):
-        found.values["gpus"] = to_int(counted.group("n"))
-        found.values["gpu_model"] = re.sub(r"\s+", " ", _group(counted, "v", "w", "u") or "").upper()
+    if counted and to_int(_group(counted, "n", "k") or ""):
+        found.values["gpus"] = to_int(_group(counted, "n", "k") or "")
+        found.values["gpu_model"] = re.sub(r"\s+", " ", _group(counted, "v", "w", "u", "t") or "").upper()
         text = _blank(text, counted, found)
     model = _first(GPU_MODEL, text)  # first: "on an A100" names a model, not one GPU
     if model:

@@ -58,12 +58,14 @@ HELP = re.compile(
 EXPLAIN = re.compile(
     r"\bwhy\b|\bexplain\b|what'?s\s+(?:holding|blocking)|what\s+is\s+(?:holding|blocking)|\bstuck\b|still\s+(?:pending|waiting|queued)"
     r"|what'?s\s+(?:going\s+on|wrong)|(?:been|is)\s+(?:pending|queued|waiting)\s+for"
+    r"|\btaking\b.*\bso\s+long\b|怎么这么(?:久|慢)"  # "what's taking job 12 so long"
     r"|为什么|为啥|怎么还没|咋还没|卡住|卡着|原因|还在排队|怎么(?:会)?(?:挂|失败|崩|报错)|怎么回事|咋回事",
     _I,
 )
 # how one named task is doing ("status of task 5", "did #5 finish?", "任务 5 怎么样了"): explain_task
 TASK_STATE = re.compile(
-    r"(?<![A-Za-z])status(?![A-Za-z])|\bstate\b|how\s+(?:is|'s|are)\b|how\s+did\b|what\s+happened|\bdid\b.*\b(?:finish|succeed|fail|work|run)"
+    r"(?<![A-Za-z])status(?![A-Za-z])|\bstate\b|how(?:\s+is|'s|\s+are)\b|how\s+did\b|what\s+happened"
+    r"|\bdid\b.*\b(?:finish|succeed|fail|work|run)"
     r"|\bis\b.*\b(?:done|finished|running|over|complete|ok)\b|\bprogress\b"
     r"|when\s+will\b.*\b(?:finish|end|be\s+done|complete)"
     r"|怎么样|咋样|如何了|状态|情况|进展|跑完了吗|完成了吗|好了吗|结束了吗|成功了吗|失败了吗|跑得怎么样|还要多久"
@@ -97,7 +99,10 @@ LIST = re.compile(
     r"|is\s+queued|finished|succeeded)|(?:which|what)\s+(?:jobs|tasks|ones)\s+(?:do\s+i\s+have|failed|are|have|did|crashed|succeeded|finished)"
     r"|\b(?:failed|running|queued|pending|finished|completed|succeeded|cancell?ed)\s+(?:jobs|tasks|runs)\b|\bmy\s+jobs\b"
     r"|did\s+(?:anything|any\s+of\s+my\s+(?:jobs|tasks))\s+fail|我的任务|我的作业|任务列表|列出|哪些任务|失败的|在跑的|正在跑|"
-    r"正在运行|排队中|排队的|已完成|跑完的|挂了|什么失败|哪些.*(?:失败|挂)|看看.*任务",
+    r"正在运行|排队中|排队的|已完成|跑完的|挂了|什么失败|哪些.*(?:失败|挂)|看看.*任务"
+    # "what's in my queue", "everything I have queued"; tasks named by when they were sent: "我昨天提交的任务"
+    r"|\bin\s+(?:my|our)\s+queue\b|\b(?:i|we)\s+(?:have|got)\s+(?:queued|running|pending)\b"
+    r"|我们?(?:昨天|今天|前天|刚才|刚刚|刚|之前|上午|下午|早上|晚上)?(?:提交|跑)的(?:任务|作业)",
     _I,
 )
 QUOTA = re.compile(
@@ -107,12 +112,16 @@ QUOTA = re.compile(
 )
 UTILIZATION = re.compile(
     r"utili[sz]ation|\busage\b|gpu[\s-]*hours|\breport\b|\bsummary\b|\bstatistics\b|\bstats\b|who\s+used"
-    r"|how\s+much\s+(?:gpu\s+)?(?:time|compute)|idle\s+share|利用率|使用率|用量|报告|统计|机时|卡时|谁用.{0,4}最多|使用情况",
+    r"|how\s+much\s+(?:gpu\s+)?(?:time|compute)|idle\s+share|利用率|使用率|用量|报告|统计|机时|卡时|谁用.{0,4}最多|使用情况"
+    r"|how\s+much\s+gpu\b.*\b(?:use[ds]?|burn(?:ed|t)?|consumed?)\b",  # "how much gpu did we burn"
     _I,
 )
 CLUSTER = re.compile(
     r"how\s+busy|\bgpus?\b.*\b(?:status|free|available|idle|busy|load|usage|memory|utili[sz]ation)|(?<![A-Za-z])(?:free|idle|"
-    r"available)(?:\s+|的)?(?:gpus?|cards?|[AHVL]\d{2,3}s?)\b|\bcluster\b.*\b(?:busy|load|full|free)\b|\b[AHVL]\d{2,3}s?\b.*\b(?:free|idle|available)\b|cluster\s+status|status\s+of\s+the\s+(?:cluster|gpus|nodes)|which\s+gpus|nvidia-smi"
+    r"available)(?:\s+|的)?(?:gpus?|cards?|卡|[AHVL]\d{2,3}s?)(?![A-Za-z0-9])"  # also "free的gpu吗"
+    r"|\bcluster\b.*\b(?:busy|load|full|free)\b|\b[AHVL]\d{2,3}s?\b.*\b(?:free|idle|available)\b"
+    r"|cluster\s+status|status\s+of\s+the\s+(?:cluster|gpus|nodes)|which\s+gpus|nvidia-smi"
+    r"|\b(?:any(?:one|body)|some(?:one|body))\s+using\b|(?:卡|gpu)(?:多|够用?)(?:吗|么|不)"  # "现在卡多吗"
     r"|anything\s+free|\bnodes?\b.*\b(?:up|status|alive)|空闲|空卡|显卡状态|gpu状态|集群状态|集群.*(?:怎么样|情况)|[AHVL]\d{2,3}.*空|卡.*(?:空|忙|占用|闲)"
     r"|显存.*(?:占用|剩|情况)|哪些卡|有没有卡|忙不忙|忙吗|繁忙|几张卡.*(?:空|闲|可用)|gpu.*(?:情况|使用)",
     _I,
@@ -125,7 +134,7 @@ SUBMIT_VERB = re.compile(
 STATUS_WORDS: list[tuple[str, re.Pattern[str]]] = [
     ("failed", re.compile(r"fail|crash|error|broke|失败|挂了|出错|报错|崩", _I)),
     ("running", re.compile(r"running|in\s+progress|在跑|运行中|正在运行|正在跑", _I)),
-    ("queued", re.compile(r"queued|waiting|pending|in\s+the\s+queue|排队|等待", _I)),
+    ("queued", re.compile(r"queued|waiting|pending|in\s+(?:the|my|our)\s+queue|排队|等待", _I)),
     ("succeeded", re.compile(r"succeed|finished|completed|\bdone\b|成功|完成|跑完", _I)),
     ("cancelled", re.compile(r"cancell?ed|取消了|被取消|已取消", _I)),
 ]
@@ -135,9 +144,13 @@ DAYS: list[tuple[int, re.Pattern[str]]] = [
     (14, re.compile(r"two\s+weeks|2\s+weeks|fortnight|两周|两个星期", _I)),
     (7, re.compile(r"\bweek\b|7\s*days|本周|这周|上周|一周|这个星期|七天|7天", _I)),
 ]
+# "past 10 days", "last 3 weeks", "过去两个月": a count of days, weeks (7 days) or months (30 days)
 N_DAYS = re.compile(
-    rf"(?:last|past|previous)\s+(?P<n>{NUMBER})\s+days|(?:过去|最近|近)\s*(?P<z>{NUMBER})\s*天", _I
+    rf"(?:last|past|previous)\s+(?P<n>{NUMBER})\s+(?P<unit>days?|weeks?|months?)"
+    rf"|(?:过去|最近|近)\s*(?P<z>{NUMBER})\s*个?(?P<zunit>天|周|星期|礼拜|月)",
+    _I,
 )
+UNIT_DAYS = {"week": 7, "周": 7, "星期": 7, "礼拜": 7, "month": 30, "月": 30}
 BY = [
     (
         "user",
@@ -238,7 +251,8 @@ def _utilization(text: str) -> Reading:
     days = 7
     explicit = N_DAYS.search(text)
     if explicit:
-        days = to_int(explicit.group("n") or explicit.group("z") or "7") or 7
+        unit = (explicit.group("unit") or explicit.group("zunit")).lower().rstrip("s")
+        days = (to_int(explicit.group("n") or explicit.group("z") or "7") or 7) * UNIT_DAYS.get(unit, 1)
     else:
         for value, pattern in DAYS:
             if pattern.search(text):

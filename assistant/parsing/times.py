@@ -31,7 +31,12 @@ CLOCK = re.compile(
     rf"|(?P<h3>{_ZH_HOUR})\s*[点點时](?!间|长|限)(?P<zm>半|一刻|三刻|\s*\d{{1,2}}\s*分?|[零一二三四五六七八九十]{{1,3}}\s*分)?"
     r"|\b(?P<word>midnight|noon)\b"
     r"|(?(prep)(?P<h4>\d{1,2})\b"
-    r"(?!\s*(?:gpus?|gb|g\b|gib|cards?|hours?|hrs?|h\b|min|minutes?|%|x\b|days?|times|retries|tasks?|jobs?|[.:]\d))|(?!x)x))"
+    r"(?!\s*(?:gpus?|gb|g\b|gib|cards?|hours?|hrs?|h\b|min|minutes?|%|x\b|days?|times|retries|tasks?|jobs?"
+    r"|[.:]\d))"
+    # with no preposition, a bare hour only when the part of day follows: "for 8 in the evening"
+    r"|(?P<h5>\d{1,2})(?=\s+in\s+the\s+(?:morning|afternoon|evening|night)\b)))"
+    # the part of day after the hour: "at 3 in the afternoon (tomorrow)"
+    r"(?:\s+in\s+the\s+(?P<part_c>morning|afternoon|evening|night))?"
     rf"(?:\s*(?P<post>(?:{_DAY})(?:\s+(?:morning|afternoon|evening|night))?|以后|之后|后|之前|以前|前|开始|起))?",
     re.I,
 )
@@ -42,6 +47,9 @@ RELATIVE = re.compile(
     rf"|(?P<d>(?:{NUMBER})\s*(?:个半|个)?\s*(?:小时|钟头|分钟)|半\s*个?\s*小时)\s*(?:以后|之后|后)",
     re.I,
 )
+# chat spellings, read as the words they stand for
+CHAT_SPELLINGS = {"tonite": "tonight", "tmr": "tomorrow", "tmrw": "tomorrow", "tmrow": "tomorrow"}
+_CHAT_SPELLING = re.compile(r"\b(?:" + "|".join(CHAT_SPELLINGS) + r")\b", re.I)
 ALWAYS_OFFPEAK = re.compile(
     r"off[\s-]?peak|cheap(?:er)?\s+(?:power|electricity|energy|hours|rates?|tariff)|when\s+(?:power|electricity|"
     r"energy)\s+is\s+cheap(?:er)?|low[\s-]tariff|谷时|谷电|低谷|谷段|峰谷|电价低|电费便宜|电便宜|便宜的时候",
@@ -139,7 +147,7 @@ def _hour(match: re.Match[str], parts: set[str], day: int | None) -> tuple[int, 
     """(hour 0-23, fixed) — fixed is False when am/pm is unknown (then the next occurrence is used)."""
     if match.group("word"):
         return (0 if match.group("word").lower() == "midnight" else 12), True
-    raw = match.group("h1") or match.group("h2") or match.group("h3") or match.group("h4") or "0"
+    raw = next((match.group(h) for h in ("h1", "h2", "h3", "h4", "h5") if match.group(h)), "0")
     hour = to_int(raw) or 0
     ampm = (match.group("ap1") or match.group("ap2") or "").lower().replace(".", "")
     if ampm:
@@ -148,6 +156,8 @@ def _hour(match: re.Match[str], parts: set[str], day: int | None) -> tuple[int, 
         return hour, True
     if hour == 12 and parts & {"tonight", "今晚", "晚上", "night", "夜里", "半夜", "明晚"}:
         return 0, True
+    if hour < 5 and parts & {"tonight", "今晚"}:
+        return hour, True  # "tonight at 2": 2am, moved to the next day below
     if parts & _PM_PARTS and hour < 12:
         return hour + 12, True
     if parts & {"中午"}:
@@ -162,7 +172,7 @@ def _hour(match: re.Match[str], parts: set[str], day: int | None) -> tuple[int, 
 
 
 def _resolve_clock(match: re.Match[str], now: datetime) -> datetime:
-    words = [match.group(name) for name in ("day", "part", "day_b", "part_b", "post")]
+    words = [match.group(name) for name in ("day", "part", "day_b", "part_b", "part_c", "post")]
     parts = {w.lower().split()[-1] if w.isascii() else w for w in words if w}
     day = _day_offset(match.group("day"), match.group("day_b"), match.group("post"))
     hour, fixed = _hour(match, parts, day)
@@ -199,7 +209,11 @@ def _relative(match: re.Match[str], now: datetime) -> datetime | None:
 
 
 def read_times(text: str, now: datetime) -> When:
-    """Times in `text` (command already removed) against `now`; the spans used are reported."""
+    """Times in `text` (command already removed) against `now`; the spans used are reported.
+
+    Chat spellings ("tmr", "tonite") are spelled out first, so spans index that spelled-out text.
+    """
+    text = _CHAT_SPELLING.sub(lambda m: CHAT_SPELLINGS[m.group().lower()], text)
     when = When()
     for match in RELATIVE.finditer(text):
         moment = _relative(match, now)

@@ -155,3 +155,37 @@ def test_questions_name_the_right_tool_and_arguments(text: str, tool: str, args:
 
     assert reading.tool == tool, (reading.kind, reading.tool, reading.args, reading.reason)
     assert {key: reading.args.get(key) for key in args} == args
+
+
+@pytest.mark.parametrize(
+    ("text", "tool", "args"),
+    [
+        (
+            "run python train.py at 3 in the afternoon tomorrow",
+            "submit_task",
+            {"not_before": "2026-03-03T15:00"},
+        ),
+        ("run python train.py tonight at 2", "submit_task", {"not_before": "2026-03-03T02:00"}),
+        ("等#42跑完跑 python eval.py", "submit_task", {"depends_on": [42]}),
+        ("run python train.py, 4h estimated, 6h limit", "submit_task", {"estimated_minutes": 240}),
+        ("run python train.py with 80GB A100s x2", "submit_task", {"gpus": 2, "gpu_model": "A100"}),
+        ("gpu usage over the past 3 weeks", "utilization_report", {"days": 21}),
+        ("how's 88 doing?", "explain_task", {"task_id": 88}),
+        ("有free的gpu吗", "cluster_status", {}),
+        ("我昨天提交的任务失败了吗", "list_tasks", {"status": "failed"}),
+    ],
+)
+def test_the_second_probe_reads_right(text: str, tool: str, args: dict[str, object]) -> None:
+    from assistant.parsing.intents import understand
+
+    reading = understand(text, NOW)
+
+    assert reading.tool == tool, (reading.kind, reading.args, reading.reason)
+    for key, value in args.items():
+        got = reading.args.get(key)
+        if key == "not_before":
+            assert got is not None and datetime.fromisoformat(str(got)).replace(tzinfo=None) == (
+                datetime.fromisoformat(str(value))
+            ), got
+        else:
+            assert got == value, (key, reading.args)
