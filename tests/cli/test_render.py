@@ -165,6 +165,15 @@ def test_a_running_tasks_explanation_shows_its_expected_end() -> None:
     assert "expected end" not in _text(explain_panel({**running, "estimated_end": None}))
 
 
+def test_an_explanation_of_a_failed_or_running_task_says_where_its_output_is() -> None:
+    failed = {"task_id": 7, "status": "failed", "reason": "exit code 2"}
+    running = {"task_id": 6, "status": "running", "reason": "running on n0 GPUs 1 since 12:00"}
+
+    assert "nightshift logs 7" in _text(explain_panel(failed))
+    assert "nightshift logs 6 -f" in _text(explain_panel(running))
+    assert "nightshift logs" not in _text(explain_panel({"task_id": 5, "status": "queued", "reason": "x"}))
+
+
 def test_an_estimate_for_a_new_task_says_what_its_energy_would_cost() -> None:
     at = "2026-12-01T23:00:00+00:00"
     data = {"start": at, "low": at, "high": at, "wait_s": 3600, "reason": "waiting for off-peak at 23:00"}
