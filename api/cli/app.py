@@ -199,7 +199,15 @@ def build_submit_spec(
         raise NightshiftError(f"spec file {args[0]} not found (no such file in {os.getcwd()})")
     if looks_like_spec_file and Path(args[0]).is_file():
         spec = load_spec_file(Path(args[0]))
-        args = args[1:]
+        path, args = args[0], args[1:]
+        if args and args[0] == "--":  # `FILE -- COMMAND`: the command replaces the file's
+            args = args[1:]
+        elif args and args[0].startswith("-"):  # parsing stops at the file: these would become the command
+            options = " ".join(args)
+            raise NightshiftError(
+                f"options go before the spec file: nightshift submit {options} {path} "
+                "(after the file, only `-- COMMAND` may follow, to replace its command)"
+            )
     if args:
         spec["command"] = command_from_words(args)
     if "command" not in spec:

@@ -149,3 +149,18 @@ def test_submit_with_a_bad_yaml_file_exits_2_with_the_message_and_sends_nothing(
     assert result.exit_code == 2
     assert "is not valid YAML" in " ".join(result.output.split())
     assert "cannot reach" not in result.output
+
+
+def test_options_after_the_spec_file_are_refused_not_run_as_the_command(tmp_path, monkeypatch):
+    path = tmp_path / "full.yaml"
+    path.write_text("command: python train.py\nretries: 1\n")
+    monkeypatch.setenv("NIGHTSHIFT_API_URL", "http://127.0.0.1:9")  # nothing may be sent
+
+    result = CliRunner().invoke(app, ["submit", str(path), "--gpus", "2", "--priority", "low"])
+    replaced = CliRunner().invoke(app, ["submit", str(path), "--", "python", "eval.py"])
+
+    output = " ".join(result.output.split())
+    assert result.exit_code == 2, result.output
+    assert f"options go before the spec file: nightshift submit --gpus 2 --priority low {path}" in output
+    assert "cannot reach" not in result.output
+    assert "cannot reach" in replaced.output  # `FILE -- COMMAND` is a valid submission (sent, then refused)

@@ -38,6 +38,24 @@ def test_a_variable_is_expanded_by_the_jobs_shell_and_one_word_is_a_shell_comman
 
 
 @pytest.mark.parametrize(
+    ("words", "printed"),
+    [
+        (["awk", "{print $2}", "-"], "b\n"),  # awk's field, not the shell's second argument
+        (["echo", "costs $5 or $ 6"], "costs $5 or $ 6\n"),
+        (["sh", "-c", "for i in 1 2; do printf $i; done"], "12"),  # the inner shell's variable
+        (["printf", "%s", "${OUT}-$OUT-$Out-$out"], "/out-/out-$Out-$out"),
+    ],
+)
+def test_only_a_variable_in_capitals_is_left_to_the_jobs_shell(words: list[str], printed: str) -> None:
+    command = command_from_words(words)
+    ran = subprocess.run(
+        ["sh", "-c", command], input="a b c\n", capture_output=True, text=True, env={"OUT": "/out"}
+    )
+
+    assert ran.stdout == printed, command
+
+
+@pytest.mark.parametrize(
     "command",
     [
         "python train.py --lr 3e-4",
