@@ -57,7 +57,7 @@ class NightshiftClient:
         """Close the connection pool."""
         self.http.close()
 
-    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+    def _response(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         try:
             response = self.http.request(method, f"/api/v1{path}", **kwargs)
         except httpx.TransportError as exc:
@@ -68,15 +68,27 @@ class NightshiftClient:
             ) from None
         if response.status_code >= 400:
             raise _error_of(response)
+        return response
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+        response = self._response(method, path, **kwargs)
         if response.headers.get("content-type", "").startswith("application/json"):
             return response.json()
         return response.text
 
     def submit(self, spec: dict[str, Any], idempotency_key: str | None = None) -> dict[str, Any]:
         """POST /tasks."""
+        return self.submit_once(spec, idempotency_key)[0]
+
+    def submit_once(
+        self, spec: dict[str, Any], idempotency_key: str | None = None
+    ) -> tuple[dict[str, Any], bool]:
+        """POST /tasks; returns (task, created): created is False when the idempotency key was already used
+        for this same task (the API answers 200 with it instead of 201)."""
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else {}
-        result: dict[str, Any] = self._call("POST", "/tasks", json=spec, headers=headers)
-        return result
+        response = self._response("POST", "/tasks", json=spec, headers=headers)
+        task: dict[str, Any] = response.json()
+        return task, response.status_code != 200
 
     def submit_sweep(self, spec: dict[str, Any], idempotency_key: str | None = None) -> dict[str, Any]:
         """POST /sweeps: a spec with a `sweep`, one task per parameter set."""

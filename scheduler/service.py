@@ -50,6 +50,16 @@ def policy_config_of(settings: Settings, zone_name: str) -> PolicyConfig:
     )
 
 
+# resolved from words like "+2h" or "tomorrow 9am" at each try: a retried submission may differ there alone
+_RETRY_MAY_CHANGE = frozenset({"not_before", "deadline"})
+
+
+def same_submission(first: dict[str, object], again: dict[str, object]) -> bool:
+    """True when a submission with an already used idempotency key asks for the same task (a retry)."""
+    keys = (set(first) | set(again)) - _RETRY_MAY_CHANGE
+    return all(first.get(key) == again.get(key) for key in keys)
+
+
 @dataclass(frozen=True, slots=True)
 class Settlement:
     """How one attempt ended, as its worker reports it (`Cluster.settle_attempts`)."""
@@ -142,6 +152,11 @@ class Cluster:
         """Validate, store, then enqueue a task; returns (task, created). SQL first: Redis can be rebuilt."""
         new = self._prepare(who, spec)
         task, created = self.tasks.create(who, new, idempotency_key)
+        if not created and not same_submission(task.spec or {}, new.spec):
+            raise ConflictError(
+                f"idempotency key {idempotency_key!r} was already used for task {task.id} with another spec; "
+                "use a new key to submit this one"
+            )
         if created:
             self.queue.enqueue(task.id, self.score(task), self.due(task))
         elif task.status == "queued" and self.queue.restore_queued(task.id, self.score(task), self.due(task)):

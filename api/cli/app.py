@@ -261,9 +261,14 @@ def submit(
         if not as_json:
             _budget_note()
         return
-    task = _with_client(lambda client: client.submit(spec, idempotency_key))
+    task, created = _with_client(lambda client: client.submit_once(spec, idempotency_key))
     if as_json:
         print_json(task)
+    elif not created:  # the key was used before, for this same task: nothing new was queued
+        console.print(
+            f"already submitted as task [bold]{task['id']}[/] ({task['name']}) with idempotency key "
+            f"{idempotency_key!r}: {task['status']}; nothing new was queued"
+        )
     else:
         console.print(f"submitted task [bold]{task['id']}[/] ({task['name']}): {task['status']}")
         _budget_note()

@@ -43,6 +43,25 @@ def test_the_same_idempotency_key_from_the_same_user_returns_the_first_task_with
     assert cluster.queue.length() == 1
 
 
+def test_an_idempotency_key_used_again_for_another_spec_is_a_409_that_names_the_first_task(
+    client, cluster, alice
+):
+    headers = {**alice, "Idempotency-Key": "run-7"}
+    first = client.post("/api/v1/tasks", json={"command": "echo one"}, headers=headers)
+    retried = client.post(  # a retry whose relative start was resolved again: the same task
+        "/api/v1/tasks", json={"command": "echo one", "not_before": "2030-01-01T10:00:00Z"}, headers=headers
+    )
+
+    other = client.post("/api/v1/tasks", json={"command": "echo two"}, headers=headers)
+
+    assert (first.status_code, retried.status_code, other.status_code) == (201, 200, 409)
+    assert other.json()["detail"] == (
+        f"idempotency key 'run-7' was already used for task {first.json()['id']} with another spec; "
+        "use a new key to submit this one"
+    )
+    assert cluster.tasks.count_by_status() == {"queued": 1}
+
+
 def test_another_user_with_the_same_idempotency_key_gets_a_new_task(client, cluster, alice, make_identity):
     _, bob_token = make_identity("bob", "vision")
 
