@@ -219,7 +219,8 @@ def compare(rows: Sequence[ResultRow], sort: str | None = None, goal: Goal | Non
     """Sort rows by metric `sort` (default: the first one reported), best first; mark the best row.
 
     The goal is `min` or `max` as given, else guessed from the name (`goal_of`). Rows without a number for
-    the metric come last, in task order.
+    the metric come last, in task order. The best row is the best of the runs that succeeded: a run that
+    failed after writing its metrics is sorted with them but never starred.
     """
     params = _names(row.params for row in rows)
     metrics = _names(row.metrics for row in rows)
@@ -234,7 +235,7 @@ def compare(rows: Sequence[ResultRow], sort: str | None = None, goal: Goal | Non
     missing = [row for row in rows if _number(row.metrics.get(sort)) is None]
     scored.sort(key=lambda pair: (pair[0] if goal == "min" else -pair[0], pair[1].task_id))
     ordered = [row for _, row in scored] + missing
-    best = scored[0][1].task_id if scored else None
+    best = next((row.task_id for _, row in scored if row.status == "succeeded"), None)
     marked = [
         ResultRow(r.task_id, r.name, r.status, r.params, r.metrics, r.note, r.task_id == best)
         for r in ordered

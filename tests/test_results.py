@@ -76,3 +76,14 @@ def test_compare_sorts_best_first_marks_one_best_row_and_puts_missing_values_las
     assert (by_acc.goal, by_acc.best) == ("max", 4)
     assert flipped.best == 4
     assert compare([_row(1)]).sort is None
+
+
+def test_a_run_that_failed_after_writing_its_metrics_is_sorted_but_never_the_best() -> None:
+    failed = ResultRow(1, "t1", "failed", {"lr": 0.1}, {"loss": 0.1})
+    rows = [failed, _row(2, loss=0.5), _row(3, loss=0.3)]
+
+    comparison = compare(rows)
+
+    assert [r.task_id for r in comparison.rows] == [1, 3, 2]
+    assert comparison.best == 3 and [r.best for r in comparison.rows] == [False, True, False]
+    assert compare([failed]).best is None

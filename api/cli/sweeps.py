@@ -97,7 +97,12 @@ def compare_command(
         )
     else:
         best = data.get("best_task_id")
-        console.print(f"{BEST_MARK} best by {data['sort']} ({data['goal']}): task {best}")
+        if best is None:  # only failed or unfinished runs reported it
+            console.print(f"no run that succeeded has reported {data['sort']} yet")
+        else:
+            console.print(
+                f"{BEST_MARK} best by {data['sort']} ({data['goal']}) of the runs that succeeded: task {best}"
+            )
     for row in data["rows"]:
         if row.get("note"):
             err_console.print(f"task {row['task_id']}: {row['note']}", markup=False)
