@@ -168,6 +168,7 @@ def estimate_wait(
             "low": answer.get("estimated_start_low"),
             "high": answer.get("estimated_start_high"),
             "wait_s": wait_s,
+            "wait": _wait_words(wait_s) if start else "unknown",
             "reason": answer["reason"],
             "position": answer.get("position"),
             "status": answer["status"],  # a task that runs or ended has no start to wait for

@@ -350,7 +350,8 @@ def logs(
     """Print a task's output."""
 
     def run(client: NightshiftClient) -> None:
-        if client.get_task(task_id)["status"] == "queued":  # nothing (more) to show yet: say why, on stderr
+        task = client.get_task(task_id)
+        if task["status"] == "queued":  # nothing (more) to show yet: say why, on stderr
             reason = client.get(f"/tasks/{task_id}/explain").get("reason") or "queued"
             then = "; its output follows once it starts" if follow else ""
             err_console.print(f"task {task_id} is waiting to start ({reason}){then}", markup=False)
@@ -358,8 +359,14 @@ def logs(
             for chunk in client.follow_logs(task_id, tail):
                 sys.stdout.write(chunk)
                 sys.stdout.flush()
-        else:
-            sys.stdout.write(client.logs(task_id, tail))
+            return
+        text = client.logs(task_id, tail)
+        sys.stdout.write(text)
+        if not text and task["status"] != "queued":  # it ended without ever running: say how, on stderr
+            how = task.get("message") or task.get("reason") or task["status"]
+            err_console.print(
+                f"task {task_id} has no output: it never ran ({task['status']}: {how})", markup=False
+            )
 
     _with_client(run)
 

@@ -293,9 +293,19 @@ class RunningJob:
         elapsed_s = time.monotonic() - self.started_at
         now = datetime.now().astimezone().isoformat(timespec="seconds")
         self._append_log(
-            f"==> nightshift task {self.request.task_id} attempt {self.request.attempt} ended: "
+            ("" if self._log_ends_a_line() else "\n")  # output without a final newline keeps its last line
+            + f"==> nightshift task {self.request.task_id} attempt {self.request.attempt} ended: "
             f"{self._outcome.describe()} after {elapsed_s:.1f} s at {now}\n"
         )
+
+    def _log_ends_a_line(self) -> bool:
+        """True when the log is empty or its last byte is a newline."""
+        try:
+            with open(self.request.log_path, "rb") as handle:
+                handle.seek(-1, os.SEEK_END)
+                return handle.read(1) == b"\n"
+        except OSError:  # empty (nothing to seek back over) or gone
+            return True
 
     def _append_log(self, text: str) -> None:
         with contextlib.suppress(OSError), open(self.request.log_path, "a", encoding="utf-8") as handle:

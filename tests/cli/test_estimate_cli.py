@@ -4,6 +4,7 @@ would cost, through the real API."""
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 
 from tests.cli.conftest import cli_as
@@ -40,3 +41,24 @@ def test_an_estimate_says_the_run_time_it_assumed_and_where_it_came_from(
     assert limited.exit_code == 0, limited.output
     assert "(wait none)" in limited.output and "assumed run 30 min (time limit)" in limited.output
     assert "assumed run 60 min (default)" in unseen.output
+
+
+def test_logs_of_a_task_that_never_ran_say_so_and_an_estimate_of_a_queued_task_reads_as_words(
+    cluster, a100_node, make_identity, monkeypatch, tmp_path
+):
+    _, token = make_identity("alice", "vision")
+    with cli_as(cluster, token, monkeypatch, tmp_path / "client-home") as nightshift:
+        later = nightshift("submit", "--after", "2030-01-07T12:00", "--", "echo", "later")
+        waiting = later.output.split("task ")[1].split(" ")[0]
+        gone = nightshift("submit", "--", "echo", "gone").output.split("task ")[1].split(" ")[0]
+        nightshift("cancel", gone)
+        logs = nightshift("logs", gone)
+        estimate = nightshift("estimate", waiting)
+
+    assert logs.exit_code == 0
+    assert f"task {gone} has no output: it never ran (cancelled: cancelled by alice)" in " ".join(
+        logs.output.split()
+    )
+    assert re.search(r"\(wait ~\d+(\.\d)? d\)", estimate.output), (
+        estimate.output
+    )  # days away, not "~1964 min"

@@ -66,6 +66,16 @@ def test_stdout_and_stderr_land_in_the_log_between_a_header_and_a_footer(run_job
     assert lines[4].startswith("==> nightshift task 12 attempt 1 ended: exit code 4 after ")
 
 
+def test_output_without_a_final_newline_keeps_its_last_line_apart_from_the_footer(run_job: RunJob) -> None:
+    job = run_job("printf no-newline-at-end")
+    finish(job)
+
+    lines = job.request.log_path.read_text().splitlines()
+
+    assert lines[2] == "no-newline-at-end"
+    assert lines[3].startswith("==> nightshift task 12 attempt 1 ended: exit code 0 after ")
+
+
 def test_a_second_attempt_appends_to_the_same_log(run_job: RunJob) -> None:
     first = run_job("echo first")
     finish(first)
