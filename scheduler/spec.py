@@ -128,6 +128,21 @@ class TaskSpec(BaseModel):
             raise ValueError(f"docker_image {value!r} is not a valid image name (like pytorch/pytorch:2.4.0)")
         return value
 
+    @field_validator("env", mode="before")
+    @classmethod
+    def _env_numbers_as_text(cls, value: Any) -> Any:
+        """`env: {WORKERS: 4}` in YAML means the text "4", as docker compose reads it (booleans must be
+        quoted: `true` could mean "true", "True" or "1")."""
+        if not isinstance(value, dict):
+            return value
+        for key, item in value.items():
+            if isinstance(item, bool):
+                raise ValueError(f'env.{key} is a boolean: quote it ("true", "1") to say which text you mean')
+        return {
+            key: str(item) if isinstance(item, int | float) and not isinstance(item, bool) else item
+            for key, item in value.items()
+        }
+
     @field_validator("env")
     @classmethod
     def _env_names(cls, value: dict[str, str]) -> dict[str, str]:

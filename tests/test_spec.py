@@ -143,3 +143,9 @@ def test_a_value_of_the_wrong_type_is_quoted_back_only_when_it_is_a_plain_value(
 )
 def test_a_task_without_a_name_is_named_after_what_it_runs(command, name):
     assert default_name(command) == name
+
+
+def test_numbers_in_env_are_their_text_as_yaml_wrote_them() -> None:
+    spec = parse_spec({"command": "x", "env": {"WORKERS": 4, "LR": 0.001, "NAME": "run"}})
+
+    assert spec.env == {"WORKERS": "4", "LR": "0.001", "NAME": "run"}

@@ -103,7 +103,8 @@ BAD_SPECS = [
         {"command": "x", "env": {"CUDA_VISIBLE_DEVICES": "0"}},
         "set by nightshift",
     ),
-    case("env value not a string", {"command": "x", "env": {"A": 1}}, "env.A", "valid string"),
+    case("env value not a string", {"command": "x", "env": {"A": [1]}}, "env.A", "valid string"),
+    case("env value a boolean", {"command": "x", "env": {"DEBUG": True}}, "env.DEBUG is a boolean: quote it"),
     case(
         "depends_on a missing task",
         {"command": "x", "depends_on": [999]},
