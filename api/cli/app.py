@@ -166,7 +166,7 @@ def token_create(
 
 @token_app.command("revoke")
 def token_revoke(token: Annotated[str, typer.Argument(help="the token, or its first 10 characters")]) -> None:
-    """Revoke a token: it stops working at once."""
+    """Revoke a token: the API refuses it within 2 s (its token cache)."""
     from scheduler.store.db import create_db_engine, make_session_factory, migrate
     from scheduler.store.identity import revoke_token
 
@@ -175,7 +175,7 @@ def token_revoke(token: Annotated[str, typer.Argument(help="the token, or its fi
     try:
         migrate(engine)
         count = revoke_token(make_session_factory(engine), token)
-        console.print(f"revoked {count} token(s)")
+        console.print(f"revoked {count} token(s); the API refuses them within 2 s")
     except NightshiftError as exc:
         _fail(exc.message)
     finally:
