@@ -328,7 +328,11 @@ def cancel(
         _fail("give a task id, or --sweep ID", code=2)
     if sweep is not None:
         group = _with_client(lambda client: client.cancel_sweep(sweep))
-        counts = ", ".join(f"{count} {status}" for status, count in sorted(group["counts"].items()))
+        # a running task has been sent its stop signal and ends within its grace period
+        words = {"running": "stopping (stop signal sent)"}
+        counts = ", ".join(
+            f"{count} {words.get(status, status)}" for status, count in sorted(group["counts"].items())
+        )
         print_json(group) if as_json else console.print(f"sweep {sweep}: {counts}")
         return
     assert task_id is not None
