@@ -538,6 +538,12 @@ POINTERS = {
         "聊天里看不了日志：运行 `nightshift logs 任务编号`（加 `-f` 可以边跑边看），"
         "或在 “My tasks” 页打开这个任务。",
     ),
+    "cancel_sweep": (
+        "I can cancel single tasks only: `nightshift cancel --sweep SWEEP_ID` cancels every queued task of a "
+        "sweep and stops its running ones.",
+        "我只能取消单个任务：运行 `nightshift cancel --sweep 扫参编号` 可以取消一个扫参里所有排队的任务，"
+        "并停止正在运行的。",
+    ),
     "results": (
         "I can't compare results in the chat: run `nightshift compare SWEEP_ID --sort METRIC` (or `compare "
         "TAG`) for parameters against metrics with the best row starred, or open the Results tab, which "

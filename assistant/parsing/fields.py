@@ -120,7 +120,17 @@ DOCKER = [
     re.compile(r"(?:镜像|容器)\s*[:：]?\s*(?P<v>[a-z0-9][a-z0-9._\-/:@]*[a-z0-9])", re.I),
     re.compile(r"(?:用|使用|在)\s*(?P<v>[a-z0-9][a-z0-9._\-/:@]*[a-z0-9])\s*(?:这个)?\s*(?:镜像|容器)", re.I),
 ]
+# "after tasks 44 and 50", "after #3, #4": several parents, all read (`_ids_in`); "after 44": no hour of the
+# day (25 and up), so a task id
 DEPENDS = [
+    re.compile(
+        r"\bafter\s+(?:(?:the\s+)?(?:tasks|jobs)\s+)?(?P<l>#?\d+(?:(?:\s*,\s*|\s+and\s+|\s*&\s*)#?\d+)+)\b"
+        r"(?!\s*(?:min|h\b|hours?|am|pm|gpus?|gb))",
+        re.I,
+    ),
+    re.compile(
+        r"\bafter\s+(?P<n>2[5-9]|[3-9]\d|\d{3,})\b(?!\s*(?:min|h\b|hours?|days?|secs?|gpus?|gb|steps?))", re.I
+    ),
     re.compile(
         r"\b(?:after|once|when)\s+(?:task|job|#)?\s*#?\s*(?P<n>\d+)\s*(?:is\s+|has\s+)?"
         r"(?:finishes|finished|completes|completed|is\s+done|done|succeeds|succeeded|ends|is\s+over)",
@@ -212,7 +222,9 @@ def read_fields(text: str) -> tuple[Fields, str]:
         if not match:
             continue
         if key == "depends_on":
-            found.values[key] = [int(_group(match, "n", "h", "m", "w") or 0)]
+            listed = _group(match, "l")
+            ids = [int(n) for n in re.findall(r"\d+", listed)] if listed else []
+            found.values[key] = ids or [int(_group(match, "n", "h", "m", "w") or 0)]
         elif key == "time_limit_minutes":
             minutes = duration_minutes(_group(match, "d", "e", "f") or "")
             if minutes:

@@ -80,6 +80,8 @@ RESULTS = re.compile(
     r"|对比|比较|扫参.*(?:结果|最好|指标)|(?:结果|指标).*扫参|哪组.*最好|最好的一组",
     _I,
 )
+# a sweep by its id ("sweep 5", "扫参5"): its number is no task id
+SWEEP_REF = re.compile(r"\bsweeps?\s*(?:id\s*)?#?\s*\d+|扫参\s*#?\s*\d+|第\s*\d+\s*(?:个|组)?扫参", _I)
 ESTIMATE = re.compile(
     r"how\s+long\b.*\b(?:wait|until|till|before|queue|take\s+to\s+start)|\bwait(?:ing)?\s+time\b|\beta\b|how\s+soon"
     r"|when\s+(?:will|would|does|can|could|do|is)\b.*\b(?:start|run|begin|get\s+(?:a\s+)?gpus?|go|be\s+scheduled|launch)"
@@ -238,6 +240,14 @@ def _refusal(text: str) -> Reading | None:
     return None
 
 
+def _about_a_sweep(text: str) -> Reading | None:
+    """A request about a sweep by id ("cancel sweep 5" is no task 5): the chat has no sweep tool, so the
+    reply says which command does it."""
+    if not SWEEP_REF.search(text):
+        return None
+    return Reading("help", reason="cancel_sweep" if CANCEL_VERB.search(text) else "results")
+
+
 def _team(text: str) -> str | None:
     for pattern in TEAM:
         for match in pattern.finditer(text):
@@ -294,9 +304,9 @@ def understand(text: str, now: datetime) -> Reading:
     """Classify `text` and read the arguments of the tool it needs (or say what is missing)."""
     found = find_command(text)
     rest = remove_span(text, found.start, found.end) if found else text
-    refusal = _refusal(rest)
-    if refusal:
-        return refusal
+    early = _refusal(rest) or (_about_a_sweep(rest) if not found else None)
+    if early:
+        return early
     if EXPLAIN.search(rest) and not ESTIMATE.search(rest):
         task_id = _first_id(rest)
         return (

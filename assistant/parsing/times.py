@@ -30,7 +30,7 @@ CLOCK = re.compile(
     r"|(?P<h2>\d{1,2})\s*(?P<ap2>[ap]\.?m\b\.?)"
     rf"|(?P<h3>{_ZH_HOUR})\s*[点點时](?!间|长|限)(?P<zm>半|一刻|三刻|\s*\d{{1,2}}\s*分?|[零一二三四五六七八九十]{{1,3}}\s*分)?"
     r"|\b(?P<word>midnight|noon)\b"
-    r"|(?(prep)(?P<h4>\d{1,2})\b"
+    r"|(?(prep)(?P<h4>[01]?\d|2[0-4])\b"  # an hour of the day: "after 44" is a task id (fields.DEPENDS)
     r"(?!\s*(?:gpus?|gb|g\b|gib|cards?|hours?|hrs?|h\b|min|minutes?|%|x\b|days?|times|retries|tasks?|jobs?"
     r"|[.:]\d))"
     # with no preposition, a bare hour only when the part of day follows: "for 8 in the evening"

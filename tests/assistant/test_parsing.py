@@ -189,3 +189,34 @@ def test_the_second_probe_reads_right(text: str, tool: str, args: dict[str, obje
             ), got
         else:
             assert got == value, (key, reading.args)
+
+
+@pytest.mark.parametrize(
+    ("text", "args"),
+    [
+        ("run `python x.py` after 44", {"depends_on": [44]}),  # no hour of the day: a task
+        ("run `python x.py` after tasks 44 and 50", {"depends_on": [44, 50]}),
+        ("run `python x.py` after #3, #4", {"depends_on": [3, 4]}),
+        ("run `python x.py` after 9", {"not_before": "2026-03-02T21:00:00+08:00"}),
+    ],
+)
+def test_after_a_number_is_a_time_when_it_can_be_an_hour_else_the_tasks_it_waits_for(
+    text: str, args: dict[str, object]
+) -> None:
+    from assistant.parsing.intents import understand
+
+    assert understand(text, NOW).args == {"command": "python x.py", **args}
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [("cancel sweep 5", "cancel_sweep"), ("取消扫参3", "cancel_sweep"), ("how did sweep 2 go?", "results")],
+)
+def test_a_sweep_named_by_its_id_is_no_task_of_that_id(text: str, reason: str) -> None:
+    from assistant.parsing.intents import understand
+    from assistant.replies import canned
+
+    reading = understand(text, NOW)
+
+    assert (reading.kind, reading.tool, reading.reason) == ("help", None, reason)
+    assert "nightshift cancel --sweep" in canned("help", "cancel_sweep", "en")
