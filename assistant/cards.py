@@ -233,6 +233,7 @@ def summarize(
                 not_before=spec.get("not_before"),
                 time_limit_minutes=spec.get("time_limit_minutes"),
                 name=spec.get("name"),  # the scheduler learns run times by user, name and size
+                depends_on=spec.get("depends_on") or None,  # it starts only after its parents succeed
             )
             summary["wait_reason"] = est.get("reason")
             if est.get("start"):

@@ -45,6 +45,7 @@ class AssistantClient(NightshiftClient):
         not_before: str | None = None,
         time_limit_minutes: float | None = None,
         name: str | None = None,
+        depends_on: list[int] | None = None,
     ) -> dict[str, Any]:
         """GET /estimate for a task, or for a hypothetical one of that size (and start window); with a
         `name`, its run time is learned from your past runs of that name and size."""
@@ -59,6 +60,7 @@ class AssistantClient(NightshiftClient):
             not_before=not_before,
             time_limit_minutes=time_limit_minutes,
             name=name,
+            depends_on=depends_on or None,
         )
 
     def quota(self, team: str | None = None) -> dict[str, Any]:

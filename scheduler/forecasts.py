@@ -155,10 +155,12 @@ def estimate_wait(
     not_before_s: float | None = None,
     name: str | None = None,
     time_limit_minutes: float | None = None,
+    depends_on: tuple[int, ...] = (),
 ) -> dict[str, Any]:
     """When a task (existing, or one like this submitted now) should start, with a range and a reason; for
     one like this, also its energy and cost, and the run time assumed with where it came from (`name`
-    lets it be learned from your finished tasks of that name and size, as the scheduler would)."""
+    lets it be learned from your finished tasks of that name and size, as the scheduler would; with
+    `depends_on` it waits for those tasks, as it would once submitted)."""
     if task_id is not None:
         answer = explain_task(cluster, usage, who, task_id)
         start = answer.get("estimated_start")
@@ -188,7 +190,15 @@ def estimate_wait(
         offpeak=offpeak,
         not_before_s=not_before_s,
         name=name or "",
+        depends_on=tuple(depends_on),
     )
+    if depends_on:  # a parent of another team answers like a missing one (SpecError, 422)
+        cluster.check_dependencies(who, list(depends_on))
+        for parent, status in cluster.tasks.statuses(depends_on).items():
+            if status == "succeeded":
+                state.succeeded.add(parent)
+            elif status in ("failed", "cancelled"):
+                state.failed.add(parent)
     config = cluster.policy_config
     history = usage.get(state.now_s)[1]
     source = estimate_duration_s(what_if, history, config).source

@@ -36,6 +36,9 @@ def estimate(
     name: Annotated[
         str | None, Query(max_length=120, description="its name: the run time is learned from your past runs")
     ] = None,
+    depends_on: Annotated[
+        list[int] | None, Query(max_length=64, description="tasks it waits for (repeat the parameter)")
+    ] = None,
 ) -> dict[str, Any]:
     """How long a task waits: an existing one by id, or one like this if submitted now; with its energy
     and its cost at the tariff's rates from the expected start, and the run time assumed
@@ -47,7 +50,7 @@ def estimate(
         cluster, usage, who, task_id=task_id, gpus=gpus, gpu_memory_gb=gpu_memory_gb,
         estimated_minutes=estimated_minutes, priority=priority, offpeak=offpeak,
         not_before_s=not_before.timestamp() if not_before is not None else None,
-        name=name, time_limit_minutes=time_limit_minutes,
+        name=name, time_limit_minutes=time_limit_minutes, depends_on=tuple(depends_on or ()),
     )  # fmt: skip
 
 

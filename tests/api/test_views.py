@@ -203,3 +203,21 @@ def test_an_estimate_refuses_a_name_a_task_could_not_have(client, alice):
 
     assert response.status_code == 422
     assert "name" in response.text
+
+
+def test_an_estimate_for_a_new_task_waits_for_the_tasks_it_depends_on(
+    client, alice, four_gpu_node, make_identity
+):
+    parent = _submit(
+        client, alice, command="sleep 1", not_before="2030-01-07T12:00:00Z", estimated_minutes=60
+    )
+    _, bob_token = make_identity("bob", "nlp")
+    bobs = _submit(client, bearer(bob_token))
+
+    alone = client.get("/api/v1/estimate", params={"gpus": 1}, headers=alice).json()
+    after = client.get("/api/v1/estimate", params={"gpus": 1, "depends_on": [parent]}, headers=alice).json()
+    foreign = client.get("/api/v1/estimate", params={"depends_on": [bobs]}, headers=alice)
+
+    assert datetime.fromisoformat(alone["start"]) < datetime(2030, 1, 1, tzinfo=UTC)
+    assert datetime.fromisoformat(after["start"]) == datetime(2030, 1, 7, 13, tzinfo=UTC)  # the parent's end
+    assert foreign.status_code == 422 and f"task {bobs}, which does not exist" in foreign.text

@@ -91,6 +91,19 @@ def test_a_card_without_a_run_time_says_it_assumed_the_default_and_prices_that(m
     assert f"a guess of {default_minutes:.0f} min: say how long it runs for a better estimate" in turn.reply
 
 
+def test_a_card_for_a_task_that_waits_for_another_starts_after_it(make_assistant, cluster):
+    assistant = make_assistant()
+    parent = assistant.client.submit(
+        {"command": "sleep 1", "not_before": "2030-01-07T12:00:00+00:00", "estimated_minutes": 60}
+    )
+
+    turn = assistant.ask(f"run `python b.py` after task {parent['id']}")
+
+    assert turn.spec is not None and turn.spec["depends_on"] == [parent["id"]]
+    start = datetime.fromisoformat(turn.cards[0]["summary"]["estimated_start"])
+    assert start == datetime.fromisoformat("2030-01-07T13:00:00+00:00")  # when its parent should end
+
+
 def test_a_validation_error_goes_back_to_the_model_as_the_tool_result(make_assistant, cluster):
     model = ScriptedChatModel(
         messages=iter(
