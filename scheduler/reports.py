@@ -74,7 +74,6 @@ def _spans(
             Attempt.finished_at,
             Task.status,
             Task.submitted_at,
-            Task.gpus,
             Attempt.number,
         )
         .join(Task, Attempt.task_id == Task.id)
@@ -96,12 +95,11 @@ def _spans(
             finished,
             status,
             submitted,
-            gpus,
             number,
         ) in session.execute(query):
             start = max(to_epoch_s(started), since_s)
             end = min(to_epoch_s(finished), now_s) if finished else now_s
-            if end <= start or gpus == 0:
+            if end <= start:  # CPU-only tasks count too: as tasks, waits and CPU time, with no GPU-hours
                 continue
             wait = to_epoch_s(started) - to_epoch_s(submitted) if number == 1 else None
             spans.append(

@@ -98,9 +98,9 @@ def span_energy(
 
 
 def span_cpu_s(span: SpanLike, gpus: int, measured: Measured | None) -> float | None:
-    """CPU seconds of `gpus` of the span's GPUs' share of its attempt, prorated to the span like energy;
-    None where the attempt's CPU time is not known (its job ran without a cgroup)."""
-    if measured is None or measured.cpu_s is None or not span.gpus:
+    """CPU seconds of `gpus` of the span's GPUs' share of its attempt (all of it for a CPU-only task),
+    prorated to the span like energy; None where the attempt's CPU time is not known (no cgroup)."""
+    if measured is None or measured.cpu_s is None:
         return None
     return measured.cpu_s * _share_of_attempt(span, gpus, measured)
 
@@ -110,7 +110,7 @@ def _share_of_attempt(span: SpanLike, gpus: int, measured: Measured) -> float:
     span's part of the attempt's time, all of it for an attempt of no length)."""
     whole_s = measured.end_s - measured.start_s
     in_span = min(1.0, (span.end_s - span.start_s) / whole_s) if whole_s > 0 else 1.0
-    return in_span * gpus / len(span.gpus)
+    return in_span * (gpus / len(span.gpus) if span.gpus else 1.0)
 
 
 def offpeak_share_s(span: SpanLike, config: PolicyConfig) -> float:

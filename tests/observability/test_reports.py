@@ -193,3 +193,35 @@ def test_a_report_without_cgroup_jobs_says_nothing_of_cpu_time(cluster, make_ide
     console = Console(width=200, record=True)
     console.print(utilization_tables(report))
     assert "where jobs ran in a cgroup" not in console.export_text()
+
+
+def test_a_cpu_only_task_counts_as_a_task_with_its_cpu_time_and_no_gpu_hours(
+    cluster, make_identity, tmp_path
+):
+    alice, _ = make_identity("alice", "vision")
+    gpu_task = _ran(cluster, alice, submitted=MIDNIGHT, started=MIDNIGHT, finished=MIDNIGHT + H, tmp=tmp_path)
+    cpu_task = _ran(
+        cluster,
+        alice,
+        submitted=MIDNIGHT,
+        started=MIDNIGHT + H,
+        finished=MIDNIGHT + 2 * H,
+        gpus=0,
+        tmp=tmp_path,
+    )
+    store = TelemetryStore(cluster.factory)
+    for task_id, start in ((gpu_task, MIDNIGHT), (cpu_task, MIDNIGHT + H)):
+        store.save_usage(
+            AttemptUsage(task_id, 1, "box", 0, start, start + H, 0.0, 0.0, "estimated", 0.0, 0.0, "EUR",
+                         None, None, None, 0, cpu_s=0.5 * H)
+        )  # fmt: skip
+
+    report = utilization_report(
+        cluster.factory, MIDNIGHT + 3 * H, 1, "team", PolicyConfig(), {"box:0": ""}, 4
+    )
+    by_gpu = utilization_report(cluster.factory, MIDNIGHT + 3 * H, 1, "gpu", PolicyConfig(), {}, 4)
+
+    (row,) = report["rows"]
+    assert (row["tasks"], row["succeeded"], row["gpu_hours"]) == (2, 2, pytest.approx(1.0))
+    assert row["cpu_hours"] == pytest.approx(1.0)  # both tasks' CPU time
+    assert [r["key"] for r in by_gpu["rows"]] == ["box:0"]  # a CPU-only task holds no GPU
