@@ -252,7 +252,14 @@ def _tasks(data: dict[str, Any], lang: str) -> str:
         return _t(lang, "You have no matching tasks.", "没有符合条件的任务。")
     shown = [f"#{t['id']} {unwrap(t.get('name', ''))} — {_task_status(t, lang)}" for t in tasks[:8]]
     more = len(tasks) - len(shown)
-    head = _t(lang, f"{len(tasks)} task(s):", f"共 {len(tasks)} 个任务：")
+    if data.get("more"):  # the answer holds only the newest ones: say so, not a total
+        head = _t(
+            lang,
+            f"Your {len(tasks)} newest tasks (there are more: `nightshift ls` lists them all):",
+            f"你最近的 {len(tasks)} 个任务（还有更多：`nightshift ls` 可以全部列出）：",
+        )
+    else:
+        head = _t(lang, f"{len(tasks)} task(s):", f"共 {len(tasks)} 个任务：")
     tail = _t(lang, f"\n… and {more} more", f"\n……另有 {more} 个") if more > 0 else ""
     return head + "\n" + "\n".join(shown) + tail
 

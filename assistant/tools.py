@@ -256,10 +256,14 @@ def estimate_wait(
     return _result(task_id=task_id, estimate=estimate)
 
 
+LIST_LIMIT = 20  # tasks one list_tasks answer holds, newest first
+
+
 def list_tasks(ctx: ToolContext, status: str | None = None) -> str:
     """Your team's tasks, newest first, optionally only one status."""
-    tasks = _need_client(ctx).list_tasks(status=status, limit=20)
-    return _result(tasks=[task_view(t) for t in tasks], count=len(tasks))
+    tasks = _need_client(ctx).list_tasks(status=status, limit=LIST_LIMIT + 1)  # one more: are there more?
+    shown = tasks[:LIST_LIMIT]
+    return _result(tasks=[task_view(t) for t in shown], count=len(shown), more=len(tasks) > LIST_LIMIT)
 
 
 def explain_task(ctx: ToolContext, task_id: int) -> str:

@@ -104,6 +104,17 @@ def test_a_card_for_a_task_that_waits_for_another_starts_after_it(make_assistant
     assert start == datetime.fromisoformat("2030-01-07T13:00:00+00:00")  # when its parent should end
 
 
+def test_a_list_longer_than_one_answer_says_it_shows_the_newest_not_a_total(make_assistant, cluster):
+    assistant = make_assistant()
+    for number in range(22):
+        assistant.client.submit({"command": f"echo {number}", "gpus": 0})
+
+    reply = assistant.ask("list my tasks").reply
+
+    assert reply.startswith("Your 20 newest tasks (there are more: `nightshift ls` lists them all):")
+    assert "… and 12 more" in reply
+
+
 def test_a_validation_error_goes_back_to_the_model_as_the_tool_result(make_assistant, cluster):
     model = ScriptedChatModel(
         messages=iter(
