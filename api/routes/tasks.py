@@ -11,8 +11,10 @@ from fastapi.responses import PlainTextResponse, StreamingResponse
 
 from api.deps import ClusterDep, IdentityDep, QueuedCap, TaskId, submission_queue
 from api.schemas import TaskPublic, TasksPublic, TaskUsagePublic
+from scheduler.errors import NotFoundError
 from scheduler.logs import read_from, read_tail
 from scheduler.spec import TaskSpec
+from scheduler.store.identity import team_id_by_name
 from scheduler.store.tables import FINAL_STATUSES
 from scheduler.telemetry.store import TelemetryStore
 
@@ -53,6 +55,8 @@ def list_tasks(
 ) -> TasksPublic:
     """Your team's tasks, newest first (an admin sees every team's, or one `team`'s), each with its usage
     once it has run (one query for the page)."""
+    if team is not None and who.is_admin and team_id_by_name(cluster.factory, team) is None:
+        raise NotFoundError(f"team {team!r} not found")  # (a member always sees their own team's)
     rows = cluster.tasks.list_for(who, status=status, team=team, limit=limit, offset=offset)
     usage = TelemetryStore(cluster.factory).usage_rows(row.id for row in rows)
     tasks = [TaskPublic.of(row, usage=TaskUsagePublic.of(usage.get(row.id, []))) for row in rows]

@@ -126,6 +126,14 @@ def test_the_list_shows_only_the_callers_teams_tasks(client, alice, make_identit
     assert {task["team"] for task in asked_for_other_team["tasks"]} == {"vision"}
 
 
+def test_an_admin_asking_for_a_team_that_does_not_exist_gets_a_404(client, make_identity):
+    _, admin_token = make_identity("root", "ops", admin=True)
+
+    response = client.get("/api/v1/tasks?team=nosuchteam", headers=bearer(admin_token))
+
+    assert response.status_code == 404 and "team 'nosuchteam' not found" in response.text
+
+
 def test_an_admin_sees_every_team_and_can_filter_by_team(client, alice, make_identity):
     _, bob_token = make_identity("bob", "nlp")
     _, admin_token = make_identity("root", "ops", admin=True)
