@@ -149,6 +149,12 @@ DEPENDS = [
 # A GPU model named as where to run: "on an A100", "using H100s", "on the 4090 box", "用 A100", "在 H100 上".
 # Digits alone count only next to a GPU word ("4090 card"), so "batch 2048" or "v2 config" are no model.
 _MODEL = r"(?:[AHVB]\d{2,4}|L40S?|[LT]4|GH200|RTX\s?\d{4}|\d{4}(?=\s*(?:gpus?|cards?|box|卡|显卡)))"
+# A pinned node: "on node gpu-box-2", "on machine vm", "在 gpu-box-2 节点上", "节点 vm"
+NODE = re.compile(
+    r"\bon\s+(?:the\s+)?(?:node|box|machine|server|host)\s+(?P<v>[A-Za-z0-9][A-Za-z0-9_.-]*)"
+    r"|(?:在|用)\s*(?P<z>[A-Za-z0-9][A-Za-z0-9_.-]*)\s*(?:这台|这个)?\s*(?:节点|机器|服务器)",
+    re.I,
+)
 GPU_MODEL = [
     re.compile(
         rf"\b(?:on|use|using|with|needs?)\s+(?:an?\s+|the\s+|some\s+)?(?P<v>{_MODEL})s?"
@@ -265,6 +271,10 @@ def _read_labels(text: str, found: Fields) -> str:
 
 
 def _read_resources(text: str, found: Fields) -> str:
+    node = NODE.search(text)
+    if node:
+        found.values["node"] = _group(node, "v", "z")
+        text = _blank(text, node, found)
     counted = COUNTED_MODEL.search(text)
     if counted and to_int(_group(counted, "n", "k") or ""):
         found.values["gpus"] = to_int(_group(counted, "n", "k") or "")

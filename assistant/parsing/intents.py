@@ -66,6 +66,7 @@ EXPLAIN = re.compile(
 TASK_STATE = re.compile(
     r"(?<![A-Za-z])status(?![A-Za-z])|\bstate\b|how(?:\s+is|'s|\s+are)\b|how\s+did\b|what\s+happened"
     r"|\bdid\b.*\b(?:finish|succeed|fail|work|run)"
+    r"|\bshow\b(?:\s+me)?\s+(?:task|job)\b|\bdetails\s+(?:of|on|for)\b|看一?下(?:任务|作业)|查(?:一下|看)(?:任务|作业)"
     r"|\bis\b.*\b(?:done|finished|running|over|complete|ok)\b|\bprogress\b"
     r"|when\s+will\b.*\b(?:finish|end|be\s+done|complete)"
     r"|怎么样|咋样|如何了|状态|情况|进展|跑完了吗|完成了吗|好了吗|结束了吗|成功了吗|失败了吗|跑得怎么样|还要多久"
@@ -93,7 +94,8 @@ ESTIMATE = re.compile(
 POSITION = re.compile(
     r"where\s+(?:is|are|'s|does|do)\s+(?:my|our|task|job|the|\d|#)|\bposition\b|\bstand(?:s|ing)?\b|place\s+in\s+(?:the\s+)?(?:queue|line)"
     r"|how\s+many\s+(?:jobs|tasks|people)\s+(?:are\s+)?(?:ahead|in\s+front|before)|ahead\s+of\s+(?:me|mine|it)"
-    r"|where.*\bin\s+(?:the\s+)?(?:queue|line)|排第几|第几|排在|排到哪|前面还有|队列(?:中|里)?的?位置|位置",
+    r"|where.*\bin\s+(?:the\s+)?(?:queue|line)|排第几|第几|排在|排到哪|前面还有|队列(?:中|里)?的?位置|位置"
+    r"|what'?s\s+in\s+the\s+queue|(?:what|who)\s+is\s+(?:in|waiting\s+in)\s+the\s+queue|队列里(?:有)?(?:什么|啥|哪些)",
     _I,
 )
 LIST = re.compile(
@@ -123,7 +125,8 @@ CLUSTER = re.compile(
     r"available)(?:\s+|的)?(?:gpus?|cards?|卡|[AHVL]\d{2,3}s?)(?![A-Za-z0-9])"  # also "free的gpu吗"
     r"|\bcluster\b.*\b(?:busy|load|full|free)\b|\b[AHVL]\d{2,3}s?\b.*\b(?:free|idle|available)\b"
     r"|cluster\s+status|status\s+of\s+the\s+(?:cluster|gpus|nodes)|which\s+gpus|nvidia-smi"
-    r"|\b(?:any(?:one|body)|some(?:one|body))\s+using\b|(?:卡|gpu)(?:多|够用?)(?:吗|么|不)"  # "现在卡多吗"
+    r"|\b(?:any(?:one|body)|some(?:one|body)|who(?:'s|\s+is))\s+using\b"
+    r"|(?:卡|gpu)(?:多|够用?)(?:吗|么|不)"  # "现在卡多吗"
     r"|anything\s+free|\bnodes?\b.*\b(?:up|status|alive)|空闲|空卡|显卡状态|gpu状态|集群状态|集群.*(?:怎么样|情况)|[AHVL]\d{2,3}.*空|卡.*(?:空|忙|占用|闲)"
     r"|显存.*(?:占用|剩|情况)|哪些卡|有没有卡|忙不忙|忙吗|繁忙|几张卡.*(?:空|闲|可用)|gpu.*(?:情况|使用)",
     _I,
@@ -314,7 +317,12 @@ def understand(text: str, now: datetime) -> Reading:
             if task_id is not None
             else Reading("question", reason="need_task_id")
         )
-    if TASK_STATE.search(rest) and not found and task_ids(rest) and not ESTIMATE.search(rest):
+    if (
+        TASK_STATE.search(rest)
+        and not found
+        and task_ids(rest)
+        and not (ESTIMATE.search(rest) or LOGS.search(rest))
+    ):
         return _tool("explain_task", task_id=_first_id(rest))
     if CANCEL_VERB.search(rest) and not found:
         task_ids_found = task_ids(rest)

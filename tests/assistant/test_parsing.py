@@ -220,3 +220,28 @@ def test_a_sweep_named_by_its_id_is_no_task_of_that_id(text: str, reason: str) -
 
     assert (reading.kind, reading.tool, reading.reason) == ("help", None, reason)
     assert "nightshift cancel --sweep" in canned("help", "cancel_sweep", "en")
+
+
+@pytest.mark.parametrize(
+    ("text", "tool", "args"),
+    [
+        ("run `python x.py` on node vm", "submit_task", {"command": "python x.py", "node": "vm"}),
+        (
+            "在 gpu-box-2 节点上跑 `python x.py`",
+            "submit_task",
+            {"command": "python x.py", "node": "gpu-box-2"},
+        ),
+        ("show task 30", "explain_task", {"task_id": 30}),
+        ("看一下任务30", "explain_task", {"task_id": 30}),
+        ("who is using the GPUs?", "cluster_status", {}),
+        ("what's in the queue?", "queue_position", {}),
+    ],
+)
+def test_a_pinned_node_a_task_to_show_and_questions_about_the_queue(
+    text: str, tool: str, args: dict[str, object]
+) -> None:
+    from assistant.parsing.intents import understand
+
+    reading = understand(text, NOW)
+
+    assert (reading.tool, {k: v for k, v in reading.args.items() if v is not None}) == (tool, args)
