@@ -224,7 +224,12 @@ def submit(
     args: Annotated[list[str] | None, typer.Argument(help="[FILE.yaml] -- COMMAND...")] = None,
     gpus: Annotated[int | None, typer.Option(help="GPUs (0 = CPU only)")] = None,
     gpu_mem: Annotated[float | None, typer.Option("--gpu-mem", help="min free GB per GPU")] = None,
-    priority: Annotated[str | None, typer.Option(help="low | normal | high | urgent")] = None,
+    priority: Annotated[
+        str | None,
+        typer.Option(
+            help="low | normal | high | urgent: each step is worth 2 h of waiting (`explain` shows it)"
+        ),
+    ] = None,
     tonight: Annotated[bool, typer.Option("--tonight", help="start only in the off-peak window")] = False,
     after: Annotated[str | None, typer.Option(help="not before: 23:00, tomorrow 9am, +2h, ISO")] = None,
     time_limit: Annotated[float | None, typer.Option("--time-limit", help="minutes, then stopped")] = None,
