@@ -1,5 +1,5 @@
-"""Parse the times people type for `--after`: ISO 8601, `23:00`, `9pm`, `tomorrow 09:00`, `+2h`, `30m` — in
-the cluster's zone."""
+"""Parse the times people type for `--after`: ISO 8601, `23:00`, `9pm`, `tomorrow 09:00`, `+2h`, `30m`,
+`in 2 hours` — in the cluster's zone."""
 
 from __future__ import annotations
 
@@ -8,23 +8,15 @@ from datetime import datetime, timedelta, tzinfo
 
 from scheduler.errors import SpecError
 
-_RELATIVE = re.compile(r"^\+?(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|hour|hours|d|day|days)$")
+# a delay: `+2h`, `30m`, `in 2 hours`, `in 45 minutes`
+_RELATIVE = re.compile(
+    r"^(?:\+|in\s+)?(\d+(?:\.\d+)?)\s*(s|secs?|seconds?|m|mins?|minutes?|h|hrs?|hours?|d|days?)$"
+)
 # a clock time, `23:00`, `9pm` or `9:30am`, after `today` or `tomorrow` or alone (its next occurrence)
 _CLOCK = re.compile(
     r"^(?:(?P<day>today|tomorrow)\s+(?:at\s+)?)?(?P<h>\d{1,2})(?::(?P<m>\d{2}))?\s*(?P<ampm>am|pm)?$"
 )
-_UNIT_S = {
-    "s": 1,
-    "sec": 1,
-    "m": 60,
-    "min": 60,
-    "h": 3600,
-    "hour": 3600,
-    "hours": 3600,
-    "d": 86400,
-    "day": 86400,
-    "days": 86400,
-}
+_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}  # by the unit's first letter (`mins` -> `m`)
 
 
 def parse_when(text: str, now: datetime, zone: tzinfo) -> datetime:
@@ -32,7 +24,7 @@ def parse_when(text: str, now: datetime, zone: tzinfo) -> datetime:
     value = text.strip().lower()
     relative = _RELATIVE.match(value)
     if relative:
-        return now + timedelta(seconds=float(relative.group(1)) * _UNIT_S[relative.group(2)])
+        return now + timedelta(seconds=float(relative.group(1)) * _UNIT_S[relative.group(2)[0]])
     clock = _CLOCK.match(value)
     if clock and (clock["m"] is not None or clock["ampm"] is not None):
         return _clock_time(text, clock, now, zone)
@@ -41,7 +33,7 @@ def parse_when(text: str, now: datetime, zone: tzinfo) -> datetime:
     except ValueError:
         raise SpecError(
             f"cannot read the time {text!r}: use ISO 8601 (2026-12-01T23:00), a clock time (23:00, 9pm, "
-            "tomorrow 09:00) or a delay (+2h, 30m)"
+            "tomorrow 09:00) or a delay (+2h, 30m, in 2 hours)"
         ) from None
     return moment if moment.tzinfo else moment.replace(tzinfo=zone)
 

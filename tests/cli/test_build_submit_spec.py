@@ -97,8 +97,9 @@ def test_after_a_clock_time_means_its_next_occurrence_in_the_cluster_zone(settin
     assert parse_spec(tonight).not_before == datetime(2026, 3, 1, 23, 0, tzinfo=UTC)
 
 
-def test_after_a_delay_counts_from_now(settings):
-    spec = build_submit_spec(["true"], settings, MORNING, NO_OVERRIDES, "+2h")
+@pytest.mark.parametrize("delay", ["+2h", "2h", "in 2 hours", "in 120 minutes", "in 2 hrs", "+120 mins"])
+def test_after_a_delay_counts_from_now(settings, delay):
+    spec = build_submit_spec(["true"], settings, MORNING, NO_OVERRIDES, delay)
 
     assert spec["not_before"] == "2026-03-01T12:00:00+00:00"
 
