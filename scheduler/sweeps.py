@@ -2,8 +2,9 @@
 
 A grid `{lr: [0.1, 0.01], bs: [32, 64]}` gives every combination (in the order written, the last parameter
 varying fastest); a list `[{lr: 0.1}, {lr: 0.01, bs: 64}]` gives exactly those sets. The command is a
-template: `{lr}` is replaced by the value, shell-quoted when needed; `${HOME}` and other shell text are left
-alone. The env values may use the same placeholders; each task is named after the spec's name (or its
+template: `{lr}` is replaced by the value, quoted for where it stands (bare, or inside the template's
+single or double quotes) so the shell reads it as written; `${HOME}` and other shell text are left alone.
+The env values may use the same placeholders; each task is named after the spec's name (or its
 command) followed by its parameters (`train lr:0.1 bs:32`). Every parameter must be used, every
 placeholder must be a parameter, and a sweep expands into at most `MAX_SWEEP_TASKS` tasks.
 """
@@ -89,9 +90,35 @@ def render(template: str, params: Mapping[str, SweepValue], *, quote: bool) -> s
                 f"the template names {{{name}}}, which is not a sweep parameter (parameters: {known})"
             )
         text = format_value(params[name])
-        return shlex.quote(text) if quote else text
+        return _quoted_for(text, _quotes_at(template, match.start())) if quote else text
 
     return PLACEHOLDER.sub(substitute, template)
+
+
+def _quotes_at(command: str, position: int) -> str | None:
+    """The shell quotes open at `position` of `command`: `'`, `"` or None (outside any)."""
+    open_quote: str | None = None
+    escaped = False
+    for char in command[:position]:
+        if escaped:
+            escaped = False
+        elif char == "\\" and open_quote != "'":
+            escaped = True
+        elif open_quote is None and char in "'\"":
+            open_quote = char
+        elif char == open_quote:
+            open_quote = None
+    return open_quote
+
+
+def _quoted_for(text: str, open_quote: str | None) -> str:
+    """`text` so that the shell reads it as itself where it stands: inside double quotes `"`, `\\`, `$` and
+    backticks escaped, inside single quotes `'` closed and reopened, elsewhere `shlex.quote`."""
+    if open_quote == '"':
+        return re.sub(r'(["\\$`])', r"\\\1", text)
+    if open_quote == "'":
+        return text.replace("'", "'\\''")
+    return shlex.quote(text)
 
 
 def _safe_name(text: str) -> str:

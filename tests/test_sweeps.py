@@ -6,7 +6,7 @@ import pytest
 
 from scheduler.errors import SpecError
 from scheduler.spec import parse_spec
-from scheduler.sweeps import expand, expand_all
+from scheduler.sweeps import expand, expand_all, render
 
 
 def _expand(**fields: object) -> list[tuple[str, str, dict[str, object]]]:
@@ -95,3 +95,22 @@ def test_a_batch_counts_its_sweeps_against_the_cap_and_names_the_bad_spec() -> N
         expand_all([parse_spec({"command": "ok"}), bad])
     assert caught.value.message.startswith("spec 2 of the batch:")
     assert caught.value.errors[0]["field"] == "specs.1.sweep"
+
+
+@pytest.mark.parametrize(
+    "template",
+    ["printf %s {v}", 'printf %s "run-{v}"', "printf %s 'run-{v}'", 'printf %s "a \\"b\\" {v}"'],
+)
+@pytest.mark.parametrize("value", ["a b", "it's", 'say "hi"', "$HOME `id` \\n; rm -rf x"])
+def test_a_value_reads_as_itself_inside_double_quotes_single_quotes_or_none(
+    template: str, value: str
+) -> None:
+    import subprocess
+
+    command = render(template, {"v": value}, quote=True)
+    printed = subprocess.run(["sh", "-c", command], capture_output=True, text=True, check=True).stdout
+
+    expected = {"printf %s {v}": value, 'printf %s "a \\"b\\" {v}"': f'a "b" {value}'}.get(
+        template, f"run-{value}"
+    )
+    assert printed == expected, command
