@@ -353,8 +353,11 @@ def _question(rest: str) -> Reading | None:
         return _tool("queue_position", task_id=_first_id(rest))
     if QUOTA.search(rest) and not re.search(r"显存|\bmemory\b|\bvram\b", rest, _I):
         return _tool("quota_status", team=_team(rest))
-    if CLUSTER.search(rest) and not re.search(
-        r"\b(?:weeks?|months?|days?|report)\b|本周|报告|过去|最近", rest, _I
+    if CLUSTER.search(rest) and not re.search(  # a span of time asks for a report, not the GPUs now
+        r"\b(?:weeks?|months?|days?|report|yesterday)\b|本周|报告|过去|最近|昨天"
+        r"|\b(?:usage|utili[sz]ation)\b.*\btoday\b|\btoday'?s\s+(?:usage|utili[sz]ation)|今天.*(?:用量|利用率|使用率)",
+        rest,
+        _I,
     ):
         return _tool("cluster_status")
     if UTILIZATION.search(rest):

@@ -235,6 +235,8 @@ def test_a_sweep_named_by_its_id_is_no_task_of_that_id(text: str, reason: str) -
         ("看一下任务30", "explain_task", {"task_id": 30}),
         ("who is using the GPUs?", "cluster_status", {}),
         ("what's in the queue?", "queue_position", {}),
+        ("gpu usage today", "utilization_report", {"days": 1}),  # a span of time: a report
+        ("any gpus free today?", "cluster_status", {}),  # the GPUs now
     ],
 )
 def test_a_pinned_node_a_task_to_show_and_questions_about_the_queue(
