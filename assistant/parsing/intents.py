@@ -35,7 +35,8 @@ PRIVILEGE = re.compile(
     _I,
 )
 CANCEL_VERB = re.compile(
-    r"(?<![A-Za-z])(?:cancel|kill|stop|abort|terminate|delete|remove|drop|halt)(?![A-Za-z])|取消|停止|停掉|杀掉|杀死|终止|干掉|删掉|删除|停了|撤销|kill掉",
+    r"(?<![A-Za-z])(?:cancel|cancle|kill|stop|abort|terminate|delete|remove|drop|halt)(?![A-Za-z])"
+    r"|取消|停止|停掉|杀掉|杀死|终止|干掉|删掉|删除|停了|撤销|kill掉|(?:不用|不要|别|不)(?:再)?跑了",
     _I,
 )
 BULK_OTHERS = re.compile(
@@ -117,7 +118,8 @@ QUOTA = re.compile(
 UTILIZATION = re.compile(
     r"utili[sz]ation|\busage\b|gpu[\s-]*hours|\breport\b|\bsummary\b|\bstatistics\b|\bstats\b|who\s+used"
     r"|how\s+much\s+(?:gpu\s+)?(?:time|compute)|idle\s+share|利用率|使用率|用量|报告|统计|机时|卡时|谁用.{0,4}最多|使用情况"
-    r"|how\s+much\s+gpu\b.*\b(?:use[ds]?|burn(?:ed|t)?|consumed?)\b",  # "how much gpu did we burn"
+    r"|how\s+much\s+gpu\b.*\b(?:use[ds]?|burn(?:ed|t)?|consumed?)\b"  # "how much gpu did we burn"
+    r"|\bhog(?:ging|s)?\b|\bhogged\b",  # "who's been hogging the GPUs"
     _I,
 )
 CLUSTER = re.compile(

@@ -236,6 +236,9 @@ def test_a_sweep_named_by_its_id_is_no_task_of_that_id(text: str, reason: str) -
         ("who is using the GPUs?", "cluster_status", {}),
         ("what's in the queue?", "queue_position", {}),
         ("gpu usage today", "utilization_report", {"days": 1}),  # a span of time: a report
+        ("cancle job 17", "cancel_task", {"task_id": 17}),
+        ("88号不用跑了", "cancel_task", {"task_id": 88}),
+        ("who's been hogging the GPUs this week?", "utilization_report", {"days": 7, "by": "user"}),
         ("any gpus free today?", "cluster_status", {}),  # the GPUs now
     ],
 )
