@@ -158,6 +158,14 @@ def token_create(
     try:
         migrate(engine)
         print(create_token(make_session_factory(engine), user=user, team=team, is_admin=admin))
+        if os.geteuid() == 0 and user not in settings.run_as:  # `make up` as root runs such jobs as root
+            err_console.print(
+                f"warning: {user} has no `run_as` account: where the worker runs as root with "
+                "allow_root_jobs (`make up` as root), their jobs run as root and can read this machine's "
+                "admin token; map "
+                f'them in nightshift.toml (run_as = {{{user} = "{user}"}})',
+                markup=False,
+            )
     except NightshiftError as exc:
         _fail(exc.message)
     finally:

@@ -1,0 +1,34 @@
+"""`nightshift token create`: prints a token that the API accepts, and warns when the person's jobs would run
+as root (a root worker, no `run_as` account for them)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from typer.testing import CliRunner
+
+from api.cli.app import app
+from scheduler.settings import get_settings
+
+
+def _create(monkeypatch, tmp_path, user: str, run_as: dict[str, str] | None = None):
+    monkeypatch.setenv("NIGHTSHIFT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("NIGHTSHIFT_DATABASE_URL", f"sqlite:///{tmp_path / 'ns.db'}")
+    if run_as is not None:
+        monkeypatch.setenv("NIGHTSHIFT_RUN_AS", json.dumps(run_as))
+    get_settings.cache_clear()
+    try:
+        return CliRunner().invoke(app, ["token", "create", "--user", user, "--team", "vision"])
+    finally:
+        get_settings.cache_clear()
+
+
+def test_a_token_for_someone_without_a_run_as_account_warns_on_a_root_box(monkeypatch, tmp_path):
+    unmapped = _create(monkeypatch, tmp_path, "alice")
+    mapped = _create(monkeypatch, tmp_path, "bob", run_as={"bob": "bob"})
+
+    assert unmapped.exit_code == 0 and unmapped.stdout.strip().startswith("ns_"), unmapped.output
+    warned = "alice has no `run_as` account" in " ".join(unmapped.stderr.split())
+    assert warned == (os.geteuid() == 0)  # only a root worker runs unmapped jobs as root
+    assert "run_as" not in mapped.stderr
