@@ -426,6 +426,9 @@ def estimate(
     minutes: Annotated[float | None, typer.Option("--estimate", help="expected minutes")] = None,
     time_limit: Annotated[float | None, typer.Option("--time-limit", help="time limit in minutes")] = None,
     name: Annotated[str | None, typer.Option(help="its name: run time learned from your past runs")] = None,
+    depends_on: Annotated[
+        list[int] | None, typer.Option("--depends-on", help="it waits for task ID to succeed")
+    ] = None,
     tonight: Annotated[bool, typer.Option("--tonight", help="start only in the off-peak window")] = False,
     after: Annotated[str | None, typer.Option(help="not before: 23:00, tomorrow 9am, +2h, ISO")] = None,
     as_json: JsonOpt = False,
@@ -441,7 +444,7 @@ def estimate(
     params = {
         "task_id": task_id, "gpus": gpus, "gpu_memory_gb": gpu_mem, "estimated_minutes": minutes,
         "offpeak": "true" if tonight else None, "not_before": not_before,
-        "time_limit_minutes": time_limit, "name": name,
+        "time_limit_minutes": time_limit, "name": name, "depends_on": depends_on or None,
     }  # fmt: skip
     data = _with_client(lambda client: client.get("/estimate", **params))
     if as_json:

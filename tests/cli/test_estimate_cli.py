@@ -62,3 +62,16 @@ def test_logs_of_a_task_that_never_ran_say_so_and_an_estimate_of_a_queued_task_r
     assert re.search(r"\(wait ~\d+(\.\d)? d\)", estimate.output), (
         estimate.output
     )  # days away, not "~1964 min"
+
+
+def test_an_estimate_for_a_task_that_waits_for_another_starts_after_it(
+    cluster, a100_node, make_identity, monkeypatch, tmp_path
+):
+    _, token = make_identity("alice", "vision")
+    with cli_as(cluster, token, monkeypatch, tmp_path / "client-home") as nightshift:
+        parent = nightshift("submit", "--after", "2030-01-07T12:00", "--estimate", "60", "--", "sleep", "1")
+        parent_id = parent.output.split("task ")[1].split(" ")[0]
+        after = nightshift("estimate", "--depends-on", parent_id, "--json")
+
+    start = datetime.fromisoformat(json.loads(after.output)["start"]).astimezone(cluster.zone)
+    assert start.replace(tzinfo=None) == datetime(2030, 1, 7, 13, 0), after.output  # when its parent ends
