@@ -214,8 +214,12 @@ class Assistant:
                 zh = f"已提交任务 #{task['id']}（{task['name']}）：{status_zh(task['status'])}。"
             else:
                 task = self.client.cancel(int(action.payload["task_id"]))
-                message = f"Task #{task['id']} is {task['status']}."
-                zh = f"任务 #{task['id']}：{status_zh(task['status'])}。"
+                if task["status"] == "running":  # its stop signal is sent; it ends within its grace period
+                    message = f"Task #{task['id']} is stopping (its stop signal is sent)."
+                    zh = f"任务 #{task['id']} 正在停止（已发出停止信号）。"
+                else:
+                    message = f"Task #{task['id']} is {task['status']}."
+                    zh = f"任务 #{task['id']}：{status_zh(task['status'])}。"
         except ClientError as exc:
             return {"ok": False, "error": exc.message, "errors": exc.errors}
         self.history.append(AIMessage(content=message))

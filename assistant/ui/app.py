@@ -2,10 +2,10 @@
 
 Element ids (`elem_id`) are part of the page's contract for the browser tests: `token-input`,
 `sign-in-button`, `who`, `model-label`, `chat`, `chat-input`, `send-button`, `confirm-card`,
-`confirm-button`, `drop-button`, `tasks-table`, `log-view`, `queue-table`, `gpus-table`,
-`chart-gpu-hours`, `chart-gpu-share`, `chart-waits`, `chart-energy`, `chart-cost`, `chart-offpeak`,
-`chart-quota`, `results-sweep-id`, `results-tag`, `results-show`, `results-sort`, `results-goal`,
-`results-metric`, `results-note`, `results-table`, `results-chart`.
+`confirm-button`, `drop-button`, `tasks-table`, `log-view`, `queue-table`, `queue-refresh`, `gpus-table`,
+`gpus-refresh`, `chart-gpu-hours`, `chart-gpu-share`, `chart-waits`, `chart-energy`, `chart-cost`,
+`chart-offpeak`, `chart-quota`, `results-sweep-id`, `results-tag`, `results-show`, `results-sort`,
+`results-goal`, `results-metric`, `results-note`, `results-table`, `results-chart`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from scheduler.settings import Settings
 
 SESSION_TTL_S = 12 * 3600
 CSS = """
-.ns-card { border: 2px solid var(--color-accent); border-radius: 8px; padding: 8px 12px; }
+.ns-card { border: 2px solid var(--color-accent); border-radius: 8px; padding: 8px 12px; overflow-x: auto; }
+.ns-card-table td { overflow-wrap: anywhere; }
 .ns-card-table th { text-align: left; padding-right: 12px; white-space: nowrap; }
 .ns-card-note { font-style: italic; }
 .ns-quota { border: 1px solid var(--border-color-primary); border-radius: 8px; padding: 8px 12px; }
@@ -80,19 +81,23 @@ def build_ui(settings: Settings, api_url: str | None = None) -> gr.Blocks:
                     show_log = gr.Button("Show log", scale=0, elem_id="show-log-button")
                 log_view = gr.Code(label="log (last lines)", language=None, elem_id="log-view", max_lines=30)
             with gr.Tab("Queue", id="queue-tab") as queue_tab:
-                queue_note = gr.Markdown()
+                with gr.Row(equal_height=True):
+                    queue_note = gr.Markdown()
+                    refresh_queue = gr.Button("Refresh", scale=0, elem_id="queue-refresh")
                 queue_table = gr.Dataframe(
                     views.queue_frame({}), interactive=False, elem_id="queue-table", wrap=True
                 )
                 gr.Markdown("**How long would a new task wait?**")
                 with gr.Row(equal_height=True):
-                    est_gpus = gr.Number(1, label="GPUs", precision=0, minimum=0)
-                    est_mem = gr.Number(None, label="GB free per GPU (optional)", minimum=0)
-                    est_minutes = gr.Number(None, label="estimated minutes (optional)", minimum=0)
+                    est_gpus = gr.Number(1, label="GPUs", precision=0)  # checked by the handler, in words
+                    est_mem = gr.Number(None, label="GB free per GPU (optional)")
+                    est_minutes = gr.Number(None, label="estimated minutes (optional)")
                     estimate = gr.Button("Estimate", scale=0, elem_id="estimate-button")
                 estimate_out = gr.Markdown(elem_id="estimate-answer")
             with gr.Tab("GPUs", id="gpus-tab") as gpus_tab:
-                gpus_note = gr.Markdown()
+                with gr.Row(equal_height=True):
+                    gpus_note = gr.Markdown()
+                    refresh_gpus = gr.Button("Refresh", scale=0, elem_id="gpus-refresh")
                 gpus_table = gr.Dataframe(views.gpus_frame({}), interactive=False, elem_id="gpus-table")
                 gpus_chart = gr.BarPlot(
                     views.gpu_usage_frame({}), x="gpu", y="percent", color="measure", y_lim=[0, 100],
@@ -100,7 +105,7 @@ def build_ui(settings: Settings, api_url: str | None = None) -> gr.Blocks:
                 )  # fmt: skip
             with gr.Tab("Admin", id="admin-tab", visible=False) as admin_tab:
                 with gr.Row(equal_height=True):
-                    days = gr.Number(7, label="days", precision=0, minimum=1, maximum=366, scale=1)
+                    days = gr.Number(7, label="days", precision=0, scale=1)
                     refresh_admin = gr.Button("Refresh charts", scale=0, elem_id="admin-refresh")
                 admin_summary = gr.Markdown(elem_id="admin-summary")
                 hours_chart = gr.BarPlot(
@@ -135,7 +140,7 @@ def build_ui(settings: Settings, api_url: str | None = None) -> gr.Blocks:
                 results_hint = gr.Markdown(elem_id="results-hint")
                 with gr.Row(equal_height=True):
                     sweep_id = gr.Number(
-                        None, label="sweep id", precision=0, minimum=1, scale=1, elem_id="results-sweep-id"
+                        None, label="sweep id", precision=0, scale=1, elem_id="results-sweep-id"
                     )
                     results_tag = gr.Textbox(
                         label="or tag (when no sweep id)", scale=2, elem_id="results-tag", max_length=64
@@ -185,13 +190,25 @@ def build_ui(settings: Settings, api_url: str | None = None) -> gr.Blocks:
 
         everything = [*tasks_out, queue_table, queue_note, *gpus_out, *admin_out]
         refresh_inputs = [session, status, days]
+        results_out = [results_note, results_table, results_chart, sort_metric, goal, chart_metric]
+        # what one person looked up: cleared when someone signs in or out, so the next one never sees it
+        personal = [log_id, log_view, estimate_out, sweep_id, results_tag, results_hint, *results_out]
+
+        def clear_personal() -> tuple[Any, ...]:
+            no_choices = gr.update(choices=[], value=None)
+            return (
+                None, "", "", None, "", "", "", views.results_frame({}), views.results_chart_frame({}, None),
+                no_choices, GOAL_AUTO, no_choices,
+            )  # fmt: skip
 
         demo.load(handlers.auto_sign_in, [session], identity).then(refresh_all, refresh_inputs, everything)
         for trigger in (sign_in.click, token.submit):
             trigger(handlers.sign_in, [token, session], identity).then(lambda: "", None, token).then(
-                refresh_all, refresh_inputs, everything
-            )
-        sign_out.click(handlers.sign_out, [session], identity).then(refresh_all, refresh_inputs, everything)
+                clear_personal, None, personal
+            ).then(refresh_all, refresh_inputs, everything)
+        sign_out.click(handlers.sign_out, [session], identity).then(clear_personal, None, personal).then(
+            refresh_all, refresh_inputs, everything
+        )
 
         chat_out = [chatbot, text, card_box, card_body]
         send.click(handlers.chat, [text, session], chat_out)
@@ -205,13 +222,14 @@ def build_ui(settings: Settings, api_url: str | None = None) -> gr.Blocks:
             event(handlers.tasks, [session, status], tasks_out)
         show_log.click(handlers.log_text, [session, log_id], log_view)
         tasks_table.select(handlers.select_task, [session, tasks_table], [log_id, log_view])
-        queue_tab.select(handlers.queue, [session], [queue_table, queue_note])
+        for event in (queue_tab.select, refresh_queue.click):
+            event(handlers.queue, [session], [queue_table, queue_note])
         estimate.click(handlers.estimate, [session, est_gpus, est_mem, est_minutes], estimate_out)
-        gpus_tab.select(handlers.gpus, [session], gpus_out)
+        for event in (gpus_tab.select, refresh_gpus.click):
+            event(handlers.gpus, [session], gpus_out)
         for event in (admin_tab.select, refresh_admin.click):
             event(handlers.admin, [session, days], admin_out)
 
-        results_out = [results_note, results_table, results_chart, sort_metric, goal, chart_metric]
         results_tab.select(handlers.recent_sweeps, [session], results_hint)
         for event in (show_results.click, results_tag.submit):
             event(handlers.results, [session, sweep_id, results_tag], results_out)

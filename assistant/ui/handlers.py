@@ -29,6 +29,9 @@ GOALS = [GOAL_AUTO, "min", "max"]
 ChatUpdate = tuple[list[dict[str, Any]], str, Any, str]
 
 
+MAX_REPORT_DAYS = 366  # the longest report window the Admin tab asks for
+
+
 class Handlers:
     """Event handlers bound to this server's settings (time zone, model, token file).
 
@@ -161,9 +164,11 @@ class Handlers:
         with session.lock:
             kind = session.card.get("kind")
             session.assistant.drop(str(session.card["action_id"]))
-            session.say(
-                "assistant", f"Dropped: nothing was {'cancelled' if kind == 'cancel' else 'submitted'}."
-            )
+            if session.language == "zh":
+                said = f"已放弃：没有{'取消' if kind == 'cancel' else '提交'}任何任务。"
+            else:
+                said = f"Dropped: nothing was {'cancelled' if kind == 'cancel' else 'submitted'}."
+            session.say("assistant", said)
             session.card = session.next_card()
         return self.view(session)
 
@@ -183,6 +188,8 @@ class Handlers:
         """The last lines of a task's log."""
         if session is None or task_id is None:
             return ""
+        if task_id < 1:  # an empty number box reads 0
+            return "[enter a task id: the number `nightshift ls` shows]"
         try:
             text = session.client.logs(int(task_id), tail=LOG_TAIL_LINES)
         except ClientError as exc:
@@ -217,6 +224,8 @@ class Handlers:
         """What-if: when would a task of this size start if submitted now."""
         if session is None:
             return "Sign in first."
+        if gpus is not None and gpus < 0:
+            return "No estimate: GPUs must be 0 (CPU only) or more."
         try:
             answer = session.client.estimate(
                 gpus=int(gpus or 0), gpu_memory_gb=memory_gb or None, estimated_minutes=minutes or None
@@ -252,7 +261,9 @@ class Handlers:
         )
         if session is None or not session.admin:
             return "Admins only.", *empty
-        window = max(1, int(days or 7))
+        if days is not None and not 1 <= days <= MAX_REPORT_DAYS:
+            return f"Days must be between 1 and {MAX_REPORT_DAYS}.", *empty
+        window = int(days or 7)
         try:
             by_team = session.client.utilization(window, "team")
             by_gpu = session.client.utilization(window, "gpu")
@@ -292,6 +303,8 @@ class Handlers:
         if session is None:
             return "<p>Sign in to see results.</p>", *empty, *keep
         tag = (tag or "").strip()
+        if sweep_id == 0:  # an empty number box reads 0: no sweep id
+            sweep_id = None
         if sweep_id is None and not tag:
             return "<p>Enter a sweep id or a tag.</p>", *empty, *keep
         if sweep_id is not None and int(sweep_id) < 1:

@@ -429,12 +429,15 @@ def _number(value: Any) -> float | None:
 
 
 def _cell(value: Any) -> Any:
-    """A table cell: numbers as they are, anything else as text, a missing value as ``""``."""
+    """A table cell: numbers as they are (floats to 6 significant digits, as `nightshift compare` shows
+    them: 0.936, not 0.9359999999999999), anything else as text, a missing value as ``""``."""
     if value is None:
         return ""
     if isinstance(value, bool):
         return str(value).lower()
-    if isinstance(value, int | float):
+    if isinstance(value, float):
+        return float(f"{value:.6g}")
+    if isinstance(value, int):
         return value
     return str(value)
 

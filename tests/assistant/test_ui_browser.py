@@ -402,3 +402,38 @@ def test_the_chat_served_alone_says_when_its_api_does_not_answer(
     with served(assistant_app(settings)) as url:
         health = httpx.get(f"{url}/healthz").json()
     assert health["status"] == "ok" and health["api"].startswith("unreachable at http://127.0.0.1:9")
+
+
+def test_signing_in_as_someone_else_clears_what_the_last_person_looked_at(
+    live_server: LiveServer, page: Any
+) -> None:
+    from playwright.sync_api import expect
+
+    # Given carol read her task's log and asked for results by tag, with the sweep id box left empty
+    carol = live_server.token("carol", "vision")
+    with live_server.api(carol) as api:
+        task = api.post("/tasks", json={"command": "echo secret-of-carol", "gpus": 0, "tags": ["t1"]}).json()
+        wait_until(lambda: api.get(f"/tasks/{task['id']}").json()["status"] == "succeeded", timeout_s=60)
+    sign_in(page, live_server, carol, "carol")
+    page.get_by_role("tab", name="My tasks").click()
+    page.locator("#log-task-id input").fill(str(task["id"]))
+    page.locator("#show-log-button").click()
+    expect(page.locator("#log-view")).to_contain_text("secret-of-carol")
+    page.get_by_role("tab", name="Results").click()
+    page.locator("#results-tag input, #results-tag textarea").first.fill("t1")
+    page.locator("#results-show").click()
+    expect(page.locator("#results-table")).to_contain_text(str(task["id"]))  # no "less than 1" error toast
+
+    # When she signs out and dave signs in in the same tab
+    page.locator("#sign-out-button").click()
+    expect(page.locator("#who")).to_contain_text("Not signed in")
+    dave = live_server.token("dave", "nlp")
+    page.locator("#token-input input").fill(dave)
+    page.locator("#sign-in-button").click()
+    expect(page.locator("#who")).to_contain_text("Signed in as dave")
+
+    # Then none of carol's log or results is left on the page
+    page.get_by_role("tab", name="My tasks").click()
+    expect(page.locator("#log-view")).not_to_contain_text("secret-of-carol")
+    page.get_by_role("tab", name="Results").click()
+    expect(page.locator("#results-table")).not_to_contain_text(str(task["id"]))

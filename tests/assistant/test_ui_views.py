@@ -392,6 +392,16 @@ def test_the_results_table_marks_the_best_row_and_keeps_the_apis_order() -> None
     assert list(views.results_frame({}).columns) == ["best", "task", "status", "note"]
 
 
+def test_the_results_table_rounds_float_noise_as_the_cli_does() -> None:
+    table = results()
+    table["rows"][0]["metrics"]["loss"] = 0.9359999999999999
+    table["rows"][0]["params"]["lr"] = 0.07300000000000001
+
+    row = views.results_frame(table).values.tolist()[0]
+
+    assert row[2:4] == [0.073, 0.936]
+
+
 def test_a_metric_named_like_a_parameter_gets_its_own_column() -> None:
     table = results(params=["lr"], metrics=["lr", "status"])
     table["rows"] = [
