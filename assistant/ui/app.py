@@ -117,7 +117,8 @@ def build_ui(settings: Settings, api_url: str | None = None) -> gr.Blocks:
                     title="busy and idle share per GPU (%)", elem_id="chart-gpu-share",
                     color_map={"busy": "#d9534f", "idle": "#5cb85c"},
                 )  # fmt: skip
-                waits_chart = gr.LinePlot(
+                # points, not lines: a line of one point (a 7-day view has one bucket a day) draws nothing
+                waits_chart = gr.ScatterPlot(
                     views.waits_frame({}), x="time", y="wait_min", color="percentile", y_lim=[0, None],
                     title="waits over time (minutes, p50 and p90)", elem_id="chart-waits",
                 )  # fmt: skip
