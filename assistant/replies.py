@@ -488,6 +488,13 @@ def reply_for(tool: str, content: str, lang: str, now: datetime | None = None) -
 
 
 QUESTIONS = {
+    "one_command": (
+        "I prepare one task per message, each with its own card: send the commands one at a time (for one "
+        "script with different settings, a sweep in a spec file makes them all: `nightshift submit "
+        "sweep.yaml`).",
+        "我每条消息只准备一个任务（各自确认）：请一条一条地发这些命令"
+        "（同一个脚本不同参数的话，可以用 spec 文件里的 sweep 一次提交：`nightshift submit sweep.yaml`）。",
+    ),
     "need_command": (
         "What command should I run? For example: run `python train.py` tonight on 2 GPUs.",
         "要运行什么命令？例如：今晚用两张卡跑 `python train.py`。",

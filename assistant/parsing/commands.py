@@ -198,6 +198,12 @@ def normalize(command: str) -> str:
     return command
 
 
+def fenced_commands(text: str) -> list[str]:
+    """Every command in backticks, in order, without repeats (a request may name several)."""
+    bodies = ((m.group("cmd") or m.group("cmd2") or "").strip() for m in _BACKTICKS.finditer(text))
+    return list(dict.fromkeys(normalize(body) for body in bodies if body))
+
+
 def find_command(text: str) -> FoundCommand | None:
     """The command in `text`, or None when there is none (the caller then asks for it)."""
     fenced = _BACKTICKS.search(text)

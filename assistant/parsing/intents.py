@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from assistant.parsing.commands import find_command, remove_span
+from assistant.parsing.commands import fenced_commands, find_command, remove_span
 from assistant.parsing.fields import read_fields, task_ids
 from assistant.parsing.numbers import NUMBER, to_int
 from assistant.parsing.times import read_times
@@ -287,7 +287,9 @@ def _estimate(text: str) -> Reading:
     )
 
 
-def _submit(command: str, rest: str, now: datetime) -> Reading:
+def _submit(command: str, rest: str, now: datetime, several: bool = False) -> Reading:
+    if several:  # one card per task: say so rather than drop the other commands
+        return Reading("question", reason="one_command")
     fields, rest = read_fields(rest)
     when = read_times(rest, now)
     args: dict[str, Any] = {"command": command, **fields.values}
@@ -337,7 +339,7 @@ def understand(text: str, now: datetime) -> Reading:
     if reading is not None:
         return reading
     if found:
-        return _submit(found.command, rest, now)
+        return _submit(found.command, rest, now, several=len(fenced_commands(text)) > 1)
     if RESULTS.search(rest):
         return Reading("help", reason="results")
     if SUBMIT_VERB.search(rest):

@@ -250,3 +250,15 @@ def test_a_pinned_node_a_task_to_show_and_questions_about_the_queue(
     reading = understand(text, NOW)
 
     assert (reading.tool, {k: v for k, v in reading.args.items() if v is not None}) == (tool, args)
+
+
+def test_a_request_with_several_commands_asks_for_them_one_at_a_time_instead_of_dropping_some() -> None:
+    from assistant.parsing.intents import understand
+    from assistant.replies import canned
+
+    several = understand("run `python a.py` and `python b.py` on 1 GPU each", NOW)
+    one = understand("run `python a.py` on 1 GPU", NOW)
+
+    assert (several.kind, several.reason) == ("question", "one_command")
+    assert one.tool == "submit_task" and one.args["command"] == "python a.py"
+    assert "send the commands one at a time" in canned("question", "one_command", "en")
