@@ -132,8 +132,7 @@ def _estimate_line(summary: dict[str, Any], lang: str, now: datetime | None) -> 
                 f"，预计 {when(summary['estimated_end'], now, lang)} 完成",
             )
             if summary.get("run_estimate"):
-                assumed = run_estimate_words(summary["run_estimate"], lang)
-                text += _t(lang, f" ({assumed})", f"（{assumed}）")
+                text += in_parentheses(run_estimate_words(summary["run_estimate"], lang), lang)
         return f"• {_t(lang, 'estimate', '预计')}: {text}"
     if summary.get("wait_reason"):
         reason = unwrap(summary["wait_reason"])
@@ -187,6 +186,11 @@ def run_estimate_words(run: dict[str, Any], lang: str) -> str:
             f"按默认 {span}估计；告诉我大概要跑多久可以估得更准",
         )
     return _t(lang, f"{span}, {source}", f"{span}，{source}")
+
+
+def in_parentheses(text: str, lang: str) -> str:
+    """` (text)` after English words, `（text）` after Chinese ones."""
+    return _t(lang, f" ({text})", f"（{text}）")
 
 
 def minutes_words(minutes: float, lang: str) -> str:

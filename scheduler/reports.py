@@ -27,6 +27,7 @@ from scheduler.telemetry.report import (
 
 GroupBy = Literal["team", "user", "gpu"]
 DAY_S = 86400.0
+MAX_REPORT_DAYS = 366  # the longest window a utilization report covers (API and UI)
 HOUR_S = 3600.0
 
 

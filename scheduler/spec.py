@@ -139,7 +139,7 @@ class TaskSpec(BaseModel):
             if isinstance(item, bool):
                 raise ValueError(f'env.{key} is a boolean: quote it ("true", "1") to say which text you mean')
         return {
-            key: str(item) if isinstance(item, int | float) and not isinstance(item, bool) else item
+            key: str(item) if isinstance(item, int | float) else item  # (booleans refused above)
             for key, item in value.items()
         }
 

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query
 from api.deps import ClusterDep, IdentityDep
 from scheduler.clock import now_s
 from scheduler.notify.summary import morning_summary
-from scheduler.reports import utilization_report
+from scheduler.reports import MAX_REPORT_DAYS, utilization_report
 
 router = APIRouter(prefix="/reports", tags=["reports"])
 
@@ -18,7 +18,7 @@ router = APIRouter(prefix="/reports", tags=["reports"])
 def utilization(
     cluster: ClusterDep,
     who: IdentityDep,
-    days: Annotated[float, Query(gt=0, le=366)] = 7,
+    days: Annotated[float, Query(gt=0, le=MAX_REPORT_DAYS)] = 7,
     by: Literal["team", "user", "gpu"] = "team",
 ) -> dict[str, Any]:
     """Who used how many GPU-hours over the last `days`; admins see every team, others their own."""

@@ -19,6 +19,7 @@ from assistant.agent import Turn, make_model
 from assistant.ui import views
 from assistant.ui.session import UiSession, api_base_url, local_admin_token, open_session
 from scheduler.clock import local_zone
+from scheduler.reports import MAX_REPORT_DAYS
 from scheduler.settings import Settings
 
 log = logging.getLogger("nightshift.ui")
@@ -27,9 +28,6 @@ TASK_STATUSES = ["all", "queued", "running", "succeeded", "failed", "cancelled"]
 GOAL_AUTO = "auto"
 GOALS = [GOAL_AUTO, "min", "max"]
 ChatUpdate = tuple[list[dict[str, Any]], str, Any, str]
-
-
-MAX_REPORT_DAYS = 366  # the longest report window the Admin tab asks for
 
 
 class Handlers:

@@ -13,7 +13,14 @@ from typing import Any
 import pandas as pd
 
 from assistant.reasons_zh import reason_zh
-from assistant.replies import energy_words, quota_words, run_estimate_words, start_label_words, unwrap
+from assistant.replies import (
+    energy_words,
+    in_parentheses,
+    quota_words,
+    run_estimate_words,
+    start_label_words,
+    unwrap,
+)
 
 MIB_PER_GB = 1024
 HOURS_PER_DAY = 24.0
@@ -286,8 +293,7 @@ def _submit_rows(
     if summary.get("estimated_end"):
         finish = short_time(summary["estimated_end"], zone)
         if summary.get("run_estimate"):  # the person gave no run time: say what was assumed
-            assumed = run_estimate_words(summary["run_estimate"], lang)
-            finish += f" ({assumed})" if lang != "zh" else f"（{assumed}）"
+            finish += in_parentheses(run_estimate_words(summary["run_estimate"], lang), lang)
         rows.append(_row(words("estimated finish"), finish))
     for key in ("time_limit_minutes", "retries", "conda_env", "docker_image", "depends_on", "deadline"):
         if spec.get(key) not in (None, [], 0, ""):
