@@ -416,9 +416,11 @@ def test_signing_in_as_someone_else_clears_what_the_last_person_looked_at(
         wait_until(lambda: api.get(f"/tasks/{task['id']}").json()["status"] == "succeeded", timeout_s=60)
     sign_in(page, live_server, carol, "carol")
     page.get_by_role("tab", name="My tasks").click()
+    # the sign-in's clearing and refreshing are done once her tasks are listed
+    expect(page.locator("#tasks-table")).to_contain_text(str(task["id"]), timeout=STEP_TIMEOUT_MS)
     page.locator("#log-task-id input").fill(str(task["id"]))
     page.locator("#show-log-button").click()
-    expect(page.locator("#log-view")).to_contain_text("secret-of-carol")
+    expect(page.locator("#log-view")).to_contain_text("secret-of-carol", timeout=STEP_TIMEOUT_MS)
     page.get_by_role("tab", name="Results").click()
     page.locator("#results-tag input, #results-tag textarea").first.fill("t1")
     page.locator("#results-show").click()
