@@ -202,12 +202,20 @@ def build_ui(settings: Settings, api_url: str | None = None) -> gr.Blocks:
                 no_choices, GOAL_AUTO, no_choices,
             )  # fmt: skip
 
+        # Who is signed in and what they looked up change in one update: once the page names the new
+        # person, nothing of the last one is left, and nothing they type next is wiped by a late clear.
+        def sign_in_afresh(typed: str, state: Any, request: gr.Request) -> tuple[Any, ...]:
+            return (*handlers.sign_in(typed, state, request), "", *clear_personal())
+
+        def sign_out_clearing(state: Any) -> tuple[Any, ...]:
+            return (*handlers.sign_out(state), *clear_personal())
+
         demo.load(handlers.auto_sign_in, [session], identity).then(refresh_all, refresh_inputs, everything)
         for trigger in (sign_in.click, token.submit):
-            trigger(handlers.sign_in, [token, session], identity).then(lambda: "", None, token).then(
-                clear_personal, None, personal
-            ).then(refresh_all, refresh_inputs, everything)
-        sign_out.click(handlers.sign_out, [session], identity).then(clear_personal, None, personal).then(
+            trigger(sign_in_afresh, [token, session], [*identity, token, *personal]).then(
+                refresh_all, refresh_inputs, everything
+            )
+        sign_out.click(sign_out_clearing, [session], [*identity, *personal]).then(
             refresh_all, refresh_inputs, everything
         )
 

@@ -416,8 +416,7 @@ def test_signing_in_as_someone_else_clears_what_the_last_person_looked_at(
         wait_until(lambda: api.get(f"/tasks/{task['id']}").json()["status"] == "succeeded", timeout_s=60)
     sign_in(page, live_server, carol, "carol")
     page.get_by_role("tab", name="My tasks").click()
-    # the sign-in's clearing and refreshing are done once her tasks are listed
-    expect(page.locator("#tasks-table")).to_contain_text(str(task["id"]), timeout=STEP_TIMEOUT_MS)
+    # typed as soon as the page names her: the sign-in has already cleared the last person's lookups
     page.locator("#log-task-id input").fill(str(task["id"]))
     page.locator("#show-log-button").click()
     expect(page.locator("#log-view")).to_contain_text("secret-of-carol", timeout=STEP_TIMEOUT_MS)
@@ -426,16 +425,23 @@ def test_signing_in_as_someone_else_clears_what_the_last_person_looked_at(
     page.locator("#results-show").click()
     expect(page.locator("#results-table")).to_contain_text(str(task["id"]))  # no "less than 1" error toast
 
-    # When she signs out and dave signs in in the same tab
+    # When she signs out, then the page says so with nothing of hers left (read at once: no later step clears)
     page.locator("#sign-out-button").click()
     expect(page.locator("#who")).to_contain_text("Not signed in")
+    assert "succeeded" not in page.locator("#results-table").inner_text()  # her run's row
+    page.get_by_role("tab", name="My tasks").click()
+    assert "secret-of-carol" not in page.locator("#log-view").inner_text()
+    assert page.locator("#log-task-id input").input_value() == ""
+
+    # When dave signs in in the same tab and at once asks for the log of carol's task
     dave = live_server.token("dave", "nlp")
     page.locator("#token-input input").fill(dave)
     page.locator("#sign-in-button").click()
     expect(page.locator("#who")).to_contain_text("Signed in as dave")
+    page.locator("#log-task-id input").fill(str(task["id"]))
+    page.locator("#show-log-button").click()
 
-    # Then none of carol's log or results is left on the page
-    page.get_by_role("tab", name="My tasks").click()
-    expect(page.locator("#log-view")).not_to_contain_text("secret-of-carol")
-    page.get_by_role("tab", name="Results").click()
-    expect(page.locator("#results-table")).not_to_contain_text(str(task["id"]))
+    # Then he is told there is no such task (another team's), and what he typed is not wiped by the sign-in
+    expect(page.locator("#log-view")).to_contain_text("not found", timeout=STEP_TIMEOUT_MS)
+    assert "secret-of-carol" not in page.locator("#log-view").inner_text()
+    assert page.locator("#log-task-id input").input_value() == str(task["id"])
