@@ -96,6 +96,7 @@ POSITION = re.compile(
     r"where\s+(?:is|are|'s|does|do)\s+(?:my|our|task|job|the|\d|#)|\bposition\b|\bstand(?:s|ing)?\b|place\s+in\s+(?:the\s+)?(?:queue|line)"
     r"|how\s+many\s+(?:jobs|tasks|people)\s+(?:are\s+)?(?:ahead|in\s+front|before)|ahead\s+of\s+(?:me|mine|it)"
     r"|where.*\bin\s+(?:the\s+)?(?:queue|line)|排第几|第几|排在|排到哪|前面还有|队列(?:中|里)?的?位置|位置"
+    r"|\bam\s+i\s+next\b|\bis\s+(?:mine|my\s+(?:job|task))\s+next\b|\bnext\s+in\s+line\b"
     r"|what'?s\s+in\s+the\s+queue|(?:what|who)\s+is\s+(?:in|waiting\s+in)\s+the\s+queue|队列里(?:有)?(?:什么|啥|哪些)",
     _I,
 )
@@ -107,7 +108,10 @@ LIST = re.compile(
     r"正在运行|排队中|排队的|已完成|跑完的|挂了|什么失败|哪些.*(?:失败|挂)|看看.*任务"
     # "what's in my queue", "everything I have queued"; tasks named by when they were sent: "我昨天提交的任务"
     r"|\bin\s+(?:my|our)\s+queue\b|\b(?:i|we)\s+(?:have|got)\s+(?:queued|running|pending)\b"
-    r"|我们?(?:昨天|今天|前天|刚才|刚刚|刚|之前|上午|下午|早上|晚上)?(?:提交|跑)的(?:任务|作业)",
+    r"|我们?(?:昨天|今天|前天|刚才|刚刚|刚|之前|上午|下午|早上|晚上)?(?:提交|跑)的(?:任务|作业)"
+    # "anything crash overnight?", "list everything running"
+    r"|\b(?:anything|something|any\s+(?:jobs?|tasks?|runs?))\s+(?:crash|fail|die|break)(?:ed)?\b"
+    r"|\blist\s+(?:all|everything|every\s+(?:job|task))\b",
     _I,
 )
 QUOTA = re.compile(
@@ -119,13 +123,16 @@ UTILIZATION = re.compile(
     r"utili[sz]ation|\busage\b|gpu[\s-]*hours|\breport\b|\bsummary\b|\bstatistics\b|\bstats\b|who\s+used"
     r"|how\s+much\s+(?:gpu\s+)?(?:time|compute)|idle\s+share|利用率|使用率|用量|报告|统计|机时|卡时|谁用.{0,4}最多|使用情况"
     r"|how\s+much\s+gpu\b.*\b(?:use[ds]?|burn(?:ed|t)?|consumed?)\b"  # "how much gpu did we burn"
-    r"|\bhog(?:ging|s)?\b|\bhogged\b",  # "who's been hogging the GPUs"
+    r"|\bhog(?:ging|s)?\b|\bhogged\b"  # "who's been hogging the GPUs"
+    r"|what\s+did\s+(?:my\s+|our\s+|the\s+|each\s+)?(?:team|teams|we|i|everyone|everybody)\s+use\b"
+    r"|how\s+much\s+(?:did|have)\s+(?:we|i|my\s+team|our\s+team|each\s+team)\s+used?\b"
+    r"|\b(?:last|this|past)\s+(?:week|month)'?s\s+(?:numbers|figures)\b",
     _I,
 )
 CLUSTER = re.compile(
     r"how\s+busy|\bgpus?\b.*\b(?:status|free|available|idle|busy|load|usage|memory|utili[sz]ation)|(?<![A-Za-z])(?:free|idle|"
     r"available)(?:\s+|的)?(?:gpus?|cards?|卡|[AHVL]\d{2,3}s?)(?![A-Za-z0-9])"  # also "free的gpu吗"
-    r"|\bcluster\b.*\b(?:busy|load|full|free)\b|\b[AHVL]\d{2,3}s?\b.*\b(?:free|idle|available)\b"
+    r"|\bcluster\b.*\b(?:busy|load|full|free)\b|\bload\s+on\s+the\s+(?:cluster|gpus|nodes|servers?)\b|\b[AHVL]\d{2,3}s?\b.*\b(?:free|idle|available)\b"
     r"|cluster\s+status|status\s+of\s+the\s+(?:cluster|gpus|nodes)|which\s+gpus|nvidia-smi"
     r"|\b(?:any(?:one|body)|some(?:one|body)|who(?:'s|\s+is))\s+using\b"
     r"|(?:卡|gpu)(?:多|够用?)(?:吗|么|不)"  # "现在卡多吗"
