@@ -69,10 +69,11 @@ def _with_client(action: Callable[[NightshiftClient], T]) -> T:
 
 
 def _setup_logging() -> None:
-    logging.basicConfig(
-        level=os.environ.get("NIGHTSHIFT_LOG_LEVEL", "INFO"),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    level = os.environ.get("NIGHTSHIFT_LOG_LEVEL", "INFO")
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
+        # APScheduler logs each run of each periodic job at INFO (GPU telemetry alone every 10 s)
+        logging.getLogger("apscheduler").setLevel(logging.WARNING)
 
 
 # --- services ---------------------------------------------------------------------------------------
