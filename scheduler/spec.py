@@ -317,8 +317,17 @@ def _field_path(location: tuple[int | str, ...]) -> str | None:
     return ".".join(parts) or None
 
 
+IDENTITY_FIELDS = ("team", "user")
+
+
 def unknown_field_message(field: str | None) -> str:
-    """An unknown spec field, with the closest allowed name when it looks like a typo."""
+    """An unknown spec field, with the closest allowed name when it looks like a typo; `team` and `user`
+    are not spec fields at all: they come from the caller's token."""
+    if field in IDENTITY_FIELDS:
+        return (
+            f"{field!r} is not a spec field: a task's team and user are those of the API token that "
+            "submits it (nightshift token create --user U --team T makes one for another person)"
+        )
     close = difflib.get_close_matches(str(field), list(TaskSpec.model_fields), n=1, cutoff=0.75)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     return f"unknown field {field!r}{hint}; allowed fields are: {', '.join(TaskSpec.model_fields)}"

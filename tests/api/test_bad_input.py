@@ -62,7 +62,11 @@ BAD_SPECS = [
         "unknown field 'gpu' (did you mean 'gpus'?)",
         "allowed fields",
     ),
-    case("team in the spec", {"command": "x", "team": "other"}, "unknown field 'team'"),
+    case(
+        "team in the spec",
+        {"command": "x", "team": "other"},
+        "'team' is not a spec field: a task's team and user are those of the API token",
+    ),
     case("malformed JSON", '{"command": "echo hi",', "the request body is not valid JSON"),
     case("JSON array body", '[{"command": "echo hi"}]', "the request body must be a JSON object"),
     case("JSON string body", '"echo hi"', "the request body must be a JSON object"),
