@@ -11,7 +11,7 @@ import secrets
 import shlex
 import threading
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from api.cli.command_line import words_to_paste
@@ -19,7 +19,8 @@ from api.client import ClientError
 from assistant.client import AssistantClient
 from scheduler.errors import SpecError
 from scheduler.nodes import NodeGpu, NodeState
-from scheduler.policy.windows import DailyWindow, parse_windows
+from scheduler.policy.config import PolicyConfig
+from scheduler.policy.windows import offpeak_start_s, parse_windows
 from scheduler.spec import TaskSpec, parse_spec
 from scheduler.submission import check_against_cluster, check_deadline_ahead, resolve
 from scheduler.sweeps import expand
@@ -75,30 +76,19 @@ class CardError(Exception):
         self.errors = errors or []
 
 
-def _in_window(moment: datetime, windows: tuple[DailyWindow, ...]) -> bool:
-    minute = moment.hour * 60 + moment.minute
-    for window in windows:
-        if window.crosses_midnight:
-            if minute >= window.start_min or minute < window.end_min:
-                return True
-        elif window.start_min <= minute < window.end_min:
-            return True
-    return False
-
-
 def earliest_start(
-    now: datetime, not_before: datetime | None, offpeak: bool, offpeak_windows: str
+    now: datetime, not_before: datetime | None, offpeak: bool, offpeak_windows: str, run_minutes: float
 ) -> tuple[datetime, str | None]:
-    """When the spec allows a start: not before `not_before`, and inside an off-peak window if asked."""
+    """When the spec allows a start: not before `not_before`, and with `offpeak` inside an off-peak window
+    with room left for its run (the scheduler's own rule, `offpeak_start_s`)."""
     start = max(now, not_before.astimezone(now.tzinfo)) if not_before else now
     if not offpeak:
         return start, None
-    windows = parse_windows(offpeak_windows)
-    if not windows or _in_window(start, windows):
-        return start, "off-peak"
-    day = start.replace(hour=0, minute=0, second=0, microsecond=0)
-    starts = [day + timedelta(days=d, minutes=w.start_min) for d in (0, 1) for w in windows]
-    return min(s for s in starts if s > start), "off-peak"
+    tz = start.tzinfo or UTC
+    start_s = offpeak_start_s(parse_windows(offpeak_windows), start.timestamp(), tz, run_minutes * 60)
+    if start_s is not None and start_s > start.timestamp():
+        start = datetime.fromtimestamp(start_s, tz)
+    return start, "off-peak"
 
 
 def start_label(start: datetime, now: datetime, why: str | None, immediate: bool) -> str:
@@ -218,11 +208,9 @@ def summarize(
     gpus_view: dict[str, Any] | None,
 ) -> dict[str, Any]:
     """Start label, estimate, energy and quota effect of a spec (each only when known)."""
-    not_before = datetime.fromisoformat(spec["not_before"]) if spec.get("not_before") else None
-    start, why = earliest_start(now, not_before, bool(spec.get("offpeak")), offpeak_windows)
-    summary: dict[str, Any] = {"start_label": start_label(start, now, why, immediate=start <= now)}
+    summary: dict[str, Any] = {}
     minutes = spec.get("estimated_minutes") or spec.get("time_limit_minutes")
-    estimated_start: datetime | None = start
+    est: dict[str, Any] = {}
     if client is not None:
         try:
             est = client.estimate(
@@ -235,20 +223,26 @@ def summarize(
                 name=spec.get("name"),  # the scheduler learns run times by user, name and size
                 depends_on=spec.get("depends_on") or None,  # it starts only after its parents succeed
             )
-            summary["wait_reason"] = est.get("reason")
-            if est.get("start"):
-                estimated_start = max(start, datetime.fromisoformat(est["start"]).astimezone(now.tzinfo))
-            elif est.get("reason"):  # it cannot start as things stand (a used-up budget, no such GPU)
-                estimated_start = None
-            if est.get("estimated_run_s") and est.get("estimate_source"):  # the run time it will assume
-                minutes = float(est["estimated_run_s"]) / 60
-                if not spec.get("estimated_minutes"):
-                    summary["run_estimate"] = {"minutes": minutes, "source": est["estimate_source"]}
-            if est.get("energy_cost") is not None and minutes:  # priced from the expected start
-                currency = est.get("currency") or ""
-                summary["energy_cost"] = f"~{float(est['energy_cost']):.2f} {currency}".strip()
         except ClientError:
-            pass
+            est = {}
+    if est.get("estimated_run_s") and est.get("estimate_source"):  # the run time the scheduler will assume
+        minutes = float(est["estimated_run_s"]) / 60
+        if not spec.get("estimated_minutes"):
+            summary["run_estimate"] = {"minutes": minutes, "source": est["estimate_source"]}
+    not_before = datetime.fromisoformat(spec["not_before"]) if spec.get("not_before") else None
+    run_minutes = float(minutes or PolicyConfig.default_estimate_s / 60)
+    start, why = earliest_start(now, not_before, bool(spec.get("offpeak")), offpeak_windows, run_minutes)
+    summary["start_label"] = start_label(start, now, why, immediate=start <= now)
+    estimated_start: datetime | None = start
+    if est:
+        summary["wait_reason"] = est.get("reason")
+        if est.get("start"):
+            estimated_start = max(start, datetime.fromisoformat(est["start"]).astimezone(now.tzinfo))
+        elif est.get("reason"):  # it cannot start as things stand (a used-up budget, no such GPU)
+            estimated_start = None
+        if est.get("energy_cost") is not None and minutes:  # priced from the expected start
+            currency = est.get("currency") or ""
+            summary["energy_cost"] = f"~{float(est['energy_cost']):.2f} {currency}".strip()
     if estimated_start is not None:
         summary["estimated_start"] = estimated_start.isoformat()
         if minutes:

@@ -19,7 +19,7 @@ from scheduler.policy.placement import GpuState, Pool, memory_need_mib, never_fi
 from scheduler.policy.priority import queue_score
 from scheduler.policy.quotas import budget_status, gpu_weight, gpus_in_use, over_cap
 from scheduler.policy.types import Decisions, GpuSlot, QueuedTask, RunningTask, StartDecision
-from scheduler.policy.windows import current_window, next_window_start
+from scheduler.policy.windows import current_window, offpeak_start_s, zone
 
 ShapeKey = tuple[int, int, float, str | None, str | None, bool]
 
@@ -178,18 +178,13 @@ def _hold_reason(ps: _Pass, task: QueuedTask, succeeded: Set[int], failed: Set[i
 def _offpeak_reason(ps: _Pass, task: QueuedTask) -> str | None:
     """None inside an off-peak window with room for the estimate (when any window could hold it)."""
     windows, tz = ps.config.offpeak_windows, ps.config.timezone
-    if not windows:
-        return None
-    current = current_window(windows, ps.now_s, tz)
     est_s = task_estimate_s(task, ps.config)
-    if current is not None:
-        start_s, end_s = current
-        if est_s > end_s - start_s or ps.now_s + est_s <= end_s:
-            return None
-    nxt = next_window_start(windows, ps.now_s, tz)
-    ps.wake(nxt)
-    at = reasons.local_time(nxt, ps.now_s, tz) if nxt is not None else "?"
-    if current is not None:
+    start_s = offpeak_start_s(windows, ps.now_s, zone(tz), est_s)
+    if start_s is None or start_s <= ps.now_s:
+        return None
+    ps.wake(start_s)
+    at = reasons.local_time(start_s, ps.now_s, tz)
+    if current_window(windows, ps.now_s, tz) is not None:
         return (
             f"waiting for off-peak at {at}: its {reasons.human_duration(est_s)} estimate does not fit "
             "in what is left of this window"

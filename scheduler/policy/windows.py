@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta
+from datetime import date, datetime, time, timedelta, tzinfo
 from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -59,12 +59,12 @@ def parse_windows(text: str) -> tuple[DailyWindow, ...]:
     return tuple(windows)
 
 
-def _at(day: date, minute: int, tz: ZoneInfo) -> float:
+def _at(day: date, minute: int, tz: tzinfo) -> float:
     """Epoch seconds of local wall time `minute` on `day` (the earlier instant when ambiguous)."""
     return datetime.combine(day, time(minute // 60, minute % 60), tzinfo=tz).timestamp()
 
 
-def _spans(windows: tuple[DailyWindow, ...], now_s: float, tz: ZoneInfo) -> list[tuple[float, float]]:
+def _spans(windows: tuple[DailyWindow, ...], now_s: float, tz: tzinfo) -> list[tuple[float, float]]:
     """Every (start_s, end_s) occurrence of the windows on local days around `now_s`, sorted."""
     today = datetime.fromtimestamp(now_s, tz).date()
     spans: list[tuple[float, float]] = []
@@ -81,13 +81,17 @@ def current_window(
     windows: tuple[DailyWindow, ...], now_s: float, tz_name: str
 ) -> tuple[float, float] | None:
     """The (start_s, end_s) of the window holding `now_s`, merged with touching windows; None outside."""
+    return _current(windows, now_s, zone(tz_name))
+
+
+def _current(windows: tuple[DailyWindow, ...], now_s: float, tz: tzinfo) -> tuple[float, float] | None:
     if not windows:
         return None
-    holding = [(s, e) for s, e in _spans(windows, now_s, zone(tz_name)) if s <= now_s < e]
+    holding = [(s, e) for s, e in _spans(windows, now_s, tz) if s <= now_s < e]
     if not holding:
         return None
     start_s, end_s = min(s for s, _ in holding), max(e for _, e in holding)
-    for s, e in _spans(windows, end_s, zone(tz_name)):
+    for s, e in _spans(windows, end_s, tz):
         if s <= end_s < e:
             end_s = max(end_s, e)
     return start_s, end_s
@@ -95,10 +99,28 @@ def current_window(
 
 def next_window_start(windows: tuple[DailyWindow, ...], now_s: float, tz_name: str) -> float | None:
     """The first window start strictly after `now_s` (None when there is no window)."""
+    return _next_start(windows, now_s, zone(tz_name))
+
+
+def _next_start(windows: tuple[DailyWindow, ...], now_s: float, tz: tzinfo) -> float | None:
     if not windows:
         return None
-    later = [s for s, _ in _spans(windows, now_s, zone(tz_name)) if s > now_s]
+    later = [s for s, _ in _spans(windows, now_s, tz) if s > now_s]
     return min(later) if later else None
+
+
+def offpeak_start_s(windows: tuple[DailyWindow, ...], now_s: float, tz: tzinfo, run_s: float) -> float | None:
+    """The first moment from `now_s` an off-peak task that runs `run_s` may start: now inside a window with
+    room left for the run (or when the run is longer than the whole window, which no window could hold),
+    else the next window's start. None when there is no window (no constraint)."""
+    if not windows:
+        return None
+    current = _current(windows, now_s, tz)
+    if current is not None:
+        start_s, end_s = current
+        if run_s > end_s - start_s or now_s + run_s <= end_s:
+            return now_s
+    return _next_start(windows, now_s, tz)
 
 
 def local_hhmm(epoch_s: float, tz_name: str) -> str:

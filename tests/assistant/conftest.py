@@ -167,10 +167,10 @@ def make_assistant(
 ) -> Callable[..., Assistant]:
     """Factory: an Assistant for a new person (`user`, `team`), offline model unless `model` is given."""
 
-    def make(user: str = "alice", team: str = "vision", model: Any = None) -> Assistant:
+    def make(user: str = "alice", team: str = "vision", model: Any = None, now: datetime = NOW) -> Assistant:
         _, token = make_identity(user, team)
         return Assistant(
-            cluster.settings, make_client(token), model=model, now=lambda: NOW, user=user, team=team
+            cluster.settings, make_client(token), model=model, now=lambda: now, user=user, team=team
         )
 
     return make

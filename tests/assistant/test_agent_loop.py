@@ -77,6 +77,24 @@ def test_a_card_prices_the_energy_from_when_the_task_would_start(make_assistant,
     assert f"{summary['energy_cost']} at the tariff's rates" in tonight.reply
 
 
+@pytest.mark.parametrize(
+    ("run", "may_start"),
+    [
+        ("about 1 hour", "today 05:30, off-peak"),  # ends 06:30, inside this window (23:00-07:00)
+        ("", "today 05:30, off-peak"),  # the default hour the scheduler assumes fits too
+        ("about 2 hours", "tonight 23:00, off-peak"),  # would run past 07:00: the scheduler waits
+    ],
+)
+def test_an_offpeak_card_inside_the_window_may_start_now_only_if_the_run_ends_in_it(
+    make_assistant, run, may_start
+):
+    assistant = make_assistant(now=datetime.fromisoformat("2026-03-03T05:30:00+00:00"))
+
+    turn = assistant.ask(f"run `python finetune.py` tonight on 2 GPUs {run}".strip())
+
+    assert turn.cards[0]["summary"]["start_label"] == may_start
+
+
 def test_a_card_without_a_run_time_says_it_assumed_the_default_and_prices_that(make_assistant, cluster):
     assistant = make_assistant()
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
 import pytest
 
 from scheduler.policy.tariff import Tariff, estimate_cost, estimate_energy_kwh, gpu_power_w
-from scheduler.policy.windows import current_window, next_window_start, parse_windows
+from scheduler.policy.windows import current_window, next_window_start, offpeak_start_s, parse_windows
 
 
 def ts(text: str, tz: str = "UTC") -> float:
@@ -27,6 +27,32 @@ def test_a_window_across_midnight_holds_late_evening_and_early_morning() -> None
     )
     assert current_window(w, ts("2024-03-06 07:00"), "UTC") is None
     assert next_window_start(w, ts("2024-03-06 12:00"), "UTC") == ts("2024-03-06 23:00")
+
+
+@pytest.mark.parametrize(
+    ("at", "run_h", "starts"),
+    [
+        ("2024-03-06 05:30", 1.0, "2024-03-06 05:30"),  # ends 06:30, inside the window: now
+        ("2024-03-06 05:30", 1.5, "2024-03-06 05:30"),  # ends at 07:00 exactly: now
+        ("2024-03-06 05:30", 2.0, "2024-03-06 23:00"),  # would run past 07:00: the next window
+        ("2024-03-06 05:30", 9.0, "2024-03-06 05:30"),  # longer than any window: now, it never fits better
+        ("2024-03-06 12:00", 1.0, "2024-03-06 23:00"),  # outside: the next window's start
+    ],
+)
+def test_an_offpeak_task_starts_in_a_window_only_with_room_for_its_run(
+    at: str, run_h: float, starts: str
+) -> None:
+    w = parse_windows("23:00-07:00")
+    assert offpeak_start_s(w, ts(at), UTC, run_h * 3600) == ts(starts)
+
+
+def test_offpeak_start_reads_wall_clock_in_the_zone_given_and_is_free_without_windows() -> None:
+    beijing = timezone(timedelta(hours=8))
+    now_s = datetime(2024, 3, 6, 6, 30, tzinfo=beijing).timestamp()  # 06:30 there, 22:30 UTC
+    assert offpeak_start_s(parse_windows("23:00-07:00"), now_s, beijing, 3600) == (
+        datetime(2024, 3, 6, 23, 0, tzinfo=beijing).timestamp()
+    )
+    assert offpeak_start_s((), now_s, beijing, 3600) is None
 
 
 def test_several_windows_and_bad_text() -> None:
