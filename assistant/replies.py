@@ -90,6 +90,8 @@ def card_text(card: dict[str, Any], lang: str, now: datetime | None = None) -> s
     gpus = spec.get("gpus", 1)
     memory = spec.get("gpu_memory_gb")
     lines = [_t(lang, "Ready to submit (please confirm):", "准备提交（请确认）：")]
+    if summary.get("like_task"):
+        lines.append(f"• {_t(lang, 'based on', '基于')}: {like_task_words(summary['like_task'], lang, now)}")
     lines.append(f"• {_t(lang, 'command', '命令')}: `{unwrap(spec.get('command', ''))}`")
     res = _t(lang, f"{gpus} GPU{'s' if gpus != 1 else ''}", f"{gpus} 张卡")
     if spec.get("gpu_model"):
@@ -118,6 +120,20 @@ def card_text(card: dict[str, Any], lang: str, now: datetime | None = None) -> s
         lines.append(f"• {_t(lang, 'quota', '配额')}: {quota_words(summary['quota'], lang)}")
     lines.append(_t(lang, "Nothing is submitted until you confirm.", "确认之前不会提交。"))
     return "\n".join(lines)
+
+
+def like_task_words(like: dict[str, Any], lang: str, now: datetime | None = None) -> str:
+    """`task #12 (its not_before, 03-01 09:00, has passed: left out)`: the earlier task a card runs again."""
+    text = _t(lang, f"task #{like.get('task_id')}", f"任务 #{like.get('task_id')}")
+    passed = [
+        _t(
+            lang,
+            f"its {key}, {when(value, now, lang)}, has passed: left out",
+            f"原来的 {key}（{when(value, now, lang)}）已过，不再沿用",
+        )
+        for key, value in (like.get("passed") or {}).items()
+    ]
+    return text + in_parentheses(_t(lang, "; ", "；").join(passed), lang) if passed else text
 
 
 def _estimate_line(summary: dict[str, Any], lang: str, now: datetime | None) -> str | None:
@@ -473,7 +489,7 @@ def reply_for(tool: str, content: str, lang: str, now: datetime | None = None) -
             return _t(
                 lang,
                 f"I can't submit that: {error}. Tell me what to change.",
-                f"无法提交：{error}。请告诉我要怎么改。",
+                f"无法提交：{reason_zh(error)}。请告诉我要怎么改。",
             )
         return _t(lang, f"Sorry, that didn't work: {error}", f"抱歉，没能完成：{reason_zh(error)}")
     if "pending_action" in data:

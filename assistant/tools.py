@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field, ValidationError
 from api.client import ClientError
 from assistant.cards import ActionStore, CardError, summarize, sweep_preview, validated_spec
 from assistant.client import AssistantClient, Unavailable
+from scheduler.resubmit import spec_again, with_command
 from scheduler.spec import SweepGrid, SweepList
 
 DATA_CHARS = 300
@@ -95,9 +96,13 @@ def _need_client(ctx: ToolContext) -> AssistantClient:
 
 
 class SubmitArgs(BaseModel):
-    """A task spec: only `command` is required; times are ISO 8601 with offset."""
+    """A task spec: only `command` is required (unless `like_task`); times are ISO 8601 with offset."""
 
-    command: str = Field(description="shell command, run by /bin/sh -c")
+    command: str | None = Field(default=None, description="shell command, run by /bin/sh -c")
+    like_task: int | None = Field(
+        default=None,
+        description="run this earlier task of yours again: its spec, changed by the other fields given",
+    )
     name: str | None = None
     workdir: str | None = Field(default=None, description="absolute folder")
     gpus: int | None = Field(default=None, description="GPUs (0 = CPU only), default 1")
@@ -194,11 +199,23 @@ def submit_task(ctx: ToolContext, **args: Any) -> str:
             gpus_view = ctx.client.gpus()
         except ClientError:
             gpus_view = None
+    like = args.pop("like_task", None)
+    passed: dict[str, str] = {}
+    if like is not None:  # "run 12 again": task 12's spec, changed by what else was asked
+        again = spec_again(_need_client(ctx).get_task(like)["spec"], now)
+        given = {key: value for key, value in args.items() if value is not None}
+        command = given.pop("command", None)
+        args, passed = (
+            {**(with_command(again.spec, command) if command else again.spec), **given},
+            again.passed,
+        )
     try:
         spec = validated_spec(args, now, ctx.default_workdir, ctx.max_task_gpus, gpus_view)
     except CardError as exc:
         return _error(exc.message, exc.errors)
     summary = summarize(spec, now, ctx.offpeak, ctx.client, gpus_view)
+    if like is not None:
+        summary["like_task"] = {"task_id": like, "passed": passed}
     card: dict[str, Any] = {"kind": "submit", "spec": spec, "summary": summary}
     preview = sweep_preview(spec)
     if preview is not None:  # one card for the whole sweep

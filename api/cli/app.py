@@ -36,6 +36,7 @@ from api.cli.sweeps import compare_command, sweep_line
 from api.client import ClientError, NightshiftClient
 from scheduler.clock import local_zone
 from scheduler.errors import NightshiftError
+from scheduler.resubmit import spec_again, with_command
 from scheduler.settings import Settings, get_settings
 from scheduler.spec import load_spec_file
 from scheduler.timeparse import parse_when
@@ -200,10 +201,14 @@ def build_submit_spec(
     now: datetime,
     overrides: dict[str, Any],
     after: str | None,
+    like: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The spec to send: a YAML/JSON file if the first argument is one, then options, then the command."""
-    spec: dict[str, Any] = {}
+    """The spec to send: a YAML/JSON file if the first argument is one (or `like`, an earlier task's spec
+    to run again), then options, then the command."""
+    spec: dict[str, Any] = dict(like or {})
     looks_like_spec_file = bool(args) and args[0].endswith((".yaml", ".yml", ".json"))
+    if like is not None and looks_like_spec_file:
+        raise NightshiftError("give a spec file or --like ID, not both")
     if looks_like_spec_file and len(args) == 1 and not Path(args[0]).is_file():
         raise NightshiftError(f"spec file {args[0]} not found (no such file in {os.getcwd()})")
     if looks_like_spec_file and Path(args[0]).is_file():
@@ -218,7 +223,7 @@ def build_submit_spec(
                 "(after the file, only `-- COMMAND` may follow, to replace its command)"
             )
     if args:
-        spec["command"] = command_from_words(args)
+        spec = with_command(spec, command_from_words(args))
     if "command" not in spec:
         raise NightshiftError("nothing to run: give a command after `--` (or a spec file with `command`)")
     spec.setdefault("workdir", os.getcwd())
@@ -252,13 +257,19 @@ def submit(
     depends_on: Annotated[
         list[int] | None, typer.Option("--depends-on", help="start after task ID succeeds")
     ] = None,
+    like: Annotated[
+        int | None,
+        typer.Option("--like", help="task ID's spec, to run it again (options and -- COMMAND change it)"),
+    ] = None,
     idempotency_key: Annotated[
         str | None, typer.Option("--idempotency-key", help="submit at most once")
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Submit a task: `nightshift submit --gpus 2 -- python train.py`."""
+    """Submit a task: `nightshift submit --gpus 2 -- python train.py`; `--like 12`: task 12 again."""
     settings = get_settings()
+    now = datetime.now().astimezone()
+    again = _with_client(lambda client: spec_again(client.get_task(like)["spec"], now)) if like else None
     overrides: dict[str, Any] = {
         "gpus": gpus, "gpu_memory_gb": gpu_mem, "priority": priority, "offpeak": True if tonight else None,
         "time_limit_minutes": time_limit, "estimated_minutes": estimate, "conda_env": conda,
@@ -266,9 +277,11 @@ def submit(
         "gpu_model": gpu_model, "node": node,
     }  # fmt: skip
     try:
-        spec = build_submit_spec(list(args or []), settings, datetime.now().astimezone(), overrides, after)
+        spec = build_submit_spec(list(args or []), settings, now, overrides, after, again and again.spec)
     except NightshiftError as exc:
         _fail(exc.message, code=2)
+    for note in again.notes() if again and not as_json else ():
+        console.print(f"as task {like}, but {note}: left out")
     if spec.get("sweep") is not None:  # one task per parameter set, under one sweep id
         sweep = _with_client(lambda client: client.submit_sweep(spec, idempotency_key))
         print_json(sweep) if as_json else console.print(sweep_line(sweep))

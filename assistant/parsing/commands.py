@@ -39,6 +39,7 @@ _STOP_WORDS = frozenset(
         "as",
         "when",
         "once",
+        "again",
         "then",
         "please",
         "priority",

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from assistant.parsing.commands import fenced_commands, find_command, remove_span
-from assistant.parsing.fields import read_fields, task_ids
+from assistant.parsing.fields import BARE_NUMBER, TASK_ID, read_fields, task_ids
 from assistant.parsing.numbers import NUMBER, to_int
 from assistant.parsing.times import read_times
 
@@ -138,6 +138,13 @@ CLUSTER = re.compile(
     r"|(?:卡|gpu)(?:多|够用?)(?:吗|么|不)"  # "现在卡多吗"
     r"|anything\s+free|\bnodes?\b.*\b(?:up|status|alive)|空闲|空卡|显卡状态|gpu状态|集群状态|集群.*(?:怎么样|情况)|[AHVL]\d{2,3}.*空|卡.*(?:空|忙|占用|闲)"
     r"|显存.*(?:占用|剩|情况)|哪些卡|有没有卡|忙不忙|忙吗|繁忙|几张卡.*(?:空|闲|可用)|gpu.*(?:情况|使用)",
+    _I,
+)
+# running an earlier task again ("rerun 12", "run task 12 again", "12号再跑一遍"): its id names the task
+RERUN = re.compile(
+    r"\bre-?(?:run|submit|queue|launch)\b|\b(?:run|submit|queue|launch|start|do)\b(?=.{0,40}?\bagain\b)"
+    r"|\bonce\s+more\b|\bretry\s+(?=(?:task|job|#))|重跑|重新(?:跑|运行|提交|执行)(?:一次|一遍|一下)?"
+    r"|再(?:跑|运行|提交|执行)(?:一次|一遍)|重来一?(?:次|遍)?",  # a bare 再跑 is "then run"
     _I,
 )
 SUBMIT_VERB = re.compile(
@@ -297,16 +304,38 @@ def _estimate(text: str) -> Reading:
 def _submit(command: str, rest: str, now: datetime, several: bool = False) -> Reading:
     if several:  # one card per task: say so rather than drop the other commands
         return Reading("question", reason="one_command")
-    fields, rest = read_fields(rest)
+    return Reading("tool", "submit_task", {"command": command, **_spec_args(rest, now)})
+
+
+def _spec_args(text: str, now: datetime) -> dict[str, Any]:
+    """The spec fields and times a request asks for (its command already taken out)."""
+    fields, rest = read_fields(text)
     when = read_times(rest, now)
-    args: dict[str, Any] = {"command": command, **fields.values}
+    args: dict[str, Any] = dict(fields.values)
     if when.not_before is not None:
         args["not_before"] = when.not_before.isoformat()
     if when.deadline is not None:
         args["deadline"] = when.deadline.isoformat()
     if when.offpeak:
         args["offpeak"] = True
-    return Reading("tool", "submit_task", args)
+    return args
+
+
+def _rerun(rest: str, command: str | None, now: datetime) -> Reading | None:
+    """ "run 12 again", "rerun task 12 on 2 GPUs", "12号再跑一遍": task 12's spec again (`like_task`),
+    changed by what else the request asks (a new command too)."""
+    verb = RERUN.search(rest)
+    if verb is None:
+        return None
+    text = rest[: verb.start()] + " " + rest[verb.end() :]
+    named = TASK_ID.search(text) or BARE_NUMBER.search(text)
+    if named is None:  # "run it again": which one? (with a command, it is a new task of its own)
+        return Reading("question", reason="need_task_id") if command is None else None
+    task_id = int(next(g for g in named.groups() if g))
+    if task_id in read_fields(text)[0].values.get("depends_on", []):  # "run X again after 12": a parent
+        return None
+    args = _spec_args(text[: named.start()] + " " + text[named.end() :], now)
+    return _tool("submit_task", like_task=task_id, command=command, **args)
 
 
 def _status_reading(text: str) -> Reading:
@@ -342,11 +371,19 @@ def understand(text: str, now: datetime) -> Reading:
         return Reading("question", reason="need_task_id")
     if ESTIMATE.search(rest):
         return _estimate(rest)
+    again = _rerun(rest, found.command if found else None, now)
+    if again is not None:
+        return again
     reading = _question(rest) if not found else None
     if reading is not None:
         return reading
     if found:
         return _submit(found.command, rest, now, several=len(fenced_commands(text)) > 1)
+    return _no_tool(rest)
+
+
+def _no_tool(rest: str) -> Reading:
+    """A request no tool answers: where to look instead, or what is missing."""
     if RESULTS.search(rest):
         return Reading("help", reason="results")
     if SUBMIT_VERB.search(rest):

@@ -16,6 +16,7 @@ from assistant.reasons_zh import reason_zh
 from assistant.replies import (
     energy_words,
     in_parentheses,
+    like_task_words,
     quota_words,
     run_estimate_words,
     start_label_words,
@@ -206,6 +207,7 @@ def _row(label: str, value: Any) -> str:
 # The confirm card's words in Chinese (labels, titles, notes); values stay as the spec has them.
 _CARD_ZH = {
     "task": "任务",
+    "based on": "基于",
     "name": "名称",
     "status": "状态",
     "command": "命令",
@@ -275,7 +277,12 @@ def _submit_rows(
         resources += f", ≥ {memory:g} GB free each" if lang != "zh" else f"，每张 ≥ {memory:g} GB 空闲"
     if spec.get("node"):
         resources += f", on node {spec['node']}" if lang != "zh" else f"，在节点 {spec['node']} 上"
-    rows = [
+    rows = (
+        [_row(words("based on"), like_task_words(summary["like_task"], lang))]
+        if summary.get("like_task")
+        else []
+    )
+    rows += [
         _row(words("command"), unwrap(spec.get("command", ""))),
         _row(words("name"), spec.get("name", "")),
         _row(words("workdir"), spec.get("workdir", "")),

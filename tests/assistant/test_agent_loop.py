@@ -174,6 +174,40 @@ def test_cancel_needs_a_confirm_and_then_cancels_through_the_api(make_assistant,
     assert result["ok"] and cluster.tasks.get_any(task["id"]).status == "cancelled"
 
 
+def test_run_a_task_again_makes_a_card_of_its_spec_changed_as_asked_and_confirm_submits_it(
+    make_assistant, cluster
+):
+    assistant = make_assistant()
+    first = assistant.client.submit(
+        {"command": "python train.py --lr 0.1", "gpus": 1, "estimated_minutes": 30, "workdir": "/data/exp"}
+    )
+
+    turn = assistant.ask(f"run task {first['id']} again on 2 GPUs")
+
+    assert turn.tool_calls == [{"name": "submit_task", "args": {"like_task": first["id"], "gpus": 2}}]
+    spec = turn.cards[0]["spec"]
+    assert (spec["command"], spec["gpus"], spec["workdir"]) == ("python train.py --lr 0.1", 2, "/data/exp")
+    assert spec["estimated_minutes"] == 30 and turn.cards[0]["summary"]["like_task"]["task_id"] == first["id"]
+    assert f"based on: task #{first['id']}" in turn.reply
+    assert cluster.tasks.count_by_status() == {"queued": 1}  # nothing yet
+    result = assistant.confirm(turn.cards[0]["action_id"])
+    assert result["ok"] and result["task"]["id"] != first["id"]
+    assert (result["task"]["command"], result["task"]["gpus"]) == ("python train.py --lr 0.1", 2)
+
+
+def test_another_teams_task_cannot_be_run_again_through_the_chat(make_assistant, cluster):
+    bob = make_assistant(user="bob", team="nlp")
+    theirs = bob.client.submit({"command": "echo secret", "gpus": 0})
+    assistant = make_assistant()
+
+    english = assistant.ask(f"rerun task {theirs['id']}")
+    chinese = assistant.ask(f"{theirs['id']}号再跑一遍")
+
+    assert english.cards == [] and f"task {theirs['id']} not found" in english.reply
+    assert chinese.reply.startswith(f"无法提交：找不到任务 {theirs['id']}（或它不属于你的团队）")
+    assert "secret" not in english.reply + chinese.reply
+
+
 def test_a_dropped_card_is_never_performed(make_assistant, cluster):
     assistant = make_assistant()
     turn = assistant.ask("run `echo hi` on cpu only")

@@ -51,6 +51,16 @@ def test_the_submit_card_shows_command_resources_start_finish_and_quota() -> Non
         assert expected in html
 
 
+def test_a_card_that_runs_a_task_again_names_it_and_what_was_left_out() -> None:
+    card = submit_card()
+    card["summary"]["like_task"] = {"task_id": 12, "passed": {"not_before": "2026-03-01T09:00:00+00:00"}}
+
+    english, chinese = views.card_html(card, ZONE), views.card_html(card, ZONE, "zh")
+
+    assert "<th>based on</th><td>task #12 (its not_before, 03-01 09:00, has passed: left out)</td>" in english
+    assert "<th>基于</th><td>任务 #12（原来的 not_before（03-01 09:00）已过，不再沿用）</td>" in chinese
+
+
 def test_the_card_speaks_the_language_of_the_conversation() -> None:
     html = views.card_html(submit_card(gpu_memory_gb=40), ZONE, "zh")
     for expected in (
