@@ -23,6 +23,7 @@ from scheduler.policy.config import PolicyConfig
 from scheduler.policy.placement import cpu_node
 from scheduler.policy.types import Decisions, GpuSlot, QueuedTask
 from scheduler.service import Cluster
+from scheduler.wakeup import ring_when_set
 
 log = logging.getLogger(__name__)
 LEADER_LOCK_TTL_MS = 15_000
@@ -177,6 +178,7 @@ class Dispatcher:
         requeued at once), and a safety pass every few seconds; then give the leader lock up."""
         safety_s = self.cluster.settings.scheduler_safety_pass_s
         last_safety = last_reconcile = -1e9
+        ring_when_set(stop, self.cluster.queue.ring_scheduler, "scheduler")
         while not stop.is_set():
             try:
                 if self._is_leader():

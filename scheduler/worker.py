@@ -71,6 +71,7 @@ from scheduler.results import collect_metrics, prepare_output_dir
 from scheduler.service import Cluster, Settlement
 from scheduler.store.queue import Claim, RenewResult
 from scheduler.store.tables import Task
+from scheduler.wakeup import ring_when_set
 
 log = logging.getLogger(__name__)
 MIB = 1024 * 1024
@@ -212,6 +213,7 @@ class Worker:
         self.publish_node()
         heartbeat = threading.Thread(target=self._heartbeat_loop, args=(stop,), name="heartbeat", daemon=True)
         heartbeat.start()
+        ring_when_set(stop, lambda: self.cluster.queue.ring_node(self.node), "worker")
         try:
             while not stop.is_set():
                 self.step()

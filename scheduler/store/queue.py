@@ -407,9 +407,18 @@ class RedisQueue:
         """Flag a running task for its worker to stop, and ring that worker."""
         pipe = self.client.pipeline(transaction=False)
         pipe.set(self.keys.cancel(task_id), "1", ex=24 * 3600)
+        self._ring_node(pipe, node)
+        pipe.execute()
+
+    def ring_node(self, node: str) -> None:
+        """Wake the worker of `node` now (it is told to stop, say)."""
+        pipe = self.client.pipeline(transaction=False)
+        self._ring_node(pipe, node)
+        pipe.execute()
+
+    def _ring_node(self, pipe: Any, node: str) -> None:
         pipe.rpush(self.keys.node_doorbell(node), "1")
         pipe.ltrim(self.keys.node_doorbell(node), -1, -1)
-        pipe.execute()
 
     # --- rebuild ------------------------------------------------------------------------------------
 
