@@ -106,6 +106,7 @@ _RULES: list[Rule] = [
         re.compile(r"(day|week) budget of team (\S+) is used up \((.+) GPU-h\)"),
         lambda m: f"团队 {m[2]} 的{_PERIOD[m[1]]}预算已用完（{m[3]} GPU小时）",
     ),
+    (re.compile(r"new starts again at (.+)"), lambda m: f"{m[1]} 起可以再启动新任务"),
     (
         re.compile(r"team (\S+) has used (\d+)% of its (day|week) budget \((.+) GPU-h\)"),
         lambda m: f"团队 {m[1]} 已用掉{_PERIOD[m[3]]}预算的 {m[2]}%（{m[4]} GPU小时）",

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from scheduler.clock import now_ms, now_s, to_epoch_s
 from scheduler.nodes import NodeState, nodes_from_raw
 from scheduler.policy.config import PolicyConfig, TeamUsage
 from scheduler.policy.estimate import DurationHistory, estimate_duration_s, with_typical_run
+from scheduler.policy.rolling import WEEK_S, FinishedSpan, team_spans, used_up_teams, with_budget_frees
 from scheduler.policy.types import GpuSlot, QueuedTask, RunningTask
 from scheduler.policy_input import gpu_slots, holder_of, queued_task_of, running_task_of
 from scheduler.service import Cluster
@@ -31,6 +32,8 @@ class ClusterState:
     succeeded: set[int]
     failed: set[int]
     typical_run_s: float | None = None  # the cluster's recent median run time (`DurationHistory.typical_s`)
+    # GPU work of the last week that has ended, (team, gpus, start_s, end_s): when used-up budgets free
+    finished: list[FinishedSpan] = field(default_factory=list)
     next_lease_expiry_ms: int | None = None  # when the first lease runs out (read by the scheduler's pass)
 
     def policy_config(self, base: PolicyConfig) -> PolicyConfig:
@@ -53,18 +56,25 @@ class UsageCache:
         self._at = -1e9
         self._usage: dict[str, TeamUsage] = {}
         self._history = DurationHistory()
+        self._finished: list[FinishedSpan] = []
 
-    def _compute(self, now: float) -> tuple[dict[str, TeamUsage], DurationHistory]:
+    def _compute(self, now: float) -> tuple[dict[str, TeamUsage], DurationHistory, list[FinishedSpan]]:
         config = self.cluster.policy_config
         spans = gpu_spans(self.cluster.factory, now, 4 * config.fairshare_half_life_s)
         usage = team_usage(spans, now, config.fairshare_half_life_s)
-        return usage, learned_durations(self.cluster.factory, now, config.history_runs)
+        finished = [
+            (s.team, float(s.gpus), s.start_s, s.end_s)
+            for s in spans
+            if s.end_s is not None and s.end_s >= now - WEEK_S
+        ]
+        return usage, learned_durations(self.cluster.factory, now, config.history_runs), finished
 
     def _refresh_in_background(self, now: float) -> None:
         try:
-            usage, history = self._compute(now)
+            usage, history, finished = self._compute(now)
             with self._lock:
-                self._usage, self._history, self._at = usage, history, time.monotonic()
+                self._usage, self._history, self._finished = usage, history, finished
+                self._at = time.monotonic()
         finally:
             with self._lock:
                 self._refreshing = False
@@ -81,9 +91,14 @@ class UsageCache:
                     ).start()
                 return self._usage, self._history
             if stale:
-                self._usage, self._history = self._compute(now)
+                self._usage, self._history, self._finished = self._compute(now)
                 self._at = time.monotonic()
             return self._usage, self._history
+
+    def finished_spans(self) -> list[FinishedSpan]:
+        """The GPU work of the last week that had ended at the last refresh (with the usage `get` gives)."""
+        with self._lock:
+            return self._finished
 
     def invalidate(self) -> None:
         """Recompute on the next call (a task just finished)."""
@@ -203,7 +218,7 @@ def gather_state(
         if task_id not in stale
     ]
     holders = _holders(cluster, now)
-    return _state(cluster, now, queued, holders, usage, history)
+    return _state(cluster, now, queued, holders, usage, history, usage_cache.finished_spans())
 
 
 def _state(
@@ -213,6 +228,7 @@ def _state(
     holders: list[RunningTask],
     usage: dict[str, TeamUsage],
     history: DurationHistory,
+    finished: list[FinishedSpan],
     nodes: list[NodeState] | None = None,
 ) -> ClusterState:
     if nodes is None:
@@ -224,11 +240,26 @@ def _state(
         running=holders,
         gpus=gpu_slots(nodes, holders, now_ms()),
         nodes=nodes,
-        usage=usage,
+        usage=_with_budget_frees(usage, finished, holders, now, cluster.policy_config),
         succeeded={task_id for task_id, status in parents.items() if status == "succeeded"},
         failed={task_id for task_id, status in parents.items() if status in ("failed", "cancelled")},
         typical_run_s=history.typical_s(),
+        finished=finished,
     )
+
+
+def _with_budget_frees(
+    usage: dict[str, TeamUsage],
+    finished: list[FinishedSpan],
+    holders: list[RunningTask],
+    now: float,
+    config: PolicyConfig,
+) -> dict[str, TeamUsage]:
+    """`usage` with when each used-up budget frees again (its team's work to the expected ends)."""
+    used_up = used_up_teams(usage, config)
+    if not used_up:
+        return usage
+    return with_budget_frees(usage, team_spans(used_up, finished, holders, now, config), config, now)
 
 
 def _gather_cached(cluster: Cluster, usage_cache: UsageCache, window: int, rows: RowCache) -> ClusterState:
@@ -259,7 +290,8 @@ def _gather_cached(cluster: Cluster, usage_cache: UsageCache, window: int, rows:
     for task_id, (node, gpu_indices) in queue.leased_gpus(in_flight).items():
         holders.append(holder_of(views[task_id], node, gpu_indices, now))
     rows.prune(set(views), {holder.task_id for holder in holders})
-    state = _state(cluster, now, queued, holders, usage, history, nodes_from_raw(snap.nodes))
+    finished = usage_cache.finished_spans()
+    state = _state(cluster, now, queued, holders, usage, history, finished, nodes_from_raw(snap.nodes))
     state.next_lease_expiry_ms = snap.next_lease_expiry_ms
     return state
 

@@ -50,6 +50,7 @@ def _forecast(state: ClusterState, cluster: Cluster, targets: list[int] | None) 
         state.succeeded,
         state.failed,
         targets=targets,
+        finished=state.finished,
     )
 
 
@@ -113,7 +114,7 @@ def explain_task(cluster: Cluster, usage: UsageCache, who: Identity, task_id: in
     config = state.policy_config(cluster.policy_config)
     answer = explain(
         task_id, state.queued, state.running, state.gpus, state.now_s, config, state.usage, state.succeeded,
-        state.failed,
+        state.failed, state.finished,
     )  # fmt: skip
     start = answer.estimate.start_s
     parts = answer.priority

@@ -22,6 +22,8 @@ class TeamUsage:
     decayed_gpu_s: float = 0.0  # sum of gpu_s * 0.5 ** (age_s / half_life_s), running work included
     gpu_s_last_day: float = 0.0  # rolling 24 h, running work included
     gpu_s_last_week: float = 0.0  # rolling 7 days, running work included
+    # when a used-up day/week budget frees again (`rolling.budget_frees_at_s`); None when none is used up
+    budget_frees_at_s: float | None = None
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ dependencies → not_before → off-peak → budget → team cap → placement (
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field
 
@@ -193,12 +194,17 @@ def _offpeak_reason(ps: _Pass, task: QueuedTask) -> str | None:
 
 
 def _budget_reason(ps: _Pass, team: str) -> str | None:
-    """The exhausted-budget message of `team`, cached for the pass."""
+    """The exhausted-budget message of `team` (with when it frees, where known), cached for the pass."""
     if not ps.config.day_budget_gpu_h and not ps.config.week_budget_gpu_h:
         return None
     if team not in ps.budget_msgs:
         status = budget_status(team, ps.usage, ps.config)
-        ps.budget_msgs[team] = status.message if status.level == "exhausted" else None
+        message = status.message if status.level == "exhausted" else None
+        frees_at = ps.usage[team].budget_frees_at_s if team in ps.usage else None
+        if message is not None and frees_at is not None and math.isfinite(frees_at):
+            ps.wake(frees_at)
+            message += f"; new starts again at {reasons.local_time(frees_at, ps.now_s, ps.config.timezone)}"
+        ps.budget_msgs[team] = message
     return ps.budget_msgs[team]
 
 

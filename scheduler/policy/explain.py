@@ -9,6 +9,7 @@ from scheduler.policy.aging import PriorityParts, aging_bound_s, priority_parts,
 from scheduler.policy.config import PolicyConfig, TeamUsage
 from scheduler.policy.fairshare import fairshare_factors
 from scheduler.policy.forecast import StartEstimate, estimate_starts
+from scheduler.policy.rolling import FinishedSpan
 from scheduler.policy.types import GpuSlot, QueuedTask, RunningTask
 
 
@@ -36,14 +37,16 @@ def explain(
     usage: Mapping[str, TeamUsage] | None = None,
     succeeded: Set[int] = frozenset(),
     failed: Set[int] = frozenset(),
+    finished: Sequence[FinishedSpan] = (),
 ) -> Explanation:
-    """Explain `task_id` (which must be in `queued`); raises KeyError when it is not queued."""
+    """Explain `task_id` (which must be in `queued`); raises KeyError when it is not queued. `finished` as
+    for `estimate_starts` (when used-up budgets free)."""
     task = next((t for t in queued if t.task_id == task_id), None)
     if task is None:
         raise KeyError(task_id)
-    est = estimate_starts(queued, running, gpus, now_s, config, usage, succeeded, failed, targets=[task_id])[
-        task_id
-    ]
+    est = estimate_starts(
+        queued, running, gpus, now_s, config, usage, succeeded, failed, targets=[task_id], finished=finished
+    )[task_id]
     factors = fairshare_factors(usage or {}, {t.team for t in queued}) if config.credits_on else {}
     return Explanation(
         task_id=task_id,

@@ -7,7 +7,7 @@ one that overran is likely to run long), a forecast-only assumption that never c
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping, Sequence, Set
+from collections.abc import Collection, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 
 from scheduler.policy import reasons
@@ -17,6 +17,7 @@ from scheduler.policy.engine import decide
 from scheduler.policy.estimate import expected_end_s
 from scheduler.policy.fairshare import fairshare_factors
 from scheduler.policy.replay import Replay
+from scheduler.policy.rolling import FinishedSpan, RollingUsage, team_spans, used_up_teams, with_budget_frees
 from scheduler.policy.types import GpuSlot, QueuedTask, RunningTask
 
 
@@ -49,11 +50,22 @@ def _replay_starts(
     usage: Mapping[str, TeamUsage] | None,
     succeeded: Set[int],
     failed: Set[int],
+    finished: Iterable[FinishedSpan],
     factor: float,
     targets: Set[int],
 ) -> dict[int, float]:
-    """Start time of each task in one forward replay with run times scaled by `factor`."""
-    replay = Replay(gpus, config, lambda t: task_estimate_s(t, config) * factor, (lambda _: usage or {}))
+    """Start time of each task in one forward replay with run times scaled by `factor`; a team whose
+    budget is used up frees as its work (`finished`, and running) ages out of the budget's window."""
+    used_up = used_up_teams(usage or {}, config)
+    spans = team_spans(used_up, finished, running, now_s, config, factor) if used_up else {}
+    rolling = RollingUsage(usage or {}, spans, config, now_s)
+    replay = Replay(gpus, config, lambda t: task_estimate_s(t, config) * factor, rolling.at)
+
+    def on_start(task: QueuedTask, at_s: float, parts: tuple[RunningTask, ...]) -> None:
+        gpus_held = sum(len(part.gpu_indices) for part in parts)
+        rolling.started(task.team, gpus_held, at_s, at_s + task_estimate_s(task, config) * factor)
+
+    replay.on_start = on_start
     replay.succeeded |= set(succeeded)
     replay.failed.update({f: "failed" for f in failed})
     by_task: dict[int, list[RunningTask]] = {}
@@ -79,17 +91,24 @@ def estimate_starts(
     succeeded: Set[int] = frozenset(),
     failed: Set[int] = frozenset(),
     targets: Collection[int] | None = None,
+    finished: Sequence[FinishedSpan] = (),
 ) -> dict[int, StartEstimate]:
     """Expected start (with a range), position and current reason for each queued task (or only `targets`).
 
     `queued` is the whole queue (or as much as should be forecast) ordered by static score; run times are
     the tasks' estimates (`estimated_s`, else time limit, else the default), running tasks end at their
-    expected end.
+    expected end. `finished`: the GPU work of the last week that has ended, (team, gpus, start_s, end_s),
+    from which a used-up budget is seen to free.
     """
     wanted = set(targets) if targets is not None else {t.task_id for t in queued}
+    used_up = used_up_teams(usage or {}, config)
+    if used_up:
+        usage = with_budget_frees(
+            usage or {}, team_spans(used_up, finished, running, now_s, config), config, now_s
+        )
     now = decide(queued, running, gpus, now_s, config, usage, succeeded, failed)
     positions = queue_positions(queued, now_s, config, usage)
-    args = (queued, running, gpus, now_s, config, usage, succeeded, failed)
+    args = (queued, running, gpus, now_s, config, usage, succeeded, failed, finished)
     mid = _replay_starts(*args, 1.0, wanted)
     low = _replay_starts(*args, config.estimate_low_factor, wanted)
     high = _replay_starts(*args, config.estimate_high_factor, wanted)

@@ -1,9 +1,10 @@
-"""A submit card for a team whose day budget is used up says the task would wait and why, instead of
-promising a start now and '-0.1 of 0 GPU-h left'."""
+"""A submit card for a team whose day budget is used up says the task would wait, why, and until when (as
+the team's work ages out of the last 24 h), instead of promising a start now and '-0.1 of 0 GPU-h left'."""
 
 from __future__ import annotations
 
 import time
+from datetime import datetime
 
 import pytest
 from fastapi.testclient import TestClient
@@ -27,17 +28,41 @@ def budget_cluster(make_cluster):
     return make_cluster(day_budget_gpu_h={"vision": BUDGET_GPU_H})
 
 
-def test_a_card_for_a_team_over_its_day_budget_says_it_would_wait(budget_cluster, tmp_path):
-    cluster = budget_cluster
+def _team_over_its_budget(cluster, tmp_path):
+    """alice of vision, whose task has been running long enough to use up the team's day budget; her token."""
     token = create_token(cluster.factory, user="alice", team="vision")
     who = authenticate(cluster.factory, token)
-    cluster.nodes.publish("node-a", [NodeGpu(0, "SIM", 24 * GB, 24 * GB)], now_ms(), "simulated")
-    # Given the team's task has been running long enough to use up its day budget
+    cluster.nodes.publish("node-a", [NodeGpu(0, "SIM", 24 * GB, 24 * GB), NodeGpu(1, "SIM", 24 * GB, 24 * GB)],
+                          now_ms(), "simulated")  # fmt: skip
     task, _ = cluster.submit(who, {"command": "sleep 60", "workdir": str(tmp_path)})
     assert cluster.queue.assign(task.id, "node-a", [0], now_ms())
     claim = wait_until(lambda: cluster.queue.claim("node-a", now_ms(), 60_000))
     assert cluster.tasks.mark_running(task.id, claim.token, "node-a", claim.gpu_indices) == 1
     time.sleep(1.2)
+    return token
+
+
+def test_explain_says_when_a_task_held_by_its_teams_budget_should_start(budget_cluster, tmp_path):
+    cluster = budget_cluster
+    token = _team_over_its_budget(cluster, tmp_path)
+    who = authenticate(cluster.factory, token)
+    waiting, _ = cluster.submit(who, {"command": "python eval.py", "workdir": str(tmp_path)})
+
+    with TestClient(create_app(cluster)) as api:
+        answer = api.get(f"/api/v1/tasks/{waiting.id}/explain", headers={"Authorization": f"Bearer {token}"})
+
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["reason"].startswith("day budget of team vision is used up (")
+    assert "; new starts again at " in body["reason"]  # a GPU is free: only the budget holds it
+    start = datetime.fromisoformat(body["estimated_start"]).timestamp()
+    assert time.time() + 24 * 3600 < start < time.time() + 26 * 3600
+
+
+def test_a_card_for_a_team_over_its_day_budget_says_it_would_wait(budget_cluster, tmp_path):
+    cluster = budget_cluster
+    # Given the team's task has been running long enough to use up its day budget
+    token = _team_over_its_budget(cluster, tmp_path)
 
     with TestClient(create_app(cluster)) as api:
         client = AssistantClient("http://testserver", token, transport=AppTransport(api, new_endpoints))
@@ -46,13 +71,16 @@ def test_a_card_for_a_team_over_its_day_budget_says_it_would_wait(budget_cluster
         turn = assistant.ask("run `python train.py` on 1 GPU")
         client.close()
 
-    # Then the card gives no start time, says why, and says the budget is used up
+    # Then the card starts it when the budget frees (a day after the running task's expected end, an hour
+    # from now by default: its work then ages out of the last 24 h), says why, and says the budget is used up
     summary = turn.cards[0]["summary"]
-    assert "estimated_start" not in summary
+    start = datetime.fromisoformat(summary["estimated_start"]).timestamp()
+    assert time.time() + 24 * 3600 < start < time.time() + 26 * 3600
     assert summary["wait_reason"].startswith("day budget of team vision is used up")
+    assert "; new starts again at " in summary["wait_reason"]
     assert (summary["quota"]["team"], summary["quota"]["state"]) == ("vision", "exhausted")
     text = card_text(turn.cards[0], "en")
-    assert "• estimate: none yet — day budget of team vision is used up" in text
+    assert "• estimate: " in text and "none yet" not in text
     assert "• quota: team vision's day budget is used up (" in text
     assert text.count("it waits until the team's usage falls") == 1
     chinese = card_text(turn.cards[0], "zh")

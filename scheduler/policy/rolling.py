@@ -1,0 +1,186 @@
+"""When a used-up GPU-hour budget frees again: a team's rolling day and week usage over time, from its spans.
+
+A budget is used up while the team's GPU-seconds of the last 24 h (or 7 days) reach it; as old work ages out
+of that window the usage falls and new starts are allowed again. With each span's end known (a running
+task's expected end), the usage over time is piecewise linear, so the moment it falls under the budget is
+found exactly. The live scheduler says it in the waiting reason and wakes then; start-time forecasts replay
+it (`RollingUsage`), so a task held by its budget gets an expected start too.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence, Set
+from dataclasses import dataclass, replace
+
+from scheduler.policy.config import PolicyConfig, TeamUsage
+from scheduler.policy.estimate import expected_end_s
+from scheduler.policy.quotas import budget_status
+from scheduler.policy.types import RunningTask
+
+DAY_S = 86400.0
+WEEK_S = 7 * DAY_S
+# a moment after the usage meets the budget, so the budget check sees it under (it uses >=)
+_UNDER_S = 1.0
+FinishedSpan = tuple[str, float, float, float]  # team, gpus, start_s, end_s of work that has ended
+
+
+@dataclass(frozen=True, slots=True)
+class UsageSpan:
+    """`gpus` held from `start_s` to `end_s` (a running task's expected end)."""
+
+    gpus: float
+    start_s: float
+    end_s: float
+
+
+def rolling_gpu_s(spans: Iterable[UsageSpan], at_s: float, window_s: float) -> float:
+    """GPU-seconds of `spans` inside the `window_s` before `at_s`."""
+    since_s = at_s - window_s
+    return sum(s.gpus * max(0.0, min(s.end_s, at_s) - max(s.start_s, since_s)) for s in spans)
+
+
+def under_budget_at_s(
+    spans: Sequence[UsageSpan], budget_gpu_s: float, window_s: float, from_s: float
+) -> float:
+    """The first moment from `from_s` at which the rolling usage of `spans` is under `budget_gpu_s`
+    (`math.inf` for a budget of 0, which nothing is under). One sweep over the moments the usage changes
+    slope: a span starts or ends (+/- its GPUs), or its start or end leaves the window (-/+)."""
+    if budget_gpu_s <= 0:
+        return math.inf
+    used = rolling_gpu_s(spans, from_s, window_s)
+    if used < budget_gpu_s:
+        return from_s
+    before_s = from_s - window_s
+    slope = sum(s.gpus for s in spans if s.start_s <= from_s < s.end_s) - sum(
+        s.gpus for s in spans if s.start_s <= before_s < s.end_s
+    )
+    changes = sorted(
+        (at_s, delta)
+        for s in spans
+        for at_s, delta in (
+            (s.start_s, s.gpus),
+            (s.end_s, -s.gpus),
+            (s.start_s + window_s, -s.gpus),
+            (s.end_s + window_s, s.gpus),
+        )
+        if at_s > from_s
+    )
+    now_s = from_s
+    for at_s, delta in changes:
+        if slope < 0 and now_s + (used - budget_gpu_s) / -slope < at_s:
+            return min(at_s, now_s + (used - budget_gpu_s) / -slope + _UNDER_S)
+        used += slope * (at_s - now_s)
+        now_s, slope = at_s, slope + delta
+    return now_s  # every span has left the window: nothing is used
+
+
+def budget_frees_at_s(
+    team: str, spans: Sequence[UsageSpan], config: PolicyConfig, now_s: float
+) -> float | None:
+    """When `team`, whose day or week budget is used up at `now_s` by `spans`, may start new work again
+    (every used-up period under its budget); None when no budget of it is used up."""
+    frees_at: float | None = None
+    for budgets, window_s in ((config.day_budget_gpu_h, DAY_S), (config.week_budget_gpu_h, WEEK_S)):
+        budget_h = budgets.get(team)
+        if budget_h is None or rolling_gpu_s(spans, now_s, window_s) < budget_h * 3600.0:
+            continue
+        at_s = under_budget_at_s(spans, budget_h * 3600.0, window_s, now_s)
+        frees_at = at_s if frees_at is None else max(frees_at, at_s)
+    if frees_at is not None and frees_at > now_s:  # the later period may still hold it then: look again
+        later = budget_frees_at_s(team, spans, config, frees_at)
+        frees_at = later if later is not None else frees_at
+    return frees_at
+
+
+def used_up_teams(usage: Mapping[str, TeamUsage], config: PolicyConfig) -> set[str]:
+    """The teams whose day or week budget is used up."""
+    if not config.day_budget_gpu_h and not config.week_budget_gpu_h:
+        return set()
+    return {team for team in usage if budget_status(team, usage, config).level == "exhausted"}
+
+
+def team_spans(
+    teams: Set[str],
+    finished: Iterable[FinishedSpan],
+    running: Sequence[RunningTask],
+    now_s: float,
+    config: PolicyConfig,
+    factor: float = 1.0,
+) -> dict[str, list[UsageSpan]]:
+    """The spans of each of `teams`: `finished` (team, gpus, start_s, end_s) as they were, and the running
+    tasks until their expected end (as forecasts expect it, the time left scaled by `factor`)."""
+    out: dict[str, list[UsageSpan]] = {team: [] for team in teams}
+    for team, gpus, start_s, end_s in finished:
+        if team in out:
+            out[team].append(UsageSpan(gpus, start_s, end_s))
+    for task in running:
+        if task.team not in out:
+            continue
+        expected_s = expected_end_s(task, now_s, config, config.forecast_overrun_factor)
+        end_s = now_s + (expected_s - now_s) * factor
+        out.setdefault(task.team, []).append(UsageSpan(len(task.gpu_indices), task.started_at_s, end_s))
+    return out
+
+
+def with_budget_frees(
+    usage: Mapping[str, TeamUsage],
+    spans: Mapping[str, Sequence[UsageSpan]],
+    config: PolicyConfig,
+    now_s: float,
+) -> dict[str, TeamUsage]:
+    """`usage` with `budget_frees_at_s` set for every team whose budget is used up (`spans`: theirs)."""
+    out = dict(usage)
+    for team in used_up_teams(usage, config):
+        frees_at = budget_frees_at_s(team, spans.get(team, []), config, now_s)
+        out[team] = replace(usage[team], budget_frees_at_s=frees_at)
+    return out
+
+
+class RollingUsage:
+    """The usage a forecast replay sees over time: for the teams whose budget is used up at its start, the
+    rolling day and week usage at each moment, from their spans and the tasks the replay starts for them
+    (so their budget frees when it would, and can be used up again); every other team as it was at the start.
+    """
+
+    def __init__(
+        self,
+        start: Mapping[str, TeamUsage],
+        spans: Mapping[str, Sequence[UsageSpan]],
+        config: PolicyConfig,
+        now_s: float,
+    ) -> None:
+        self.start = with_budget_frees(start, spans, config, now_s)
+        self.config = config
+        self.spans = {
+            team: list(spans.get(team, []))
+            for team, used in self.start.items()
+            if used.budget_frees_at_s is not None
+        }
+        self._frees_at: dict[str, float | None] = {}  # while a team's spans stay the same
+
+    def started(self, team: str, gpus: float, start_s: float, end_s: float) -> None:
+        """The replay started a task of `team`."""
+        if team in self.spans:
+            self.spans[team].append(UsageSpan(gpus, start_s, end_s))
+            self._frees_at.pop(team, None)
+
+    def at(self, now_s: float) -> dict[str, TeamUsage]:
+        """Every team's usage at `now_s` of the replay."""
+        if not self.spans:
+            return self.start
+        out = dict(self.start)
+        for team, spans in self.spans.items():
+            used = replace(
+                out[team],
+                gpu_s_last_day=rolling_gpu_s(spans, now_s, DAY_S),
+                gpu_s_last_week=rolling_gpu_s(spans, now_s, WEEK_S),
+                budget_frees_at_s=None,
+            )
+            if budget_status(team, {team: used}, self.config).level == "exhausted":
+                frees_at = self._frees_at.get(team)
+                if frees_at is None or frees_at <= now_s:
+                    frees_at = self._frees_at[team] = budget_frees_at_s(team, spans, self.config, now_s)
+                used = replace(used, budget_frees_at_s=frees_at)
+            out[team] = used
+        return out
