@@ -444,7 +444,7 @@ def _utilization(data: dict[str, Any], lang: str) -> str:
 _BUDGET_STATE_ZH = {"ok": "正常", "warning": "已用过 80%", "exhausted": "已用完，新任务要等"}
 
 
-def _quota(data: dict[str, Any], lang: str) -> str:
+def _quota(data: dict[str, Any], lang: str, now: datetime | None = None) -> str:
     quota = data.get("quota") or {}
     day, week = quota.get("day") or {}, quota.get("week") or {}
 
@@ -470,9 +470,13 @@ def _quota(data: dict[str, Any], lang: str) -> str:
         f"团队 {quota.get('team')}：正在使用 {quota.get('gpus_in_use', 0)} 张卡"
         + (f"（上限 {cap}）" if cap else ""),
     )
+    again = ""
+    if quota.get("new_starts_at"):
+        at = when(quota["new_starts_at"], now, lang)
+        again = _t(lang, f"; new starts again {at}", f"；{at} 起可以再启动新任务")
     if lang == "zh":
-        return f"{head}；{part(day, 'today', '今天')}；{part(week, 'this week', '本周')}。"
-    return f"{head}; {part(day, 'today', '今天')}; {part(week, 'this week', '本周')}."
+        return f"{head}；{part(day, 'today', '今天')}；{part(week, 'this week', '本周')}{again}。"
+    return f"{head}; {part(day, 'today', '今天')}; {part(week, 'this week', '本周')}{again}."
 
 
 def reply_for(tool: str, content: str, lang: str, now: datetime | None = None) -> str:
@@ -501,7 +505,7 @@ def reply_for(tool: str, content: str, lang: str, now: datetime | None = None) -
         "explain_task": lambda: _explain(data, lang, now),
         "cluster_status": lambda: _cluster(data, lang),
         "utilization_report": lambda: _utilization(data, lang),
-        "quota_status": lambda: _quota(data, lang),
+        "quota_status": lambda: _quota(data, lang, now),
     }
     writer = writers.get(tool)
     return writer() if writer else unwrap(json.dumps(data, ensure_ascii=False))[:500]

@@ -257,6 +257,10 @@ def quota_status(cluster: Cluster, usage: UsageCache, team: str) -> dict[str, An
     used = usage_by_team.get(team, TeamUsage(team))
     in_use = sum(task.gpus for task in cluster.tasks.with_status("running") if task.team.name == team)
     status = budget_status(team, usage_by_team, config)
+    new_starts_at = None
+    if status.level == "exhausted":  # when its work, running tasks to their expected ends, ages out enough
+        frees_at = _state(cluster, usage).usage.get(team, used).budget_frees_at_s
+        new_starts_at = _iso(frees_at) if frees_at is not None else None
     return {
         "team": team,
         "gpu_cap": config.team_cap(team),
@@ -267,6 +271,7 @@ def quota_status(cluster: Cluster, usage: UsageCache, team: str) -> dict[str, An
         ),
         "state": {"ok": "ok", "warn": "warning", "exhausted": "exhausted"}[status.level],
         "message": status.message or "within budget",
+        "new_starts_at": new_starts_at,
     }
 
 

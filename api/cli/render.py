@@ -311,6 +311,9 @@ def quota_table(data: dict[str, Any]) -> Table:
             "-" if budget is None else f"{budget:g}",
             item["state"],
         )
+    if data.get("new_starts_at"):
+        table.caption = f"new starts again at {_short_time(data['new_starts_at'])}, as its use ages out"
+        table.caption_justify = "left"
     return table
 
 

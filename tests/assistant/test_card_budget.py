@@ -49,7 +49,13 @@ def test_explain_says_when_a_task_held_by_its_teams_budget_should_start(budget_c
     waiting, _ = cluster.submit(who, {"command": "python eval.py", "workdir": str(tmp_path)})
 
     with TestClient(create_app(cluster)) as api:
-        answer = api.get(f"/api/v1/tasks/{waiting.id}/explain", headers={"Authorization": f"Bearer {token}"})
+        headers = {"Authorization": f"Bearer {token}"}
+        answer = api.get(f"/api/v1/tasks/{waiting.id}/explain", headers=headers)
+        quota = api.get("/api/v1/quota", headers=headers).json()
+        client = AssistantClient("http://testserver", token, transport=AppTransport(api, new_endpoints))
+        assistant = Assistant(cluster.settings, client, user="alice", team="vision")
+        reply = assistant.ask("how much quota is left?").reply
+        client.close()
 
     assert answer.status_code == 200, answer.text
     body = answer.json()
@@ -57,6 +63,10 @@ def test_explain_says_when_a_task_held_by_its_teams_budget_should_start(budget_c
     assert "; new starts again at " in body["reason"]  # a GPU is free: only the budget holds it
     start = datetime.fromisoformat(body["estimated_start"]).timestamp()
     assert time.time() + 24 * 3600 < start < time.time() + 26 * 3600
+    # the quota says the same moment, and so does the chat's answer
+    assert quota["state"] == "exhausted"
+    assert abs(datetime.fromisoformat(quota["new_starts_at"]).timestamp() - start) < 60
+    assert "; new starts again " in reply, reply
 
 
 def test_a_card_for_a_team_over_its_day_budget_says_it_would_wait(budget_cluster, tmp_path):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from rich.console import Console
 
 from api.cli.render import (
@@ -138,6 +140,17 @@ def test_a_team_above_its_cap_is_shown_borrowing_idle_gpus() -> None:
     assert "borrowing idle GPUs" in _text(quota_table({**quota, "gpus_in_use": 3}))
     assert "at its cap" in _text(quota_table({**quota, "gpus_in_use": 2}))
     assert "borrowing" not in _text(quota_table({**quota, "gpus_in_use": 1}))
+
+
+def test_a_used_up_budget_says_when_new_starts_are_allowed_again() -> None:
+    used_up = {"used_gpu_h": 41.0, "budget_gpu_h": 40.0, "state": "exhausted"}
+    quota = {"team": "nlp", "state": "exhausted", "gpu_cap": None, "gpus_in_use": 0, "day": used_up,
+             "week": {**used_up, "budget_gpu_h": None, "state": "ok"}}  # fmt: skip
+    at = "2026-12-03T06:47:00+00:00"
+    local = datetime.fromisoformat(at).astimezone().strftime("%m-%d %H:%M")
+
+    assert f"new starts again at {local}" in _text(quota_table({**quota, "new_starts_at": at}))
+    assert "new starts again" not in _text(quota_table({**quota, "new_starts_at": None}))
 
 
 def test_a_start_time_that_is_fixed_shows_no_range() -> None:
