@@ -7,9 +7,11 @@ never acts on text that comes back from tools: only the person's own message can
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -22,7 +24,7 @@ from langchain_core.tools import BaseTool
 
 from assistant.parsing.commands import find_command, remove_span
 from assistant.parsing.fields import task_ids
-from assistant.parsing.intents import Reading, understand
+from assistant.parsing.intents import Reading, follow_up_to_card, understand
 from assistant.replies import canned, language_of, reply_for
 
 NOW_LINE = re.compile(r"Current time:\s*(\S+)")
@@ -91,6 +93,17 @@ class OfflineChatModel(BaseChatModel):
         results = [m for m in messages[human_index + 1 :] if isinstance(m, ToolMessage)]
         if results:
             return self._summarize(results, lang, now)
+        card = last_card(messages[:human_index])
+        follow = follow_up_to_card(text, now) if card is not None else None
+        if card is not None and follow is not None:
+            if follow.kind != "edit":
+                return self._message_for(follow, text, lang)
+            if card.tool == "submit_task":  # a new card with the changes stands in for the last one
+                changed = {
+                    key: value for key, value in {**card.args, **follow.args}.items() if value is not None
+                }
+                changed["replaces_card"] = card.action_id
+                return self._message_for(Reading("tool", "submit_task", changed), text, lang)
         reading = understand(self._with_context(messages[:human_index], text), now)
         return self._message_for(reading, text, lang)
 
@@ -113,6 +126,7 @@ class OfflineChatModel(BaseChatModel):
         return text
 
     def _message_for(self, reading: Reading, text: str, lang: str) -> AIMessage:
+        """The tool call, question, refusal or pointer for `reading` (`text`: the person's message)."""
         if reading.kind == "tool" and reading.tool:
             call = {
                 "name": reading.tool,
@@ -131,3 +145,39 @@ class OfflineChatModel(BaseChatModel):
     def _summarize(self, results: Sequence[ToolMessage], lang: str, now: datetime) -> AIMessage:
         replies = [reply_for(str(result.name or ""), _text(result), lang, now) for result in results]
         return AIMessage(content="\n\n".join(replies), response_metadata={META_KEY: {"kind": "answer"}})
+
+
+@dataclass(frozen=True)
+class MadeCard:
+    """The latest card of a chat: the tool call that made it, and its action id."""
+
+    tool: str
+    args: dict[str, Any]
+    action_id: str
+
+
+def last_card(history: Sequence[BaseMessage]) -> MadeCard | None:
+    """The call that made the latest card of this chat, unless something was confirmed since (a
+    confirmation is said without a tool call, unlike this model's answers); None when there is none."""
+    results: dict[str, str] = {}
+    for message in reversed(history):
+        if isinstance(message, ToolMessage):
+            results[message.tool_call_id] = _text(message)
+        elif isinstance(message, AIMessage):
+            if not message.tool_calls and META_KEY not in message.response_metadata:
+                return None  # "Submitted task #12": the card was confirmed
+            for call in message.tool_calls:
+                card = _pending_action(results.get(str(call.get("id")), ""))
+                if card is not None:
+                    args = {key: value for key, value in call["args"].items() if key != "replaces_card"}
+                    return MadeCard(call["name"], args, str(card.get("action_id")))
+    return None
+
+
+def _pending_action(result: str) -> dict[str, Any] | None:
+    try:
+        data = json.loads(result)
+    except ValueError:
+        return None
+    card = data.get("pending_action") if isinstance(data, dict) else None
+    return card if isinstance(card, dict) else None

@@ -582,6 +582,14 @@ POINTERS = {
         "我只能取消单个任务：运行 `nightshift cancel --sweep 扫参编号` 可以取消一个扫参里所有排队的任务，"
         "并停止正在运行的。",
     ),
+    "confirm_card": (
+        "Press Confirm on the card to do it: nothing happens until you do (or tell me what to change).",
+        "请点卡片上的 “Confirm” 按钮：点之前不会有任何操作（也可以告诉我要改什么）。",
+    ),
+    "drop_card": (
+        "Press Drop on the card and nothing happens; or tell me what to change.",
+        "点卡片上的 “Drop” 按钮就什么都不会发生；或者告诉我要改什么。",
+    ),
     "results": (
         "I can't compare results in the chat: run `nightshift compare SWEEP_ID --sort METRIC` (or `compare "
         "TAG`) for parameters against metrics with the best row starred, or open the Results tab, which "

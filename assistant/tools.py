@@ -103,6 +103,11 @@ class SubmitArgs(BaseModel):
         default=None,
         description="run this earlier task of yours again: its spec, changed by the other fields given",
     )
+    replaces_card: str | None = Field(
+        default=None,
+        description="the action_id of the card this one changes (the person asked for a change): that card "
+        "can no longer be confirmed",
+    )
     name: str | None = None
     workdir: str | None = Field(default=None, description="absolute folder")
     gpus: int | None = Field(default=None, description="GPUs (0 = CPU only), default 1")
@@ -200,6 +205,7 @@ def submit_task(ctx: ToolContext, **args: Any) -> str:
         except ClientError:
             gpus_view = None
     like = args.pop("like_task", None)
+    replaces = args.pop("replaces_card", None)
     passed: dict[str, str] = {}
     if like is not None:  # "run 12 again": task 12's spec, changed by what else was asked
         again = spec_again(_need_client(ctx).get_task(like)["spec"], now)
@@ -222,6 +228,8 @@ def submit_task(ctx: ToolContext, **args: Any) -> str:
         card["sweep"] = preview
         summary["cli"] = "nightshift submit SPEC.yaml  (a spec file with this sweep)"
     ctx.actions.add("submit", card, {"spec": spec})
+    if replaces is not None:  # the changed card stands in for it: only one of the two may be confirmed
+        ctx.actions.take(str(replaces))
     return _result(pending_action=card, note="Nothing has been submitted: the person must confirm the card.")
 
 

@@ -12,7 +12,7 @@ from assistant.parsing.fields import BARE_NUMBER, TASK_ID, read_fields, task_ids
 from assistant.parsing.numbers import NUMBER, to_int
 from assistant.parsing.times import read_times
 
-Kind = Literal["tool", "question", "refusal", "help"]
+Kind = Literal["tool", "question", "refusal", "help", "edit"]
 _I = re.I
 
 INJECTION = re.compile(
@@ -319,6 +319,37 @@ def _spec_args(text: str, now: datetime) -> dict[str, Any]:
     if when.offpeak:
         args["offpeak"] = True
     return args
+
+
+# answers to a card in words: the card's own buttons do it ("yes", "ok", "确认"; "no", "算了")
+CONFIRM_WORDS = re.compile(
+    r"^\s*(?:yes|yep|yeah|y|ok(?:ay)?|sure|confirm(?:ed)?|go(?:\s+ahead)?|do\s+it|submit(?:\s+it)?|looks\s+good"
+    r"|lgtm|确认|好的?|可以|行|提交吧?|没问题)\s*[.!。！]*\s*$",
+    _I,
+)
+DROP_WORDS = re.compile(
+    r"^\s*(?:(?:no|nope|n)|(?:(?:no|nope)[\s,.!]+)?(?:cancel(?:\s+(?:that|it))?|never\s*mind|drop(?:\s+(?:it|that))?"
+    r"|forget\s+(?:it|that))|不要了?|算了|取消吧?|不用了?)\s*[.!。！]*\s*$",
+    _I,
+)
+# "now" for a card that was to wait: it may start at once
+RIGHT_AWAY = re.compile(r"\b(?:now|right\s+(?:away|now)|immediately)\b|马上|立刻|立即|现在就", _I)
+
+
+def follow_up_to_card(text: str, now: datetime) -> Reading | None:
+    """A message right after a card, about that card: "yes" / "no" (the card's buttons do that), or the
+    spec changes it asks for ("make it 4 GPUs", "actually tonight", "改成高优先级") as `Reading("edit")`
+    args (None for a field to leave out). None when it asks for something else."""
+    if CONFIRM_WORDS.match(text):
+        return Reading("help", reason="confirm_card")
+    if DROP_WORDS.match(text):
+        return Reading("help", reason="drop_card")
+    if find_command(text) is not None or understand(text, now).kind == "tool":
+        return None
+    changes: dict[str, Any] = _spec_args(text, now)
+    if RIGHT_AWAY.search(text) and not {"not_before", "offpeak"} & changes.keys():
+        changes.update(not_before=None, offpeak=None)
+    return Reading("edit", args=changes) if changes else None
 
 
 def _rerun(rest: str, command: str | None, now: datetime) -> Reading | None:

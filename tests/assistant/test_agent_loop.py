@@ -311,6 +311,38 @@ def test_a_missing_command_gets_a_question_and_the_answer_completes_the_request(
     ]
 
 
+def test_a_card_is_changed_by_what_the_person_says_next_and_only_the_confirm_button_submits(
+    make_assistant, cluster
+):
+    assistant = make_assistant()
+
+    first = assistant.ask("run `python train.py` on 2 GPUs")
+    changed = assistant.ask("make it 4 GPUs, tonight")
+    between = assistant.ask("how long will I wait?")
+    chinese = assistant.ask("改成高优先级")
+    said_yes = assistant.ask("yes")
+    said_no = assistant.ask("no, cancel that")
+
+    def args(turn):
+        return {k: v for k, v in turn.tool_calls[0]["args"].items() if k != "replaces_card"}
+
+    assert args(changed) == {"command": "python train.py", "gpus": 4, "offpeak": True}
+    assert changed.tool_calls[0]["args"]["replaces_card"] == first.cards[0]["action_id"]
+    assert between.tool_calls[0]["name"] == "estimate_wait"  # a question is no change to the card
+    assert args(chinese) == {"command": "python train.py", "gpus": 4, "offpeak": True, "priority": "high"}
+    assert "准备提交" in chinese.reply
+    assert said_yes.tool_calls == [] and "Press Confirm on the card" in said_yes.reply
+    assert said_no.tool_calls == [] and "Press Drop on the card" in said_no.reply
+    assert cluster.tasks.count_by_status() == {}  # words submit nothing
+    # the cards a change stood in for can no longer be confirmed; the last one can, once
+    assert [a.action_id for a in assistant.actions.pending()] == [chinese.cards[0]["action_id"]]
+    assert assistant.confirm(first.cards[0]["action_id"])["ok"] is False
+    result = assistant.confirm(chinese.cards[0]["action_id"])
+    assert result["ok"] and (result["task"]["gpus"], result["task"]["priority"]) == (4, "high")
+    after = assistant.ask("make it 8 GPUs")  # the card was confirmed: nothing left to change
+    assert after.tool_calls == [] and cluster.tasks.count_by_status() == {"queued": 1}
+
+
 def test_an_older_server_without_the_new_endpoints_gets_a_plain_answer(cluster, make_identity):
     # Given an API without explain/estimate/quota/reports (no fallback transport)
     from api.main import create_app
