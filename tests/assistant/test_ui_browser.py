@@ -208,16 +208,19 @@ def test_a_request_typed_in_chat_is_queued_offpeak_only_after_the_person_confirm
     assert in_window(start.hour, *live_server.window), (start, live_server.window)
 
 
-def test_dropping_a_card_submits_nothing(live_server: LiveServer, page: Any) -> None:
+def test_a_card_changed_in_words_and_then_dropped_submits_nothing(live_server: LiveServer, page: Any) -> None:
     from playwright.sync_api import expect
 
     token = live_server.token("dave", "vision")
     sign_in(page, live_server, token, "dave")
     say(page, "run `python eval.py` on 1 GPU")
-    expect(page.locator("#confirm-card")).to_be_visible()
+    card = page.locator("#confirm-card")
+    expect(card).to_contain_text("1 GPU")
+    say(page, "make it 2 GPUs")  # a new card stands in for the first
+    expect(card).to_contain_text("2 GPUs")
     page.locator("#drop-button").click()
     expect(page.locator("#chat")).to_contain_text("nothing was submitted")
-    expect(page.locator("#confirm-card")).to_be_hidden()
+    expect(card).to_be_hidden()  # the first card does not come back in its place
     with live_server.api(token) as api:
         assert api.get("/tasks").json()["tasks"] == []
 
