@@ -87,7 +87,7 @@ def budget_frees_at_s(
             continue
         at_s = under_budget_at_s(spans, budget_h * 3600.0, window_s, now_s)
         frees_at = at_s if frees_at is None else max(frees_at, at_s)
-    if frees_at is not None and frees_at > now_s:  # the later period may still hold it then: look again
+    if frees_at is not None and now_s < frees_at < math.inf:  # the other period may still hold it then
         later = budget_frees_at_s(team, spans, config, frees_at)
         frees_at = later if later is not None else frees_at
     return frees_at
@@ -119,7 +119,7 @@ def team_spans(
             continue
         expected_s = expected_end_s(task, now_s, config, config.forecast_overrun_factor)
         end_s = now_s + (expected_s - now_s) * factor
-        out.setdefault(task.team, []).append(UsageSpan(len(task.gpu_indices), task.started_at_s, end_s))
+        out[task.team].append(UsageSpan(len(task.gpu_indices), task.started_at_s, end_s))
     return out
 
 
