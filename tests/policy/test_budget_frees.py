@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scheduler.policy.config import PolicyConfig, TeamUsage
 from scheduler.policy.engine import decide
@@ -126,3 +128,26 @@ def test_tasks_started_in_a_forecast_count_against_the_budget_again() -> None:
 
     assert rolling.at(frees_at + 2 * H)["nlp"].gpu_s_last_day >= 1 * H  # used up again
     assert rolling.at(frees_at + 2 * H)["nlp"].budget_frees_at_s is not None
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(1, 8), st.floats(0, 3 * DAY_S), st.floats(60, DAY_S)), min_size=1, max_size=8
+    ),
+    st.floats(0.1, 60),  # budget, GPU-h
+    st.floats(0, 3 * DAY_S),  # when it is asked
+)
+def test_the_moment_found_is_the_first_under_the_budget(
+    raw: list[tuple[int, float, float]], budget_h: float, from_s: float
+) -> None:
+    spans = [UsageSpan(gpus, start, start + length) for gpus, start, length in raw]
+    budget_s = budget_h * H
+
+    at_s = under_budget_at_s(spans, budget_s, DAY_S, from_s)
+
+    assert from_s <= at_s < math.inf
+    assert rolling_gpu_s(spans, at_s, DAY_S) < budget_s
+    step = (at_s - from_s) / 500
+    earlier = [from_s + i * step for i in range(500) if from_s + i * step < at_s - 2.0]
+    assert all(rolling_gpu_s(spans, t, DAY_S) >= budget_s - 1e-6 for t in earlier)
