@@ -40,6 +40,7 @@ _STOP_WORDS = frozenset(
         "when",
         "once",
         "again",
+        "like",
         "then",
         "please",
         "priority",

@@ -143,8 +143,10 @@ CLUSTER = re.compile(
 # running an earlier task again ("rerun 12", "run task 12 again", "12号再跑一遍"): its id names the task
 RERUN = re.compile(
     r"\bre-?(?:run|submit|queue|launch)\b|\b(?:run|submit|queue|launch|start|do)\b(?=.{0,40}?\bagain\b)"
-    r"|\bonce\s+more\b|\bretry\s+(?=(?:task|job|#))|重跑|重新(?:跑|运行|提交|执行)(?:一次|一遍|一下)?"
-    r"|再(?:跑|运行|提交|执行)(?:一次|一遍)|重来一?(?:次|遍)?",  # a bare 再跑 is "then run"
+    r"|\bonce\s+more\b|\bretry\s+(?=(?:task|job|#))|^\s*(?:please\s+)?retry\s+(?=\d+\s*$|\d+\s+(?!times?\b))"
+    r"|\bsame\s+as\s+(?=(?:task|job|#)?\s*\d)|\blike\s+(?=(?:task|job|#)\s*\d)"  # "the same as 12"
+    r"|重跑|重新(?:跑|运行|提交|执行)(?:一次|一遍|一下)?|再(?:跑|运行|提交|执行)(?:一次|一遍)|重来一?(?:次|遍)?"
+    r"|(?<=号)一样|(?<=\d)一样|(?:和|跟|同)(?=(?:任务|作业)?\s*#?\d+\s*号?(?:任务)?一样)",  # 和12号一样
     _I,
 )
 SUBMIT_VERB = re.compile(
