@@ -105,7 +105,7 @@ def simulate_jobs(
     by_id = {j.index: j for j in jobs}
     history = DurationHistory(cfg.history_runs)
     tracker = UsageTracker(
-        cfg.fairshare_half_life_s, rolling=bool(cfg.day_budget_gpu_h or cfg.week_budget_gpu_h)
+        cfg.fairshare_half_life_s, rolling=bool(cfg.day_budget_gpu_h or cfg.week_budget_gpu_h), config=cfg
     )
     sim = Replay(
         gpus,
@@ -118,7 +118,7 @@ def simulate_jobs(
 
     def on_start(task: QueuedTask, at_s: float, parts: tuple[RunningTask, ...]) -> None:
         placements[task.task_id] = tuple((p.node, p.gpu_indices) for p in parts)
-        tracker.started(task.task_id, task.team, gpu_weight(task.gpus, task.gpu_fraction), at_s)
+        tracker.started(task.task_id, task.team, gpu_weight(task.gpus, task.gpu_fraction), at_s, parts[0])
 
     def on_end(task: QueuedTask, start_s: float, end_s: float) -> None:
         tracker.ended(task.task_id, end_s)

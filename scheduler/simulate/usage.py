@@ -4,34 +4,45 @@ from __future__ import annotations
 
 from collections import deque
 
-from scheduler.policy.config import TeamUsage
+from scheduler.policy.config import PolicyConfig, TeamUsage
+from scheduler.policy.estimate import expected_end_s
 from scheduler.policy.fairshare import decay_factor
+from scheduler.policy.rolling import UsageSpan, used_up_teams, with_budget_frees
+from scheduler.policy.types import RunningTask
 
 DAY_S = 86400.0
 WEEK_S = 7 * DAY_S
 
 
 class UsageTracker:
-    """Decayed GPU-seconds per team (fair share) and, when budgets matter, rolling day/week GPU-seconds."""
+    """Decayed GPU-seconds per team (fair share) and, when budgets matter, rolling day/week GPU-seconds and
+    when a used-up budget frees (as the live side computes it, so the replay wakes then)."""
 
-    def __init__(self, half_life_s: float, rolling: bool = False) -> None:
+    def __init__(self, half_life_s: float, rolling: bool = False, config: PolicyConfig | None = None) -> None:
         self.half_life_s = half_life_s
         self.rolling = rolling
+        self.config = config
+        self._parts: dict[int, RunningTask] = {}  # a running task's first part: its expected end
         self._decayed: dict[str, tuple[float, float]] = {}  # team -> (value, at_s)
         self._running_gpus: dict[str, float] = {}
         self._running_start_sum: dict[str, float] = {}  # sum of gpus * started_at_s
         self._running: dict[int, tuple[str, float, float]] = {}  # task -> (team, gpus, start_s)
         self._done: dict[str, deque[tuple[float, float, float]]] = {}  # team -> (start_s, end_s, gpus)
 
-    def started(self, task_id: int, team: str, gpus: float, at_s: float) -> None:
-        """A task of `team` started holding `gpus`."""
+    def started(
+        self, task_id: int, team: str, gpus: float, at_s: float, part: RunningTask | None = None
+    ) -> None:
+        """A task of `team` started holding `gpus` (`part`: how the policy sees it running)."""
         self._running[task_id] = (team, gpus, at_s)
+        if part is not None:
+            self._parts[task_id] = part
         self._running_gpus[team] = self._running_gpus.get(team, 0.0) + gpus
         self._running_start_sum[team] = self._running_start_sum.get(team, 0.0) + gpus * at_s
 
     def ended(self, task_id: int, at_s: float) -> None:
         """A task ended: its GPU-seconds move from running to the decayed total."""
         team, gpus, start_s = self._running.pop(task_id)
+        self._parts.pop(task_id, None)
         self._running_gpus[team] -= gpus
         self._running_start_sum[team] -= gpus * start_s
         value, ref_s = self._decayed.get(team, (0.0, at_s))
@@ -56,7 +67,25 @@ class UsageTracker:
             if self.rolling:
                 day, week = self._rolling(team, now_s)
             out[team] = TeamUsage(team, decayed, day, week)
+        if self.rolling and self.config is not None:
+            out = self._with_budget_frees(out, now_s, self.config)
         return out
+
+    def _with_budget_frees(
+        self, usage: dict[str, TeamUsage], now_s: float, config: PolicyConfig
+    ) -> dict[str, TeamUsage]:
+        teams = used_up_teams(usage, config)
+        if not teams:
+            return usage
+        spans: dict[str, list[UsageSpan]] = {team: [] for team in teams}
+        for team in teams:
+            spans[team] = [UsageSpan(g, s, e) for s, e, g in self._done.get(team, ())]
+        for task_id, (team, gpus, start_s) in self._running.items():
+            if team in spans:
+                part = self._parts.get(task_id)
+                end_s = expected_end_s(part, now_s, config, config.forecast_overrun_factor) if part else now_s
+                spans[team].append(UsageSpan(gpus, start_s, end_s))
+        return with_budget_frees(usage, spans, config, now_s)
 
     def _rolling(self, team: str, now_s: float) -> tuple[float, float]:
         day = week = 0.0

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from scheduler.policy.config import PolicyConfig
-from scheduler.simulate import run_simulation
+from scheduler.simulate import run_simulation, simulate_jobs
+from scheduler.simulate.trace import TraceJob
 
 TRACE = """job_id,submit_time_s,duration_s,num_gpus,team
 a,0,100,2,x
@@ -108,3 +109,15 @@ def test_where_tasks_are_short_the_oldest_wide_task_goes_first_after_fifty_of_th
     assert (
         1 + config.oldest_first_after_s <= setting_only.starts_s[wide] <= 1 + config.oldest_first_after_s + 20
     )
+
+
+def test_a_job_held_by_its_teams_used_up_budget_starts_when_the_budget_frees() -> None:
+    # nlp uses 8 GPU-h in its first 2 hours; its day budget is 4; nothing else happens after that
+    jobs = [TraceJob(0, "a", 0.0, 7200.0, 4, "nlp"), TraceJob(1, "b", 3600.0, 600.0, 1, "nlp")]
+    config = PolicyConfig(day_budget_gpu_h={"nlp": 4.0})
+
+    result = simulate_jobs(jobs, "8x24", 1, "nightshift", config=config)
+
+    # it starts once half of the first job's work has left the last 24 h (as the live scheduler would)
+    assert result.starts_s[1] == pytest.approx(86400.0 + 3600.0, abs=2.0)
+    assert result.jobs == 2 and len(result.starts_s) == 2
