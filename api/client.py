@@ -141,6 +141,16 @@ class NightshiftClient:
         result: dict[str, Any] = self._call("POST", f"/tasks/{task_id}/cancel")
         return result
 
+    def hold(self, task_id: int) -> dict[str, Any]:
+        """Keep a queued task from starting until it is released."""
+        result: dict[str, Any] = self._call("POST", f"/tasks/{int(task_id)}/hold")
+        return result
+
+    def release(self, task_id: int) -> dict[str, Any]:
+        """Let a held task start again."""
+        result: dict[str, Any] = self._call("POST", f"/tasks/{int(task_id)}/release")
+        return result
+
     def logs(self, task_id: int, tail: int | None = None) -> str:
         """GET /tasks/{id}/logs."""
         params = {"tail": tail} if tail else {}

@@ -75,6 +75,7 @@ class TaskPublic(BaseModel):
     reason: str | None
     message: str | None
     cancel_requested: bool
+    held_by: str | None = None  # a queued task someone holds back (`POST /tasks/{id}/hold`) until released
     spec: dict[str, Any]
     sweep_id: int | None = None
     params: dict[str, Any] | None = None
@@ -106,6 +107,7 @@ class TaskPublic(BaseModel):
             reason=task.reason,
             message=task.message,
             cancel_requested=task.cancel_requested,
+            held_by=task.held_by,
             spec=task.spec,
             sweep_id=task.sweep_id,
             params=task.params,

@@ -108,6 +108,10 @@ _RULES: list[Rule] = [
     ),
     (re.compile(r"new starts again at (.+)"), lambda m: f"{m[1]} 起可以再启动新任务"),
     (
+        re.compile(r"held by (\S+): nightshift release (\d+) lets it start"),
+        lambda m: f"被 {m[1]} 暂停：运行 nightshift release {m[2]} 后才会开始",
+    ),
+    (
         re.compile(r"team (\S+) has used (\d+)% of its (day|week) budget \((.+) GPU-h\)"),
         lambda m: f"团队 {m[1]} 已用掉{_PERIOD[m[3]]}预算的 {m[2]}%（{m[4]} GPU小时）",
     ),

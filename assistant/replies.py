@@ -303,6 +303,12 @@ def _task_status(task: dict[str, Any], lang: str) -> str:
     status = str(task.get("status") or "")
     reason = unwrap(task.get("reason") or "")
     word = status_zh(status) if lang == "zh" else status
+    if status == "queued" and task.get("held_by"):
+        return _t(
+            lang,
+            f"{word} (held: nightshift release {task.get('id')})",
+            f"{word}（已暂停：nightshift release {task.get('id')}）",
+        )
     if not reason or reason == status or status not in ("failed", "cancelled"):
         return word
     return _t(lang, f"{word} ({reason})", f"{word}（{reason}）")
@@ -581,6 +587,12 @@ POINTERS = {
         "sweep and stops its running ones.",
         "我只能取消单个任务：运行 `nightshift cancel --sweep 扫参编号` 可以取消一个扫参里所有排队的任务，"
         "并停止正在运行的。",
+    ),
+    "hold": (
+        "I can't hold tasks from the chat: `nightshift hold ID` keeps a queued task from starting (it keeps "
+        "its place), `nightshift release ID` lets it go.",
+        "聊天里没法暂停任务：运行 `nightshift hold 任务编号` 可以让排队中的任务先不开始（保留它的排队时间），"
+        "`nightshift release 任务编号` 放行。",
     ),
     "confirm_card": (
         "Press Confirm on the card to do it: nothing happens until you do (or tell me what to change).",

@@ -78,6 +78,8 @@ def task_view(task: dict[str, Any]) -> dict[str, Any]:
             "node",
         )
     }
+    if task.get("held_by"):
+        view["held_by"] = as_data(task["held_by"], 64)
     view["name"] = as_data(task.get("name", ""), 120)
     view["command"] = as_data(task.get("command", ""), 200)
     for key in ("reason", "message"):

@@ -161,10 +161,8 @@ class Dispatcher:
         pipe.smembers(keys.assigned)
         pipe.zrange(keys.leases, 0, -1)
         in_queue, assigned, leased = ({int(m) for m in members} for members in pipe.execute())
-        if only is None:
-            sql = self.cluster.tasks.ids_with_status("queued", "running")
-        else:
-            sql = {i: s for i, s in self.cluster.tasks.statuses(only).items() if s in ("queued", "running")}
+        sql = self.cluster.tasks.schedulable_states(only)  # a held task belongs nowhere in Redis
+        if only is not None:
             in_queue &= only
         held = in_queue | assigned | leased
         suspects = {i for i, status in sql.items() if i not in (held if status == "queued" else leased)}

@@ -13,6 +13,7 @@ from typing import Any
 from scheduler.clock import from_epoch_s, now_s, to_epoch_s
 from scheduler.cluster_state import ClusterState, UsageCache, gather_state, with_learned_estimate
 from scheduler.errors import NotFoundError
+from scheduler.policy import reasons
 from scheduler.policy.aging import static_score, task_estimate_s
 from scheduler.policy.config import PolicyConfig, TeamUsage
 from scheduler.policy.estimate import estimate_duration_s
@@ -107,6 +108,9 @@ def explain_task(cluster: Cluster, usage: UsageCache, who: Identity, task_id: in
     }
     if task.status != "queued":
         return {**base, **_not_queued(task, cluster.policy_config.timezone)}
+    if task.held_by is not None:  # out of the queue until released: no place, no start
+        reason = reasons.held(task.held_by, task_id)
+        return {**base, "task_id": task_id, "status": "queued", "position": None, "reason": reason}
     state = _state(cluster, usage)
     if not any(queued.task_id == task_id for queued in state.queued):
         reason = "deep in the queue (beyond the forecast window)"

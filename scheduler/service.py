@@ -159,7 +159,11 @@ class Cluster:
             )
         if created:
             self.queue.enqueue(task.id, self.score(task), self.due(task))
-        elif task.status == "queued" and self.queue.restore_queued(task.id, self.score(task), self.due(task)):
+        elif (
+            task.status == "queued"
+            and task.held_by is None
+            and self.queue.restore_queued(task.id, self.score(task), self.due(task))
+        ):
             self.queue.ring_scheduler()  # repairs a lost entry; never re-queues a claimed task
         return task, created
 
@@ -231,6 +235,33 @@ class Cluster:
         if task.status == "running" and task.node:
             self.queue.request_cancel(task_id, task.node)
         return task
+
+    def hold(self, who: Identity, task_id: int) -> Task:
+        """Keep a queued task from starting until it is released (like Slurm's `scontrol hold`): it leaves
+        the queue, keeps its place in time (its age counts as if it had waited), and runs on no node."""
+        task = self.tasks.get_for(who, task_id)
+        if task.held_by is not None and task.status == "queued":
+            raise ConflictError(
+                f"task {task_id} is already held by {task.held_by}; nightshift release {task_id}"
+            )
+        if task.status != "queued" or not self.tasks.hold(task_id, who.user):
+            now = self.tasks.get_any(task_id).status
+            what = "is running: cancel stops it" if now == "running" else f"already {now}"
+            raise ConflictError(f"task {task_id} {what}; only a queued task can be held")
+        # out of Redis; a node that claimed it meanwhile is refused when it marks it running (held_by)
+        self.queue.remove(task_id)
+        self.queue.unassign(task_id)
+        self.queue.ring_scheduler()
+        return self.tasks.get_any(task_id)
+
+    def release(self, who: Identity, task_id: int) -> Task:
+        """Let a held task start again, with the priority and age it had."""
+        task = self.tasks.get_for(who, task_id)
+        if not self.tasks.release(task_id):
+            raise ConflictError(f"task {task_id} is not held ({task.status}); nothing to release")
+        released = self.tasks.get_any(task_id)
+        self.queue.enqueue(task_id, self.score(released), self.due(released))
+        return released
 
     def settle_attempt(
         self, task_id: int, token: str, reason: str, exit_code: int | None = None, message: str | None = None
@@ -326,7 +357,7 @@ class Cluster:
         queued = restored_leases = 0
         expires = now_ms() + int(self.settings.lease_ttl_s * 1000)
         for task in self.tasks.with_status("queued", "running"):
-            if task.status == "queued":
+            if task.status == "queued" and task.held_by is None:
                 queued += self.queue.restore_queued(task.id, self.score(task), self.due(task))
             elif task.lease_token and task.node is not None:
                 restored_leases += self.queue.restore_lease(
@@ -339,8 +370,8 @@ class Cluster:
 
     def _drop_stale_queue_entries(self) -> int:
         in_redis = self.queue.queued_ids()
-        statuses = self.tasks.statuses(in_redis)
-        stale = [task_id for task_id in in_redis if statuses.get(task_id) != "queued"]
+        states = self.tasks.schedulable_states(in_redis)
+        stale = [task_id for task_id in in_redis if states.get(task_id) != "queued"]
         for task_id in stale:
             self.queue.remove(task_id)
         return len(stale)

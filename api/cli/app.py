@@ -373,6 +373,26 @@ def cancel(
 
 
 @app.command()
+def hold(task_id: Annotated[int, typer.Argument(help="a queued task")], as_json: JsonOpt = False) -> None:
+    """Keep a queued task from starting until `nightshift release ID` (it keeps its priority and age)."""
+    task = _with_client(lambda client: client.hold(task_id))
+    if as_json:
+        print_json(task)
+    else:
+        console.print(f"task {task_id} held: it starts only after `nightshift release {task_id}`")
+
+
+@app.command()
+def release(task_id: Annotated[int, typer.Argument(help="a held task")], as_json: JsonOpt = False) -> None:
+    """Let a held task start again, with the priority and age it had."""
+    task = _with_client(lambda client: client.release(task_id))
+    if as_json:
+        print_json(task)
+    else:
+        console.print(f"task {task_id} released: queued again")
+
+
+@app.command()
 def logs(
     task_id: int,
     follow: Annotated[bool, typer.Option("-f", "--follow", help="keep printing until the task ends")] = False,

@@ -66,6 +66,8 @@ def _status(task: dict[str, Any]) -> str:
     text = f"[{STATUS_STYLE.get(status, 'white')}]{status}[/]"
     if task.get("reason") and task["reason"] != status and status in {"failed", "cancelled"}:
         text += f" [dim]({task['reason']})[/]"
+    if status == "queued" and task.get("held_by"):
+        text += f" [dim](held by {escape(str(task['held_by']))})[/]"
     return text
 
 

@@ -1,4 +1,4 @@
-"""/api/v1/tasks: submit, list, get, cancel, logs."""
+"""/api/v1/tasks: submit, list, get, cancel, hold and release, logs."""
 
 from __future__ import annotations
 
@@ -76,6 +76,18 @@ def cancel_task(task_id: TaskId, cluster: ClusterDep, who: IdentityDep) -> TaskP
     """Cancel a queued task, or stop a running one (its stop signal, SIGTERM by default, to its process
     group; its grace period; SIGKILL)."""
     return TaskPublic.of(cluster.cancel(who, task_id))
+
+
+@router.post("/{task_id}/hold", response_model=TaskPublic)
+def hold_task(task_id: TaskId, cluster: ClusterDep, who: IdentityDep) -> TaskPublic:
+    """Keep a queued task from starting until it is released; 409 when it is not queued or already held."""
+    return TaskPublic.of(cluster.hold(who, task_id))
+
+
+@router.post("/{task_id}/release", response_model=TaskPublic)
+def release_task(task_id: TaskId, cluster: ClusterDep, who: IdentityDep) -> TaskPublic:
+    """Let a held task start again, with the priority and age it had; 409 when it is not held."""
+    return TaskPublic.of(cluster.release(who, task_id))
 
 
 @router.get("/{task_id}/logs", response_class=PlainTextResponse)

@@ -323,6 +323,10 @@ def _spec_args(text: str, now: datetime) -> dict[str, Any]:
     return args
 
 
+# holding a queued task back or letting it go ("hold 12", "暂停12号", "release 12"): commands do that
+HOLD = re.compile(
+    r"\b(?:hold|pause|suspend|release|resume|unhold|un-hold)\b|暂停|挂起|先别跑|放行|恢复|继续跑", _I
+)
 # answers to a card in words: the card's own buttons do it ("yes", "ok", "确认"; "no", "算了")
 CONFIRM_WORDS = re.compile(
     r"^\s*(?:yes|yep|yeah|y|ok(?:ay)?|sure|confirm(?:ed)?|go(?:\s+ahead)?|do\s+it|submit(?:\s+it)?|looks\s+good"
@@ -417,6 +421,8 @@ def understand(text: str, now: datetime) -> Reading:
 
 def _no_tool(rest: str) -> Reading:
     """A request no tool answers: where to look instead, or what is missing."""
+    if HOLD.search(rest) and task_ids(rest):
+        return Reading("help", reason="hold")
     if RESULTS.search(rest):
         return Reading("help", reason="results")
     if SUBMIT_VERB.search(rest):

@@ -33,6 +33,11 @@ def behind(n: int) -> str:
     return f"behind {n} higher-priority task{'s' if n != 1 else ''}"
 
 
+def held(by: str, task_id: int) -> str:
+    """`"held by alice: nightshift release 12 lets it start"`."""
+    return f"held by {by}: nightshift release {task_id} lets it start"
+
+
 def team_cap(team: str, cap: int) -> str:
     """`"team vision is at its 4-GPU cap"`."""
     return f"team {team} is at its {cap}-GPU cap"

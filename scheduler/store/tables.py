@@ -132,6 +132,7 @@ class Task(Base):
     message: Mapped[str | None] = mapped_column(Text, default=None)
     cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
     hold_until: Mapped[datetime | None] = mapped_column(default=None)  # retry backoff
+    held_by: Mapped[str | None] = mapped_column(String(64), default=None)  # a person's hold: not started
     # sweeps and results (scheduler/sweeps.py, scheduler/results.py)
     sweep_id: Mapped[int | None] = mapped_column(ForeignKey("sweeps.id"), default=None, index=True)
     params: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)  # this task's sweep values

@@ -56,6 +56,7 @@ _MARK_RUNNING = (
         _TASKS.c.id == bindparam("b_task_id"),
         _TASKS.c.status == "queued",
         _TASKS.c.cancel_requested.is_(False),
+        _TASKS.c.held_by.is_(None),  # held after it was assigned: its claim is refused
     )
     .values(
         status="running",
@@ -294,11 +295,38 @@ class TaskStore:
             rows = connection.execute(select(Task.id, Task.lease_token).where(Task.status == "running"))
             return queued, {task_id: token for task_id, token in rows}
 
-    def ids_with_status(self, *statuses: str) -> dict[int, str]:
-        """Id -> status of every task in these states (ids only: the scheduler's cheap Redis check)."""
+    def schedulable_states(self, only: Iterable[int] | None = None) -> dict[int, str]:
+        """Id -> status of the tasks Redis should know (among `only`, or all): queued ones that nobody
+        holds, and running ones. A held task is in SQL alone until it is released."""
+        query = select(Task.id, Task.status, Task.held_by).where(Task.status.in_(("queued", "running")))
+        if only is not None:
+            ids = list(only)
+            if not ids:
+                return {}
+            query = query.where(Task.id.in_(ids))
         with self.factory() as session:
-            rows = session.execute(select(Task.id, Task.status).where(Task.status.in_(statuses)))
-            return {task_id: status for task_id, status in rows}
+            rows = session.execute(query)
+            return {task_id: status for task_id, status, held_by in rows if held_by is None}
+
+    def hold(self, task_id: int, by: str) -> bool:
+        """Hold a queued task back (`held_by`); False when it is no longer queued or already held."""
+        with transaction(self.factory) as session:
+            result = session.execute(
+                update(Task)
+                .where(Task.id == task_id, Task.status == "queued", Task.held_by.is_(None))
+                .values(held_by=by)
+            )
+            return _rowcount(result) == 1
+
+    def release(self, task_id: int) -> bool:
+        """Let a held task start again; False when it is not held (or no longer queued)."""
+        with transaction(self.factory) as session:
+            result = session.execute(
+                update(Task)
+                .where(Task.id == task_id, Task.status == "queued", Task.held_by.is_not(None))
+                .values(held_by=None)
+            )
+            return _rowcount(result) == 1
 
     def with_status(self, *statuses: str) -> list[Task]:
         """All tasks in these states (rebuild and reconciliation; not on the hot path)."""

@@ -208,6 +208,23 @@ def test_another_teams_task_cannot_be_run_again_through_the_chat(make_assistant,
     assert "secret" not in english.reply + chinese.reply
 
 
+def test_the_chat_says_a_task_is_held_and_points_to_the_commands_that_hold_and_release(
+    make_assistant, cluster, make_identity
+):
+    assistant = make_assistant()
+    task = assistant.client.submit({"command": "python train.py", "gpus": 1})
+    who, _ = make_identity("alice", "vision")
+    cluster.hold(who, task["id"])
+
+    listed = assistant.ask("list my queued tasks")
+    why = assistant.ask(f"why isn't {task['id']} running?")
+    pause = assistant.ask(f"pause task {task['id']}")
+
+    assert f"queued (held: nightshift release {task['id']})" in listed.reply
+    assert f"held by alice: nightshift release {task['id']} lets it start" in why.reply
+    assert pause.tool_calls == [] and "`nightshift hold ID`" in pause.reply
+
+
 def test_a_dropped_card_is_never_performed(make_assistant, cluster):
     assistant = make_assistant()
     turn = assistant.ask("run `echo hi` on cpu only")
