@@ -2,10 +2,11 @@
 
 Element ids (`elem_id`) are part of the page's contract for the browser tests: `token-input`,
 `sign-in-button`, `who`, `model-label`, `chat`, `chat-input`, `send-button`, `confirm-card`,
-`confirm-button`, `drop-button`, `tasks-table`, `log-view`, `queue-table`, `queue-refresh`, `gpus-table`,
-`gpus-refresh`, `chart-gpu-hours`, `chart-gpu-share`, `chart-waits`, `chart-energy`, `chart-cost`,
-`chart-offpeak`, `chart-quota`, `results-sweep-id`, `results-tag`, `results-show`, `results-sort`,
-`results-goal`, `results-metric`, `results-note`, `results-table`, `results-chart`.
+`confirm-button`, `drop-button`, `tasks-table`, `tasks-note`, `log-view`, `hold-button`, `release-button`,
+`queue-table`, `queue-refresh`, `gpus-table`, `gpus-refresh`, `chart-gpu-hours`, `chart-gpu-share`,
+`chart-waits`, `chart-energy`, `chart-cost`, `chart-offpeak`, `chart-quota`, `results-sweep-id`,
+`results-tag`, `results-show`, `results-sort`, `results-goal`, `results-metric`, `results-note`,
+`results-table`, `results-chart`.
 """
 
 from __future__ import annotations
@@ -72,13 +73,15 @@ def build_ui(settings: Settings, api_url: str | None = None) -> gr.Blocks:
                 with gr.Row(equal_height=True):
                     status = gr.Dropdown(TASK_STATUSES, value="all", label="status", scale=1)
                     refresh_tasks = gr.Button("Refresh", scale=0)
-                tasks_note = gr.Markdown()
+                tasks_note = gr.Markdown(elem_id="tasks-note")
                 tasks_table = gr.Dataframe(
                     views.tasks_frame([]), interactive=False, elem_id="tasks-table", wrap=True
                 )
                 with gr.Row(equal_height=True):
                     log_id = gr.Number(None, label="task id", precision=0, scale=1, elem_id="log-task-id")
                     show_log = gr.Button("Show log", scale=0, elem_id="show-log-button")
+                    hold = gr.Button("Hold", scale=0, elem_id="hold-button")
+                    release = gr.Button("Release", scale=0, elem_id="release-button")
                 log_view = gr.Code(label="log (last lines)", language=None, elem_id="log-view", max_lines=30)
             with gr.Tab("Queue", id="queue-tab") as queue_tab:
                 with gr.Row(equal_height=True):
@@ -230,6 +233,8 @@ def build_ui(settings: Settings, api_url: str | None = None) -> gr.Blocks:
         for event in (tasks_tab.select, refresh_tasks.click, status.change):
             event(handlers.tasks, [session, status], tasks_out)
         show_log.click(handlers.log_text, [session, log_id], log_view)
+        hold.click(handlers.hold, [session, log_id, status], tasks_out)
+        release.click(handlers.release, [session, log_id, status], tasks_out)
         tasks_table.select(handlers.select_task, [session, tasks_table], [log_id, log_view])
         for event in (queue_tab.select, refresh_queue.click):
             event(handlers.queue, [session], [queue_table, queue_note])

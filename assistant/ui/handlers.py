@@ -182,6 +182,37 @@ class Handlers:
             return views.tasks_frame([]), f"Could not load tasks: {exc.message}"
         return views.tasks_frame(tasks, self.zone), f"{len(tasks)} task(s)."
 
+    def hold(self, session: UiSession | None, task_id: float | None, status: str) -> tuple[pd.DataFrame, str]:
+        """Hold the task in the id box back (it stays queued and starts nowhere until released); the table."""
+        return self._hold_or_release(session, task_id, status, hold=True)
+
+    def release(
+        self, session: UiSession | None, task_id: float | None, status: str
+    ) -> tuple[pd.DataFrame, str]:
+        """Let the held task in the id box start again; the table."""
+        return self._hold_or_release(session, task_id, status, hold=False)
+
+    def _hold_or_release(
+        self, session: UiSession | None, task_id: float | None, status: str, hold: bool
+    ) -> tuple[pd.DataFrame, str]:
+        frame, note = self.tasks(session, status)
+        if session is None:
+            return frame, note
+        if task_id is None or task_id < 1:  # an empty number box reads 0
+            return frame, "Enter a task id first (the number in the table)."
+        number = int(task_id)
+        try:
+            if hold:
+                session.client.hold(number)
+                said = f"Task {number} is held: it starts only after you release it."
+            else:
+                session.client.release(number)
+                said = f"Task {number} is released: it is queued again."
+        except ClientError as exc:
+            said = f"Not done: {exc.message}"
+        frame, _ = self.tasks(session, status)
+        return frame, said
+
     def log_text(self, session: UiSession | None, task_id: float | None) -> str:
         """The last lines of a task's log."""
         if session is None or task_id is None:

@@ -56,7 +56,9 @@ def tasks_frame(tasks: list[dict[str, Any]], zone: tzinfo | None = None) -> pd.D
             short_time(task.get("submitted_at"), zone),
             short_time(task.get("started_at"), zone),
             short_time(task.get("finished_at"), zone),
-            task.get("reason") or task.get("message") or "",
+            f"held by {task['held_by']}"
+            if task.get("held_by")
+            else task.get("reason") or task.get("message") or "",
         ]
         for task in tasks
     ]

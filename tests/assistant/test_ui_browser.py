@@ -208,6 +208,32 @@ def test_a_request_typed_in_chat_is_queued_offpeak_only_after_the_person_confirm
     assert in_window(start.hour, *live_server.window), (start, live_server.window)
 
 
+def test_a_queued_task_is_held_and_released_from_the_tasks_tab(live_server: LiveServer, page: Any) -> None:
+    from playwright.sync_api import expect
+
+    token = live_server.token("erin", "vision")
+    with live_server.api(token) as api:
+        task = api.post(
+            "/tasks", json={"command": "python train.py", "not_before": "2099-01-01T00:00:00Z"}
+        ).json()
+    sign_in(page, live_server, token, "erin")
+    page.get_by_role("tab", name="My tasks").click()
+    page.locator("#log-task-id input").fill(str(task["id"]))
+
+    page.locator("#hold-button").click()
+    expect(page.locator("#tasks-note")).to_contain_text(f"Task {task['id']} is held", timeout=STEP_TIMEOUT_MS)
+    expect(page.locator("#tasks-table")).to_contain_text("held by erin")
+    with live_server.api(token) as api:
+        assert api.get(f"/tasks/{task['id']}").json()["held_by"] == "erin"
+
+    page.locator("#release-button").click()
+    expect(page.locator("#tasks-note")).to_contain_text(f"Task {task['id']} is released")
+    with live_server.api(token) as api:
+        assert api.get(f"/tasks/{task['id']}").json()["held_by"] is None
+    page.locator("#release-button").click()  # twice: says why not
+    expect(page.locator("#tasks-note")).to_contain_text("Not done: task")
+
+
 def test_a_card_changed_in_words_and_then_dropped_submits_nothing(live_server: LiveServer, page: Any) -> None:
     from playwright.sync_api import expect
 
