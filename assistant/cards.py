@@ -7,6 +7,7 @@ keeps the cards of one chat session until the person confirms or drops them.
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import shlex
 import threading
@@ -212,7 +213,7 @@ def summarize(
     minutes = spec.get("estimated_minutes") or spec.get("time_limit_minutes")
     est: dict[str, Any] = {}
     if client is not None:
-        try:
+        with contextlib.suppress(ClientError):  # no estimate: the card says what it knows
             est = client.estimate(
                 gpus=spec.get("gpus"),
                 gpu_memory_gb=spec.get("gpu_memory_gb"),
@@ -223,8 +224,6 @@ def summarize(
                 name=spec.get("name"),  # the scheduler learns run times by user, name and size
                 depends_on=spec.get("depends_on") or None,  # it starts only after its parents succeed
             )
-        except ClientError:
-            est = {}
     if est.get("estimated_run_s") and est.get("estimate_source"):  # the run time the scheduler will assume
         minutes = float(est["estimated_run_s"]) / 60
         if not spec.get("estimated_minutes"):

@@ -263,7 +263,7 @@ def quota_status(cluster: Cluster, usage: UsageCache, team: str) -> dict[str, An
     status = budget_status(team, usage_by_team, config)
     new_starts_at = None
     if status.level == "exhausted":  # when its work, running tasks to their expected ends, ages out enough
-        frees_at = _state(cluster, usage).usage.get(team, used).budget_frees_at_s
+        frees_at = gather_state(cluster, usage, 1).usage.get(team, used).budget_frees_at_s  # not the queue
         new_starts_at = _iso(frees_at) if frees_at is not None else None
     return {
         "team": team,

@@ -7,11 +7,8 @@ from collections import deque
 from scheduler.policy.config import PolicyConfig, TeamUsage
 from scheduler.policy.estimate import expected_end_s
 from scheduler.policy.fairshare import decay_factor
-from scheduler.policy.rolling import UsageSpan, used_up_teams, with_budget_frees
+from scheduler.policy.rolling import DAY_S, WEEK_S, UsageSpan, used_up_teams, with_budget_frees
 from scheduler.policy.types import RunningTask
-
-DAY_S = 86400.0
-WEEK_S = 7 * DAY_S
 
 
 class UsageTracker:
@@ -77,9 +74,7 @@ class UsageTracker:
         teams = used_up_teams(usage, config)
         if not teams:
             return usage
-        spans: dict[str, list[UsageSpan]] = {team: [] for team in teams}
-        for team in teams:
-            spans[team] = [UsageSpan(g, s, e) for s, e, g in self._done.get(team, ())]
+        spans = {team: [UsageSpan(g, s, e) for s, e, g in self._done.get(team, ())] for team in teams}
         for task_id, (team, gpus, start_s) in self._running.items():
             if team in spans:
                 part = self._parts.get(task_id)
