@@ -47,6 +47,7 @@ def policy_config_of(settings: Settings, zone_name: str) -> PolicyConfig:
         borrowing=settings.borrowing,
         fairshare_half_life_s=settings.fairshare_half_life_h * 3600.0,
         oldest_first_after_s=settings.wide_task_first_after_min * 60.0,
+        short_job_width_exponent=settings.short_job_width_exponent,
     )
 
 

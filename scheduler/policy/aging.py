@@ -25,17 +25,21 @@ def task_estimate_s(task: QueuedTask, config: PolicyConfig) -> float:
     return config.default_estimate_s
 
 
-def short_job_credit_s(estimated_gpu_s: float, config: PolicyConfig) -> float:
-    """Credit for small jobs: full at `short_job_min_gpu_s`, falling with log size to 0 at the max."""
+def short_job_credit_s(size: float, config: PolicyConfig) -> float:
+    """Credit for small jobs: full at `short_job_min_gpu_s`, falling with the log of `size` (`credit_size`)
+    to 0 at `short_job_max_gpu_s`."""
     if not config.credits_on or config.short_job_max_credit_s <= 0:
         return 0.0
     lo, hi = config.short_job_min_gpu_s, config.short_job_max_gpu_s
-    x = min(max(estimated_gpu_s, lo), hi)
+    x = min(max(size, lo), hi)
     return config.short_job_max_credit_s * math.log(hi / x) / math.log(hi / lo)
 
 
-def _gpu_s(task: QueuedTask, config: PolicyConfig) -> float:
-    return max(task.gpus, 1) * min(task.gpu_fraction, 1.0) * task_estimate_s(task, config)
+def credit_size(task: QueuedTask, config: PolicyConfig) -> float:
+    """The size the short-job credit falls with: estimated run time x GPUs^`short_job_width_exponent`
+    (x the GPU share of a task that shares one); GPU-seconds when the exponent is 1."""
+    width: float = float(max(task.gpus, 1)) ** config.short_job_width_exponent
+    return width * min(task.gpu_fraction, 1.0) * task_estimate_s(task, config)
 
 
 _STATIC: dict[tuple[tuple[object, ...], QueuedTask], float] = {}
@@ -52,7 +56,7 @@ def static_score(task: QueuedTask, config: PolicyConfig) -> float:
         if len(_STATIC) > 200_000:
             _STATIC.clear()
         base = queue_score(task.priority, task.enqueued_at_s, config.class_step_s)
-        score = _STATIC[key] = base - short_job_credit_s(_gpu_s(task, config), config)
+        score = _STATIC[key] = base - short_job_credit_s(credit_size(task, config), config)
     return score
 
 
@@ -60,7 +64,7 @@ def _score_params(config: PolicyConfig) -> tuple[object, ...]:
     """The settings a static score depends on (a cache key that cannot go stale)."""
     return (
         config.policy, config.class_step_s, config.short_job_max_credit_s, config.short_job_min_gpu_s,
-        config.short_job_max_gpu_s, config.default_estimate_s,
+        config.short_job_max_gpu_s, config.short_job_width_exponent, config.default_estimate_s,
     )  # fmt: skip
 
 
@@ -134,7 +138,7 @@ def priority_parts(
     return PriorityParts(
         class_s=int(task.priority) * config.class_step_s,
         age_s=max(0.0, now_s - task.enqueued_at_s),
-        short_job_s=short_job_credit_s(_gpu_s(task, config), config),
+        short_job_s=short_job_credit_s(credit_size(task, config), config),
         fair_share_s=fair,
         deadline_s=deadline_credit_s(task, now_s, config),
     )
