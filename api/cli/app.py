@@ -506,15 +506,29 @@ def simulate(
     nodes: Annotated[int, typer.Option(help="how many such nodes")] = 1,
     policy: Annotated[str, typer.Option(help="fifo | backfill | nightshift")] = "nightshift",
     oracle: Annotated[bool, typer.Option("--oracle", help="let the policy see true run times")] = False,
+    site_settings: Annotated[
+        bool,
+        typer.Option(
+            "--settings",
+            help="use this site's policy settings (nightshift.toml, NIGHTSHIFT_*: caps, budgets, off-peak, "
+            "fair share, short_job_width_exponent) instead of the built-in defaults; --policy still decides",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Replay a trace through the scheduling core with a virtual clock and print the metrics."""
+    from scheduler.clock import machine_zone_name
+    from scheduler.service import policy_config_of
     from scheduler.simulate.runner import run_simulation
 
     if nodes < 1:
         _fail("--nodes must be at least 1", code=2)
     try:
-        result = run_simulation(trace, gpus, nodes, policy, oracle).to_dict()
+        config = None
+        if site_settings:
+            settings = get_settings()
+            config = policy_config_of(settings, settings.timezone or machine_zone_name())
+        result = run_simulation(trace, gpus, nodes, policy, oracle, config).to_dict()
     except (NightshiftError, ValueError) as exc:
         _fail(getattr(exc, "message", str(exc)), code=2)
     if as_json:
