@@ -34,12 +34,12 @@ def task_score(task: Task, config: PolicyConfig | None = None) -> float:
     return static_score(queued_task_of(task), config or PolicyConfig())
 
 
-def policy_config_of(settings: Settings, zone_name: str) -> PolicyConfig:
-    """The policy's knobs from the settings."""
+def policy_config_of(settings: Settings) -> PolicyConfig:
+    """The policy's knobs from the settings (the time zone: the configured one, else the machine's)."""
     return PolicyConfig(
         policy=settings.policy,
         offpeak=settings.offpeak,
-        timezone=zone_name,
+        timezone=settings.timezone or machine_zone_name(),
         team_gpu_caps=dict(settings.team_gpu_caps),
         default_team_gpu_cap=settings.default_team_gpu_cap,
         day_budget_gpu_h=dict(settings.day_budget_gpu_h),
@@ -92,8 +92,7 @@ class Cluster:
         self.queue = queue
         self.nodes = NodeRegistry(queue.client, queue.keys)
         self.zone = local_zone(settings.timezone)
-        zone_name = settings.timezone or machine_zone_name()
-        self.policy_config = policy_config_of(settings, zone_name)
+        self.policy_config = policy_config_of(settings)
         self._default_workdir: str | None = None
 
     @classmethod

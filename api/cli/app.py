@@ -517,17 +517,13 @@ def simulate(
     as_json: JsonOpt = False,
 ) -> None:
     """Replay a trace through the scheduling core with a virtual clock and print the metrics."""
-    from scheduler.clock import machine_zone_name
     from scheduler.service import policy_config_of
     from scheduler.simulate.runner import run_simulation
 
     if nodes < 1:
         _fail("--nodes must be at least 1", code=2)
     try:
-        config = None
-        if site_settings:
-            settings = get_settings()
-            config = policy_config_of(settings, settings.timezone or machine_zone_name())
+        config = policy_config_of(get_settings()) if site_settings else None
         result = run_simulation(trace, gpus, nodes, policy, oracle, config).to_dict()
     except (NightshiftError, ValueError) as exc:
         _fail(getattr(exc, "message", str(exc)), code=2)

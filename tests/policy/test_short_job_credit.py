@@ -75,7 +75,7 @@ def test_the_setting_reaches_the_policy_and_a_bad_one_names_the_setting(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("NIGHTSHIFT_SHORT_JOB_WIDTH_EXPONENT", "-0.5")
-    assert policy_config_of(Settings(), "UTC").short_job_width_exponent == -0.5
+    assert policy_config_of(Settings()).short_job_width_exponent == -0.5
     monkeypatch.setenv("NIGHTSHIFT_SHORT_JOB_WIDTH_EXPONENT", "5")
     with pytest.raises(ValidationError, match="short_job_width_exponent"):
         Settings()
