@@ -13,7 +13,9 @@ from scheduler.policy.config import PolicyConfig
 from scheduler.policy.engine import decide
 from scheduler.policy.placement import Pool
 from scheduler.policy.replay import Replay
+from scheduler.policy.rolling import DAY_S
 from scheduler.policy.types import PriorityClass, QueuedTask, RunningTask
+from scheduler.simulate import TraceJob, simulate_jobs
 from tests.policy.builders import GB, make_gpus, make_running, make_task, occupy
 
 job = st.tuples(
@@ -143,3 +145,45 @@ def test_a_low_task_never_waits_past_its_aging_bound_under_sustained_urgent_load
     # Bound: B, plus draining what may rank ahead (GPU-seconds / 2 GPUs), plus one run to free the GPUs.
     assert wait_s <= bound_s + ahead_gpu_s / 2 + run_s + 1e-6
     assert sim.started_at[0] < horizon_s / 2  # it did not wait for the stream to end
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["a", "b"]),  # team
+            st.integers(1, 4),  # gpus
+            st.integers(600, 30_000),  # duration
+            st.integers(0, 20_000),  # inter-arrival
+        ),
+        min_size=1,
+        max_size=30,
+    ),
+    st.sampled_from(["backfill", "nightshift"]),
+)
+def test_no_team_starts_a_task_once_its_day_budget_is_used_up_and_every_task_starts_in_the_end(
+    jobs: list[tuple[str, int, int, int]], policy: str
+) -> None:
+    budgets_h = {"a": 4.0, "b": 10.0}
+    cfg = PolicyConfig(policy=policy, day_budget_gpu_h=budgets_h)  # type: ignore[arg-type]
+    trace, at = [], 0.0
+    for i, (team, gpus, duration, gap) in enumerate(jobs):
+        at += gap
+        trace.append(TraceJob(i, f"j{i}", at, float(duration), gpus, team))
+
+    result = simulate_jobs(trace, "4x24", 2, policy, config=cfg)
+
+    assert result.jobs == len(trace)  # the budget only delays: every task starts once old work ages out
+    for j in trace:
+        start_s = result.starts_s[j.index]
+        used_s = sum(
+            k.gpus
+            * max(
+                0.0,
+                min(result.starts_s[k.index] + k.duration_s, start_s)
+                - max(result.starts_s[k.index], start_s - DAY_S),
+            )
+            for k in trace
+            if k.team == j.team and k.index != j.index and result.starts_s[k.index] <= start_s
+        )
+        assert used_s < budgets_h[j.team] * 3600.0, (j, used_s)
