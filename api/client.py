@@ -110,6 +110,16 @@ class NightshiftClient:
         result: dict[str, Any] = self._call("POST", f"/sweeps/{int(sweep_id)}/cancel")
         return result
 
+    def hold_sweep(self, sweep_id: int) -> dict[str, Any]:
+        """POST /sweeps/{id}/hold: every queued task of the sweep held back."""
+        result: dict[str, Any] = self._call("POST", f"/sweeps/{int(sweep_id)}/hold")
+        return result
+
+    def release_sweep(self, sweep_id: int) -> dict[str, Any]:
+        """POST /sweeps/{id}/release: every held task of the sweep let go."""
+        result: dict[str, Any] = self._call("POST", f"/sweeps/{int(sweep_id)}/release")
+        return result
+
     def results(
         self,
         sweep_id: int | None = None,

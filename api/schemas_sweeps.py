@@ -38,6 +38,7 @@ class SweepPublic(BaseModel):
     status: str
     tasks_count: int
     counts: dict[str, int]
+    held: int = Field(description="queued tasks held back (`POST /sweeps/{id}/hold`) until released")
     params: list[str]
     tasks: list[TaskPublic]
 
@@ -57,6 +58,7 @@ class SweepPublic(BaseModel):
             status=view.status,
             tasks_count=sweep.tasks_count,
             counts=view.counts,
+            held=view.held,
             params=list(names),
             tasks=[TaskPublic.of(task) for task in view.tasks],
         )

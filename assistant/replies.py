@@ -590,9 +590,9 @@ POINTERS = {
     ),
     "hold": (
         "I can't hold tasks from the chat: `nightshift hold ID` keeps a queued task from starting (it keeps "
-        "its place), `nightshift release ID` lets it go.",
+        "its place), `nightshift release ID` lets it go; `--sweep SWEEP_ID` does it for a whole sweep.",
         "聊天里没法暂停任务：运行 `nightshift hold 任务编号` 可以让排队中的任务先不开始（保留它的排队时间），"
-        "`nightshift release 任务编号` 放行。",
+        "`nightshift release 任务编号` 放行；加 `--sweep 扫参编号` 可对整个扫参操作。",
     ),
     "confirm_card": (
         "Press Confirm on the card to do it: nothing happens until you do (or tell me what to change).",

@@ -1,9 +1,11 @@
-"""Sweeps and batches on a cluster: submit many tasks at once (all or nothing), cancel them, compare them.
+"""Sweeps and batches on a cluster: submit many tasks at once (all or nothing), cancel or hold them, compare
+them.
 
     submit_group(cluster, who, specs, kind)   -> every spec checked and expanded, then one SQL transaction
                                                  (the sweep row and all its tasks), then Redis (one
                                                  transaction for all the tasks)
     cancel_sweep(cluster, who, sweep_id)      -> each queued task cancelled, each running one stopped
+    hold_sweep / release_sweep                -> each queued task held back, or each held one let go
     sweep_results(cluster, who, sweep_id)     -> `results.compare()` over the sweep's tasks
 
 Nothing reaches SQL before every spec is valid, fits the cluster and stays within the size cap, so a bad
@@ -13,7 +15,7 @@ parameter set leaves no row behind.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from scheduler.clock import from_epoch_s, now_s
@@ -39,6 +41,11 @@ class SweepView:
     def counts(self) -> dict[str, int]:
         """Tasks per status."""
         return dict(Counter(task.status for task in self.tasks))
+
+    @property
+    def held(self) -> int:
+        """Queued tasks someone holds back (`hold_sweep`)."""
+        return sum(1 for task in self.tasks if _queued(task, held=True))
 
     @property
     def status(self) -> str:
@@ -130,14 +137,53 @@ def get_sweep(cluster: Cluster, who: Identity, sweep_id: int) -> SweepView:
 def cancel_sweep(cluster: Cluster, who: Identity, sweep_id: int) -> SweepView:
     """Cancel every queued task of the sweep and stop every running one; finished tasks stay as they are."""
     view = get_sweep(cluster, who, sweep_id)
-    for task in view.tasks:
-        if task.status in FINAL_STATUSES:
+    _each(
+        view.tasks,
+        lambda task: task.status not in FINAL_STATUSES,
+        lambda task_id: cluster.cancel(who, task_id),
+    )
+    return get_sweep(cluster, who, sweep_id)
+
+
+def hold_sweep(cluster: Cluster, who: Identity, sweep_id: int) -> SweepView:
+    """Hold back every queued task of the sweep that is not held yet (running and finished ones go on).
+
+    ConflictError when the sweep has no queued task left, so a late hold says it came too late.
+    """
+    view = get_sweep(cluster, who, sweep_id)
+    if not any(task.status == "queued" for task in view.tasks):
+        raise ConflictError(f"sweep {sweep_id} has no queued task to hold ({_counts_text(view)})")
+    _each(view.tasks, lambda task: _queued(task, held=False), lambda task_id: cluster.hold(who, task_id))
+    return get_sweep(cluster, who, sweep_id)
+
+
+def release_sweep(cluster: Cluster, who: Identity, sweep_id: int) -> SweepView:
+    """Let every held task of the sweep start again, with the priority and age each had."""
+    view = get_sweep(cluster, who, sweep_id)
+    if view.held == 0:
+        raise ConflictError(f"sweep {sweep_id} has no held task to release ({_counts_text(view)})")
+    _each(view.tasks, lambda task: _queued(task, held=True), lambda task_id: cluster.release(who, task_id))
+    return get_sweep(cluster, who, sweep_id)
+
+
+def _queued(task: Task, *, held: bool) -> bool:
+    return task.status == "queued" and (task.held_by is not None) == held
+
+
+def _each(tasks: Sequence[Task], wanted: Callable[[Task], bool], act: Callable[[int], object]) -> None:
+    """`act` on every wanted task; one that changed meanwhile (finished, started, released) is skipped."""
+    for task in tasks:
+        if not wanted(task):
             continue
         try:
-            cluster.cancel(who, task.id)
-        except ConflictError:  # it finished meanwhile
+            act(task.id)
+        except ConflictError:
             continue
-    return get_sweep(cluster, who, sweep_id)
+
+
+def _counts_text(view: SweepView) -> str:
+    """`4 running, 2 succeeded`: the sweep's tasks by status, for a message."""
+    return ", ".join(f"{count} {status}" for status, count in sorted(view.counts.items()))
 
 
 def result_rows(tasks: Sequence[Task]) -> list[ResultRow]:

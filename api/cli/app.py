@@ -32,7 +32,7 @@ from api.cli.render import (
     tasks_table,
 )
 from api.cli.report import report_command
-from api.cli.sweeps import compare_command, sweep_line
+from api.cli.sweeps import compare_command, sweep_counts_line, sweep_line
 from api.client import ClientError, NightshiftClient
 from scheduler.clock import local_zone
 from scheduler.errors import NightshiftError
@@ -356,11 +356,8 @@ def cancel(
     if sweep is not None:
         group = _with_client(lambda client: client.cancel_sweep(sweep))
         # a running task has been sent its stop signal and ends within its grace period
-        words = {"running": "stopping (stop signal sent)"}
-        counts = ", ".join(
-            f"{count} {words.get(status, status)}" for status, count in sorted(group["counts"].items())
-        )
-        print_json(group) if as_json else console.print(f"sweep {sweep}: {counts}")
+        stopping = "stopping (stop signal sent)"
+        print_json(group) if as_json else console.print(sweep_counts_line(group, stopping))
         return
     assert task_id is not None
     task = _with_client(lambda client: client.cancel(task_id))
@@ -372,9 +369,25 @@ def cancel(
         console.print(stopping_line(task))
 
 
+SweepOpt = Annotated[int | None, typer.Option("--sweep", help="every task of this sweep")]
+
+
 @app.command()
-def hold(task_id: Annotated[int, typer.Argument(help="a queued task")], as_json: JsonOpt = False) -> None:
-    """Keep a queued task from starting until `nightshift release ID` (it keeps its priority and age)."""
+def hold(
+    task_id: Annotated[int | None, typer.Argument(help="a queued task")] = None,
+    sweep: SweepOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Keep a queued task (or every queued task of a sweep with --sweep ID) from starting until
+    `nightshift release`; it keeps its priority and age."""
+    if (task_id is None) == (sweep is None):
+        _fail("give a task id, or --sweep ID", code=2)
+    if sweep is not None:
+        group = _with_client(lambda client: client.hold_sweep(sweep))
+        then = f"held ones start only after `nightshift release --sweep {sweep}`"
+        print_json(group) if as_json else console.print(f"{sweep_counts_line(group)}: {then}")
+        return
+    assert task_id is not None
     task = _with_client(lambda client: client.hold(task_id))
     if as_json:
         print_json(task)
@@ -383,8 +396,20 @@ def hold(task_id: Annotated[int, typer.Argument(help="a queued task")], as_json:
 
 
 @app.command()
-def release(task_id: Annotated[int, typer.Argument(help="a held task")], as_json: JsonOpt = False) -> None:
-    """Let a held task start again, with the priority and age it had."""
+def release(
+    task_id: Annotated[int | None, typer.Argument(help="a held task")] = None,
+    sweep: SweepOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Let a held task (or every held task of a sweep with --sweep ID) start again, with the priority and
+    age it had."""
+    if (task_id is None) == (sweep is None):
+        _fail("give a task id, or --sweep ID", code=2)
+    if sweep is not None:
+        group = _with_client(lambda client: client.release_sweep(sweep))
+        print_json(group) if as_json else console.print(sweep_counts_line(group))
+        return
+    assert task_id is not None
     task = _with_client(lambda client: client.release(task_id))
     if as_json:
         print_json(task)

@@ -54,6 +54,19 @@ def sweep_line(sweep: dict[str, Any]) -> str:
     return f"submitted {sweep['kind']} [bold]{sweep['id']}[/] ({sweep['name']}): {len(ids)} tasks, {span}"
 
 
+def sweep_counts_line(sweep: dict[str, Any], running: str = "running") -> str:
+    """`sweep 3: 4 held, 2 running`: its tasks by status, held ones apart from the other queued ones;
+    `running` words the running ones (`stopping` after a cancel)."""
+    counts = dict(sweep["counts"])
+    held = sweep.get("held", 0)
+    if held:
+        counts["queued"] = counts.get("queued", 0) - held
+        counts["held"] = held
+    words = {"running": running}
+    parts = [f"{count} {words.get(status, status)}" for status, count in sorted(counts.items()) if count]
+    return f"sweep {sweep['id']}: {', '.join(parts)}"
+
+
 def compare_command(
     target: Annotated[str, typer.Argument(help="a sweep id, or a tag")],
     sort: Annotated[

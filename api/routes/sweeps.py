@@ -1,4 +1,5 @@
-"""/api/v1/sweeps and /api/v1/tasks/batch: many tasks at once (all or nothing), their cancel and results."""
+"""/api/v1/sweeps and /api/v1/tasks/batch: many tasks at once (all or nothing); cancel, hold and release
+them together; their results."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from api.schemas_sweeps import BatchCreate, Goal, ResultsPublic, SweepPublic
 from scheduler.batches import (
     cancel_sweep,
     get_sweep,
+    hold_sweep,
+    release_sweep,
     submit_group,
     submit_sweep,
     sweep_results,
@@ -76,6 +79,18 @@ def read_sweep(sweep_id: SweepId, cluster: ClusterDep, who: IdentityDep) -> Swee
 def cancel(sweep_id: SweepId, cluster: ClusterDep, who: IdentityDep) -> SweepPublic:
     """Cancel every queued task of the sweep and stop every running one (finished ones stay)."""
     return SweepPublic.of(cancel_sweep(cluster, who, sweep_id))
+
+
+@router.post("/{sweep_id}/hold", response_model=SweepPublic)
+def hold(sweep_id: SweepId, cluster: ClusterDep, who: IdentityDep) -> SweepPublic:
+    """Hold back every queued task of the sweep until released (running and finished ones go on)."""
+    return SweepPublic.of(hold_sweep(cluster, who, sweep_id))
+
+
+@router.post("/{sweep_id}/release", response_model=SweepPublic)
+def release(sweep_id: SweepId, cluster: ClusterDep, who: IdentityDep) -> SweepPublic:
+    """Let every held task of the sweep start again, each with the priority and age it had."""
+    return SweepPublic.of(release_sweep(cluster, who, sweep_id))
 
 
 @router.get("/{sweep_id}/results", response_model=ResultsPublic)

@@ -1,4 +1,5 @@
-"""Sweeps and batches over HTTP: expansion under one sweep id, all-or-nothing refusals, cancel, results."""
+"""Sweeps and batches over HTTP: expansion under one sweep id, all-or-nothing refusals, cancel, hold and
+release, results."""
 
 from __future__ import annotations
 
@@ -114,13 +115,53 @@ def test_cancelling_a_sweep_cancels_every_queued_task(client, cluster, alice):
     assert cluster.queue.length() == 0
 
 
-def test_another_teams_sweep_answers_like_a_missing_one(client, alice, make_identity):
+def test_holding_a_sweep_holds_every_queued_task_until_the_sweep_is_released(client, cluster, alice):
+    sweep = client.post("/api/v1/sweeps", json=_sweep(), headers=alice).json()
+    ids = [task["id"] for task in sweep["tasks"]]
+    client.post(f"/api/v1/tasks/{ids[0]}/cancel", headers=alice)  # finished tasks stay as they are
+    client.post(f"/api/v1/tasks/{ids[1]}/hold", headers=alice)  # one held already: held once, not refused
+    enqueued = {task_id: cluster.tasks.get_any(task_id).enqueued_at for task_id in ids}
+
+    held = client.post(f"/api/v1/sweeps/{sweep['id']}/hold", headers=alice)
+    in_queue_while_held = cluster.queue.length()
+    again = client.post(f"/api/v1/sweeps/{sweep['id']}/hold", headers=alice)
+    released = client.post(f"/api/v1/sweeps/{sweep['id']}/release", headers=alice)
+    twice = client.post(f"/api/v1/sweeps/{sweep['id']}/release", headers=alice)
+
+    assert held.status_code == 200, held.text
+    assert (held.json()["counts"], held.json()["held"]) == ({"cancelled": 1, "queued": 5}, 5)
+    assert {task["held_by"] for task in held.json()["tasks"] if task["status"] == "queued"} == {"alice"}
+    assert in_queue_while_held == 0  # held tasks leave the queue: no node can be given one
+    assert again.status_code == 200 and again.json()["held"] == 5
+    assert released.status_code == 200 and released.json()["held"] == 0
+    assert cluster.queue.length() == 5
+    assert all(cluster.tasks.get_any(i).enqueued_at == enqueued[i] for i in ids)  # each keeps its age
+    assert twice.status_code == 409
+    assert (
+        twice.json()["detail"] == f"sweep {sweep['id']} has no held task to release (1 cancelled, 5 queued)"
+    )
+
+
+def test_a_sweep_with_nothing_queued_cannot_be_held(client, alice):
+    sweep = client.post("/api/v1/sweeps", json=_sweep(), headers=alice).json()
+    client.post(f"/api/v1/sweeps/{sweep['id']}/cancel", headers=alice)
+
+    response = client.post(f"/api/v1/sweeps/{sweep['id']}/hold", headers=alice)
+
+    assert response.status_code == 409
+    assert response.json()["detail"] == f"sweep {sweep['id']} has no queued task to hold (6 cancelled)"
+
+
+def test_another_teams_sweep_answers_like_a_missing_one(client, cluster, alice, make_identity):
     sweep = client.post("/api/v1/sweeps", json=_sweep(), headers=alice).json()
     _, carol = make_identity("carol", "audio")
 
     for path in (f"/api/v1/sweeps/{sweep['id']}", f"/api/v1/sweeps/{sweep['id']}/results"):
         assert client.get(path, headers=bearer(carol)).status_code == 404
-    assert client.post(f"/api/v1/sweeps/{sweep['id']}/cancel", headers=bearer(carol)).status_code == 404
+    for action in ("cancel", "hold", "release"):
+        assert client.post(f"/api/v1/sweeps/{sweep['id']}/{action}", headers=bearer(carol)).status_code == 404
+    assert cluster.tasks.count_by_status() == {"queued": 6}
+    assert all(task.held_by is None for task in cluster.tasks.with_status("queued"))
     assert client.get("/api/v1/sweeps/999999", headers=alice).json()["detail"] == "sweep 999999 not found"
 
 

@@ -1,6 +1,8 @@
-"""`nightshift hold ID` / `release ID`, and `ls` showing who holds a task."""
+"""`nightshift hold ID` / `release ID` (or `--sweep ID`), and `ls` showing who holds a task."""
 
 from __future__ import annotations
+
+import json
 
 from tests.cli.conftest import cli_as
 
@@ -21,3 +23,32 @@ def test_hold_and_release_from_the_command_line(cluster, a100_node, make_identit
     assert released.exit_code == 0 and f"task {task_id} released" in released.output
     assert twice.exit_code == 1 and "is not held" in twice.output
     assert cluster.tasks.get_any(int(task_id)).held_by is None
+
+
+def test_a_whole_sweep_is_held_and_released_from_the_command_line(
+    cluster, a100_node, make_identity, monkeypatch, tmp_path
+):
+    _, token = make_identity("alice", "vision")
+    spec = tmp_path / "sweep.yaml"
+    spec.write_text("command: python train.py --lr {lr}\ngpus: 1\nsweep:\n  lr: [0.1, 0.01, 0.001]\n")
+    with cli_as(cluster, token, monkeypatch, tmp_path / "client-home") as nightshift:
+        submitted = nightshift("submit", "--json", str(spec))
+        sweep = json.loads(submitted.output)
+        first = str(sweep["tasks"][0]["id"])
+        cancelled = nightshift("cancel", first)
+        held = nightshift("hold", "--sweep", str(sweep["id"]))
+        released = nightshift("release", "--sweep", str(sweep["id"]))
+        nothing = nightshift("release", "--sweep", str(sweep["id"]))
+        both = nightshift("hold", first, "--sweep", str(sweep["id"]))
+        neither = nightshift("release")
+
+    assert submitted.exit_code == 0 and cancelled.exit_code == 0, submitted.output + cancelled.output
+    said = " ".join(held.output.split())
+    assert held.exit_code == 0 and f"sweep {sweep['id']}: 1 cancelled, 2 held" in said, said
+    assert f"nightshift release --sweep {sweep['id']}" in said
+    assert released.exit_code == 0 and f"sweep {sweep['id']}: 1 cancelled, 2 queued" in released.output
+    assert nothing.exit_code == 1 and "has no held task to release" in " ".join(nothing.output.split())
+    assert (
+        both.exit_code == 2 and neither.exit_code == 2 and "give a task id, or --sweep ID" in neither.output
+    )
+    assert [task.held_by for task in cluster.tasks.with_status("queued")] == [None, None]
