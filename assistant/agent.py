@@ -1,8 +1,9 @@
-"""The chat agent: a LangChain `create_agent` loop over the nine tools, for one person's session.
+"""The chat agent: a LangChain `create_agent` loop over the tools, for one person's session.
 
 `Assistant.ask(text)` runs one turn and returns what was said and which tools were called; cards for
 submissions and cancellations wait in `Assistant.actions` until `Assistant.confirm(action_id)` performs
-them through the API with the person's own client (the model has no way to confirm).
+them through the API with the person's own client (the model has no way to confirm). Holding a queued
+task back and releasing it act at once, as the Tasks tab's buttons do: both are undone by the other.
 """
 
 from __future__ import annotations
@@ -98,6 +99,7 @@ class Assistant:
         team: str | None = None,
         default_workdir: str | None = None,
         prompts_dir: Path = PROMPTS_DIR,
+        dry_run: bool = False,
     ) -> None:
         if model is None:
             model, label = make_model(settings)
@@ -118,6 +120,7 @@ class Assistant:
             offpeak=settings.offpeak,
             default_workdir=default_workdir or str(settings.home / "work"),
             max_task_gpus=settings.max_task_gpus,
+            dry_run=dry_run,
         )
 
         @dynamic_prompt

@@ -32,13 +32,31 @@ def _how_it_ended(text: str) -> str:
     return text.replace(" (not sent by nightshift)", "（不是 nightshift 发的）")
 
 
-_STATUS_ZH = {"succeeded": "成功完成", "failed": "失败", "cancelled": "被取消", "running": "在运行"}
+_STATUS_ZH = {
+    "succeeded": "成功完成",
+    "failed": "失败",
+    "cancelled": "被取消",
+    "running": "在运行",
+    "queued": "排队中",
+}
 
 _RULES: list[Rule] = [
     (re.compile(r"task (\d+) not found"), lambda m: f"找不到任务 {m[1]}（或它不属于你的团队）"),
     (re.compile(r"sweep (\d+) not found"), lambda m: f"找不到扫参 {m[1]}"),
     (re.compile(r"task (\d+) already (\w+)"), lambda m: f"任务 {m[1]} 已经{_STATUS_ZH.get(m[2], m[2])}"),
     (re.compile(r"nothing to cancel"), lambda m: "没有可取消的"),
+    (re.compile(r"task (\d+) is already held by (\S+)"), lambda m: f"任务 {m[1]} 已被 {m[2]} 暂停"),
+    (re.compile(r"nightshift release (\d+)"), lambda m: f"运行 nightshift release {m[1]} 可放行"),
+    (
+        re.compile(r"task (\d+) is not held \((\w+)\)"),
+        lambda m: f"任务 {m[1]} 没有被暂停（{_STATUS_ZH.get(m[2], m[2])}）",
+    ),
+    (re.compile(r"nothing to release"), lambda m: "无需放行"),
+    (
+        re.compile(r"task (\d+) is running: cancel stops it"),
+        lambda m: f"任务 {m[1]} 正在运行：取消才能停止它",
+    ),
+    (re.compile(r"only a queued task can be held"), lambda m: "只有排队中的任务可以暂停"),
     (re.compile(r"you can see only your own team's quota"), lambda m: "你只能查看自己团队的配额"),
     (re.compile(r"this needs an admin token"), lambda m: "这需要管理员令牌"),
     (re.compile(r"behind (\d+) higher-priority tasks?"), lambda m: f"前面还有 {m[1]} 个优先级更高的任务"),

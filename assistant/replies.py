@@ -398,6 +398,33 @@ def _explain(data: dict[str, Any], lang: str, now: datetime | None) -> str:
     return text
 
 
+def _held_or_released(data: dict[str, Any], lang: str) -> str:
+    """ "Task #12 is held: ...", "Task #12 is released: ...", or what a dry run would have done."""
+    if "would_hold" in data or "would_release" in data:
+        hold = "would_hold" in data
+        tid = (data.get("would_hold") or data.get("would_release") or {}).get("id")
+        what = _t(lang, "held" if hold else "released", "暂停" if hold else "放行")
+        return _t(
+            lang,
+            f"Dry run: task #{tid} would be {what}; nothing was changed.",
+            f"试运行：任务 #{tid} 会被{what}，没有做任何改动。",
+        )
+    if "held" in data:
+        tid = data["held"].get("id")
+        return _t(
+            lang,
+            f"Task #{tid} is held: it stays queued, keeps its place, and starts only once you release it "
+            f'("release {tid}").',
+            f"任务 #{tid} 已暂停：仍在排队并保留排队时间，放行后才会开始（说“放行{tid}号”）。",
+        )
+    tid = (data.get("released") or {}).get("id")
+    return _t(
+        lang,
+        f"Task #{tid} is released: it is queued again with the priority and age it had.",
+        f"任务 #{tid} 已放行：按原来的优先级和排队时间重新排队。",
+    )
+
+
 def _running_end(end_iso: str, lang: str, now: datetime | None) -> str:
     """When a running task should end by its estimate or time limit, or that it has run past it."""
     end, moment = datetime.fromisoformat(end_iso), now or datetime.now().astimezone()
@@ -509,6 +536,8 @@ def reply_for(tool: str, content: str, lang: str, now: datetime | None = None) -
         "queue_position": lambda: _position(data, lang),
         "estimate_wait": lambda: _estimate(data, lang, now),
         "explain_task": lambda: _explain(data, lang, now),
+        "hold_task": lambda: _held_or_released(data, lang),
+        "release_task": lambda: _held_or_released(data, lang),
         "cluster_status": lambda: _cluster(data, lang),
         "utilization_report": lambda: _utilization(data, lang),
         "quota_status": lambda: _quota(data, lang, now),
@@ -536,6 +565,12 @@ QUESTIONS = {
     "bulk_own": (
         "I cancel one task at a time, after you confirm each. Which task number should I cancel first?",
         "我一次只取消一个任务，每个都需要你确认。先取消哪个任务编号？",
+    ),
+    "one_hold": (
+        "I hold or release one task at a time: which task number first? (`nightshift hold --sweep ID` does "
+        "a whole sweep.)",
+        "我一次只暂停或放行一个任务：先处理哪个任务编号？"
+        "（整个扫参可以用 `nightshift hold --sweep 扫参编号`。）",
     ),
     "unclear": (
         "I'm not sure what you need. I can submit tasks, show your queue position, wait estimates, "
@@ -588,11 +623,11 @@ POINTERS = {
         "我只能取消单个任务：运行 `nightshift cancel --sweep 扫参编号` 可以取消一个扫参里所有排队的任务，"
         "并停止正在运行的。",
     ),
-    "hold": (
-        "I can't hold tasks from the chat: `nightshift hold ID` keeps a queued task from starting (it keeps "
-        "its place), `nightshift release ID` lets it go; `--sweep SWEEP_ID` does it for a whole sweep.",
-        "聊天里没法暂停任务：运行 `nightshift hold 任务编号` 可以让排队中的任务先不开始（保留它的排队时间），"
-        "`nightshift release 任务编号` 放行；加 `--sweep 扫参编号` 可对整个扫参操作。",
+    "hold_sweep": (
+        "I hold and release single tasks only: `nightshift hold --sweep SWEEP_ID` holds every queued task "
+        "of a sweep, `nightshift release --sweep SWEEP_ID` lets them go.",
+        "我只能暂停或放行单个任务：运行 `nightshift hold --sweep 扫参编号` 可以暂停一个扫参里所有排队的任务，"
+        "`nightshift release --sweep 扫参编号` 放行。",
     ),
     "confirm_card": (
         "Press Confirm on the card to do it: nothing happens until you do (or tell me what to change).",

@@ -47,6 +47,7 @@ class ToolContext:
     offpeak: str = "23:00-07:00"
     default_workdir: str = "/tmp"
     max_task_gpus: int = 8
+    dry_run: bool = False  # `nightshift ask --dry-run`: tools that act at once (hold, release) only look
 
 
 def _result(**data: Any) -> str:
@@ -247,6 +248,23 @@ def cancel_task(ctx: ToolContext, task_id: int) -> str:
     return _result(pending_action=card, note="Nothing has been cancelled: the person must confirm the card.")
 
 
+def hold_task(ctx: ToolContext, task_id: int) -> str:
+    """Hold one of your queued tasks back: it stays queued, keeps its age and starts only once released.
+    Acts at once (release_task undoes it), as the Hold button does."""
+    client = _need_client(ctx)
+    if ctx.dry_run:
+        return _result(would_hold=task_view(client.get_task(task_id)), note="dry run: nothing was changed")
+    return _result(held=task_view(client.hold(task_id)))
+
+
+def release_task(ctx: ToolContext, task_id: int) -> str:
+    """Let one of your held tasks start again, with the priority and age it had. Acts at once."""
+    client = _need_client(ctx)
+    if ctx.dry_run:
+        return _result(would_release=task_view(client.get_task(task_id)), note="dry run: nothing was changed")
+    return _result(released=task_view(client.release(task_id)))
+
+
 def queue_position(ctx: ToolContext, task_id: int | None = None) -> str:
     """Where your task (or your queued tasks) stand in the queue."""
     client = _need_client(ctx)
@@ -371,13 +389,15 @@ def _bind(ctx: ToolContext, fn: Callable[..., str]) -> Callable[..., str]:
 
 
 def make_tools(ctx: ToolContext) -> list[BaseTool]:
-    """The nine tools bound to one person's session."""
+    """The tools bound to one person's session: the brief's nine, and hold/release of a queued task."""
     specs: list[tuple[Callable[..., str], type[BaseModel]]] = [
         (submit_task, SubmitArgs),
         (queue_position, OptionalTaskArgs),
         (estimate_wait, EstimateArgs),
         (list_tasks, ListArgs),
         (cancel_task, TaskIdArgs),
+        (hold_task, TaskIdArgs),
+        (release_task, TaskIdArgs),
         (explain_task, TaskIdArgs),
         (cluster_status, NoArgs),
         (utilization_report, UtilizationArgs),
@@ -411,6 +431,8 @@ TOOL_NAMES = (
     "estimate_wait",
     "list_tasks",
     "cancel_task",
+    "hold_task",
+    "release_task",
     "explain_task",
     "cluster_status",
     "utilization_report",

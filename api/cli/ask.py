@@ -57,7 +57,13 @@ def ask_command(
     client = AssistantClient(settings.api_url, find_token(settings), timeout_s=timeout_s)
     try:
         assistant = Assistant(
-            settings, client, now=lambda: moment, user=user, team=team, default_workdir=os.getcwd()
+            settings,
+            client,
+            now=lambda: moment,
+            user=user,
+            team=team,
+            default_workdir=os.getcwd(),
+            dry_run=dry_run,
         )
         turn = assistant.ask(text)
     finally:

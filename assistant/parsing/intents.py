@@ -263,10 +263,14 @@ def _refusal(text: str) -> Reading | None:
 
 def _about_a_sweep(text: str) -> Reading | None:
     """A request about a sweep by id ("cancel sweep 5" is no task 5): the chat has no sweep tool, so the
-    reply says which command does it."""
+    reply says which command does it (cancel, hold or release it, or compare its results)."""
     if not SWEEP_REF.search(text):
         return None
-    return Reading("help", reason="cancel_sweep" if CANCEL_VERB.search(text) else "results")
+    if CANCEL_VERB.search(text):
+        return Reading("help", reason="cancel_sweep")
+    if HOLD.search(text) or RELEASE.search(text):
+        return Reading("help", reason="hold_sweep")
+    return Reading("help", reason="results")
 
 
 def _team(text: str) -> str | None:
@@ -323,10 +327,12 @@ def _spec_args(text: str, now: datetime) -> dict[str, Any]:
     return args
 
 
-# holding a queued task back or letting it go ("hold 12", "暂停12号", "release 12"): commands do that
-HOLD = re.compile(
-    r"\b(?:hold|pause|suspend|release|resume|unhold|un-hold)\b|暂停|挂起|先别跑|放行|恢复|继续跑", _I
+# holding a queued task back or letting it go ("hold 12", "暂停12号", "release 12", "取消暂停12号")
+RELEASE = re.compile(
+    r"\b(?:release|resume|unhold|un-hold|unpause|un-pause)\b|放行|取消(?:暂停|挂起)|恢复|继续跑", _I
 )
+UNHOLD_ZH = re.compile(r"取消(?:暂停|挂起)")  # "cancel the pause": a release, not a cancel
+HOLD = re.compile(r"\b(?:hold|pause|suspend)\b|暂停|挂起|先别跑", _I)
 # answers to a card in words: the card's own buttons do it ("yes", "ok", "确认"; "no", "算了")
 CONFIRM_WORDS = re.compile(
     r"^\s*(?:yes|yep|yeah|y|ok(?:ay)?|sure|confirm(?:ed)?|go(?:\s+ahead)?|do\s+it|submit(?:\s+it)?|looks\s+good"
@@ -401,7 +407,7 @@ def understand(text: str, now: datetime) -> Reading:
         and not (ESTIMATE.search(rest) or LOGS.search(rest))
     ):
         return _tool("explain_task", task_id=_first_id(rest))
-    if CANCEL_VERB.search(rest) and not found:
+    if CANCEL_VERB.search(rest) and not found and not UNHOLD_ZH.search(rest):
         task_ids_found = task_ids(rest)
         if task_ids_found:
             return _tool("cancel_task", task_id=task_ids_found[0])
@@ -421,8 +427,11 @@ def understand(text: str, now: datetime) -> Reading:
 
 def _no_tool(rest: str) -> Reading:
     """A request no tool answers: where to look instead, or what is missing."""
-    if HOLD.search(rest) and task_ids(rest):
-        return Reading("help", reason="hold")
+    hold_ids = task_ids(rest) if HOLD.search(rest) or RELEASE.search(rest) else []
+    if len(hold_ids) > 1:
+        return Reading("question", reason="one_hold")
+    if hold_ids:
+        return _tool("release_task" if RELEASE.search(rest) else "hold_task", task_id=hold_ids[0])
     if RESULTS.search(rest):
         return Reading("help", reason="results")
     if SUBMIT_VERB.search(rest):

@@ -167,10 +167,17 @@ def make_assistant(
 ) -> Callable[..., Assistant]:
     """Factory: an Assistant for a new person (`user`, `team`), offline model unless `model` is given."""
 
-    def make(user: str = "alice", team: str = "vision", model: Any = None, now: datetime = NOW) -> Assistant:
+    def make(
+        user: str = "alice",
+        team: str = "vision",
+        model: Any = None,
+        now: datetime = NOW,
+        dry_run: bool = False,
+    ) -> Assistant:
         _, token = make_identity(user, team)
+        client = make_client(token)
         return Assistant(
-            cluster.settings, make_client(token), model=model, now=lambda: now, user=user, team=team
+            cluster.settings, client, model=model, now=lambda: now, user=user, team=team, dry_run=dry_run
         )
 
     return make

@@ -208,21 +208,62 @@ def test_another_teams_task_cannot_be_run_again_through_the_chat(make_assistant,
     assert "secret" not in english.reply + chinese.reply
 
 
-def test_the_chat_says_a_task_is_held_and_points_to_the_commands_that_hold_and_release(
-    make_assistant, cluster, make_identity
-):
+def test_a_task_is_held_and_released_from_the_chat_in_english_and_chinese(make_assistant, cluster):
     assistant = make_assistant()
-    task = assistant.client.submit({"command": "python train.py", "gpus": 1})
-    who, _ = make_identity("alice", "vision")
-    cluster.hold(who, task["id"])
+    tid = assistant.client.submit({"command": "python train.py", "gpus": 1})["id"]
 
+    pause = assistant.ask(f"pause task {tid}")
+    held, in_queue_while_held = cluster.tasks.get_any(tid), tid in cluster.queue.queued_ids()
     listed = assistant.ask("list my queued tasks")
-    why = assistant.ask(f"why isn't {task['id']} running?")
-    pause = assistant.ask(f"pause task {task['id']}")
+    why = assistant.ask(f"why isn't {tid} running?")
+    again = assistant.ask(f"暂停{tid}号任务")
+    released = assistant.ask(f"放行{tid}号")
+    twice = assistant.ask(f"release {tid}")
 
-    assert f"queued (held: nightshift release {task['id']})" in listed.reply
-    assert f"held by alice: nightshift release {task['id']} lets it start" in why.reply
-    assert pause.tool_calls == [] and "`nightshift hold ID`" in pause.reply
+    # hold acts at once (no card), as the Hold button does; release undoes it
+    assert pause.tool_calls == [{"name": "hold_task", "args": {"task_id": tid}}] and pause.cards == []
+    assert (held.status, held.held_by) == ("queued", "alice") and not in_queue_while_held
+    assert pause.reply.startswith(f"Task #{tid} is held: it stays queued, keeps its place")
+    assert f"queued (held: nightshift release {tid})" in listed.reply
+    assert f"held by alice: nightshift release {tid} lets it start" in why.reply
+    assert again.reply == f"抱歉，没能完成：任务 {tid} 已被 alice 暂停；运行 nightshift release {tid} 可放行"
+    assert released.reply == f"任务 #{tid} 已放行：按原来的优先级和排队时间重新排队。"
+    assert cluster.tasks.get_any(tid).held_by is None and tid in cluster.queue.queued_ids()
+    assert twice.reply == f"Sorry, that didn't work: task {tid} is not held (queued); nothing to release"
+
+
+def test_the_chat_holds_only_the_persons_own_teams_queued_tasks(make_assistant, cluster):
+    bob = make_assistant(user="bob", team="nlp")
+    theirs = bob.client.submit({"command": "python train.py", "gpus": 1})["id"]
+    assistant = make_assistant()
+    done = assistant.client.submit({"command": "true", "gpus": 1})["id"]
+    assistant.client.cancel(done)
+
+    other_team = assistant.ask(f"hold {theirs}")
+    finished = assistant.ask(f"hold {done}")
+    two = assistant.ask(f"hold {theirs} and {done}")
+
+    assert other_team.reply == f"Sorry, that didn't work: task {theirs} not found"
+    assert cluster.tasks.get_any(theirs).held_by is None
+    assert finished.reply.endswith(f"task {done} already cancelled; only a queued task can be held")
+    assert two.tool_calls == [] and "one task at a time" in two.reply
+
+
+def test_a_dry_run_hold_changes_nothing(make_assistant, cluster):
+    assistant = make_assistant(dry_run=True)
+    tid = assistant.client.submit({"command": "python train.py", "gpus": 1})["id"]
+
+    hold = assistant.ask(f"hold {tid}")
+
+    assert hold.tool_calls == [{"name": "hold_task", "args": {"task_id": tid}}]
+    assert hold.reply == f"Dry run: task #{tid} would be held; nothing was changed."
+    assert cluster.tasks.get_any(tid).held_by is None
+
+
+def test_a_whole_sweep_is_pointed_to_the_hold_command(make_assistant):
+    turn = make_assistant().ask("hold sweep 5")
+
+    assert turn.tool_calls == [] and "`nightshift hold --sweep SWEEP_ID`" in turn.reply
 
 
 def test_a_dropped_card_is_never_performed(make_assistant, cluster):

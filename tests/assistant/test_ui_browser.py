@@ -208,14 +208,20 @@ def test_a_request_typed_in_chat_is_queued_offpeak_only_after_the_person_confirm
     assert in_window(start.hour, *live_server.window), (start, live_server.window)
 
 
+def _a_task_that_waits(live_server: LiveServer, token: str) -> dict[str, Any]:
+    """A queued task of the token's person that will not start during the test."""
+    with live_server.api(token) as api:
+        task: dict[str, Any] = api.post(
+            "/tasks", json={"command": "python train.py", "not_before": "2099-01-01T00:00:00Z"}
+        ).json()
+    return task
+
+
 def test_a_queued_task_is_held_and_released_from_the_tasks_tab(live_server: LiveServer, page: Any) -> None:
     from playwright.sync_api import expect
 
     token = live_server.token("erin", "vision")
-    with live_server.api(token) as api:
-        task = api.post(
-            "/tasks", json={"command": "python train.py", "not_before": "2099-01-01T00:00:00Z"}
-        ).json()
+    task = _a_task_that_waits(live_server, token)
     sign_in(page, live_server, token, "erin")
     page.get_by_role("tab", name="My tasks").click()
     page.locator("#log-task-id input").fill(str(task["id"]))
@@ -232,6 +238,26 @@ def test_a_queued_task_is_held_and_released_from_the_tasks_tab(live_server: Live
         assert api.get(f"/tasks/{task['id']}").json()["held_by"] is None
     page.locator("#release-button").click()  # twice: says why not
     expect(page.locator("#tasks-note")).to_contain_text("Not done: task")
+
+
+def test_a_task_is_held_and_released_by_asking_in_the_chat(live_server: LiveServer, page: Any) -> None:
+    from playwright.sync_api import expect
+
+    token = live_server.token("fay", "vision")
+    task = _a_task_that_waits(live_server, token)
+    sign_in(page, live_server, token, "fay")
+    chat = page.locator("#chat")
+
+    say(page, f"暂停{task['id']}号任务")
+    expect(chat).to_contain_text(f"任务 #{task['id']} 已暂停", timeout=STEP_TIMEOUT_MS)
+    expect(page.locator("#confirm-card")).to_be_hidden()  # held at once, as the Hold button does
+    with live_server.api(token) as api:
+        assert api.get(f"/tasks/{task['id']}").json()["held_by"] == "fay"
+
+    say(page, f"release {task['id']}")
+    expect(chat).to_contain_text(f"Task #{task['id']} is released", timeout=STEP_TIMEOUT_MS)
+    with live_server.api(token) as api:
+        assert api.get(f"/tasks/{task['id']}").json()["held_by"] is None
 
 
 def test_a_card_changed_in_words_and_then_dropped_submits_nothing(live_server: LiveServer, page: Any) -> None:
