@@ -151,6 +151,11 @@ class NightshiftClient:
         result: dict[str, Any] = self._call("POST", f"/tasks/{task_id}/cancel")
         return result
 
+    def change(self, task_id: int, changes: dict[str, Any]) -> dict[str, Any]:
+        """PATCH /tasks/{id}: a queued task's priority, start window, limits, retries, name or tags."""
+        result: dict[str, Any] = self._call("PATCH", f"/tasks/{int(task_id)}", json=changes)
+        return result
+
     def hold(self, task_id: int) -> dict[str, Any]:
         """Keep a queued task from starting until it is released."""
         result: dict[str, Any] = self._call("POST", f"/tasks/{int(task_id)}/hold")

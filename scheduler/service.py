@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from scheduler.clock import from_epoch_s, local_zone, machine_zone_name, now_ms, now_s
+from scheduler.edits import changed_spec
 from scheduler.errors import ConflictError, NotFoundError, SpecError
 from scheduler.keys import RedisKeys
 from scheduler.nodes import NodeRegistry, NodeState
@@ -253,6 +255,36 @@ class Cluster:
         self.queue.unassign(task_id)
         self.queue.ring_scheduler()
         return self.tasks.get_any(task_id)
+
+    def update(self, who: Identity, task_id: int, changes: Mapping[str, Any]) -> Task:
+        """Change when a queued task may start or how long it may run (`edits.EDITABLE_FIELDS`), keeping its
+        age, as Slurm's `scontrol update` does; it is re-queued with the score it now has.
+
+        SpecError when a field may not change or the result is not a valid spec; ConflictError when the
+        task is no longer queued, or a node has already claimed it (it is starting as it was).
+        """
+        task = self.tasks.get_for(who, task_id)
+        if task.status != "queued":
+            raise ConflictError(f"task {task_id} already {task.status}; only a queued task can be changed")
+        spec = changed_spec(task_id, task.spec or {}, changes)
+        check_deadline_ahead(spec, self.zone, from_epoch_s(now_s()))
+        new = resolve(spec, self.zone, self.default_workdir())
+        if task.held_by is None:
+            # out of the queue and its node's inbox first, so no node can claim it while it changes
+            self.queue.remove(task_id)
+            self.queue.unassign(task_id)
+            claimed = self.queue.leased_gpus([task_id]).get(task_id)
+            if claimed is not None:
+                raise ConflictError(
+                    f"task {task_id} is starting on {claimed[0]}; it can no longer be changed"
+                )
+        if not self.tasks.update_queued(task_id, new):
+            now = self.tasks.get_any(task_id).status
+            raise ConflictError(f"task {task_id} already {now}; only a queued task can be changed")
+        updated = self.tasks.get_any(task_id)
+        if updated.held_by is None:
+            self.queue.enqueue(task_id, self.score(updated), self.due(updated))
+        return updated
 
     def release(self, who: Identity, task_id: int) -> Task:
         """Let a held task start again, with the priority and age it had."""

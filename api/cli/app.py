@@ -369,6 +369,63 @@ def cancel(
         console.print(stopping_line(task))
 
 
+def task_changes(
+    overrides: Mapping[str, Any], after: str | None, deadline: str | None, start_now: bool, settings: Settings
+) -> dict[str, Any]:
+    """The PATCH body of `nightshift change`: the options given, times read as `--after` reads them."""
+    changes = {key: value for key, value in overrides.items() if value is not None}
+    now, zone = datetime.now().astimezone(), local_zone(settings.timezone)
+    if start_now and (after or changes.get("offpeak")):
+        raise NightshiftError("--now starts it as soon as GPUs are free: not with --after or --tonight")
+    if start_now:
+        changes.update(not_before=None, offpeak=False)
+    if after:
+        changes["not_before"] = parse_when(after, now, zone).isoformat()
+    if deadline:
+        changes["deadline"] = parse_when(deadline, now, zone).isoformat()
+    if not changes:
+        raise NightshiftError(
+            "nothing to change: give --priority, --after, --now, --tonight, ... (see --help)"
+        )
+    return changes
+
+
+@app.command()
+def change(
+    task_id: Annotated[int, typer.Argument(help="a queued task")],
+    priority: Annotated[str | None, typer.Option(help="low | normal | high | urgent")] = None,
+    after: Annotated[str | None, typer.Option(help="not before: 23:00, tomorrow 9am, +2h, ISO")] = None,
+    start_now: Annotated[
+        bool, typer.Option("--now", help="drop its not-before time and off-peak wait")
+    ] = False,
+    tonight: Annotated[
+        bool | None,
+        typer.Option("--tonight/--anytime", help="start only in the off-peak window, or at any hour"),
+    ] = None,
+    deadline: Annotated[str | None, typer.Option(help="should finish by: 8am, tomorrow 9am, ISO")] = None,
+    time_limit: Annotated[float | None, typer.Option("--time-limit", help="minutes, then stopped")] = None,
+    estimate: Annotated[float | None, typer.Option("--estimate", help="expected minutes")] = None,
+    retries: Annotated[int | None, typer.Option(help="retries after a failure")] = None,
+    name: Annotated[str | None, typer.Option(help="a short name")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Change a queued task's priority, start window, limits, retries or name; it keeps its place in time.
+    (GPUs, memory or the command: `nightshift submit --like ID ...`, then cancel ID.)"""
+    overrides = {
+        "priority": priority, "offpeak": tonight, "time_limit_minutes": time_limit,
+        "estimated_minutes": estimate, "retries": retries, "name": name,
+    }  # fmt: skip
+    try:
+        changes = task_changes(overrides, after, deadline, start_now, get_settings())
+    except NightshiftError as exc:
+        _fail(exc.message, code=2)
+    task = _with_client(lambda client: client.change(task_id, changes))
+    if as_json:
+        print_json(task)
+    else:
+        console.print(f"task {task_id} changed: {', '.join(sorted(changes))}")
+
+
 SweepOpt = Annotated[int | None, typer.Option("--sweep", help="every task of this sweep")]
 
 

@@ -1,16 +1,17 @@
-"""/api/v1/tasks: submit, list, get, cancel, hold and release, logs."""
+"""/api/v1/tasks: submit, list, get, change, cancel, hold and release, logs."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Header, Query, Request, Response
+from fastapi import APIRouter, Body, Header, Query, Request, Response
 from fastapi.responses import PlainTextResponse, StreamingResponse
 
 from api.deps import ClusterDep, IdentityDep, QueuedCap, TaskId, submission_queue
 from api.schemas import TaskPublic, TasksPublic, TaskUsagePublic
+from scheduler.edits import EDITABLE_FIELDS
 from scheduler.errors import NotFoundError
 from scheduler.logs import read_from, read_tail
 from scheduler.spec import TaskSpec
@@ -69,6 +70,26 @@ def get_task(task_id: TaskId, cluster: ClusterDep, who: IdentityDep) -> TaskPubl
     task = cluster.tasks.get_for(who, task_id)
     usage = TelemetryStore(cluster.factory).usage_rows([task.id]).get(task.id, [])
     return TaskPublic.of(task, usage=TaskUsagePublic.of(usage))
+
+
+Changes = Annotated[
+    dict[str, Any],
+    Body(
+        description=f"the fields to change, any of: {', '.join(EDITABLE_FIELDS)}; null puts one back to its "
+        "default (`not_before: null` lets the task start now)",
+        examples=[{"priority": "high", "not_before": None}],
+    ),
+]
+
+
+@router.patch("/{task_id}", response_model=TaskPublic)
+def change_task(task_id: TaskId, changes: Changes, cluster: ClusterDep, who: IdentityDep) -> TaskPublic:
+    """Change a queued task's priority, start window, limits, retries, name or tags; it keeps its age.
+
+    422 names a field that cannot change (command, GPUs, memory, node, ...: submit it again with
+    `--like ID` instead); 409 when the task is no longer queued.
+    """
+    return TaskPublic.of(cluster.update(who, task_id, changes))
 
 
 @router.post("/{task_id}/cancel", response_model=TaskPublic)

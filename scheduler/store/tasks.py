@@ -318,6 +318,17 @@ class TaskStore:
             )
             return _rowcount(result) == 1
 
+    def update_queued(self, task_id: int, new: NewTask) -> bool:
+        """Store a queued task's changed spec (name, priority, retries and the spec itself; what runs and
+        where stay as they were); False when it is no longer queued."""
+        with transaction(self.factory) as session:
+            result = session.execute(
+                update(Task)
+                .where(Task.id == task_id, Task.status == "queued")
+                .values(name=new.name, spec=new.spec, priority=new.priority, retries=new.retries)
+            )
+            return _rowcount(result) == 1
+
     def release(self, task_id: int) -> bool:
         """Let a held task start again; False when it is not held (or no longer queued)."""
         with transaction(self.factory) as session:

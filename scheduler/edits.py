@@ -1,0 +1,61 @@
+"""Changing a queued task (like Slurm's `scontrol update`): which fields may change, and the spec after the
+change (pure: the `Cluster` stores it and re-queues the task with the score it now has).
+
+Only fields that decide *when* a task starts or how long it may run can change; fields that decide *what*
+runs or *where* (command, GPUs, memory, node, environment) cannot, since a task already placed on a node
+would then start with what it was placed for. For those, the answer names the way: submit it again
+(`--like ID`) and cancel the first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from scheduler.errors import SpecError
+from scheduler.spec import TaskSpec, parse_spec
+
+EDITABLE_FIELDS = (
+    "name",
+    "priority",
+    "not_before",
+    "deadline",
+    "offpeak",
+    "time_limit_minutes",
+    "estimated_minutes",
+    "retries",
+    "tags",
+)
+
+
+def check_changes(task_id: int, changes: Mapping[str, Any]) -> None:
+    """SpecError naming each field that is not a spec field or cannot change, and what to do instead."""
+    if not changes:
+        raise SpecError(
+            f"nothing to change: give one or more of {', '.join(EDITABLE_FIELDS)}",
+            [{"field": "", "message": "no field given"}],
+        )
+    errors = []
+    for field in changes:
+        if field in EDITABLE_FIELDS:
+            continue
+        if field in TaskSpec.model_fields:
+            message = (
+                f"{field} cannot change once a task is queued (it decides what runs or where): submit it "
+                f"again with `nightshift submit --like {task_id} ...` and cancel task {task_id}"
+            )
+        else:
+            message = f"{field} is not a task spec field; these can change: {', '.join(EDITABLE_FIELDS)}"
+        errors.append({"field": field, "message": message})
+    if errors:
+        raise SpecError("; ".join(error["message"] for error in errors), errors)
+
+
+def changed_spec(task_id: int, stored: Mapping[str, Any], changes: Mapping[str, Any]) -> TaskSpec:
+    """The task's stored spec with `changes` applied, validated as a submission is (SpecError when refused).
+
+    A field set to null goes back to its default (`not_before: null` lets the task start at once).
+    """
+    check_changes(task_id, changes)
+    merged = {key: value for key, value in {**stored, **changes}.items() if value is not None}
+    return parse_spec(merged)

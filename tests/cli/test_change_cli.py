@@ -1,0 +1,30 @@
+"""`nightshift change ID --priority ... --now ...`: a queued task's timing changed from the command line."""
+
+from __future__ import annotations
+
+from tests.cli.conftest import cli_as
+
+
+def test_nightshift_change_from_the_command_line(cluster, a100_node, make_identity, monkeypatch, tmp_path):
+    _, token = make_identity("alice", "vision")
+    with cli_as(cluster, token, monkeypatch, tmp_path / "client-home") as nightshift:
+        task_id = nightshift("submit", "--after", "+2h", "--", "true").output.split("task ")[1].split(" ")[0]
+        changed = nightshift("change", task_id, "--priority", "high", "--tonight", "--time-limit", "30")
+        started_now = nightshift("change", task_id, "--now")
+        nothing = nightshift("change", task_id)
+        both = nightshift("change", task_id, "--now", "--after", "23:00")
+        gpus = nightshift("change", task_id, "--priority", "bogus")
+
+    assert changed.exit_code == 0, changed.output
+    assert f"task {task_id} changed: offpeak, priority, time_limit_minutes" in changed.output
+    assert started_now.exit_code == 0 and "not_before, offpeak" in started_now.output
+    row = cluster.tasks.get_any(int(task_id))
+    assert (row.priority, row.spec["offpeak"], row.spec["not_before"], row.spec["time_limit_minutes"]) == (
+        "high",
+        False,
+        None,
+        30.0,
+    )
+    assert nothing.exit_code == 2 and "nothing to change" in nothing.output
+    assert both.exit_code == 2 and "not with --after or --tonight" in both.output
+    assert gpus.exit_code == 1 and "priority" in gpus.output
