@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlalchemy import update
 
 from api.main import create_app
 from scheduler.clock import now_ms
@@ -16,6 +17,7 @@ from scheduler.dispatcher import Dispatcher
 from scheduler.errors import ConflictError, NotFoundError, SpecError
 from scheduler.gpus import SimulatedGpus
 from scheduler.service import Cluster
+from scheduler.store.tables import Task
 from scheduler.worker import Worker
 from tests.conftest import wait_until
 
@@ -87,6 +89,18 @@ def test_a_refused_change_says_what_to_fix_and_leaves_the_task_as_it_was(
 
     assert expected in refused.value.message
     assert _snapshot(cluster, task.id) == before
+
+
+def test_a_task_whose_deadline_passed_while_it_waited_can_still_change(cluster, make_identity):
+    who, _ = make_identity()
+    task, _ = cluster.submit(who, {"command": "true", "gpus": 1, "deadline": LATER})
+    passed = (datetime.now(UTC) - timedelta(hours=1)).isoformat()
+    with cluster.factory() as session, session.begin():
+        session.execute(update(Task).where(Task.id == task.id).values(spec={**task.spec, "deadline": passed}))
+
+    changed = cluster.update(who, task.id, {"priority": "urgent"})
+
+    assert (changed.priority, changed.spec["deadline"]) == ("urgent", passed)
 
 
 def test_only_a_queued_task_of_ones_own_team_can_change(cluster, make_identity):
