@@ -1,9 +1,9 @@
 """The chat agent: a LangChain `create_agent` loop over the tools, for one person's session.
 
 `Assistant.ask(text)` runs one turn and returns what was said and which tools were called; cards for
-submissions and cancellations wait in `Assistant.actions` until `Assistant.confirm(action_id)` performs
-them through the API with the person's own client (the model has no way to confirm). Holding a queued
-task back and releasing it act at once, as the Tasks tab's buttons do: both are undone by the other.
+submissions, cancellations and changes wait in `Assistant.actions` until `Assistant.confirm(action_id)`
+performs them through the API with the person's own client (the model has no way to confirm). Holding a
+queued task back and releasing it act at once, as the Tasks tab's buttons do: each undoes the other.
 """
 
 from __future__ import annotations
@@ -215,6 +215,11 @@ class Assistant:
                 task = self.client.submit(action.payload["spec"], idempotency_key=action.action_id)
                 message = f"Submitted task #{task['id']} ({task['name']}): {task['status']}."
                 zh = f"已提交任务 #{task['id']}（{task['name']}）：{status_zh(task['status'])}。"
+            elif action.kind == "change":
+                task = self.client.change(int(action.payload["task_id"]), action.payload["changes"])
+                fields = ", ".join(action.payload["changes"])
+                message = f"Changed task #{task['id']} ({fields}): {task['status']}."
+                zh = f"已修改任务 #{task['id']}（{fields}）：{status_zh(task['status'])}。"
             else:
                 task = self.client.cancel(int(action.payload["task_id"]))
                 if task["status"] == "running":  # its stop signal is sent; it ends within its grace period

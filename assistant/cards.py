@@ -1,4 +1,4 @@
-"""Pending actions: what a submit or cancel *would* do, shown as a card that the person confirms.
+"""Pending actions: what a submit, cancel or change *would* do, shown as a card that the person confirms.
 
 Nothing here changes the cluster. `build_submit_card` validates the spec locally (`parse_spec`, the
 cluster's limits) and, where the server has them, asks the estimate and quota endpoints; `ActionStore`
@@ -29,12 +29,12 @@ from scheduler.sweeps import expand
 SWEEP_EXAMPLES = 3
 
 FALLBACK_GPU_POWER_W = 300.0
-ActionKind = Literal["submit", "cancel"]
+ActionKind = Literal["submit", "cancel", "change"]
 
 
 @dataclass
 class PendingAction:
-    """A submit or cancel waiting for the person's click; `payload` is exactly what will be sent."""
+    """A submit, cancel or change waiting for the person's click; `payload` is exactly what will be sent."""
 
     action_id: str
     kind: ActionKind

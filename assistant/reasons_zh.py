@@ -57,6 +57,7 @@ _RULES: list[Rule] = [
         lambda m: f"任务 {m[1]} 正在运行：取消才能停止它",
     ),
     (re.compile(r"only a queued task can be held"), lambda m: "只有排队中的任务可以暂停"),
+    (re.compile(r"only a queued task can be changed"), lambda m: "只有排队中的任务可以修改"),
     (re.compile(r"you can see only your own team's quota"), lambda m: "你只能查看自己团队的配额"),
     (re.compile(r"this needs an admin token"), lambda m: "这需要管理员令牌"),
     (re.compile(r"behind (\d+) higher-priority tasks?"), lambda m: f"前面还有 {m[1]} 个优先级更高的任务"),

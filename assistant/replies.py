@@ -73,8 +73,57 @@ def start_label_words(label: str, lang: str) -> str:
     return label
 
 
+_CHANGE_FIELDS = {
+    "priority": ("priority", "优先级"),
+    "not_before": ("not before", "最早开始"),
+    "offpeak": ("off-peak only", "只在谷时运行"),
+    "deadline": ("deadline", "截止时间"),
+    "time_limit_minutes": ("time limit (min)", "时间限制（分钟）"),
+    "estimated_minutes": ("estimate (min)", "预计时长（分钟）"),
+    "retries": ("retries", "重试次数"),
+    "name": ("name", "名称"),
+    "tags": ("tags", "标签"),
+}
+
+
+def change_rows(card: dict[str, Any], lang: str, now: datetime | None = None) -> list[tuple[str, str, str]]:
+    """A change card's (field label, value before, value after), in the language of the conversation."""
+
+    def value(key: str, item: Any) -> str:
+        if item is None:
+            return _t(lang, "as soon as GPUs are free", "有空闲 GPU 即开始") if key == "not_before" else "—"
+        if isinstance(item, bool):
+            return _t(lang, "yes" if item else "no", "是" if item else "否")
+        if key in ("not_before", "deadline"):
+            return when(str(item), now, lang)
+        return unwrap(str(item)) if isinstance(item, str) else str(item)
+
+    rows = []
+    for key, (old, new) in (card.get("changes") or {}).items():
+        en, zh = _CHANGE_FIELDS.get(key, (key, key))
+        rows.append((_t(lang, en, zh), value(key, old), value(key, new)))
+    return rows
+
+
 def card_text(card: dict[str, Any], lang: str, now: datetime | None = None) -> str:
     """The confirm card as text: what would happen, and that nothing happens before the person confirms."""
+    if card.get("kind") == "change":
+        lines = [
+            _t(
+                lang,
+                f"Change task #{card.get('task_id')} (please confirm):",
+                f"修改任务 #{card.get('task_id')}（请确认）：",
+            )
+        ]
+        lines += [f"• {label}: {old} → {new}" for label, old, new in change_rows(card, lang, now)]
+        lines.append(
+            _t(
+                lang,
+                "It keeps its place in time. Nothing changes until you confirm.",
+                "它保留原来的排队时间。确认之前不会有任何改动。",
+            )
+        )
+        return "\n".join(lines)
     if card.get("kind") == "cancel":
         task = card.get("task") or {}
         label = f"#{card.get('task_id')}" + (
@@ -622,6 +671,13 @@ POINTERS = {
         "sweep and stops its running ones.",
         "我只能取消单个任务：运行 `nightshift cancel --sweep 扫参编号` 可以取消一个扫参里所有排队的任务，"
         "并停止正在运行的。",
+    ),
+    "change_fixed": (
+        'GPUs, memory, the node and the command cannot change once a task is queued: say "run 12 again '
+        'on 4 GPUs" for a new task like it (then cancel the first). Its priority, start time, off-peak, '
+        "deadline and limits can change.",
+        "任务排队后，卡数、显存、节点和命令都不能改：可以说“12号再跑一遍，用4张卡”新建一个同样的任务"
+        "（再取消原来的）。优先级、开始时间、谷时、截止时间和时间限制可以改。",
     ),
     "hold_sweep": (
         "I hold and release single tasks only: `nightshift hold --sweep SWEEP_ID` holds every queued task "

@@ -1,9 +1,12 @@
-"""The assistant's nine tools: thin calls to the HTTP API with the chatting person's own client.
+"""The assistant's tools (the brief's nine, and change, hold and release of a queued task): thin calls to
+the HTTP API with the chatting person's own client.
 
 Identity is never an argument: each tool closes over the person's client (their token), so the API decides
-what they may see and do. `submit_task` and `cancel_task` do not act; they return a pending-action card
-that the person confirms (see `assistant.agent.Assistant.confirm`). Text that users or jobs wrote (names,
-commands, messages, log lines) reaches the model wrapped in <data>…</data> and truncated.
+what they may see and do. `submit_task`, `cancel_task` and `change_task` do not act; they return a
+pending-action card that the person confirms (see `assistant.agent.Assistant.confirm`); `hold_task` and
+`release_task` act at once, as the Tasks tab's buttons do (each undoes the other). Text that users or
+jobs wrote (names, commands, messages, log lines) reaches the model wrapped in <data>…</data> and
+truncated.
 """
 
 from __future__ import annotations
@@ -20,8 +23,10 @@ from pydantic import BaseModel, Field, ValidationError
 from api.client import ClientError
 from assistant.cards import ActionStore, CardError, summarize, sweep_preview, validated_spec
 from assistant.client import AssistantClient, Unavailable
+from scheduler.edits import changed_spec
+from scheduler.errors import SpecError
 from scheduler.resubmit import spec_again, with_command
-from scheduler.spec import SweepGrid, SweepList
+from scheduler.spec import Priority, SweepGrid, SweepList
 
 DATA_CHARS = 300
 LOG_CHARS = 1500
@@ -137,6 +142,21 @@ class SubmitArgs(BaseModel):
     metrics_file: str | None = Field(default=None, description="results file in NIGHTSHIFT_OUTPUT_DIR")
 
 
+class ChangeArgs(BaseModel):
+    """A queued task of yours and what to change in it: only what the person asked for."""
+
+    task_id: int
+    priority: Priority | None = None
+    not_before: str | None = Field(default=None, description="ISO 8601 with offset: do not start before")
+    start_now: bool = Field(default=False, description="drop its not-before time and off-peak wait")
+    offpeak: bool | None = Field(default=None, description="start only in the off-peak (cheap power) window")
+    deadline: str | None = Field(default=None, description="ISO 8601 with offset: should finish by")
+    time_limit_minutes: float | None = None
+    estimated_minutes: float | None = None
+    retries: int | None = None
+    name: str | None = None
+
+
 class TaskIdArgs(BaseModel):
     """One task id."""
 
@@ -246,6 +266,33 @@ def cancel_task(ctx: ToolContext, task_id: int) -> str:
     card = {"kind": "cancel", "task_id": task_id, "task": task_view(task) if task else None}
     ctx.actions.add("cancel", card, {"task_id": task_id})
     return _result(pending_action=card, note="Nothing has been cancelled: the person must confirm the card.")
+
+
+def change_task(ctx: ToolContext, task_id: int, start_now: bool = False, **fields: Any) -> str:
+    """Prepare a change to one of your queued tasks (priority, start time, off-peak, deadline, limits,
+    retries, name): returns a card the person must confirm. The task keeps its place in time; GPUs, memory
+    and the command cannot change (run it again with submit_task like_task instead)."""
+    changes = {key: value for key, value in fields.items() if value is not None}
+    if start_now:
+        if changes.get("not_before") or changes.get("offpeak"):
+            return _error("start now, or later: not both")
+        changes.update(not_before=None, offpeak=False)
+    if not changes:
+        return _error("nothing to change: say what (priority, start time, off-peak, deadline, time limit)")
+    task = _need_client(ctx).get_task(task_id)
+    if task.get("status") != "queued":
+        return _error(f"task {task_id} already {task.get('status')}; only a queued task can be changed")
+    before = task.get("spec") or {}
+    try:
+        changed_spec(task_id, before, changes)
+    except SpecError as exc:
+        return _error(exc.message, exc.errors)
+    diff = {key: [before.get(key), value] for key, value in changes.items() if before.get(key) != value}
+    if not diff:
+        return _error(f"task {task_id} already has {', '.join(f'{k}: {v}' for k, v in changes.items())}")
+    card = {"kind": "change", "task_id": task_id, "task": task_view(task), "changes": diff}
+    ctx.actions.add("change", card, {"task_id": task_id, "changes": {key: changes[key] for key in diff}})
+    return _result(pending_action=card, note="Nothing has been changed: the person must confirm the card.")
 
 
 def hold_task(ctx: ToolContext, task_id: int) -> str:
@@ -389,13 +436,14 @@ def _bind(ctx: ToolContext, fn: Callable[..., str]) -> Callable[..., str]:
 
 
 def make_tools(ctx: ToolContext) -> list[BaseTool]:
-    """The tools bound to one person's session: the brief's nine, and hold/release of a queued task."""
+    """The tools bound to one person's session: the brief's nine, and change/hold/release of a queued task."""
     specs: list[tuple[Callable[..., str], type[BaseModel]]] = [
         (submit_task, SubmitArgs),
         (queue_position, OptionalTaskArgs),
         (estimate_wait, EstimateArgs),
         (list_tasks, ListArgs),
         (cancel_task, TaskIdArgs),
+        (change_task, ChangeArgs),
         (hold_task, TaskIdArgs),
         (release_task, TaskIdArgs),
         (explain_task, TaskIdArgs),
@@ -431,6 +479,7 @@ TOOL_NAMES = (
     "estimate_wait",
     "list_tasks",
     "cancel_task",
+    "change_task",
     "hold_task",
     "release_task",
     "explain_task",

@@ -11,6 +11,7 @@ from assistant.parsing.commands import fenced_commands, find_command, remove_spa
 from assistant.parsing.fields import BARE_NUMBER, TASK_ID, read_fields, task_ids
 from assistant.parsing.numbers import NUMBER, to_int
 from assistant.parsing.times import read_times
+from scheduler.edits import EDITABLE_FIELDS
 
 Kind = Literal["tool", "question", "refusal", "help", "edit"]
 _I = re.I
@@ -381,6 +382,37 @@ def _rerun(rest: str, command: str | None, now: datetime) -> Reading | None:
     return _tool("submit_task", like_task=task_id, command=command, **args)
 
 
+# changing a queued task ("make 12 urgent", "run 12 tonight instead", "start 12 now", "把12号改成高优先级")
+CHANGE_VERB = re.compile(
+    r"\b(?:change|make|set|bump|raise|lower|move|reschedule|switch|update|start|run|give|push)\b"
+    r"|改成|改为|改到|调到|调成|调高|调低|提高|降低|提到|推迟|挪到|换成|现在就|马上|立刻",
+    _I,
+)
+PRIORITY_UP = re.compile(
+    r"\b(?:raise|bump|increase)\b.*\bpriority\b|优先级\s*(?:调高|提高|调到最高|提到最高)", _I
+)
+PRIORITY_DOWN = re.compile(r"\b(?:lower|decrease|reduce)\b.*\bpriority\b|优先级\s*(?:调低|降低|调到最低)", _I)
+
+
+def _change(rest: str, now: datetime) -> Reading | None:
+    """A change to one queued task's timing or priority (a change card to confirm); a pointer when it asks
+    to change what runs or where; None when the text is not such a request."""
+    ids = task_ids(rest)
+    if len(ids) != 1 or not CHANGE_VERB.search(rest):
+        return None
+    args = _spec_args(rest, now)
+    if "priority" not in args and PRIORITY_UP.search(rest):
+        args["priority"] = "high"
+    elif "priority" not in args and PRIORITY_DOWN.search(rest):
+        args["priority"] = "low"
+    if args.keys() - set(EDITABLE_FIELDS):
+        return Reading("help", reason="change_fixed")
+    start_now = bool(RIGHT_AWAY.search(rest)) and not {"not_before", "offpeak"} & args.keys()
+    if not args and not start_now:
+        return None
+    return _tool("change_task", task_id=ids[0], start_now=True if start_now else None, **args)
+
+
 def _status_reading(text: str) -> Reading:
     status = next((name for name, pattern in STATUS_WORDS if pattern.search(text)), None)
     return _tool("list_tasks", status=status)
@@ -417,6 +449,9 @@ def understand(text: str, now: datetime) -> Reading:
     again = _rerun(rest, found.command if found else None, now)
     if again is not None:
         return again
+    change = _change(rest, now) if not found else None
+    if change is not None:
+        return change
     reading = _question(rest) if not found else None
     if reading is not None:
         return reading

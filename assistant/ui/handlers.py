@@ -25,6 +25,12 @@ from scheduler.settings import Settings
 log = logging.getLogger("nightshift.ui")
 LOG_TAIL_LINES = 400
 TASK_STATUSES = ["all", "queued", "running", "succeeded", "failed", "cancelled"]
+# what a dropped card leaves undone, by its kind (English, Chinese)
+DROPPED_WORDS = {
+    "submit": ("submitted", "提交"),
+    "cancel": ("cancelled", "取消"),
+    "change": ("changed", "修改"),
+}
 GOAL_AUTO = "auto"
 GOALS = [GOAL_AUTO, "min", "max"]
 ChatUpdate = tuple[list[dict[str, Any]], str, Any, str]
@@ -162,10 +168,10 @@ class Handlers:
         with session.lock:
             kind = session.card.get("kind")
             session.assistant.drop(str(session.card["action_id"]))
-            if session.language == "zh":
-                said = f"已放弃：没有{'取消' if kind == 'cancel' else '提交'}任何任务。"
-            else:
-                said = f"Dropped: nothing was {'cancelled' if kind == 'cancel' else 'submitted'}."
+            en, zh = DROPPED_WORDS.get(str(kind), DROPPED_WORDS["submit"])
+            said = (
+                f"已放弃：没有{zh}任何任务。" if session.language == "zh" else f"Dropped: nothing was {en}."
+            )
             session.say("assistant", said)
             session.card = session.next_card()
         return self.view(session)

@@ -14,6 +14,7 @@ import pandas as pd
 
 from assistant.reasons_zh import reason_zh
 from assistant.replies import (
+    change_rows,
     energy_words,
     in_parentheses,
     like_task_words,
@@ -232,6 +233,8 @@ _CARD_ZH = {
     "Cancel this task?": "取消这个任务？",
     "Nothing is cancelled until you confirm.": "确认之前不会取消。",
     "Submit this task?": "提交这个任务？",
+    "Change this task?": "修改这个任务？",
+    "Nothing is changed until you confirm.": "确认之前不会修改。",
     "Nothing is submitted until you confirm.": "确认之前不会提交。",
 }
 
@@ -246,6 +249,12 @@ def card_html(card: dict[str, Any], zone: tzinfo | None = None, lang: str = "en"
     if card.get("kind") == "cancel":
         rows = _cancel_rows(card, words)
         title, note = words("Cancel this task?"), words("Nothing is cancelled until you confirm.")
+    elif card.get("kind") == "change":
+        rows = [_row(words("task"), f"#{card.get('task_id')}")]
+        rows += [
+            _row(label, f"{old} → {new}") for label, old, new in change_rows(card, lang, datetime.now(zone))
+        ]
+        title, note = words("Change this task?"), words("Nothing is changed until you confirm.")
     else:
         rows = _submit_rows(card, zone, lang, words)
         title, note = words("Submit this task?"), words("Nothing is submitted until you confirm.")

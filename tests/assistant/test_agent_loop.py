@@ -174,6 +174,51 @@ def test_cancel_needs_a_confirm_and_then_cancels_through_the_api(make_assistant,
     assert result["ok"] and cluster.tasks.get_any(task["id"]).status == "cancelled"
 
 
+def test_a_change_shows_before_and_after_on_a_card_and_happens_only_once_confirmed(make_assistant, cluster):
+    assistant = make_assistant()
+    tid = assistant.client.submit(
+        {"command": "python train.py", "gpus": 1, "not_before": "2099-01-01T09:00:00Z"}
+    )["id"]
+    enqueued = cluster.tasks.get_any(tid).enqueued_at
+
+    urgent = assistant.ask(f"make {tid} urgent and start it now")
+    untouched = cluster.tasks.get_any(tid)
+    result = assistant.confirm(urgent.cards[0]["action_id"])
+    changed = cluster.tasks.get_any(tid)
+
+    call = {"name": "change_task", "args": {"task_id": tid, "priority": "urgent", "start_now": True}}
+    assert urgent.tool_calls == [call]
+    assert urgent.cards[0]["changes"] == {
+        "priority": ["normal", "urgent"],
+        "not_before": ["2099-01-01T09:00:00+00:00", None],
+    }
+    assert "• priority: normal → urgent" in urgent.reply and "please confirm" in urgent.reply
+    assert "• not before: 01-01 09:00 → as soon as GPUs are free" in urgent.reply
+    assert (untouched.priority, untouched.spec["not_before"]) == ("normal", "2099-01-01T09:00:00+00:00")
+    assert result["ok"] and result["message"] == f"Changed task #{tid} (priority, not_before): queued."
+    assert (changed.priority, changed.spec["not_before"], changed.enqueued_at) == ("urgent", None, enqueued)
+
+
+def test_a_change_the_task_cannot_take_is_explained_and_makes_no_card(make_assistant, cluster):
+    assistant = make_assistant()
+    queued = assistant.client.submit({"command": "python train.py", "gpus": 1, "priority": "high"})["id"]
+    done = assistant.client.submit({"command": "true", "gpus": 1})["id"]
+    assistant.client.cancel(done)
+
+    gpus = assistant.ask(f"change task {queued} to 4 GPUs")
+    finished = assistant.ask(f"make {done} urgent")
+    same = assistant.ask(f"make task {queued} high priority")
+    chinese = assistant.ask(f"把{done}号改成高优先级")
+
+    assert gpus.tool_calls == [] and "run 12 again on 4 GPUs" in gpus.reply
+    assert finished.cards == [] and finished.reply.endswith(
+        f"task {done} already cancelled; only a queued task can be changed"
+    )
+    assert same.cards == [] and same.reply.endswith(f"task {queued} already has priority: high")
+    assert chinese.reply == f"抱歉，没能完成：任务 {done} 已经被取消；只有排队中的任务可以修改"
+    assert cluster.tasks.get_any(queued).priority == "high"
+
+
 def test_run_a_task_again_makes_a_card_of_its_spec_changed_as_asked_and_confirm_submits_it(
     make_assistant, cluster
 ):

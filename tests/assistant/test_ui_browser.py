@@ -260,6 +260,29 @@ def test_a_task_is_held_and_released_by_asking_in_the_chat(live_server: LiveServ
         assert api.get(f"/tasks/{task['id']}").json()["held_by"] is None
 
 
+def test_a_queued_task_is_made_urgent_from_the_chat_once_the_card_is_confirmed(
+    live_server: LiveServer, page: Any
+) -> None:
+    from playwright.sync_api import expect
+
+    token = live_server.token("gus", "vision")
+    task = _a_task_that_waits(live_server, token)
+    sign_in(page, live_server, token, "gus")
+
+    say(page, f"make {task['id']} urgent")
+    card = page.locator("#confirm-card")
+    expect(card).to_contain_text("Change this task?", timeout=STEP_TIMEOUT_MS)
+    expect(card).to_contain_text("normal → urgent")
+    with live_server.api(token) as api:
+        assert (
+            api.get(f"/tasks/{task['id']}").json()["priority"] == "normal"
+        )  # the card alone changes nothing
+
+        page.locator("#confirm-button").click()
+        expect(page.locator("#chat")).to_contain_text(f"Changed task #{task['id']} (priority): queued.")
+        assert api.get(f"/tasks/{task['id']}").json()["priority"] == "urgent"
+
+
 def test_a_card_changed_in_words_and_then_dropped_submits_nothing(live_server: LiveServer, page: Any) -> None:
     from playwright.sync_api import expect
 

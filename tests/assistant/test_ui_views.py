@@ -84,6 +84,28 @@ def test_the_card_speaks_the_language_of_the_conversation() -> None:
     )
 
 
+def test_a_change_card_shows_each_field_before_and_after_in_english_and_chinese() -> None:
+    card = {
+        "kind": "change",
+        "task_id": 12,
+        "changes": {
+            "priority": ["normal", "<b>urgent</b>"],
+            "offpeak": [False, True],
+            "not_before": ["x", None],
+        },
+    }
+
+    english, chinese = views.card_html(card, ZONE), views.card_html(card, ZONE, "zh")
+
+    assert "Change this task?" in english and "<th>task</th><td>#12</td>" in english
+    assert "<th>priority</th><td>normal → &lt;b&gt;urgent&lt;/b&gt;</td>" in english  # escaped
+    assert "<th>off-peak only</th><td>no → yes</td>" in english
+    assert "<th>not before</th><td>x → as soon as GPUs are free</td>" in english
+    assert "Nothing is changed until you confirm." in english
+    assert "修改这个任务？" in chinese and "<th>只在谷时运行</th><td>否 → 是</td>" in chinese
+    assert "<th>最早开始</th><td>x → 有空闲 GPU 即开始</td>" in chinese and "确认之前不会修改。" in chinese
+
+
 def test_the_cards_finish_says_what_run_time_was_assumed_when_the_person_gave_none() -> None:
     card = submit_card()
     card["summary"]["run_estimate"] = {"minutes": 120.0, "source": "median of 4 recent runs"}
