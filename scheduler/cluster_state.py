@@ -14,6 +14,7 @@ from scheduler.policy.rolling import WEEK_S, FinishedSpan, team_spans, used_up_t
 from scheduler.policy.types import GpuSlot, QueuedTask, RunningTask
 from scheduler.policy_input import gpu_slots, holder_of, queued_task_of, running_task_of
 from scheduler.service import Cluster
+from scheduler.store.tasks import RowVersion
 from scheduler.usage import gpu_spans, learned_durations, team_usage
 
 USAGE_CACHE_S = 10.0
@@ -109,19 +110,19 @@ class UsageCache:
 class RowCache:
     """The scheduler's policy views of task rows, reused across passes while the row has not changed.
 
-    A queued row is keyed by (id, claim count) and a running one by (id, lease token): what the policy reads
-    of a row does not change while those stay the same, so a pass checks two columns instead of loading
-    every row of the window and every running task.
+    A queued row is keyed by (id, claim count, spec changes) and a running one by (id, lease token): what
+    the policy reads of a row does not change while those stay the same, so a pass checks a few columns
+    instead of loading every row of the window and every running task.
     """
 
     def __init__(self) -> None:
-        self.queued: dict[tuple[int, int], QueuedTask] = {}
+        self.queued: dict[tuple[int, RowVersion], QueuedTask] = {}
         self.running: dict[tuple[int, str | None], RunningTask | None] = {}
         self._estimated: dict[int, tuple[QueuedTask, QueuedTask]] = {}  # id -> (view, with its estimate)
         self._estimated_from: DurationHistory | None = None  # the history those estimates came from
 
     def queued_views(
-        self, cluster: Cluster, task_ids: list[int], versions: dict[int, int] | None = None
+        self, cluster: Cluster, task_ids: list[int], versions: dict[int, RowVersion] | None = None
     ) -> dict[int, QueuedTask]:
         """The policy view of each of these tasks that is still queued (others are absent).
 
@@ -129,12 +130,12 @@ class RowCache:
         """
         if versions is None:
             versions = cluster.tasks.queued_versions(task_ids)
-        missing = [task_id for task_id, count in versions.items() if (task_id, count) not in self.queued]
+        missing = [task_id for task_id, version in versions.items() if (task_id, version) not in self.queued]
         if missing:
             for row in cluster.tasks.by_ids(missing).values():
                 if row.status == "queued":
-                    self.queued[(row.id, row.attempts_count)] = queued_task_of(row)
-        found = {task_id: self.queued.get((task_id, count)) for task_id, count in versions.items()}
+                    self.queued[(row.id, (row.attempts_count, row.revision))] = queued_task_of(row)
+        found = {task_id: self.queued.get((task_id, version)) for task_id, version in versions.items()}
         return {task_id: view for task_id, view in found.items() if view is not None}
 
     def with_learned_estimates(

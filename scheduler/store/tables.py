@@ -124,6 +124,8 @@ class Task(Base):
     finished_at: Mapped[datetime | None] = mapped_column(default=None)
 
     attempts_count: Mapped[int] = mapped_column(Integer, default=0)
+    # times its spec changed while queued (`nightshift change`): with attempts_count, the row's version
+    revision: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     lease_token: Mapped[str | None] = mapped_column(String(64), default=None)
     node: Mapped[str | None] = mapped_column(String(128), default=None)
     gpu_indices: Mapped[list[int] | None] = mapped_column(JSON, default=None)

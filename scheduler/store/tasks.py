@@ -35,6 +35,16 @@ class NewTask:
 
 
 MAX_TASK_ID = 2**63 - 1  # the largest id a 64-bit SQL integer holds
+# what the scheduler reads of a queued row changes only with these: (claim count, spec changes)
+RowVersion = tuple[int, int]
+
+
+def _queued_versions(connection: Connection, ids: list[int]) -> dict[int, RowVersion]:
+    # status is checked here, not in SQL: `status = 'queued'` would steer SQLite to the status index
+    # (every queued row) instead of the primary key (these ids)
+    query = select(Task.id, Task.attempts_count, Task.revision, Task.status).where(Task.id.in_(ids))
+    rows = connection.execute(query)
+    return {task_id: (count, revision) for task_id, count, revision, status in rows if status == "queued"}
 
 
 def _rowcount(result: Any) -> int:
@@ -265,18 +275,15 @@ class TaskStore:
         with self.factory() as session:
             return {row.id: row for row in session.scalars(select(Task).where(Task.id.in_(ids)))}
 
-    def queued_versions(self, task_ids: Iterable[int]) -> dict[int, int]:
-        """For the queued tasks among these ids, their claim count: is a cached row current?."""
+    def queued_versions(self, task_ids: Iterable[int]) -> dict[int, RowVersion]:
+        """For the queued tasks among these ids, their version (claim count, changes): is a cached row
+        current?"""
         ids = list(task_ids)
         if not ids:
             return {}
-        # status is checked here, not in SQL: `status = 'queued'` would steer SQLite to the status index
-        # (every queued row) instead of the primary key (these ids)
-        query = select(Task.id, Task.attempts_count, Task.status).where(Task.id.in_(ids))
         # plain SQL, no ORM session: on every scheduling pass
         with self._engine.connect().execution_options(**{READ_ONLY: True}) as connection:
-            rows = connection.execute(query)
-            return {task_id: count for task_id, count, status in rows if status == "queued"}
+            return _queued_versions(connection, ids)
 
     def running_tokens(self) -> dict[int, str | None]:
         """Id -> lease token of every running task (the scheduler's hot path: two columns, no joins)."""
@@ -284,14 +291,13 @@ class TaskStore:
             rows = connection.execute(select(Task.id, Task.lease_token).where(Task.status == "running"))
             return {task_id: token for task_id, token in rows}
 
-    def pass_versions(self, task_ids: Iterable[int]) -> tuple[dict[int, int], dict[int, str | None]]:
+    def pass_versions(self, task_ids: Iterable[int]) -> tuple[dict[int, RowVersion], dict[int, str | None]]:
         """`queued_versions(task_ids)` and `running_tokens()` on one connection (once per scheduling pass)."""
         ids = list(task_ids)
-        queued: dict[int, int] = {}
+        queued: dict[int, RowVersion] = {}
         with self._engine.connect().execution_options(**{READ_ONLY: True}) as connection:
             if ids:
-                query = select(Task.id, Task.attempts_count, Task.status).where(Task.id.in_(ids))
-                queued = {i: count for i, count, status in connection.execute(query) if status == "queued"}
+                queued = _queued_versions(connection, ids)
             rows = connection.execute(select(Task.id, Task.lease_token).where(Task.status == "running"))
             return queued, {task_id: token for task_id, token in rows}
 
@@ -325,7 +331,13 @@ class TaskStore:
             result = session.execute(
                 update(Task)
                 .where(Task.id == task_id, Task.status == "queued")
-                .values(name=new.name, spec=new.spec, priority=new.priority, retries=new.retries)
+                .values(
+                    name=new.name,
+                    spec=new.spec,
+                    priority=new.priority,
+                    retries=new.retries,
+                    revision=Task.revision + 1,  # the scheduler's cached view of it is stale now
+                )
             )
             return _rowcount(result) == 1
 

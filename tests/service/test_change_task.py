@@ -13,9 +13,11 @@ from sqlalchemy import update
 
 from api.main import create_app
 from scheduler.clock import now_ms
+from scheduler.cluster_state import RowCache, UsageCache, gather_state
 from scheduler.dispatcher import Dispatcher
 from scheduler.errors import ConflictError, NotFoundError, SpecError
 from scheduler.gpus import SimulatedGpus
+from scheduler.policy.types import PriorityClass
 from scheduler.service import Cluster
 from scheduler.store.tables import Task
 from scheduler.worker import Worker
@@ -89,6 +91,21 @@ def test_a_refused_change_says_what_to_fix_and_leaves_the_task_as_it_was(
 
     assert expected in refused.value.message
     assert _snapshot(cluster, task.id) == before
+
+
+def test_the_running_scheduler_sees_a_change_at_its_next_pass(cluster, make_identity):
+    who, _ = make_identity()
+    task, _ = cluster.submit(who, {"command": "true", "gpus": 1, "not_before": LATER})
+    rows, usage = RowCache(), UsageCache(cluster)  # the scheduler keeps both from pass to pass
+    before = gather_state(cluster, usage, 16, rows).queued
+
+    cluster.update(who, task.id, {"not_before": None, "priority": "urgent"})
+    after = gather_state(cluster, usage, 16, rows).queued
+
+    assert [(t.task_id, t.priority, t.not_before_s is None) for t in before] == [
+        (task.id, PriorityClass.NORMAL, False)
+    ]
+    assert [(t.task_id, t.priority, t.not_before_s) for t in after] == [(task.id, PriorityClass.URGENT, None)]
 
 
 def test_a_task_whose_deadline_passed_while_it_waited_can_still_change(cluster, make_identity):
