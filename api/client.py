@@ -110,6 +110,11 @@ class NightshiftClient:
         result: dict[str, Any] = self._call("POST", f"/sweeps/{int(sweep_id)}/cancel")
         return result
 
+    def change_sweep(self, sweep_id: int, changes: dict[str, Any]) -> dict[str, Any]:
+        """PATCH /sweeps/{id}: the same change to every queued task of the sweep."""
+        result: dict[str, Any] = self._call("PATCH", f"/sweeps/{int(sweep_id)}", json=changes)
+        return result
+
     def hold_sweep(self, sweep_id: int) -> dict[str, Any]:
         """POST /sweeps/{id}/hold: every queued task of the sweep held back."""
         result: dict[str, Any] = self._call("POST", f"/sweeps/{int(sweep_id)}/hold")

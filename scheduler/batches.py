@@ -6,6 +6,7 @@ them.
                                                  transaction for all the tasks)
     cancel_sweep(cluster, who, sweep_id)      -> each queued task cancelled, each running one stopped
     hold_sweep / release_sweep                -> each queued task held back, or each held one let go
+    change_sweep(cluster, who, sweep_id, ch)  -> the same change to each queued task (`Cluster.update`)
     sweep_results(cluster, who, sweep_id)     -> `results.compare()` over the sweep's tasks
 
 Nothing reaches SQL before every spec is valid, fits the cluster and stays within the size cap, so a bad
@@ -15,10 +16,12 @@ parameter set leaves no row behind.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from scheduler.clock import from_epoch_s, now_s
+from scheduler.edits import changed_spec
 from scheduler.errors import ConflictError, NotFoundError, RateLimited, SpecError
 from scheduler.results import Comparison, Goal, ResultRow, compare
 from scheduler.service import Cluster
@@ -163,6 +166,22 @@ def release_sweep(cluster: Cluster, who: Identity, sweep_id: int) -> SweepView:
     if view.held == 0:
         raise ConflictError(f"sweep {sweep_id} has no held task to release ({_counts_text(view)})")
     _each(view.tasks, lambda task: _queued(task, held=True), lambda task_id: cluster.release(who, task_id))
+    return get_sweep(cluster, who, sweep_id)
+
+
+def change_sweep(cluster: Cluster, who: Identity, sweep_id: int, changes: Mapping[str, Any]) -> SweepView:
+    """The same change (priority, start window, limits, ...) to every queued task of the sweep.
+
+    The change is checked against every queued task before any is changed, so a refused change leaves
+    them all as they were.
+    """
+    view = get_sweep(cluster, who, sweep_id)
+    queued = [task for task in view.tasks if task.status == "queued"]
+    if not queued:
+        raise ConflictError(f"sweep {sweep_id} has no queued task to change ({_counts_text(view)})")
+    for task in queued:
+        changed_spec(task.id, task.spec or {}, changes)
+    _each(queued, lambda task: True, lambda task_id: cluster.update(who, task_id, changes))
     return get_sweep(cluster, who, sweep_id)
 
 

@@ -392,7 +392,8 @@ def task_changes(
 
 @app.command()
 def change(
-    task_id: Annotated[int, typer.Argument(help="a queued task")],
+    task_id: Annotated[int | None, typer.Argument(help="a queued task")] = None,
+    sweep: Annotated[int | None, typer.Option("--sweep", help="every queued task of this sweep")] = None,
     priority: Annotated[str | None, typer.Option(help="low | normal | high | urgent")] = None,
     after: Annotated[str | None, typer.Option(help="not before: 23:00, tomorrow 9am, +2h, ISO")] = None,
     start_now: Annotated[
@@ -409,16 +410,26 @@ def change(
     name: Annotated[str | None, typer.Option(help="a short name")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Change a queued task's priority, start window, limits, retries or name; it keeps its place in time.
-    (GPUs, memory or the command: `nightshift submit --like ID ...`, then cancel ID.)"""
+    """Change a queued task's (or every queued task of a sweep's, with --sweep ID) priority, start window,
+    limits, retries or name; it keeps its place in time. (GPUs, memory or the command: `nightshift submit
+    --like ID ...`, then cancel ID.)"""
     overrides = {
         "priority": priority, "offpeak": tonight, "time_limit_minutes": time_limit,
         "estimated_minutes": estimate, "retries": retries, "name": name,
     }  # fmt: skip
+    if (task_id is None) == (sweep is None):
+        _fail("give a task id, or --sweep ID", code=2)
     try:
         changes = task_changes(overrides, after, deadline, start_now, get_settings())
     except NightshiftError as exc:
         _fail(exc.message, code=2)
+    if sweep is not None:
+        group = _with_client(lambda client: client.change_sweep(sweep, changes))
+        print_json(group) if as_json else console.print(
+            f"{sweep_counts_line(group)}; changed: {', '.join(sorted(changes))}"
+        )
+        return
+    assert task_id is not None
     task = _with_client(lambda client: client.change(task_id, changes))
     if as_json:
         print_json(task)

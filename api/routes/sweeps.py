@@ -3,14 +3,15 @@ them together; their results."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Path, Query, Request, Response
+from fastapi import APIRouter, Body, Header, Path, Query, Request, Response
 
 from api.deps import ClusterDep, IdentityDep, QueuedCap, forget_queued_estimate
 from api.schemas_sweeps import BatchCreate, Goal, ResultsPublic, SweepPublic
 from scheduler.batches import (
     cancel_sweep,
+    change_sweep,
     get_sweep,
     hold_sweep,
     release_sweep,
@@ -79,6 +80,18 @@ def read_sweep(sweep_id: SweepId, cluster: ClusterDep, who: IdentityDep) -> Swee
 def cancel(sweep_id: SweepId, cluster: ClusterDep, who: IdentityDep) -> SweepPublic:
     """Cancel every queued task of the sweep and stop every running one (finished ones stay)."""
     return SweepPublic.of(cancel_sweep(cluster, who, sweep_id))
+
+
+@router.patch("/{sweep_id}", response_model=SweepPublic)
+def change(
+    sweep_id: SweepId,
+    changes: Annotated[dict[str, Any], Body(description="as for PATCH /tasks/{id}: the fields to change")],
+    cluster: ClusterDep,
+    who: IdentityDep,
+) -> SweepPublic:
+    """The same change (priority, start window, limits, ...) to every queued task of the sweep; a refused
+    change (422) leaves them all as they were."""
+    return SweepPublic.of(change_sweep(cluster, who, sweep_id, changes))
 
 
 @router.post("/{sweep_id}/hold", response_model=SweepPublic)

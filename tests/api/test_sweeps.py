@@ -142,6 +142,25 @@ def test_holding_a_sweep_holds_every_queued_task_until_the_sweep_is_released(cli
     )
 
 
+def test_a_change_to_a_sweep_reaches_every_queued_task_or_none(client, cluster, alice):
+    sweep = client.post("/api/v1/sweeps", json=_sweep(), headers=alice).json()
+    ids = [task["id"] for task in sweep["tasks"]]
+    client.post(f"/api/v1/tasks/{ids[0]}/cancel", headers=alice)
+
+    refused = client.patch(
+        f"/api/v1/sweeps/{sweep['id']}", json={"priority": "low", "gpus": 2}, headers=alice
+    )
+    untouched = {cluster.tasks.get_any(i).priority for i in ids}
+    changed = client.patch(f"/api/v1/sweeps/{sweep['id']}", json={"priority": "low"}, headers=alice)
+
+    assert refused.status_code == 422 and refused.json()["detail"].startswith("gpus cannot change")
+    assert untouched == {"normal"}
+    assert changed.status_code == 200, changed.text
+    assert [task["priority"] for task in changed.json()["tasks"]] == ["normal"] + [
+        "low"
+    ] * 5  # cancelled stays
+
+
 def test_a_sweep_with_nothing_queued_cannot_be_held(client, alice):
     sweep = client.post("/api/v1/sweeps", json=_sweep(), headers=alice).json()
     client.post(f"/api/v1/sweeps/{sweep['id']}/cancel", headers=alice)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from tests.cli.conftest import cli_as
 
 
@@ -28,3 +30,24 @@ def test_nightshift_change_from_the_command_line(cluster, a100_node, make_identi
     assert nothing.exit_code == 2 and "nothing to change" in nothing.output
     assert both.exit_code == 2 and "not with --after or --tonight" in both.output
     assert gpus.exit_code == 1 and "priority" in gpus.output
+
+
+def test_a_whole_sweep_is_changed_from_the_command_line(
+    cluster, a100_node, make_identity, monkeypatch, tmp_path
+):
+    _, token = make_identity("alice", "vision")
+    spec = tmp_path / "sweep.yaml"
+    spec.write_text("command: python train.py --lr {lr}\ngpus: 1\nsweep:\n  lr: [0.1, 0.01]\n")
+    with cli_as(cluster, token, monkeypatch, tmp_path / "client-home") as nightshift:
+        sweep = json.loads(nightshift("submit", "--json", str(spec)).output)
+        changed = nightshift("change", "--sweep", str(sweep["id"]), "--priority", "low", "--tonight")
+        both = nightshift("change", "1", "--sweep", str(sweep["id"]), "--priority", "low")
+
+    said = " ".join(changed.output.split())
+    assert changed.exit_code == 0 and f"sweep {sweep['id']}: 2 queued; changed: offpeak, priority" in said, (
+        said
+    )
+    assert [(t.priority, t.spec["offpeak"]) for t in cluster.tasks.with_status("queued")] == [
+        ("low", True)
+    ] * 2
+    assert both.exit_code == 2 and "give a task id, or --sweep ID" in both.output
