@@ -42,3 +42,10 @@ def cli_as(
             yield lambda *args: CliRunner().invoke(app, list(args))
         finally:
             get_settings.cache_clear()
+
+
+def lr_sweep_file(folder: Path, rates: str) -> Path:
+    """A spec file of a one-GPU sweep over these learning rates (`rates`: a YAML list, e.g. `[0.1, 0.01]`)."""
+    spec = folder / "sweep.yaml"
+    spec.write_text(f"command: python train.py --lr {{lr}}\ngpus: 1\nsweep:\n  lr: {rates}\n")
+    return spec

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tests.cli.conftest import cli_as
+from tests.cli.conftest import cli_as, lr_sweep_file
 
 
 def test_hold_and_release_from_the_command_line(cluster, a100_node, make_identity, monkeypatch, tmp_path):
@@ -29,8 +29,7 @@ def test_a_whole_sweep_is_held_and_released_from_the_command_line(
     cluster, a100_node, make_identity, monkeypatch, tmp_path
 ):
     _, token = make_identity("alice", "vision")
-    spec = tmp_path / "sweep.yaml"
-    spec.write_text("command: python train.py --lr {lr}\ngpus: 1\nsweep:\n  lr: [0.1, 0.01, 0.001]\n")
+    spec = lr_sweep_file(tmp_path, "[0.1, 0.01, 0.001]")
     with cli_as(cluster, token, monkeypatch, tmp_path / "client-home") as nightshift:
         submitted = nightshift("submit", "--json", str(spec))
         sweep = json.loads(submitted.output)
