@@ -679,6 +679,12 @@ POINTERS = {
         "任务排队后，卡数、显存、节点和命令都不能改：可以说“12号再跑一遍，用4张卡”新建一个同样的任务"
         "（再取消原来的）。优先级、开始时间、谷时、截止时间和时间限制可以改。",
     ),
+    "change_sweep": (
+        "I change single tasks only: `nightshift change --sweep SWEEP_ID --priority low` (or --tonight, "
+        "--after 23:00, --time-limit MIN) changes every queued task of a sweep.",
+        "我只能修改单个任务：运行 `nightshift change --sweep 扫参编号 --priority low`（或 --tonight、"
+        "--after 23:00、--time-limit 分钟）可以修改一个扫参里所有排队的任务。",
+    ),
     "hold_sweep": (
         "I hold and release single tasks only: `nightshift hold --sweep SWEEP_ID` holds every queued task "
         "of a sweep, `nightshift release --sweep SWEEP_ID` lets them go.",

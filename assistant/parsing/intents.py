@@ -262,15 +262,19 @@ def _refusal(text: str) -> Reading | None:
     return None
 
 
-def _about_a_sweep(text: str) -> Reading | None:
+def _about_a_sweep(text: str, now: datetime) -> Reading | None:
     """A request about a sweep by id ("cancel sweep 5" is no task 5): the chat has no sweep tool, so the
-    reply says which command does it (cancel, hold or release it, or compare its results)."""
+    reply says which command does it (cancel, hold, release or change it, or compare its results)."""
     if not SWEEP_REF.search(text):
         return None
     if CANCEL_VERB.search(text):
         return Reading("help", reason="cancel_sweep")
     if HOLD.search(text) or RELEASE.search(text):
         return Reading("help", reason="hold_sweep")
+    if CHANGE_VERB.search(text) and (
+        PRIORITY_UP.search(text) or PRIORITY_DOWN.search(text) or _spec_args(text, now)
+    ):
+        return Reading("help", reason="change_sweep")
     return Reading("help", reason="results")
 
 
@@ -422,7 +426,7 @@ def understand(text: str, now: datetime) -> Reading:
     """Classify `text` and read the arguments of the tool it needs (or say what is missing)."""
     found = find_command(text)
     rest = remove_span(text, found.start, found.end) if found else text
-    early = _refusal(rest) or (_about_a_sweep(rest) if not found else None)
+    early = _refusal(rest) or (_about_a_sweep(rest, now) if not found else None)
     if early:
         return early
     if EXPLAIN.search(rest) and not ESTIMATE.search(rest):

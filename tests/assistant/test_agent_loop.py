@@ -305,10 +305,13 @@ def test_a_dry_run_hold_changes_nothing(make_assistant, cluster):
     assert cluster.tasks.get_any(tid).held_by is None
 
 
-def test_a_whole_sweep_is_pointed_to_the_hold_command(make_assistant):
-    turn = make_assistant().ask("hold sweep 5")
+def test_a_whole_sweep_is_pointed_to_the_hold_and_change_commands(make_assistant):
+    assistant = make_assistant()
+    hold = assistant.ask("hold sweep 5")
+    change = assistant.ask("make sweep 5 low priority")
 
-    assert turn.tool_calls == [] and "`nightshift hold --sweep SWEEP_ID`" in turn.reply
+    assert hold.tool_calls == [] and "`nightshift hold --sweep SWEEP_ID`" in hold.reply
+    assert change.tool_calls == [] and "`nightshift change --sweep SWEEP_ID --priority low`" in change.reply
 
 
 def test_a_dropped_card_is_never_performed(make_assistant, cluster):
