@@ -284,7 +284,12 @@ class Cluster:
             raise ConflictError(f"task {task_id} already {now}; only a queued task can be changed")
         updated = self.tasks.get_any(task_id)
         if updated.held_by is None:
-            self.queue.enqueue(task_id, self.score(updated), self.due(updated))
+            score, due = self.score(updated), self.due(updated)
+            # rescored where a release meanwhile queued it again (with its old score); else queued again,
+            # unless Redis holds it elsewhere (assigned or claimed after that release)
+            self.queue.rescore(task_id, score, due)
+            self.queue.restore_queued(task_id, score, due)
+            self.queue.ring_scheduler()
         return updated
 
     def release(self, who: Identity, task_id: int) -> Task:

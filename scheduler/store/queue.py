@@ -150,6 +150,14 @@ class RedisQueue:
         self._ring_scheduler(pipe)
         pipe.execute()
 
+    def rescore(self, task_id: int, score: float, due_s: float) -> None:
+        """New scores for a task already in the queue and the overdue set (after its spec changed); a task
+        not there is left out, so one assigned or claimed meanwhile is not queued twice."""
+        pipe = self.client.pipeline(transaction=True)
+        pipe.zadd(self.keys.queue, {str(task_id): score}, xx=True)
+        pipe.zadd(self.keys.overdue, {str(task_id): due_s}, xx=True)
+        pipe.execute()
+
     def remove(self, task_id: int) -> bool:
         """Take a queued task out of the queue and the overdue set (cancel); True if it was queued."""
         pipe = self.client.pipeline(transaction=True)

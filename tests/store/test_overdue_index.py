@@ -40,6 +40,18 @@ def test_assign_unassign_remove_keep_the_overdue_set_equal_to_the_queue(queue: R
     assert _overdue(queue) == {1: 300.0, 3: 100.0} and queue.indexes_agree()
 
 
+def test_rescore_changes_only_tasks_in_the_queue_and_keeps_both_indexes_equal(queue: RedisQueue) -> None:
+    queue.enqueue(1, 10.0, 500.0)
+    queue.enqueue(2, 20.0, 600.0)
+    assert queue.assign(2, "node-a", [0], now_ms())
+
+    queue.rescore(1, 5.0, 400.0)
+    queue.rescore(2, 1.0, 100.0)  # assigned meanwhile: not queued a second time
+
+    assert dict(queue.head(10)) == {1: 5.0} and _overdue(queue) == {1: 400.0}
+    assert queue.indexes_agree()
+
+
 def test_restore_indexes_a_queued_task_missing_from_the_overdue_set(queue: RedisQueue) -> None:
     queue.enqueue(1, 1.0)  # as before the overdue index existed
     assert not queue.indexes_agree()
