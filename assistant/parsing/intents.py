@@ -137,7 +137,7 @@ CLUSTER = re.compile(
     r"|cluster\s+status|status\s+of\s+the\s+(?:cluster|gpus|nodes)|which\s+gpus|nvidia-smi"
     r"|\b(?:any(?:one|body)|some(?:one|body)|who(?:'s|\s+is))\s+using\b"
     r"|(?:卡|gpu)(?:多|够用?)(?:吗|么|不)"  # "现在卡多吗"
-    r"|anything\s+free|\bnodes?\b.*\b(?:up|status|alive)|空闲|空卡|显卡状态|gpu状态|集群状态|集群.*(?:怎么样|情况)|[AHVL]\d{2,3}.*空|卡.*(?:空|忙|占用|闲)"
+    r"|anything\s+free|what\s+can\s+i\s+run\s+(?:right\s+)?now|\bnodes?\b.*\b(?:up|status|alive)|空闲|空卡|显卡状态|gpu状态|集群状态|集群.*(?:怎么样|情况)|[AHVL]\d{2,3}.*空|卡.*(?:空|忙|占用|闲)"
     r"|显存.*(?:占用|剩|情况)|哪些卡|有没有卡|忙不忙|忙吗|繁忙|几张卡.*(?:空|闲|可用)|gpu.*(?:情况|使用)",
     _I,
 )
@@ -402,11 +402,15 @@ def _change(rest: str, now: datetime) -> Reading | None:
     """A change to one queued task's timing or priority (a change card to confirm); a pointer when it asks
     to change what runs or where; None when the text is not such a request."""
     ids = task_ids(rest)
-    if len(ids) != 1 or not CHANGE_VERB.search(rest):
+    if not CHANGE_VERB.search(rest):
+        return None
+    if not ids and (PRIORITY_UP.search(rest) or PRIORITY_DOWN.search(rest)):
+        return Reading("question", reason="need_task_id")  # "raise my priority": of which task?
+    if len(ids) != 1:
         return None
     args = _spec_args(rest, now)
     if "priority" not in args and PRIORITY_UP.search(rest):
-        args["priority"] = "high"
+        args["priority"] = "urgent" if re.search(r"\bhighest\b|\btop\b|最高", rest, _I) else "high"
     elif "priority" not in args and PRIORITY_DOWN.search(rest):
         args["priority"] = "low"
     if args.keys() - set(EDITABLE_FIELDS):

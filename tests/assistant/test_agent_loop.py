@@ -199,6 +199,19 @@ def test_a_change_shows_before_and_after_on_a_card_and_happens_only_once_confirm
     assert (changed.priority, changed.spec["not_before"], changed.enqueued_at) == ("urgent", None, enqueued)
 
 
+def test_raise_my_priority_asks_which_task_and_the_number_alone_makes_the_card(make_assistant):
+    assistant = make_assistant()
+    tid = assistant.client.submit(
+        {"command": "python train.py", "gpus": 1, "not_before": "2099-01-01T09:00:00Z"}
+    )["id"]
+
+    which = assistant.ask("帮我把优先级调到最高")
+    card = assistant.ask(str(tid))
+
+    assert which.tool_calls == [] and which.reply.startswith("是哪个任务？")
+    assert card.tool_calls == [{"name": "change_task", "args": {"task_id": tid, "priority": "urgent"}}]
+
+
 def test_a_change_the_task_cannot_take_is_explained_and_makes_no_card(make_assistant, cluster):
     assistant = make_assistant()
     queued = assistant.client.submit({"command": "python train.py", "gpus": 1, "priority": "high"})["id"]
