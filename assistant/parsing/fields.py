@@ -18,6 +18,8 @@ GPUS = [
     ),
     re.compile(r"(?P<n>\d+)\s*卡"),
     re.compile(rf"\bgpus?\s*[:=]\s*(?P<n>{NUMBER})", re.I),
+    # a bare count ending a clause: "用 H100 跑 train.py，两张"
+    re.compile(rf"(?<![\d.第])(?P<n>{NUMBER})\s*[张块](?=\s*(?:$|[，,。.;；!！]))"),
 ]
 GPU_ONE = re.compile(r"\b(?:a|one|single|1)\s+(?:gpu|card)\b|单卡|一张卡|一块卡", re.I)
 GPU_ZERO = re.compile(

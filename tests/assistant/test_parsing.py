@@ -262,3 +262,21 @@ def test_a_request_with_several_commands_asks_for_them_one_at_a_time_instead_of_
     assert (several.kind, several.reason) == ("question", "one_command")
     assert one.tool == "submit_task" and one.args["command"] == "python a.py"
     assert "send the commands one at a time" in canned("question", "one_command", "en")
+
+
+@pytest.mark.parametrize(
+    ("text", "gpus"),
+    [
+        ("用 H100 跑，两张", 2),
+        ("四块。", 4),
+        ("两张卡", 2),
+        ("画两张图片", None),  # a count of something else
+        ("第2张", None),
+        ("第二张。", None),
+        ("1.5张", None),
+    ],
+)
+def test_a_bare_count_of_cards_ending_a_clause_is_the_gpu_count(text: str, gpus: int | None) -> None:
+    from assistant.parsing.fields import read_fields
+
+    assert read_fields(text)[0].values.get("gpus") == gpus
