@@ -18,6 +18,15 @@ from .conftest import WAIT_S, wait_until
 RunJob = Callable[..., RunningJob]
 
 
+def _command(pid: int) -> str:
+    """The process's command name (`/proc/PID/comm`), or "" once it is gone."""
+    try:
+        with open(f"/proc/{pid}/comm") as handle:
+            return handle.read().strip()
+    except OSError:
+        return ""
+
+
 def _leader_gone(job: RunningJob) -> None:
     wait_until(job.leader_exited, what="the job's leader to exit")
 
@@ -34,7 +43,9 @@ def test_a_snapshot_taken_after_the_leaders_exit_finds_every_leftover_and_the_sw
     children = {job.pid: read_pids(job.request.workdir / f"pids{i}", 2) for i, job in enumerate(jobs)}
     for job in jobs:
         _leader_gone(job)
-        # (each child past its exec: in the middle of one, a process shows no environment for an instant)
+        # each child past its last exec (`setsid` execs `sleep`: in the middle of an exec a process shows no
+        # environment for an instant, so a look then would miss it), and carrying the token
+        wait_until(lambda job=job: all(_command(pid) == "sleep" for pid in children[job.pid]))
         wait_until(lambda job=job: set(children[job.pid]) <= set(find_processes_with_token(job.run_token)))
 
     snapshot = take_process_snapshot()
