@@ -195,3 +195,40 @@ def test_the_api_changes_a_task_and_answers_422_and_409_with_what_to_do(cluster,
     assert f"--like {task['id']}" in refused.json()["detail"]
     assert not_an_object.status_code == 422
     assert too_late.status_code == 409 and "only a queued task can be changed" in too_late.json()["detail"]
+
+
+def test_tasks_changed_again_and_again_while_the_cluster_runs_each_run_exactly_once(
+    cluster, make_identity, run_in_thread, tmp_path
+):
+    who, _ = make_identity()
+    ids = [
+        cluster.submit(who, {"command": f"sleep 0.0{i % 5}", "gpus": 1, "workdir": str(tmp_path)})[0].id
+        for i in range(24)
+    ]
+    worker = Worker(cluster, NODE, SimulatedGpus("2x24", node=NODE), base_env=dict(os.environ))
+    worker.publish_node()
+    run_in_thread(Dispatcher(cluster).run)
+    run_in_thread(worker.run)
+    priorities = ["low", "normal", "high", "urgent"]
+    changes = refused = 0
+
+    def all_done() -> bool:
+        return all(cluster.tasks.get_any(i).status == "succeeded" for i in ids)
+
+    round_ = 0
+    while not all_done():
+        for n, task_id in enumerate(ids):
+            try:  # a change that races the task's claim is refused; one that wins re-queues it
+                cluster.update(
+                    who, task_id, {"priority": priorities[(n + round_) % 4], "retries": round_ % 3}
+                )
+                changes += 1
+            except ConflictError:
+                refused += 1
+        round_ += 1
+        assert round_ < 2000, "the tasks did not finish while being changed"
+
+    rows = [cluster.tasks.get_any(i) for i in ids]
+    assert [row.attempts_count for row in rows] == [1] * len(ids)  # none ran twice, none was lost
+    assert changes > 0 and refused > 0
+    assert cluster.queue.length() == 0 and cluster.queue.assignments() == {}
