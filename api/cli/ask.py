@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -14,6 +15,32 @@ from scheduler.errors import NightshiftError
 from scheduler.settings import Settings, get_settings
 
 DRY_RUN_TIMEOUT_S = 5.0
+# a change card's fields as `nightshift change` options
+_CHANGE_OPTIONS = {
+    "priority": "--priority",
+    "not_before": "--after",
+    "deadline": "--deadline",
+    "time_limit_minutes": "--time-limit",
+    "estimated_minutes": "--estimate",
+    "retries": "--retries",
+    "name": "--name",
+}
+
+
+def change_command(card: dict[str, Any]) -> str:
+    """The `nightshift change ID ...` line that does what a change card does."""
+    words = ["nightshift", "change", str(card.get("task_id"))]
+    changes = {key: new for key, (_, new) in (card.get("changes") or {}).items()}
+    if "not_before" in changes and changes["not_before"] is None:
+        words.append("--now")
+        changes.pop("not_before")
+        changes.pop("offpeak", None)  # --now drops both
+    if "offpeak" in changes:
+        words.append("--tonight" if changes.pop("offpeak") else "--anytime")
+    for key, value in changes.items():
+        if key in _CHANGE_OPTIONS and value is not None:
+            words += [_CHANGE_OPTIONS[key], str(value)]
+    return shlex.join(words)
 
 
 def resolve_now(text: str | None, settings: Settings) -> datetime:
@@ -77,5 +104,7 @@ def ask_command(
             print(f"\nto submit it: {card.get('summary', {}).get('cli', '')}")
         elif card.get("kind") == "cancel":
             print(f"\nto cancel it: nightshift cancel {card.get('task_id')}")
+        elif card.get("kind") == "change":
+            print(f"\nto change it: {change_command(card)}")
     if dry_run and turn.cards:
         print("(dry run: nothing was changed)")

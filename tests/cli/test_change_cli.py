@@ -50,3 +50,22 @@ def test_a_whole_sweep_is_changed_from_the_command_line(
         ("low", True)
     ] * 2
     assert both.exit_code == 2 and "give a task id, or --sweep ID" in both.output
+
+
+def test_ask_shows_the_change_card_and_the_command_that_does_it(
+    cluster, a100_node, make_identity, monkeypatch, tmp_path
+):
+    _, token = make_identity("alice", "vision")
+    with cli_as(cluster, token, monkeypatch, tmp_path / "client-home") as nightshift:
+        task_id = nightshift("submit", "--after", "+2h", "--", "true").output.split("task ")[1].split(" ")[0]
+        asked = nightshift("ask", f"make {task_id} urgent and start it now")
+        unchanged = cluster.tasks.get_any(int(task_id)).priority
+        line = asked.output.split("to change it: ")[1].strip()
+        done = nightshift(*line.split()[1:])
+
+    assert asked.exit_code == 0, asked.output
+    assert "• priority: normal → urgent" in asked.output and unchanged == "normal"
+    assert line == f"nightshift change {task_id} --now --priority urgent"
+    assert done.exit_code == 0, done.output
+    row = cluster.tasks.get_any(int(task_id))
+    assert (row.priority, row.spec["not_before"]) == ("urgent", None)
