@@ -7,7 +7,8 @@ Also runs the uncapped trace over 12-24 nodes (`as_is_by_nodes`): utilization re
 the start of that one job, and moves by a few percent either way with the cluster size, for EASY backfill
 as for nightshift. `nightshift_favour_wide` is the default policy with `short_job_width_exponent` -0.5 (wide
 tasks favoured, as Slurm's job-size factor does, instead of ranked by GPU-seconds): it trades mean JCT for
-starting that job sooner. Prints one JSON line.
+starting that job sooner. Each run also says how busy the GPUs were while work waited
+(`while_work_waits`), a utilization the makespan's tail does not decide. Prints one JSON line.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ def compare(jobs: list[TraceJob]) -> dict[str, Any]:
     for name, r in runs.items():  # the job that ends last sets the makespan, hence utilization
         last = max(jobs, key=lambda j: r.starts_s[j.index] + j.duration_s)
         out[name]["last_to_end"] = {"job": last.job_id, "start_s": r.starts_s[last.index]}
+        out[name]["while_work_waits"] = while_work_waits(jobs, r, gpus_per_node=8, nodes=16)
     fifo, ns = runs["fifo"], runs["nightshift"]
     out["lower_bound_mean_jct_s"] = round(fifo.lower_bound_mean_jct_s, 1)
     out["jct_ratio_vs_fifo"] = round(ns.mean_jct_s / fifo.mean_jct_s, 3)
@@ -54,6 +56,54 @@ def _targets(run: SimulationResult, fifo: SimulationResult) -> dict[str, bool]:
         "jct_at_most_0.6_fifo": run.mean_jct_s <= 0.6 * fifo.mean_jct_s,
         "p99_wait_no_worse": run.p99_wait_s <= fifo.p99_wait_s,
         "utilization_no_lower": run.utilization >= fifo.utilization,
+    }
+
+
+def while_work_waits(
+    jobs: list[TraceJob], run: SimulationResult, gpus_per_node: int, nodes: int
+) -> dict[str, float]:
+    """Over the time some job waited: the fraction of GPU capacity busy, and the idle rest split into idle
+    while a waiting job would have fit on one node's free GPUs (held back: reservations, order) and idle
+    while none fit (fragmented: free GPUs scattered over nodes, waiting jobs too wide for any one)."""
+    order = {"end": 0, "submit": 1, "start": 2}  # a job's GPUs free before the next one starts at that time
+    events: list[tuple[float, int, str, TraceJob]] = []
+    for job in jobs:
+        start = run.starts_s[job.index]
+        events += [(job.submit_s, order["submit"], "submit", job), (start, order["start"], "start", job)]
+        events.append((start + job.duration_s, order["end"], "end", job))
+    events.sort(key=lambda e: (e[0], e[1]))
+    used: dict[str, float] = {}
+    waiting: dict[int, TraceJob] = {}
+    busy = held_back = fragmented = capacity = 0.0
+    last_s = events[0][0] if events else 0.0
+    for at_s, _, kind, job in events:
+        if waiting and at_s > last_s:
+            span = at_s - last_s
+            free = [gpus_per_node - u for u in used.values()] + [gpus_per_node] * (nodes - len(used))
+            whole = sum(1 for f in free if f >= gpus_per_node)
+            fits = any(
+                w.gpus <= max(free) if w.gpus <= gpus_per_node else w.gpus <= whole * gpus_per_node
+                for w in waiting.values()
+            )
+            idle = sum(free) * span
+            busy += (nodes * gpus_per_node) * span - idle
+            held_back += idle if fits else 0.0
+            fragmented += 0.0 if fits else idle
+            capacity += nodes * gpus_per_node * span
+        sign = {"submit": 0, "start": 1, "end": -1}[kind]
+        if kind == "submit":
+            waiting[job.index] = job
+        elif kind == "start":
+            waiting.pop(job.index, None)
+        for node, gpu_indices in run.placements.get(job.index, ()) if sign else ():
+            used[node] = used.get(node, 0.0) + sign * len(gpu_indices) * min(job.gpu_fraction, 1.0)
+        last_s = at_s
+    if capacity == 0:
+        return {"busy": 0.0, "idle_held_back": 0.0, "idle_fragmented": 0.0}
+    return {
+        "busy": round(busy / capacity, 4),
+        "idle_held_back": round(held_back / capacity, 4),
+        "idle_fragmented": round(fragmented / capacity, 4),
     }
 
 
