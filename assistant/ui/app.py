@@ -3,6 +3,7 @@
 Element ids (`elem_id`) are part of the page's contract for the browser tests: `token-input`,
 `sign-in-button`, `who`, `model-label`, `chat`, `chat-input`, `send-button`, `confirm-card`,
 `confirm-button`, `drop-button`, `tasks-table`, `tasks-note`, `log-view`, `hold-button`, `release-button`,
+`priority-choice`, `priority-button`,
 `queue-table`, `queue-refresh`, `gpus-table`, `gpus-refresh`, `chart-gpu-hours`, `chart-gpu-share`,
 `chart-waits`, `chart-energy`, `chart-cost`, `chart-offpeak`, `chart-quota`, `results-sweep-id`,
 `results-tag`, `results-show`, `results-sort`, `results-goal`, `results-metric`, `results-note`,
@@ -16,7 +17,7 @@ from typing import Any
 import gradio as gr
 
 from assistant.ui import views
-from assistant.ui.handlers import GOAL_AUTO, GOALS, TASK_STATUSES, Handlers
+from assistant.ui.handlers import GOAL_AUTO, GOALS, PRIORITIES, TASK_STATUSES, Handlers
 from assistant.ui.session import close_session
 from scheduler.settings import Settings
 
@@ -82,6 +83,10 @@ def build_ui(settings: Settings, api_url: str | None = None) -> gr.Blocks:
                     show_log = gr.Button("Show log", scale=0, elem_id="show-log-button")
                     hold = gr.Button("Hold", scale=0, elem_id="hold-button")
                     release = gr.Button("Release", scale=0, elem_id="release-button")
+                    new_priority = gr.Dropdown(
+                        PRIORITIES, value="high", label="priority", scale=0, elem_id="priority-choice"
+                    )
+                    set_priority = gr.Button("Set priority", scale=0, elem_id="priority-button")
                 log_view = gr.Code(label="log (last lines)", language=None, elem_id="log-view", max_lines=30)
             with gr.Tab("Queue", id="queue-tab") as queue_tab:
                 with gr.Row(equal_height=True):
@@ -235,6 +240,7 @@ def build_ui(settings: Settings, api_url: str | None = None) -> gr.Blocks:
         show_log.click(handlers.log_text, [session, log_id], log_view)
         hold.click(handlers.hold, [session, log_id, status], tasks_out)
         release.click(handlers.release, [session, log_id, status], tasks_out)
+        set_priority.click(handlers.set_priority, [session, log_id, new_priority, status], tasks_out)
         tasks_table.select(handlers.select_task, [session, tasks_table], [log_id, log_view])
         for event in (queue_tab.select, refresh_queue.click):
             event(handlers.queue, [session], [queue_table, queue_note])

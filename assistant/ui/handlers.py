@@ -9,7 +9,7 @@ from __future__ import annotations
 import html
 import logging
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, get_args
 
 import gradio as gr
 import pandas as pd
@@ -21,10 +21,12 @@ from assistant.ui.session import UiSession, api_base_url, local_admin_token, ope
 from scheduler.clock import local_zone
 from scheduler.reports import MAX_REPORT_DAYS
 from scheduler.settings import Settings
+from scheduler.spec import Priority
 
 log = logging.getLogger("nightshift.ui")
 LOG_TAIL_LINES = 400
 TASK_STATUSES = ["all", "queued", "running", "succeeded", "failed", "cancelled"]
+PRIORITIES = list(get_args(Priority))
 # what a dropped card leaves undone, by its kind (English, Chinese)
 DROPPED_WORDS = {
     "submit": ("submitted", "提交"),
@@ -197,6 +199,24 @@ class Handlers:
     ) -> tuple[pd.DataFrame, str]:
         """Let the held task in the id box start again; the table."""
         return self._hold_or_release(session, task_id, status, hold=False)
+
+    def set_priority(
+        self, session: UiSession | None, task_id: float | None, priority: str | None, status: str
+    ) -> tuple[pd.DataFrame, str]:
+        """Give the queued task in the id box this priority (it keeps its place in time); the table."""
+        frame, note = self.tasks(session, status)
+        if session is None:
+            return frame, note
+        if task_id is None or task_id < 1:  # an empty number box reads 0
+            return frame, "Enter a task id first (the number in the table)."
+        number = int(task_id)
+        try:
+            session.client.change(number, {"priority": priority})
+            said = f"Task {number} now has priority {priority}; it keeps its place in time."
+        except ClientError as exc:
+            said = f"Not done: {exc.message}"
+        frame, _ = self.tasks(session, status)
+        return frame, said
 
     def _hold_or_release(
         self, session: UiSession | None, task_id: float | None, status: str, hold: bool

@@ -217,7 +217,9 @@ def _a_task_that_waits(live_server: LiveServer, token: str) -> dict[str, Any]:
     return task
 
 
-def test_a_queued_task_is_held_and_released_from_the_tasks_tab(live_server: LiveServer, page: Any) -> None:
+def test_a_queued_task_is_held_released_and_given_a_priority_from_the_tasks_tab(
+    live_server: LiveServer, page: Any
+) -> None:
     from playwright.sync_api import expect
 
     token = live_server.token("erin", "vision")
@@ -238,6 +240,11 @@ def test_a_queued_task_is_held_and_released_from_the_tasks_tab(live_server: Live
         assert api.get(f"/tasks/{task['id']}").json()["held_by"] is None
     page.locator("#release-button").click()  # twice: says why not
     expect(page.locator("#tasks-note")).to_contain_text("Not done: task")
+
+    page.locator("#priority-button").click()  # "high", the choice it offers first
+    expect(page.locator("#tasks-note")).to_contain_text(f"Task {task['id']} now has priority high")
+    with live_server.api(token) as api:
+        assert api.get(f"/tasks/{task['id']}").json()["priority"] == "high"
 
 
 def test_a_task_is_held_and_released_by_asking_in_the_chat(live_server: LiveServer, page: Any) -> None:
