@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import html
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, get_args
 
 import gradio as gr
@@ -16,6 +16,7 @@ import pandas as pd
 
 from api.client import ClientError
 from assistant.agent import Turn, make_model
+from assistant.client import AssistantClient
 from assistant.ui import views
 from assistant.ui.session import UiSession, api_base_url, local_admin_token, open_session
 from scheduler.clock import local_zone
@@ -204,36 +205,41 @@ class Handlers:
         self, session: UiSession | None, task_id: float | None, priority: str | None, status: str
     ) -> tuple[pd.DataFrame, str]:
         """Give the queued task in the id box this priority (it keeps its place in time); the table."""
-        frame, note = self.tasks(session, status)
-        if session is None:
-            return frame, note
-        if task_id is None or task_id < 1:  # an empty number box reads 0
-            return frame, "Enter a task id first (the number in the table)."
-        number = int(task_id)
-        try:
-            session.client.change(number, {"priority": priority})
-            said = f"Task {number} now has priority {priority}; it keeps its place in time."
-        except ClientError as exc:
-            said = f"Not done: {exc.message}"
-        frame, _ = self.tasks(session, status)
-        return frame, said
+
+        def change(number: int, client: AssistantClient) -> str:
+            client.change(number, {"priority": priority})
+            return f"Task {number} now has priority {priority}; it keeps its place in time."
+
+        return self._act_on_task(session, task_id, status, change)
 
     def _hold_or_release(
         self, session: UiSession | None, task_id: float | None, status: str, hold: bool
     ) -> tuple[pd.DataFrame, str]:
+        def act(number: int, client: AssistantClient) -> str:
+            if hold:
+                client.hold(number)
+                return f"Task {number} is held: it starts only after you release it."
+            client.release(number)
+            return f"Task {number} is released: it is queued again."
+
+        return self._act_on_task(session, task_id, status, act)
+
+    def _act_on_task(
+        self,
+        session: UiSession | None,
+        task_id: float | None,
+        status: str,
+        act: Callable[[int, AssistantClient], str],
+    ) -> tuple[pd.DataFrame, str]:
+        """`act` on the task in the id box with the person's client; the tasks table and what was done (or
+        why not)."""
         frame, note = self.tasks(session, status)
         if session is None:
             return frame, note
         if task_id is None or task_id < 1:  # an empty number box reads 0
             return frame, "Enter a task id first (the number in the table)."
-        number = int(task_id)
         try:
-            if hold:
-                session.client.hold(number)
-                said = f"Task {number} is held: it starts only after you release it."
-            else:
-                session.client.release(number)
-                said = f"Task {number} is released: it is queued again."
+            said = act(int(task_id), session.client)
         except ClientError as exc:
             said = f"Not done: {exc.message}"
         frame, _ = self.tasks(session, status)
