@@ -35,9 +35,10 @@ PRIVILEGE = re.compile(
     r"|别人的\s*(?:token|令牌|密码)|(?:token|令牌|密码|密钥)|删库|删除数据库|关机|重启(?:服务器|集群|调度器)",
     _I,
 )
+# "取消暂停" cancels a pause, so it is a release (RELEASE), not a cancel
 CANCEL_VERB = re.compile(
     r"(?<![A-Za-z])(?:cancel|cancle|kill|stop|abort|terminate|delete|remove|drop|halt)(?![A-Za-z])"
-    r"|取消|停止|停掉|杀掉|杀死|终止|干掉|删掉|删除|停了|撤销|kill掉|(?:不用|不要|别|不)(?:再)?跑了",
+    r"|取消(?!暂停|挂起)|停止|停掉|杀掉|杀死|终止|干掉|删掉|删除|停了|撤销|kill掉|(?:不用|不要|别|不)(?:再)?跑了",
     _I,
 )
 BULK_OTHERS = re.compile(
@@ -336,7 +337,6 @@ def _spec_args(text: str, now: datetime) -> dict[str, Any]:
 RELEASE = re.compile(
     r"\b(?:release|resume|unhold|un-hold|unpause|un-pause)\b|放行|取消(?:暂停|挂起)|恢复|继续跑", _I
 )
-UNHOLD_ZH = re.compile(r"取消(?:暂停|挂起)")  # "cancel the pause": a release, not a cancel
 HOLD = re.compile(r"\b(?:hold|pause|suspend)\b|暂停|挂起|先别跑", _I)
 # answers to a card in words: the card's own buttons do it ("yes", "ok", "确认"; "no", "算了")
 CONFIRM_WORDS = re.compile(
@@ -447,7 +447,7 @@ def understand(text: str, now: datetime) -> Reading:
         and not (ESTIMATE.search(rest) or LOGS.search(rest))
     ):
         return _tool("explain_task", task_id=_first_id(rest))
-    if CANCEL_VERB.search(rest) and not found and not UNHOLD_ZH.search(rest):
+    if CANCEL_VERB.search(rest) and not found:
         task_ids_found = task_ids(rest)
         if task_ids_found:
             return _tool("cancel_task", task_id=task_ids_found[0])
