@@ -58,6 +58,12 @@ def _fail(message: str, code: int = 1, errors: Sequence[Mapping[str, Any]] = ())
     raise typer.Exit(code)
 
 
+def _one_target(task_id: int | None, sweep: int | None) -> None:
+    """Exit 2 unless exactly one of a task id and `--sweep ID` is given."""
+    if (task_id is None) == (sweep is None):
+        _fail("give a task id, or --sweep ID", code=2)
+
+
 def _with_client(action: Callable[[NightshiftClient], T]) -> T:
     client = NightshiftClient.from_settings(get_settings())
     try:
@@ -351,8 +357,7 @@ def cancel(
     as_json: JsonOpt = False,
 ) -> None:
     """Cancel a queued task or stop a running one (or all the tasks of a sweep with --sweep ID)."""
-    if (task_id is None) == (sweep is None):
-        _fail("give a task id, or --sweep ID", code=2)
+    _one_target(task_id, sweep)
     if sweep is not None:
         group = _with_client(lambda client: client.cancel_sweep(sweep))
         # a running task has been sent its stop signal and ends within its grace period
@@ -417,8 +422,7 @@ def change(
         "priority": priority, "offpeak": tonight, "time_limit_minutes": time_limit,
         "estimated_minutes": estimate, "retries": retries, "name": name,
     }  # fmt: skip
-    if (task_id is None) == (sweep is None):
-        _fail("give a task id, or --sweep ID", code=2)
+    _one_target(task_id, sweep)
     try:
         changes = task_changes(overrides, after, deadline, start_now, get_settings())
     except NightshiftError as exc:
@@ -448,8 +452,7 @@ def hold(
 ) -> None:
     """Keep a queued task (or every queued task of a sweep with --sweep ID) from starting until
     `nightshift release`; it keeps its priority and age."""
-    if (task_id is None) == (sweep is None):
-        _fail("give a task id, or --sweep ID", code=2)
+    _one_target(task_id, sweep)
     if sweep is not None:
         group = _with_client(lambda client: client.hold_sweep(sweep))
         then = f"held ones start only after `nightshift release --sweep {sweep}`"
@@ -471,8 +474,7 @@ def release(
 ) -> None:
     """Let a held task (or every held task of a sweep with --sweep ID) start again, with the priority and
     age it had."""
-    if (task_id is None) == (sweep is None):
-        _fail("give a task id, or --sweep ID", code=2)
+    _one_target(task_id, sweep)
     if sweep is not None:
         group = _with_client(lambda client: client.release_sweep(sweep))
         print_json(group) if as_json else console.print(sweep_counts_line(group))
