@@ -59,24 +59,25 @@ def _targets(run: SimulationResult, fifo: SimulationResult) -> dict[str, bool]:
     }
 
 
+END, SUBMIT, START = 0, 1, 2  # at one instant a job's GPUs free before the next job takes them
+
+
 def while_work_waits(
     jobs: list[TraceJob], run: SimulationResult, gpus_per_node: int, nodes: int
 ) -> dict[str, float]:
     """Over the time some job waited: the fraction of GPU capacity busy, and the idle rest split into idle
     while a waiting job would have fit on one node's free GPUs (held back: reservations, order) and idle
     while none fit (fragmented: free GPUs scattered over nodes, waiting jobs too wide for any one)."""
-    order = {"end": 0, "submit": 1, "start": 2}  # a job's GPUs free before the next one starts at that time
-    events: list[tuple[float, int, str, TraceJob]] = []
+    events: list[tuple[float, int, TraceJob]] = []
     for job in jobs:
         start = run.starts_s[job.index]
-        events += [(job.submit_s, order["submit"], "submit", job), (start, order["start"], "start", job)]
-        events.append((start + job.duration_s, order["end"], "end", job))
+        events += [(job.submit_s, SUBMIT, job), (start, START, job), (start + job.duration_s, END, job)]
     events.sort(key=lambda e: (e[0], e[1]))
-    used: dict[str, float] = {}
+    used: dict[str, float] = {}  # node -> GPUs in use
     waiting: dict[int, TraceJob] = {}
-    busy = held_back = fragmented = capacity = 0.0
+    held_back = fragmented = capacity = 0.0
     last_s = events[0][0] if events else 0.0
-    for at_s, _, kind, job in events:
+    for at_s, kind, job in events:
         if waiting and at_s > last_s:
             span = at_s - last_s
             free = [gpus_per_node - u for u in used.values()] + [gpus_per_node] * (nodes - len(used))
@@ -85,23 +86,23 @@ def while_work_waits(
                 w.gpus <= max(free) if w.gpus <= gpus_per_node else w.gpus <= whole * gpus_per_node
                 for w in waiting.values()
             )
-            idle = sum(free) * span
-            busy += (nodes * gpus_per_node) * span - idle
-            held_back += idle if fits else 0.0
-            fragmented += 0.0 if fits else idle
+            if fits:
+                held_back += sum(free) * span
+            else:
+                fragmented += sum(free) * span
             capacity += nodes * gpus_per_node * span
-        sign = {"submit": 0, "start": 1, "end": -1}[kind]
-        if kind == "submit":
-            waiting[job.index] = job
-        elif kind == "start":
-            waiting.pop(job.index, None)
-        for node, gpu_indices in run.placements.get(job.index, ()) if sign else ():
-            used[node] = used.get(node, 0.0) + sign * len(gpu_indices) * min(job.gpu_fraction, 1.0)
         last_s = at_s
+        if kind == SUBMIT:
+            waiting[job.index] = job
+            continue
+        waiting.pop(job.index, None)
+        sign = 1 if kind == START else -1
+        for node, gpu_indices in run.placements.get(job.index, ()):
+            used[node] = used.get(node, 0.0) + sign * len(gpu_indices) * min(job.gpu_fraction, 1.0)
     if capacity == 0:
         return {"busy": 0.0, "idle_held_back": 0.0, "idle_fragmented": 0.0}
     return {
-        "busy": round(busy / capacity, 4),
+        "busy": round(1 - (held_back + fragmented) / capacity, 4),
         "idle_held_back": round(held_back / capacity, 4),
         "idle_fragmented": round(fragmented / capacity, 4),
     }
