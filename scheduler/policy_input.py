@@ -40,6 +40,7 @@ def queued_task_of(task: Task) -> QueuedTask:
         depends_on=tuple(spec.get("depends_on") or ()),
         node=spec.get("node"),
         gpu_model=spec.get("gpu_model"),
+        revision=task.revision,
     )
 
 

@@ -292,6 +292,18 @@ class Cluster:
             self.queue.ring_scheduler()
         return updated
 
+    def requeue_waiting(self, task_ids: Sequence[int]) -> None:
+        """Queue again those of these tasks that still wait (queued, not held, not being cancelled) and that
+        Redis holds nowhere: a node refused to start them because their row changed after the scheduler
+        decided to (`TaskStore.mark_running_many`)."""
+        rows = self.tasks.by_ids(task_ids).values()
+        waiting = [
+            row for row in rows if row.status == "queued" and row.held_by is None and not row.cancel_requested
+        ]
+        restored = [self.queue.restore_queued(row.id, self.score(row), self.due(row)) for row in waiting]
+        if any(restored):
+            self.queue.ring_scheduler()
+
     def release(self, who: Identity, task_id: int) -> Task:
         """Let a held task start again, with the priority and age it had."""
         task = self.tasks.get_for(who, task_id)

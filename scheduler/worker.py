@@ -358,11 +358,14 @@ class Worker:
     def _start_many(self, claims: Sequence[Claim], claimed_at: float | None = None) -> None:
         """Mark the claimed tasks running (one SQL transaction), launch their jobs, record their pids."""
         marked = [(claim.task_id, claim.token, claim.gpu_indices) for claim in claims]
-        attempts = self.cluster.tasks.mark_running_many(self.node, marked)
-        # cancelled meanwhile, or already handled by someone else: let those leases go
-        self.cluster.queue.release_many(
-            [(claim.task_id, claim.token) for claim in claims if claim.task_id not in attempts]
-        )
+        revisions = {claim.task_id: claim.revision for claim in claims if claim.revision is not None}
+        attempts = self.cluster.tasks.mark_running_many(self.node, marked, revisions)
+        refused = [claim for claim in claims if claim.task_id not in attempts]
+        if refused:
+            # cancelled, held or changed meanwhile, or handled by someone else: let those leases go, and
+            # queue again the ones still waiting (a change that raced the decision to start them)
+            self.cluster.queue.release_many([(claim.task_id, claim.token) for claim in refused])
+            self.cluster.requeue_waiting([claim.task_id for claim in refused])
         rows = self.cluster.tasks.by_ids(attempts)
         todo = [
             (rows[claim.task_id], claim, attempts[claim.task_id])

@@ -59,6 +59,7 @@ class QueuedTask:
     depends_on: tuple[int, ...] = ()
     node: str | None = None  # pinned node label, when the spec names one
     gpu_model: str | None = None  # only GPUs whose model contains this (case-insensitive), e.g. "A100"
+    revision: int = 0  # the edit of the live task row this view was read from (a start names it)
 
 
 @dataclass(frozen=True, slots=True)

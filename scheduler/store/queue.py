@@ -6,7 +6,7 @@ Each multi-key change is one Lua script (in `lua/`), so two schedulers or worker
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -35,6 +35,11 @@ def _gpus_tuple(text: str | bytes) -> tuple[int, ...]:
     return tuple(int(part) for part in raw.split(",") if part != "")
 
 
+def _revision(text: str | bytes) -> int | None:
+    raw = text.decode() if isinstance(text, bytes) else text
+    return int(raw) if raw else None
+
+
 @dataclass(frozen=True, slots=True)
 class PassSnapshot:
     """The Redis side of one scheduling pass (`RedisQueue.pass_snapshot`)."""
@@ -53,6 +58,7 @@ class Claim:
     task_id: int
     token: str
     gpu_indices: tuple[int, ...]
+    revision: int | None = None  # the task row's revision the start was decided on (None: not known)
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,20 +222,37 @@ class RedisQueue:
 
     # --- assignment and claim ------------------------------------------------------------------
 
-    def assign(self, task_id: int, node: str, gpu_indices: Iterable[int], now_ms: int) -> bool:
-        """Move a queued task to `node`'s inbox with its GPUs; False if it had left the queue."""
-        return self.assign_many([(task_id, node, gpu_indices)], now_ms)[0]
+    def assign(
+        self, task_id: int, node: str, gpu_indices: Iterable[int], now_ms: int, revision: int | None = None
+    ) -> bool:
+        """Move a queued task to `node`'s inbox with its GPUs; False if it had left the queue.
 
-    def assign_many(self, starts: Sequence[tuple[int, str, Iterable[int]]], now_ms: int) -> list[bool]:
-        """`assign` for each (task id, node, GPU indices) in one round trip (each one still atomic)."""
+        `revision`: the task row's revision the start was decided on; the node starts the task only if its
+        row is still that one (a change that raced the decision wins, see `TaskStore.mark_running_many`).
+        """
+        revisions = {task_id: revision} if revision is not None else None
+        return self.assign_many([(task_id, node, gpu_indices)], now_ms, revisions)[0]
+
+    def assign_many(
+        self,
+        starts: Sequence[tuple[int, str, Iterable[int]]],
+        now_ms: int,
+        revisions: Mapping[int, int] | None = None,
+    ) -> list[bool]:
+        """`assign` for each (task id, node, GPU indices) in one round trip (each one still atomic);
+        `revisions`: task id -> the row revision its start was decided on."""
         if not starts:
             return []
         k = self.keys
+        known = revisions or {}
         pipe = self.client.pipeline(transaction=False)
         for task_id, node, gpu_indices in starts:
             inbox, doorbell = k.inbox(node), k.node_doorbell(node)
             keys = [k.queue, inbox, k.assignment(task_id), k.assigned, doorbell, k.overdue]
-            self._assign(keys=keys, args=[task_id, node, _gpus_text(gpu_indices), now_ms], client=pipe)
+            revision = known.get(task_id)
+            args: list[str | int] = [task_id, node, _gpus_text(gpu_indices), now_ms]
+            args.append("" if revision is None else revision)
+            self._assign(keys=keys, args=args, client=pipe)
         return [bool(done) for done in pipe.execute()]
 
     def assignments(self) -> dict[int, tuple[str, tuple[int, ...]]]:
@@ -353,8 +376,8 @@ class RedisQueue:
             ),
         )
         return [
-            Claim(int(result[i]), str(result[i + 1]), _gpus_tuple(result[i + 2]))
-            for i in range(0, len(result or []), 3)
+            Claim(int(result[i]), str(result[i + 1]), _gpus_tuple(result[i + 2]), _revision(result[i + 3]))
+            for i in range(0, len(result or []), 4)
         ]
 
     # --- leases -----------------------------------------------------------------------------------

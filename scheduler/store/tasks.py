@@ -6,12 +6,12 @@ claim was lost (lease expired, task requeued or cancelled) changes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Connection, Engine, Table, bindparam, func, insert, select, update
+from sqlalchemy import Connection, Engine, Table, bindparam, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -67,6 +67,8 @@ _MARK_RUNNING = (
         _TASKS.c.status == "queued",
         _TASKS.c.cancel_requested.is_(False),
         _TASKS.c.held_by.is_(None),  # held after it was assigned: its claim is refused
+        # changed after the start was decided (-1: the start named no revision)
+        or_(bindparam("b_revision") < 0, _TASKS.c.revision == bindparam("b_revision")),
     )
     .values(
         status="running",
@@ -396,28 +398,38 @@ class TaskStore:
 
     # --- state changes (compare-and-set) ---------------------------------------------------------
 
-    def mark_running(self, task_id: int, token: str, node: str, gpu_indices: Sequence[int]) -> int | None:
-        """queued -> running under `token`; returns the attempt number, or None if the task is not queued."""
-        return self.mark_running_many(node, [(task_id, token, tuple(gpu_indices))]).get(task_id)
+    def mark_running(
+        self, task_id: int, token: str, node: str, gpu_indices: Sequence[int], revision: int | None = None
+    ) -> int | None:
+        """queued -> running under `token`; returns the attempt number, or None if the task is not queued
+        (or no longer the `revision` its start was decided on)."""
+        revisions = {task_id: revision} if revision is not None else None
+        return self.mark_running_many(node, [(task_id, token, tuple(gpu_indices))], revisions).get(task_id)
 
     def mark_running_many(
-        self, node: str, claims: Sequence[tuple[int, str, Sequence[int]]]
+        self,
+        node: str,
+        claims: Sequence[tuple[int, str, Sequence[int]]],
+        revisions: Mapping[int, int] | None = None,
     ) -> dict[int, int]:
         """queued -> running for each (task id, token, GPU indices) claimed on `node`, in one transaction.
 
-        Returns task id -> attempt number for the tasks that were still queued (and not being cancelled);
-        the others are left alone.
+        Returns task id -> attempt number for the tasks that were still queued (not held, not being
+        cancelled and, where `revisions` names the row revision its start was decided on, not changed
+        since: a change that raced the decision wins); the others are left alone.
         """
         now = utcnow()
         started: dict[int, int] = {}
         attempts: list[dict[str, Any]] = []
+        known = revisions or {}
         with write_connection(self._engine) as connection:
             for task_id, token, gpu_indices in claims:
                 gpus = list(gpu_indices)
                 number = connection.execute(
                     _MARK_RUNNING,
-                    {"b_task_id": task_id, "b_token": token, "b_node": node, "b_gpus": gpus, "b_now": now},
-                ).scalar()
+                    {"b_task_id": task_id, "b_token": token, "b_node": node, "b_gpus": gpus, "b_now": now,
+                     "b_revision": known.get(task_id, -1)},
+                ).scalar()  # fmt: skip
                 if number is None:
                     continue
                 started[task_id] = int(number)

@@ -232,3 +232,62 @@ def test_tasks_changed_again_and_again_while_the_cluster_runs_each_run_exactly_o
     assert [row.attempts_count for row in rows] == [1] * len(ids)  # none ran twice, none was lost
     assert changes > 0 and refused > 0
     assert cluster.queue.length() == 0 and cluster.queue.assignments() == {}
+
+
+def test_a_change_that_lands_while_the_scheduler_decides_wins_and_the_task_waits(
+    cluster, make_identity, tmp_path
+):
+    who, _ = make_identity()
+    task, _ = cluster.submit(who, {"command": "true", "gpus": 1, "workdir": str(tmp_path)})
+    worker = Worker(cluster, NODE, SimulatedGpus("1x24", node=NODE), base_env=dict(os.environ))
+    worker.publish_node()
+
+    class ChangedMidPass(Dispatcher):
+        def _decide(self, state):  # the user's change commits between the pass's read and its assignment
+            decisions = super()._decide(state)
+            cluster.update(who, task.id, {"not_before": LATER})
+            return decisions
+
+    stale = ChangedMidPass(cluster).run_pass()
+    worker.step()  # claims the stale start and refuses it
+    again = Dispatcher(cluster).run_pass()
+
+    assert [start.task_id for start in stale.starts] == [task.id]
+    row = cluster.tasks.get_any(task.id)
+    assert (row.status, row.attempts_count, row.spec["not_before"]) == ("queued", 0, LATER)
+    assert again.starts == () and task.id in cluster.queue.queued_ids()
+    assert cluster.queue.leased_gpus([task.id]) == {}
+
+
+def test_a_held_task_released_and_started_while_it_changes_runs_only_as_changed(
+    cluster, make_identity, monkeypatch, tmp_path
+):
+    who, _ = make_identity()
+    task, _ = cluster.submit(who, {"command": "true", "gpus": 1, "workdir": str(tmp_path)})
+    cluster.hold(who, task.id)
+    worker = Worker(cluster, NODE, SimulatedGpus("1x24", node=NODE), base_env=dict(os.environ))
+    worker.publish_node()
+    store_update = cluster.tasks.update_queued
+    raced = []
+
+    def released_and_started_first(task_id, new):  # both land after the change read the row as held
+        if not raced:
+            cluster.release(who, task_id)
+            raced.extend(Dispatcher(cluster).run_pass().starts)
+        return store_update(task_id, new)
+
+    monkeypatch.setattr(cluster.tasks, "update_queued", released_and_started_first)
+
+    changed = cluster.update(who, task.id, {"priority": "urgent", "not_before": LATER})
+    worker.step()  # the node claims the start decided on the old spec, and refuses it
+
+    row = cluster.tasks.get_any(task.id)
+    assert [start.task_id for start in raced] == [task.id]
+    assert (changed.priority, row.status, row.attempts_count, row.spec["not_before"]) == (
+        "urgent",
+        "queued",
+        0,
+        LATER,
+    )
+    assert dict(cluster.queue.head(10)) == {task.id: cluster.score(row)}
+    assert Dispatcher(cluster).run_pass().starts == ()  # not before two hours from now

@@ -157,6 +157,15 @@ def test_a_stale_inbox_entry_does_not_take_the_tasks_new_assignment_from_another
     assert claim is not None and (claim.task_id, claim.gpu_indices) == (1, (3,))
 
 
+def test_a_claim_carries_the_row_revision_its_start_was_decided_on(queue):
+    queue.enqueue(7, 1.0)
+    queue.enqueue(8, 2.0)
+    assert queue.assign_many([(7, NODE, [0]), (8, NODE, [1])], 100, {7: 3})
+    first, second = queue.claim_many(NODE, 1_000, 5_000, 2)
+    assert (first.task_id, first.revision) == (7, 3)
+    assert (second.task_id, second.revision) == (8, None)  # a start that named none
+
+
 def test_claim_many_takes_at_most_the_limit_in_inbox_order_skipping_cancelled_entries(queue):
     fill_inbox(queue, [1, 2, 3, 4, 5])
     assert queue.unassign(2) == (NODE, (2,))

@@ -292,6 +292,19 @@ def test_mark_running_many_starts_the_queued_ones_in_one_go_and_leaves_the_other
     assert store.tasks.attempts(tasks[1].id) == []
 
 
+def test_a_claim_decided_on_an_older_revision_of_the_row_is_refused(store):
+    who = store.identity()
+    changed, same = (store.tasks.create(who, new_task())[0] for _ in range(2))
+    assert store.tasks.update_queued(changed.id, new_task(priority="high"))  # revision 0 -> 1
+    claims = [(changed.id, "e-1", (0,)), (same.id, "e-2", (1,))]
+
+    started = store.tasks.mark_running_many(NODE, claims, {changed.id: 0, same.id: 0})
+
+    assert started == {same.id: 1}
+    assert store.tasks.get_any(changed.id).status == "queued"
+    assert store.tasks.mark_running(changed.id, "e-3", NODE, [0], revision=1) == 1
+
+
 def test_finish_many_closes_only_the_tasks_whose_claim_still_holds(store):
     who = store.identity()
     tasks = [store.tasks.create(who, new_task())[0] for _ in range(3)]

@@ -2,7 +2,8 @@
 -- KEYS[1] node inbox LIST   KEYS[2] leases ZSET   KEYS[3] fence counter   KEYS[4] assigned SET
 -- KEYS[5] epoch STRING
 -- ARGV[1] node   ARGV[2] now (ms)   ARGV[3] lease ttl (ms)   ARGV[4] key prefix   ARGV[5] most to take
--- Returns a flat list {task id, fencing token, gpus, ...}: empty when the inbox is empty.
+-- Returns a flat list {task id, fencing token, gpus, revision ('' for none), ...}: empty when the inbox is
+-- empty.
 -- Each token is "<epoch>-<counter>": unique even if Redis loses its data and the counter restarts.
 -- Without an epoch (Redis lost its data and has not been rebuilt yet) nothing is claimed.
 local epoch = redis.call('GET', KEYS[5])
@@ -12,7 +13,7 @@ end
 local limit = tonumber(ARGV[5]) or 1
 local expires = tonumber(ARGV[2]) + tonumber(ARGV[3])
 local out = {}
-while #out < 3 * limit do
+while #out < 4 * limit do
   local task = redis.call('LPOP', KEYS[1])
   if not task then
     break
@@ -20,6 +21,7 @@ while #out < 3 * limit do
   local assign_key = ARGV[4] .. 'assign:' .. task
   local gpus = redis.call('HGET', assign_key, 'gpus')
   local node = redis.call('HGET', assign_key, 'node')
+  local revision = redis.call('HGET', assign_key, 'revision') or ''
   -- an inbox entry without its assignment (cancelled meanwhile, or for another node) is skipped;
   -- an assignment to another node is that node's (a stale entry here must not delete it)
   if node == ARGV[1] or not node then redis.call('DEL', assign_key); redis.call('SREM', KEYS[4], task) end
@@ -31,6 +33,7 @@ while #out < 3 * limit do
     out[#out + 1] = task
     out[#out + 1] = token
     out[#out + 1] = gpus
+    out[#out + 1] = revision
   end
 end
 return out
