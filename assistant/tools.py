@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field, ValidationError
 from api.client import ClientError
 from assistant.cards import ActionStore, CardError, summarize, sweep_preview, validated_spec
 from assistant.client import AssistantClient, Unavailable
-from scheduler.edits import changed_spec
+from scheduler.edits import spec_differences
 from scheduler.errors import SpecError
 from scheduler.resubmit import spec_again, with_command
 from scheduler.spec import Priority, SweepGrid, SweepList
@@ -282,12 +282,13 @@ def change_task(ctx: ToolContext, task_id: int, start_now: bool = False, **field
     task = _need_client(ctx).get_task(task_id)
     if task.get("status") != "queued":
         return _error(f"task {task_id} already {task.get('status')}; only a queued task can be changed")
-    before = task.get("spec") or {}
     try:
-        changed_spec(task_id, before, changes)
+        diff = {
+            key: list(values)
+            for key, values in spec_differences(task_id, task.get("spec") or {}, changes).items()
+        }
     except SpecError as exc:
         return _error(exc.message, exc.errors)
-    diff = {key: [before.get(key), value] for key, value in changes.items() if before.get(key) != value}
     if not diff:
         return _error(f"task {task_id} already has {', '.join(f'{k}: {v}' for k, v in changes.items())}")
     card = {"kind": "change", "task_id": task_id, "task": task_view(task), "changes": diff}

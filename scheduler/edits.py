@@ -59,3 +59,22 @@ def changed_spec(task_id: int, stored: Mapping[str, Any], changes: Mapping[str, 
     check_changes(task_id, changes)
     merged = {key: value for key, value in {**stored, **changes}.items() if value is not None}
     return parse_spec(merged)
+
+
+def spec_differences(
+    task_id: int, stored: Mapping[str, Any], changes: Mapping[str, Any]
+) -> dict[str, tuple[Any, Any]]:
+    """Field -> (before, after) for the fields `changes` really changes: a field given the value it has (or
+    its default, when absent) is left out, so a card or a CLI line shows only real changes. Values as
+    written (stored and given), a default where none was. SpecError as `changed_spec` when refused."""
+    after = changed_spec(task_id, stored, changes)
+    before = parse_spec(dict(stored))
+    defaults_before, defaults_after = before.model_dump(mode="json"), after.model_dump(mode="json")
+    return {
+        field: (
+            stored[field] if stored.get(field) is not None else defaults_before[field],
+            changes[field] if changes[field] is not None else defaults_after[field],
+        )
+        for field in changes
+        if getattr(before, field) != getattr(after, field)
+    }

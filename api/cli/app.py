@@ -16,6 +16,7 @@ import typer
 from api.cli.ask import ask_command
 from api.cli.command_line import command_from_words
 from api.cli.render import (
+    change_line,
     console,
     err_console,
     estimate_line,
@@ -35,7 +36,8 @@ from api.cli.report import report_command
 from api.cli.sweeps import compare_command, sweep_counts_line, sweep_line
 from api.client import ClientError, NightshiftClient
 from scheduler.clock import local_zone
-from scheduler.errors import NightshiftError
+from scheduler.edits import spec_differences
+from scheduler.errors import NightshiftError, SpecError
 from scheduler.resubmit import spec_again, with_command
 from scheduler.settings import Settings, get_settings
 from scheduler.spec import load_spec_file
@@ -434,11 +436,28 @@ def change(
         )
         return
     assert task_id is not None
-    task = _with_client(lambda client: client.change(task_id, changes))
+    task, diff = _with_client(lambda client: _change_task(client, task_id, changes))
     if as_json:
         print_json(task)
     else:
-        console.print(f"task {task_id} changed: {', '.join(sorted(changes))}")
+        console.print(change_line(task_id, diff), highlight=False)
+
+
+def _change_task(
+    client: NightshiftClient, task_id: int, changes: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, tuple[Any, Any]]]:
+    """Send only what really changes a queued task (nothing when it already is so); the task after, and
+    each changed field's (before, after). Anything the cluster refuses, it answers itself."""
+    task = client.get_task(task_id)
+    if task.get("status") != "queued":
+        return client.change(task_id, changes), {}
+    try:
+        diff = spec_differences(task_id, task.get("spec") or {}, changes)
+    except SpecError:
+        return client.change(task_id, changes), {}  # its 422 says what to fix
+    if not diff:
+        return task, {}
+    return client.change(task_id, {field: changes[field] for field in diff}), diff
 
 
 SweepOpt = Annotated[int | None, typer.Option("--sweep", help="every task of this sweep")]

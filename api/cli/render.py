@@ -55,6 +55,27 @@ def print_error(message: str, errors: Sequence[Mapping[str, Any]] = ()) -> None:
         err_console.print(line, markup=False, highlight=False)
 
 
+def change_line(task_id: int, diff: Mapping[str, tuple[Any, Any]]) -> str:
+    """`nightshift change`'s answer: each field that changed, before -> after (or that nothing did)."""
+    if not diff:
+        return f"task {task_id}: nothing to change, it already is so"
+    parts = [
+        f"{field} {_spec_value(field, old)} -> {_spec_value(field, new)}"
+        for field, (old, new) in diff.items()
+    ]
+    return f"task {task_id} changed: {', '.join(parts)}"
+
+
+def _spec_value(field: str, value: Any) -> str:
+    if value is None or value == []:
+        return "none"
+    if field in ("not_before", "deadline"):
+        return _short_time(str(value))
+    if isinstance(value, list):
+        return ",".join(str(item) for item in value)
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
 def _short_time(value: str | None) -> str:
     if not value:
         return "-"

@@ -13,13 +13,18 @@ def test_nightshift_change_from_the_command_line(cluster, a100_node, make_identi
         task_id = nightshift("submit", "--after", "+2h", "--", "true").output.split("task ")[1].split(" ")[0]
         changed = nightshift("change", task_id, "--priority", "high", "--tonight", "--time-limit", "30")
         started_now = nightshift("change", task_id, "--now")
+        same_again = nightshift("change", task_id, "--priority", "high", "--anytime")
         nothing = nightshift("change", task_id)
         both = nightshift("change", task_id, "--now", "--after", "23:00")
         gpus = nightshift("change", task_id, "--priority", "bogus")
 
     assert changed.exit_code == 0, changed.output
-    assert f"task {task_id} changed: offpeak, priority, time_limit_minutes" in changed.output
-    assert started_now.exit_code == 0 and "not_before, offpeak" in started_now.output
+    assert f"task {task_id} changed: priority normal -> high, offpeak false -> true, " in changed.output
+    assert "time_limit_minutes none -> 30.0" in changed.output
+    assert started_now.exit_code == 0, started_now.output
+    assert " -> none, offpeak true -> false" in started_now.output and "not_before " in started_now.output
+    assert same_again.exit_code == 0 and f"task {task_id}: nothing to change" in same_again.output
+    assert cluster.tasks.get_any(int(task_id)).revision == 2  # the same values again stored nothing
     row = cluster.tasks.get_any(int(task_id))
     assert (row.priority, row.spec["offpeak"], row.spec["not_before"], row.spec["time_limit_minutes"]) == (
         "high",
