@@ -189,13 +189,11 @@ def _estimate_line(summary: dict[str, Any], lang: str, now: datetime | None) -> 
     """A submit card's estimate line: expected start and finish (with the run time assumed when the person
     gave none), or why there is no estimate yet."""
     if summary.get("estimated_start"):
-        text = when(summary["estimated_start"], now, lang)
+        start = when(summary["estimated_start"], now, lang)
+        text = _t(lang, f"start {start}", f"{start} 开始")
         if summary.get("estimated_end"):
-            text += _t(
-                lang,
-                f", finish ~{when(summary['estimated_end'], now, lang)}",
-                f"，预计 {when(summary['estimated_end'], now, lang)} 完成",
-            )
+            end = when(summary["estimated_end"], now, lang)
+            text += _t(lang, f", finish ~{end}", f"，{end} 完成")
             if summary.get("run_estimate"):
                 text += in_parentheses(run_estimate_words(summary["run_estimate"], lang), lang)
         return f"• {_t(lang, 'estimate', '预计')}: {text}"

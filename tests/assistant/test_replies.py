@@ -310,6 +310,8 @@ def test_a_card_says_what_run_time_it_assumed_when_the_person_gave_none() -> Non
     assert "（30 秒，按你最近 3 次同类运行的中位数）" in card_text(learned, "zh", NOW)
     assert "(90 min, its time limit)" in card_text(limit, "en", NOW)
     assert "finish ~today 11:00\n" in card_text(card(None), "en", NOW)  # the person's own estimate: no note
+    assert "• estimate: start today 10:00, finish ~today 11:00" in card_text(card(None), "en", NOW)
+    assert "• 预计: 今天 10:00 开始，今天 11:00 完成\n" in card_text(card(None), "zh", NOW)
 
 
 def test_a_request_to_compare_results_says_where_they_are_compared() -> None:
