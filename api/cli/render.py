@@ -330,7 +330,7 @@ def quota_table(data: dict[str, Any]) -> Table:
         budget = item["budget_gpu_h"]
         table.add_row(
             f"GPU-hours ({period})",
-            f"{item['used_gpu_h']:.1f}",
+            f"{item['used_gpu_h']:.2f}",
             "-" if budget is None else f"{budget:g}",
             item["state"],
         )

@@ -153,6 +153,13 @@ def test_a_used_up_budget_says_when_new_starts_are_allowed_again() -> None:
     assert "new starts again" not in _text(quota_table({**quota, "new_starts_at": None}))
 
 
+def test_quota_use_reads_to_the_hundredth_of_a_gpu_hour_as_the_report_does() -> None:
+    period = {"used_gpu_h": 0.0125, "budget_gpu_h": 8.0, "state": "ok"}
+    quota = {"team": "nlp", "state": "ok", "gpu_cap": None, "gpus_in_use": 0, "day": period, "week": period}
+
+    assert "0.01" in _text(quota_table(quota))
+
+
 def test_a_start_time_that_is_fixed_shows_no_range() -> None:
     fixed, low, high = "2026-12-02T09:00:00+00:00", "2026-12-02T08:00:00+00:00", "2026-12-02T11:00:00+00:00"
     panel = {"task_id": 5, "status": "queued", "reason": "waiting until 09:00 (not before)"}
