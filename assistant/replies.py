@@ -434,6 +434,13 @@ def _explain(data: dict[str, Any], lang: str, now: datetime | None) -> str:
     if reason:
         text += _t(lang, f": {reason}", f"：{reason_zh(reason)}")
     text += _t(lang, ".", "。")
+    last_lines = unwrap(info.get("last_output") or "").splitlines()
+    if last_lines:  # a failed task's last words, most often the error itself
+        last = last_lines[-1]
+        text += _t(lang, f" Its last output: `{last}`", f"最后的输出：`{last}`")
+        text += _t(
+            lang, f" (all of it: `nightshift logs {tid}`).", f"（全部输出：`nightshift logs {tid}`）。"
+        )
     if info.get("estimated_start"):
         text += _t(
             lang,

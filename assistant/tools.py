@@ -372,6 +372,8 @@ def explain_task(ctx: ToolContext, task_id: int) -> str:
             "reason": task.get("reason") or "waiting in the queue",
         }
     info["reason"] = as_data(info.get("reason", ""))
+    if info.get("last_output"):  # a failed task's last lines, as its job printed them
+        info["last_output"] = as_data("\n".join(info["last_output"]))
     result: dict[str, Any] = {"explain": info}
     if info.get("status") == "failed":
         try:

@@ -13,6 +13,7 @@ from typing import Any
 from scheduler.clock import from_epoch_s, now_s, to_epoch_s
 from scheduler.cluster_state import ClusterState, UsageCache, gather_state, with_learned_estimate
 from scheduler.errors import NotFoundError
+from scheduler.logs import last_output
 from scheduler.policy import reasons
 from scheduler.policy.aging import static_score, task_estimate_s
 from scheduler.policy.config import PolicyConfig, TeamUsage
@@ -107,7 +108,10 @@ def explain_task(cluster: Cluster, usage: UsageCache, who: Identity, task_id: in
         "priority": None,
     }
     if task.status != "queued":
-        return {**base, **_not_queued(task, cluster.policy_config.timezone)}
+        ended = {**base, **_not_queued(task, cluster.policy_config.timezone)}
+        if task.status == "failed":  # why, in its own words: the last lines its last attempt printed
+            ended["last_output"] = last_output(cluster.log_path(task.id))
+        return ended
     if task.held_by is not None:  # out of the queue until released: no place, no start
         reason = reasons.held(task.held_by, task_id)
         return {**base, "task_id": task_id, "status": "queued", "position": None, "reason": reason}

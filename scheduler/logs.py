@@ -19,6 +19,14 @@ log = logging.getLogger(__name__)
 
 TAIL_BLOCK_BYTES = 64 * 1024
 MAX_WHOLE_BYTES = 32 * 1024 * 1024
+LAST_OUTPUT_LINES = 5
+LAST_OUTPUT_SCAN = 200  # lines read back to find where the last attempt began
+LAST_OUTPUT_CHARS = 300
+# how the executor marks each attempt in the log (`executor.launch`, `executor.process`): its header, its
+# command, and at its end how it ended (which the task's reason already says)
+ATTEMPT_HEADER = "==> nightshift task "
+COMMAND_LINE = "==> $ "
+ATTEMPT_END = " ended: "
 
 
 class RefusedLogFile(FileNotFoundError):
@@ -93,3 +101,17 @@ def read_from(path: Path, offset: int) -> tuple[bytes, int]:
         handle.seek(offset)
         data = handle.read()
     return data, offset + len(data)
+
+
+def last_output(path: Path, lines: int = LAST_OUTPUT_LINES) -> list[str]:
+    """The last `lines` non-blank lines of a task's last attempt (its header and command lines left out,
+    each cut to `LAST_OUTPUT_CHARS`): what a failure most often says, as a traceback's last line does."""
+    text, _ = read_tail(path, LAST_OUTPUT_SCAN)
+    kept: list[str] = []
+    for line in text.splitlines():
+        if line.startswith(ATTEMPT_HEADER):
+            if ATTEMPT_END not in line:
+                kept = []  # an attempt starts: the lines before it are an earlier attempt's
+        elif line.strip() and not line.startswith(COMMAND_LINE):
+            kept.append(line if len(line) <= LAST_OUTPUT_CHARS else line[: LAST_OUTPUT_CHARS - 1] + "…")
+    return kept[-lines:]

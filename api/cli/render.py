@@ -256,6 +256,8 @@ def explain_panel(data: dict[str, Any]) -> Table:
         table.add_row("expected end", _when(data.get("estimated_end")))
     elif data.get("status") == "running" and data.get("estimated_end"):  # by its estimate or time limit
         table.add_row("expected end", _when(data["estimated_end"]))
+    if data.get("last_output"):  # a failed task's last lines: the error, mostly
+        table.add_row("last output", escape("\n".join(data["last_output"])))
     if data.get("status") in ("failed", "running"):  # where to look next
         table.add_row(
             "output", f"nightshift logs {data['task_id']}" + (" -f" if data["status"] == "running" else "")

@@ -24,7 +24,7 @@ from apscheduler.schedulers.background import BackgroundScheduler  # type: ignor
 from scheduler.clock import now_s
 from scheduler.errors import GpuInventoryError
 from scheduler.gpus.inventory import GpuInfo
-from scheduler.logs import read_tail
+from scheduler.logs import last_output
 from scheduler.notify.events import Event
 from scheduler.notify.notifier import Notifier
 from scheduler.policy.windows import parse_windows
@@ -287,12 +287,12 @@ class WorkerTelemetry:
                 user=task.user.name, team=task.team.name, task_id=task.id, fields=fields,
             )  # fmt: skip
         else:
-            tail, _ = read_tail(self.worker.cluster.log_path(task.id), LOG_TAIL_LINES)
+            tail = last_output(self.worker.cluster.log_path(task.id), LOG_TAIL_LINES)
             why = task.reason or "failed"
             event = Event(
                 "failure", f"Task {task.id} ({task.name}) failed: {why}", task.message or "",
                 user=task.user.name, team=task.team.name, task_id=task.id,
-                fields={"exit_code": task.exit_code, **fields}, log_tail=tail.splitlines()[-LOG_TAIL_LINES:],
+                fields={"exit_code": task.exit_code, **fields}, log_tail=tail,
             )  # fmt: skip
         self._notify(event)
 

@@ -116,6 +116,26 @@ def test_explain_says_how_a_task_that_is_not_waiting_ended(client, alice):
     )
 
 
+def test_explain_shows_what_a_failed_task_printed_last(client, alice, running_cluster, tmp_path):
+    command = "echo loading; echo 'ValueError: loss is nan' >&2; exit 3"
+    failed = _submit(client, alice, command=command, workdir=str(tmp_path))
+    succeeded = _submit(client, alice, command="echo fine", workdir=str(tmp_path))
+    for task_id in (failed, succeeded):
+        wait_until(
+            lambda task_id=task_id: (
+                client.get(f"/api/v1/tasks/{task_id}", headers=alice).json()["status"]
+                in ("failed", "succeeded")
+            )
+        )
+
+    explained = client.get(f"/api/v1/tasks/{failed}/explain", headers=alice).json()
+    fine = client.get(f"/api/v1/tasks/{succeeded}/explain", headers=alice).json()
+
+    assert (explained["status"], explained["reason"]) == ("failed", "exit code 3")
+    assert explained["last_output"] == ["loading", "ValueError: loss is nan"]
+    assert "last_output" not in fine
+
+
 def test_explain_says_where_a_running_task_runs_since_when_and_when_it_should_end(
     client, alice, running_cluster, tmp_path
 ):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from datetime import datetime, timedelta
 
@@ -354,6 +355,33 @@ def test_read_tools_answer_from_the_api_data(make_assistant):
     assert "of 4 GPUs are busy" in gpus.reply
     assert quota.reply.startswith("Team vision:") and "this week" in quota.reply
     assert "GPU-hours used" in report.reply
+
+
+def test_why_a_task_failed_quotes_its_last_output_in_both_languages(make_assistant, cluster):
+    assistant = make_assistant()
+    task = assistant.client.submit({"command": "python train.py", "gpus": 0})
+    cluster.queue.remove(task["id"])
+    cluster.tasks.fail_queued(task["id"], "exit_code", "exit code 1")
+    cluster.log_path(task["id"]).parent.mkdir(parents=True, exist_ok=True)
+    cluster.log_path(task["id"]).write_text(
+        f"==> nightshift task {task['id']} attempt 1 on node-a at 2026-03-02T15:00:00+08:00\n"
+        "==> $ python train.py\nTraceback (most recent call last):\nKeyError: 'lr'\n"
+        f"==> nightshift task {task['id']} attempt 1 ended: exit code 1 after 1.0 s\n"
+    )
+
+    english = assistant.ask(f"why did {task['id']} fail?")
+    chinese = assistant.ask(f"任务{task['id']}为什么失败了")
+
+    assert english.reply == (
+        f"Task #{task['id']} failed: exit code 1. Its last output: `KeyError: 'lr'` "
+        f"(all of it: `nightshift logs {task['id']}`)."
+    )
+    assert chinese.reply.startswith(f"任务 #{task['id']} 失败了：退出码 1。最后的输出：`KeyError: 'lr'`")
+    tool_result = json.loads([m.content for m in assistant.history if m.type == "tool"][-1])
+    assert (
+        tool_result["explain"]["last_output"]
+        == "<data>Traceback (most recent call last):\nKeyError: 'lr'</data>"
+    )
 
 
 def test_chinese_questions_get_chinese_answers(make_assistant):

@@ -185,6 +185,16 @@ def test_a_running_tasks_explanation_shows_its_expected_end() -> None:
     assert "expected end" not in _text(explain_panel({**running, "estimated_end": None}))
 
 
+def test_a_failed_tasks_explanation_shows_its_last_output_as_printed() -> None:
+    failed = {"task_id": 7, "status": "failed", "reason": "exit code 1"}
+    lines = ["Traceback (most recent call last):", "KeyError: '[bold]lr[/bold]'"]
+
+    text = _text(explain_panel({**failed, "last_output": lines}))
+
+    assert "last output" in text and "KeyError: '[bold]lr[/bold]'" in text  # not read as markup
+    assert "last output" not in _text(explain_panel(failed))
+
+
 def test_an_explanation_of_a_failed_or_running_task_says_where_its_output_is() -> None:
     failed = {"task_id": 7, "status": "failed", "reason": "exit code 2"}
     running = {"task_id": 6, "status": "running", "reason": "running on n0 GPUs 1 since 12:00"}
