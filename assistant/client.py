@@ -1,7 +1,7 @@
 """The assistant's view of the HTTP API: `NightshiftClient` plus the newer read endpoints.
 
-Endpoints a server may not have yet (explain, estimate, quota, utilization) raise `Unavailable`, so the
-tools can say so (or fall back) instead of failing the whole turn.
+Endpoints a server may not have yet (explain, estimate, quota, utilization, summary) raise `Unavailable`, so
+the tools can say so (or fall back) instead of failing the whole turn.
 """
 
 from __future__ import annotations
@@ -70,6 +70,10 @@ class AssistantClient(NightshiftClient):
     def utilization(self, days: int = 7, by: str | None = None) -> dict[str, Any]:
         """GET /reports/utilization."""
         return self._read("/reports/utilization", days=days, by=by)
+
+    def night_summary(self, hours: float | None = None) -> dict[str, Any]:
+        """GET /reports/summary: the tasks that ended last night (or in the last `hours`)."""
+        return self._read("/reports/summary", hours=hours)
 
 
 def client_for(

@@ -24,17 +24,19 @@ def unwrap(value: Any) -> str:
 
 
 def when(iso: str | None, now: datetime | None, lang: str) -> str:
-    """`today 23:00` / `明天 09:00` / `03-05 09:00` for an ISO time (in the time's own offset)."""
+    """`today 23:00` / `明天 09:00` / `昨天 18:00` / `03-05 09:00` for an ISO time, read on the clock of `now` (the cluster's
+    zone: the API answers in UTC, and off-peak hours and "tonight" are the cluster's)."""
     if not iso:
         return "—"
     try:
         moment = datetime.fromisoformat(iso)
     except ValueError:
         return iso
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(now.tzinfo if now is not None else None)
     if now is not None and moment.tzinfo is not None:
-        now = now.astimezone(moment.tzinfo)
         delta = (moment.date() - now.date()).days
-        names = {0: ("today", "今天"), 1: ("tomorrow", "明天")}
+        names = {-1: ("yesterday", "昨天"), 0: ("today", "今天"), 1: ("tomorrow", "明天")}
         if delta in names:
             return f"{names[delta][0 if lang == 'en' else 1]} {moment:%H:%M}"
     return f"{moment:%m-%d %H:%M}"
@@ -504,6 +506,40 @@ def _cluster(data: dict[str, Any], lang: str) -> str:
     )
 
 
+def _night(data: dict[str, Any], lang: str, now: datetime | None) -> str:
+    """What ended since last night: counts, GPU-hours and cost, then each failure and why."""
+    summary = data.get("summary") or {}
+    done, failed, cancelled = (summary.get(group) or [] for group in ("succeeded", "failed", "cancelled"))
+    since = when(summary.get("since"), now, lang)
+    gpu_h, cost, currency = (
+        float(summary.get("gpu_hours") or 0),
+        float(summary.get("cost") or 0),
+        summary.get("currency", ""),
+    )
+    if not (done or failed or cancelled):
+        return _t(lang, f"No task of your team ended since {since}.", f"从 {since} 到现在，没有任务结束。")
+    text = _t(
+        lang,
+        f"Since {since}: {len(done)} succeeded, {len(failed)} failed, {len(cancelled)} cancelled; "
+        f"{gpu_h:.2f} GPU-hours, {cost:.2f} {currency}.",
+        f"从 {since} 到现在：成功 {len(done)} 个，失败 {len(failed)} 个，取消 {len(cancelled)} 个；"
+        f"共 {gpu_h:.2f} GPU小时，{cost:.2f} {currency}。",
+    )
+    for task in failed[:6]:
+        why = unwrap(task.get("message") or task.get("reason") or "")
+        name = unwrap(task.get("name") or "")
+        text += _t(lang, f"\n✗ #{task['id']} {name}: {why}", f"\n✗ #{task['id']} {name}：{reason_zh(why)}")
+    if len(failed) > 6:
+        text += _t(lang, f"\n… and {len(failed) - 6} more failed", f"\n……另有 {len(failed) - 6} 个失败")
+    if failed:
+        text += _t(
+            lang,
+            f'\nWhy one failed, in its own words: "why did {failed[0]["id"]} fail?"',
+            f"\n想看某个任务失败时的输出：问“{failed[0]['id']}号为什么失败”",
+        )
+    return text
+
+
 def _utilization(data: dict[str, Any], lang: str) -> str:
     report = data.get("report") or {}
     rows = sorted(report.get("rows", []), key=lambda r: -float(r.get("gpu_hours", 0)))
@@ -594,6 +630,7 @@ def reply_for(tool: str, content: str, lang: str, now: datetime | None = None) -
         "release_task": lambda: _held_or_released(data, lang),
         "cluster_status": lambda: _cluster(data, lang),
         "utilization_report": lambda: _utilization(data, lang),
+        "night_summary": lambda: _night(data, lang, now),
         "quota_status": lambda: _quota(data, lang, now),
     }
     writer = writers.get(tool)

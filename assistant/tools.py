@@ -1,5 +1,5 @@
-"""The assistant's tools (the brief's nine, and change, hold and release of a queued task): thin calls to
-the HTTP API with the chatting person's own client.
+"""The assistant's tools (the brief's nine, change, hold and release of a queued task, and what ended last
+night): thin calls to the HTTP API with the chatting person's own client.
 
 Identity is never an argument: each tool closes over the person's client (their token), so the API decides
 what they may see and do. `submit_task`, `cancel_task` and `change_task` do not act; they return a
@@ -193,6 +193,12 @@ class UtilizationArgs(BaseModel):
 
     days: int = Field(default=7, ge=1, le=366)
     by: Literal["team", "user", "gpu"] | None = None
+
+
+class NightArgs(BaseModel):
+    """How far back to look (default: since 18:00 yesterday, i.e. last night)."""
+
+    hours: float | None = Field(default=None, gt=0, le=24 * 31)
 
 
 class QuotaArgs(BaseModel):
@@ -424,6 +430,18 @@ def utilization_report(ctx: ToolContext, days: int = 7, by: str | None = None) -
     return _result(report=report)
 
 
+def night_summary(ctx: ToolContext, hours: float | None = None) -> str:
+    """What ended last night (since 18:00 yesterday) or in the last `hours`: how many of your team's tasks
+    succeeded, failed (and why) or were cancelled, and the GPU-hours and energy cost."""
+    summary = _need_client(ctx).night_summary(hours)
+    for group in ("succeeded", "failed", "cancelled"):
+        for task in summary.get(group, []):
+            for field in ("name", "message"):
+                if task.get(field):
+                    task[field] = as_data(task[field], 200)
+    return _result(summary=summary)
+
+
 def quota_status(ctx: ToolContext, team: str | None = None) -> str:
     """Your team's GPU cap and GPU-hour budgets (day and week) with what is used."""
     return _result(quota=_need_client(ctx).quota(team))
@@ -439,7 +457,8 @@ def _bind(ctx: ToolContext, fn: Callable[..., str]) -> Callable[..., str]:
 
 
 def make_tools(ctx: ToolContext) -> list[BaseTool]:
-    """The tools bound to one person's session: the brief's nine, and change/hold/release of a queued task."""
+    """The tools bound to one person's session: the brief's nine, change/hold/release of a queued task, and
+    `night_summary`."""
     specs: list[tuple[Callable[..., str], type[BaseModel]]] = [
         (submit_task, SubmitArgs),
         (queue_position, OptionalTaskArgs),
@@ -452,6 +471,7 @@ def make_tools(ctx: ToolContext) -> list[BaseTool]:
         (explain_task, TaskIdArgs),
         (cluster_status, NoArgs),
         (utilization_report, UtilizationArgs),
+        (night_summary, NightArgs),
         (quota_status, QuotaArgs),
     ]
     return [
@@ -488,5 +508,6 @@ TOOL_NAMES = (
     "explain_task",
     "cluster_status",
     "utilization_report",
+    "night_summary",
     "quota_status",
 )

@@ -116,6 +116,13 @@ LIST = re.compile(
     r"|\blist\s+(?:all|everything|every\s+(?:job|task))\b",
     _I,
 )
+# what ended while the person was away ("how did last night go?", "anything crash overnight?",
+# "昨晚跑得怎么样"): night_summary, unless the question names one task
+NIGHT = re.compile(
+    r"\blast\s+night\b|\bovernight\b|\bwhile\s+i\s+(?:was\s+)?(?:away|asleep|sleeping|out|gone)\b"
+    r"|\b(?:morning|night'?s?|nightly)\s+(?:summary|report|results?)\b|昨晚|昨天晚上|昨夜|夜里|晚上跑的|早报",
+    _I,
+)
 QUOTA = re.compile(
     r"\bquota\b|\bbudget\b|gpu[\s-]*hours?\b.*\b(?:left|remaining)\b|how\s+(?:much|many)\s+.*\bleft\b|\ballowance\b|hours\s+left"
     r"|配额|额度|预算|还剩多少|还有多少.*(?:机时|卡时)|剩余.*(?:机时|卡时)|(?:机时|卡时).*(?:剩|还有)",
@@ -435,6 +442,8 @@ def understand(text: str, now: datetime) -> Reading:
         return early
     if EXPLAIN.search(rest) and not ESTIMATE.search(rest):
         task_id = _first_id(rest)
+        if task_id is None and NIGHT.search(rest) and not found:  # "why did my jobs fail last night?"
+            return _tool("night_summary")
         return (
             _tool("explain_task", task_id=task_id)
             if task_id is not None
@@ -487,7 +496,10 @@ def _no_tool(rest: str) -> Reading:
 
 
 def _question(rest: str) -> Reading | None:
-    """Read-only questions (no command in the request): position, quota, GPUs, utilization, lists."""
+    """Read-only questions (no command in the request): last night, position, quota, GPUs, utilization,
+    lists."""
+    if NIGHT.search(rest) and not task_ids(rest):
+        return _tool("night_summary")
     if POSITION.search(rest):
         return _tool("queue_position", task_id=_first_id(rest))
     if QUOTA.search(rest) and not re.search(r"显存|\bmemory\b|\bvram\b", rest, _I):

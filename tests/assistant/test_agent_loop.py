@@ -384,6 +384,35 @@ def test_why_a_task_failed_quotes_its_last_output_in_both_languages(make_assista
     )
 
 
+def test_how_last_night_went_counts_what_ended_and_says_why_each_failure_failed(make_assistant, cluster):
+    assistant = make_assistant()
+    first, second, third = (
+        assistant.client.submit({"command": f"python t{i}.py", "gpus": 0}) for i in range(3)
+    )
+    for task in (first, second):
+        cluster.queue.remove(task["id"])
+    cluster.tasks.fail_queued(first["id"], "nonzero_exit", "exit code 3")
+    cluster.tasks.fail_queued(second["id"], "timeout", "stopped at its time limit")
+    assistant.client.cancel(third["id"])
+    bob = make_assistant("bob", "nlp").client
+    bob.cancel(bob.submit({"command": "python other.py", "gpus": 0})["id"])  # another team's: not counted
+
+    english = assistant.ask("how did last night go?")
+    chinese = assistant.ask("昨晚跑得怎么样")
+
+    assert english.tool_calls == [{"name": "night_summary", "args": {}}]
+    head, *failures, hint = english.reply.splitlines()
+    assert head.startswith("Since ") and head.endswith(
+        ": 0 succeeded, 2 failed, 1 cancelled; 0.00 GPU-hours, 0.00 EUR."
+    )
+    assert failures == [
+        f"✗ #{first['id']} t0.py: exit code 3",
+        f"✗ #{second['id']} t1.py: stopped at its time limit",
+    ]
+    assert hint == f'Why one failed, in its own words: "why did {first["id"]} fail?"'
+    assert "失败 2 个，取消 1 个" in chinese.reply and f"✗ #{first['id']} t0.py：退出码 3" in chinese.reply
+
+
 def test_chinese_questions_get_chinese_answers(make_assistant):
     assistant = make_assistant()
     assistant.client.submit({"command": "python train.py", "gpus": 1})

@@ -17,6 +17,26 @@ def _estimate(wait_s: float, low: str, high: str, reason: str = "") -> str:
     )
 
 
+def test_times_the_api_gives_in_utc_read_on_the_clusters_clock() -> None:
+    shanghai = datetime.fromisoformat("2026-12-01T21:00:00+08:00")  # 13:00 UTC
+    content = _estimate(36000, "2026-12-01T22:00:00+00:00", "2026-12-02T01:00:00+00:00")
+
+    # 23:00 UTC is 07:00 the next morning in Shanghai, where the person and the off-peak hours are
+    assert reply_for("estimate_wait", content, "en", shanghai).startswith(
+        "Estimated start tomorrow 07:00 (range tomorrow 06:00–tomorrow 09:00)"
+    )
+    assert reply_for("estimate_wait", content, "zh", shanghai).startswith("预计 明天 07:00 开始")
+
+
+def test_a_night_without_endings_says_so_and_the_evening_before_reads_as_yesterday() -> None:
+    quiet = json.dumps(
+        {"summary": {"since": "2026-11-30T18:00:00+00:00", "succeeded": [], "failed": [], "cancelled": []}}
+    )
+
+    assert reply_for("night_summary", quiet, "en", NOW) == "No task of your team ended since yesterday 18:00."
+    assert reply_for("night_summary", quiet, "zh", NOW) == "从 昨天 18:00 到现在，没有任务结束。"
+
+
 def test_a_wait_reads_as_one_sentence_with_its_range_and_reason() -> None:
     content = _estimate(
         36000, "2026-12-01T22:00:00+00:00", "2026-12-02T01:00:00+00:00", "waiting for off-peak"
