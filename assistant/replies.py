@@ -24,8 +24,8 @@ def unwrap(value: Any) -> str:
 
 
 def when(iso: str | None, now: datetime | None, lang: str) -> str:
-    """`today 23:00` / `明天 09:00` / `昨天 18:00` / `03-05 09:00` for an ISO time, read on the clock of `now` (the cluster's
-    zone: the API answers in UTC, and off-peak hours and "tonight" are the cluster's)."""
+    """`today 23:00` / `明天 09:00` / `昨天 18:00` / `03-05 09:00` for an ISO time, read on the clock of `now`
+    (the cluster's zone: the API answers in UTC, and off-peak hours and "tonight" are the cluster's)."""
     if not iso:
         return "—"
     try:
