@@ -348,9 +348,11 @@ def status_zh(status: str) -> str:
 
 
 def _task_status(task: dict[str, Any], lang: str) -> str:
-    """'failed (nonzero_exit)': the status, and why it ended only where that says more (as `ls` does)."""
+    """'failed (exit code 3)': the status, and why it ended only where that says more (its message in plain
+    words where there is one, else its reason code, as `ls` shows)."""
     status = str(task.get("status") or "")
     reason = unwrap(task.get("reason") or "")
+    message = unwrap(task.get("message") or "")
     word = status_zh(status) if lang == "zh" else status
     if status == "queued" and task.get("held_by"):
         return _t(
@@ -358,6 +360,8 @@ def _task_status(task: dict[str, Any], lang: str) -> str:
             f"{word} (held: nightshift release {task.get('id')})",
             f"{word}（已暂停：nightshift release {task.get('id')}）",
         )
+    if status == "failed" and message:
+        return _t(lang, f"{word} ({message})", f"{word}（{reason_zh(message)}）")
     if not reason or reason == status or status not in ("failed", "cancelled"):
         return word
     return _t(lang, f"{word} ({reason})", f"{word}（{reason}）")

@@ -181,16 +181,19 @@ def test_a_task_list_names_why_a_task_ended_only_where_that_says_more() -> None:
                 {"id": 5, "name": "train", "status": "queued", "reason": None},
                 {"id": 4, "name": "eval", "status": "succeeded", "reason": "exit"},
                 {"id": 2, "name": "prep", "status": "failed", "reason": "nonzero_exit"},
+                {"id": 3, "name": "eval2", "status": "failed", "reason": "nonzero_exit", "message": "exit code 3"},
                 {"id": 1, "name": "sleep", "status": "cancelled", "reason": "cancelled"},
             ]
         }
     )
 
     assert reply_for("list_tasks", content, "en", NOW) == (
-        "4 task(s):\n#5 train — queued\n#4 eval — succeeded\n#2 prep — failed (nonzero_exit)\n#1 sleep — cancelled"
+        "5 task(s):\n#5 train — queued\n#4 eval — succeeded\n#2 prep — failed (nonzero_exit)\n"
+        "#3 eval2 — failed (exit code 3)\n#1 sleep — cancelled"
     )
     assert reply_for("list_tasks", content, "zh", NOW) == (
-        "共 4 个任务：\n#5 train — 排队中\n#4 eval — 已完成\n#2 prep — 失败（nonzero_exit）\n#1 sleep — 已取消"
+        "共 5 个任务：\n#5 train — 排队中\n#4 eval — 已完成\n#2 prep — 失败（nonzero_exit）\n"
+        "#3 eval2 — 失败（退出码 3）\n#1 sleep — 已取消"
     )
 
 
