@@ -181,7 +181,13 @@ def test_a_task_list_names_why_a_task_ended_only_where_that_says_more() -> None:
                 {"id": 5, "name": "train", "status": "queued", "reason": None},
                 {"id": 4, "name": "eval", "status": "succeeded", "reason": "exit"},
                 {"id": 2, "name": "prep", "status": "failed", "reason": "nonzero_exit"},
-                {"id": 3, "name": "eval2", "status": "failed", "reason": "nonzero_exit", "message": "exit code 3"},
+                {
+                    "id": 3,
+                    "name": "eval2",
+                    "status": "failed",
+                    "reason": "nonzero_exit",
+                    "message": "exit code 3",
+                },
                 {"id": 1, "name": "sleep", "status": "cancelled", "reason": "cancelled"},
             ]
         }
