@@ -532,7 +532,12 @@ def _night(data: dict[str, Any], lang: str, now: datetime | None) -> str:
     for task in failed[:6]:
         why = unwrap(task.get("message") or task.get("reason") or "")
         name = unwrap(task.get("name") or "")
-        text += _t(lang, f"\n✗ #{task['id']} {name}: {why}", f"\n✗ #{task['id']} {name}：{reason_zh(why)}")
+        said = f" — `{unwrap(task['last_line'])}`" if task.get("last_line") else ""
+        text += _t(
+            lang,
+            f"\n✗ #{task['id']} {name}: {why}{said}",
+            f"\n✗ #{task['id']} {name}：{reason_zh(why)}{said}",
+        )
     if len(failed) > 6:
         text += _t(lang, f"\n… and {len(failed) - 6} more failed", f"\n……另有 {len(failed) - 6} 个失败")
     if failed:

@@ -436,7 +436,7 @@ def night_summary(ctx: ToolContext, hours: float | None = None) -> str:
     summary = _need_client(ctx).night_summary(hours)
     for group in ("succeeded", "failed", "cancelled"):
         for task in summary.get(group, []):
-            for field in ("name", "message"):
+            for field in ("name", "message", "last_line"):
                 if task.get(field):
                     task[field] = as_data(task[field], 200)
     return _result(summary=summary)

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 import typer
 from rich.console import Group
+from rich.markup import escape
 from rich.table import Table
 
 from api.cli.render import console, duration_words, print_error, print_json
@@ -82,12 +83,14 @@ def summary_table(summary: dict[str, Any]) -> Table:
     for column in ("id", "status", "name", "user", "why", "cost"):
         table.add_column(column)
     for task in summary["failed"]:
-        why = task.get("message") or task.get("reason") or ""
-        table.add_row(str(task["id"]), "[red]failed[/]", task["name"], task["user"], why, _num(task["cost"]))
+        why = escape(task.get("message") or task.get("reason") or "")
+        if task.get("last_line"):  # what it printed last: the error, mostly
+            why += f"\n[dim]{escape(task['last_line'])}[/]"
+        name, user = escape(task["name"]), escape(task["user"])
+        table.add_row(str(task["id"]), "[red]failed[/]", name, user, why, _num(task["cost"]))
     for task in summary["succeeded"]:
-        table.add_row(
-            str(task["id"]), "[green]succeeded[/]", task["name"], task["user"], "", _num(task["cost"])
-        )
+        name, user = escape(task["name"]), escape(task["user"])
+        table.add_row(str(task["id"]), "[green]succeeded[/]", name, user, "", _num(task["cost"]))
     table.caption = (
         f"{len(summary['succeeded'])} succeeded, {len(summary['failed'])} failed, "
         f"{len(summary['cancelled'])} cancelled; {_num(summary['gpu_hours'])} GPU-h, "

@@ -45,5 +45,5 @@ def summary(
     since = None if hours is None else now - hours * 3600.0
     return morning_summary(
         cluster.factory, now, config.timezone, config.tariff.currency, since_s=since,
-        team=None if who.is_admin else who.team,
+        team=None if who.is_admin else who.team, log_path=cluster.log_path,
     )  # fmt: skip

@@ -77,8 +77,9 @@ class ClusterJobs:
             if not self._once(f"summary:{team or '*'}:{day}"):
                 continue
             summary = morning_summary(
-                self.cluster.factory, now, config.timezone, config.tariff.currency, team=team
-            )
+                self.cluster.factory, now, config.timezone, config.tariff.currency, team=team,
+                log_path=self.cluster.log_path,
+            )  # fmt: skip
             event = summary_event(summary, team=team)
             self.notifier.notify(event)
             sent.append(event)

@@ -6,13 +6,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from scheduler.clock import from_epoch_s, to_epoch_s
+from scheduler.logs import last_output
 from scheduler.notify.events import Event
 from scheduler.policy.windows import zone
 from scheduler.store.tables import FINAL_STATUSES, Task, Team
@@ -37,8 +40,10 @@ def morning_summary(
     currency: str,
     since_s: float | None = None,
     team: str | None = None,
+    log_path: Callable[[int], Path] | None = None,
 ) -> dict[str, Any]:
-    """Tasks that ended between `since_s` (default: last night's start) and `now_s`, with totals."""
+    """Tasks that ended between `since_s` (default: last night's start) and `now_s`, with totals; with
+    `log_path` (a task id's log file), each failure with the last line its last attempt printed."""
     since = last_night_since(now_s, tz_name) if since_s is None else since_s
     query = (
         select(Task)
@@ -72,9 +77,11 @@ def morning_summary(
         if task.status == "succeeded":
             done.append(entry)
         elif task.status == "failed":
+            last = last_output(log_path(task.id), 1) if log_path is not None else []
             failed.append(
-                {**entry, "reason": task.reason, "exit_code": task.exit_code, "message": task.message}
-            )
+                {**entry, "reason": task.reason, "exit_code": task.exit_code, "message": task.message,
+                 "last_line": last[0] if last else None}
+            )  # fmt: skip
         else:
             cancelled.append(entry)
     return {
@@ -102,7 +109,8 @@ def summary_event(summary: dict[str, Any], team: str | None = None) -> Event:
     lines = [text]
     for task in failed[:MAX_LISTED]:
         why = task.get("message") or task.get("reason") or "failed"
-        lines.append(f"✗ #{task['id']} {task['name']} ({task['user']}): {why}")
+        said = f" — {task['last_line']}" if task.get("last_line") else ""
+        lines.append(f"✗ #{task['id']} {task['name']} ({task['user']}): {why}{said}")
     for task in done[:MAX_LISTED]:
         lines.append(f"✓ #{task['id']} {task['name']} ({task['user']})")
     hidden = max(0, len(failed) - MAX_LISTED) + max(0, len(done) - MAX_LISTED)

@@ -394,6 +394,8 @@ def test_how_last_night_went_counts_what_ended_and_says_why_each_failure_failed(
     cluster.tasks.fail_queued(first["id"], "nonzero_exit", "exit code 3")
     cluster.tasks.fail_queued(second["id"], "timeout", "stopped at its time limit")
     assistant.client.cancel(third["id"])
+    cluster.log_path(first["id"]).parent.mkdir(parents=True, exist_ok=True)
+    cluster.log_path(first["id"]).write_text("Traceback (most recent call last):\nKeyError: 'lr'\n")
     bob = make_assistant("bob", "nlp").client
     bob.cancel(bob.submit({"command": "python other.py", "gpus": 0})["id"])  # another team's: not counted
 
@@ -406,7 +408,7 @@ def test_how_last_night_went_counts_what_ended_and_says_why_each_failure_failed(
         ": 0 succeeded, 2 failed, 1 cancelled; 0.00 GPU-hours, 0.00 EUR."
     )
     assert failures == [
-        f"✗ #{first['id']} t0.py: exit code 3",
+        f"✗ #{first['id']} t0.py: exit code 3 — `KeyError: 'lr'`",
         f"✗ #{second['id']} t1.py: stopped at its time limit",
     ]
     assert hint == f'Why one failed, in its own words: "why did {first["id"]} fail?"'

@@ -17,7 +17,7 @@ from api.cli.render import (
     tasks_table,
     usage_rows,
 )
-from api.cli.report import utilization_tables
+from api.cli.report import summary_table, utilization_tables
 
 
 def test_a_cancel_names_the_specs_stop_signal_and_grace() -> None:
@@ -236,3 +236,15 @@ def test_show_says_what_a_task_used_in_words() -> None:
     assert usage_rows(short) == [("used", "0.00038 GPU-h, 0.000095 kWh (measured), 0.00 EUR")]
     assert usage_rows({**short, "cpu_hours": 0.0000087})[-1] == ("cpu time", "0.031 s")
     assert usage_rows(None) == []
+
+
+def test_last_nights_failures_show_what_they_printed_last_and_names_are_not_markup() -> None:
+    failed = {"id": 9, "name": "[bold]ablate[/bold]", "user": "alice", "cost": 0.1, "reason": "nonzero_exit",
+              "message": "exit code 1", "last_line": "KeyError: '[red]lr'"}  # fmt: skip
+    summary = {"since": "2026-12-01T18:00:00+00:00", "until": "2026-12-02T08:00:00+00:00", "succeeded": [],
+               "failed": [failed], "cancelled": [], "gpu_hours": 1.0, "energy_kwh": 0.3, "cost": 0.1,
+               "currency": "EUR"}  # fmt: skip
+
+    text = _text(summary_table(summary))
+
+    assert "[bold]ablate[/bold]" in text and "exit code 1" in text and "KeyError: '[red]lr'" in text

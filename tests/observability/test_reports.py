@@ -133,15 +133,24 @@ def test_the_morning_summary_lists_last_nights_tasks_failures_with_reasons_and_c
                      "EUR", None, None, None, 0)
     )  # fmt: skip
 
-    summary = morning_summary(cluster.factory, MIDNIGHT + 8 * H, "UTC", "EUR")
+    cluster.log_path(bad).parent.mkdir(parents=True, exist_ok=True)
+    cluster.log_path(bad).write_text(
+        f"==> nightshift task {bad} attempt 1 on GPUs 0 at 2026-03-05T01:00:00+00:00\n==> $ true\n"
+        "epoch 3\nValueError: loss is nan\n"
+        f"==> nightshift task {bad} attempt 1 ended: exit code 3 after 3600.0 s at 2026-03-05T02:00:00+00:00\n"
+    )
+
+    summary = morning_summary(cluster.factory, MIDNIGHT + 8 * H, "UTC", "EUR", log_path=cluster.log_path)
+    without_logs = morning_summary(cluster.factory, MIDNIGHT + 8 * H, "UTC", "EUR")
 
     assert [task["id"] for task in summary["succeeded"]] == [ok]
-    assert [(task["id"], task["reason"], task["message"]) for task in summary["failed"]] == [
-        (bad, "nonzero_exit", "exit code 3")
-    ]
+    assert [
+        (task["id"], task["reason"], task["message"], task["last_line"]) for task in summary["failed"]
+    ] == [(bad, "nonzero_exit", "exit code 3", "ValueError: loss is nan")]
+    assert without_logs["failed"][0]["last_line"] is None
     assert summary["cost"] == pytest.approx(0.15)
     event = summary_event(summary)
-    assert "1 succeeded, 1 failed" in event.text and "exit code 3" in event.text
+    assert "1 succeeded, 1 failed" in event.text and "exit code 3 — ValueError: loss is nan" in event.text
     assert summary_table(summary).row_count == 2
     client = TestClient(create_app(cluster))
     body = client.get("/api/v1/reports/summary?hours=100000", headers={"Authorization": f"Bearer {token}"})
