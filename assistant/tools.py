@@ -352,7 +352,10 @@ def estimate_wait(
         gpus = None if queued else 1
     estimate = client.estimate(task_id, gpus, gpu_memory_gb, estimated_minutes)
     estimate["reason"] = as_data(estimate.get("reason", ""))
-    return _result(task_id=task_id, estimate=estimate)
+    if task_id is not None:
+        return _result(task_id=task_id, estimate=estimate)
+    asked = {"gpus": 1 if gpus is None else gpus, "gpu_memory_gb": gpu_memory_gb}  # the task it priced
+    return _result(task_id=None, asked=asked, estimate=estimate)
 
 
 LIST_LIMIT = 20  # tasks one list_tasks answer holds, newest first

@@ -37,6 +37,20 @@ def test_a_night_without_endings_says_so_and_the_evening_before_reads_as_yesterd
     assert reply_for("night_summary", quiet, "zh", NOW) == "从 昨天 18:00 到现在，没有任务结束。"
 
 
+def test_a_wait_for_a_task_not_yet_sent_says_what_size_it_priced() -> None:
+    asked = {"gpus": 2, "gpu_memory_gb": 40}
+    now_free = json.dumps({"task_id": None, "asked": asked, "estimate": {"start": "2026-12-01T13:00:00+00:00",
+                           "wait_s": 0}})  # fmt: skip
+    waits = json.loads(_estimate(3600, "2026-12-01T23:00:00+00:00", "2026-12-01T23:00:00+00:00"))
+
+    assert reply_for("estimate_wait", now_free, "en", NOW) == "A 2-GPU task (40 GB each) would start now."
+    assert reply_for("estimate_wait", now_free, "zh", NOW) == "2 张卡（每张 40 GB）的任务现在就能开始。"
+    waiting = json.dumps({**waits, "task_id": None, "asked": {"gpus": 8, "gpu_memory_gb": None}})
+    assert reply_for("estimate_wait", waiting, "en", NOW).startswith(
+        "An 8-GPU task: Estimated start today 23:00"
+    )
+
+
 def test_a_wait_reads_as_one_sentence_with_its_range_and_reason() -> None:
     content = _estimate(
         36000, "2026-12-01T22:00:00+00:00", "2026-12-02T01:00:00+00:00", "waiting for off-peak"
