@@ -392,11 +392,13 @@ def _estimate(data: dict[str, Any], lang: str, now: datetime | None) -> str:
         return _explain({"explain": info}, lang, now)
     if not est.get("start"):
         return _t(lang, "I have no estimate right now.", "暂时没有估计。")
-    label = f"#{data['task_id']} " if data.get("task_id") else _asked_label(data.get("asked"), lang)
+    asked = _asked_task(data.get("asked"), lang)
+    label = f"#{data['task_id']} " if data.get("task_id") else (asked + _t(lang, ": ", "：") if asked else "")
     wait_s = est.get("wait_s")
     if wait_s is not None and wait_s < 60:
-        who = f"Task #{data['task_id']}" if data.get("task_id") else label.removesuffix(": ") or "It"
-        return _t(lang, f"{who} would start now.", f"{label.removesuffix('：')}现在就能开始。")
+        if data.get("task_id"):
+            return _t(lang, f"Task #{data['task_id']} would start now.", f"{label}现在就能开始。")
+        return _t(lang, f"{asked or 'It'} would start now.", f"{asked}现在就能开始。")
     low, high = when(est.get("low"), now, lang), when(est.get("high"), now, lang)
     rng_en = f" (range {low}–{high})" if low != high else ""
     rng_zh = f"（范围 {low}–{high}）" if low != high else ""
@@ -411,16 +413,16 @@ def _estimate(data: dict[str, Any], lang: str, now: datetime | None) -> str:
     )
 
 
-def _asked_label(asked: dict[str, Any] | None, lang: str) -> str:
-    """ "A 2-GPU task (40 GB each): " / "2 张卡（每张 40 GB）的任务：": the size a wait was asked for, of a
-    task not yet sent."""
+def _asked_task(asked: dict[str, Any] | None, lang: str) -> str:
+    """ "A 2-GPU task (40 GB each)" / "2 张卡（每张 40 GB）的任务": the size a wait was asked for, of a task
+    not yet sent ("" when the wait was for a task of the queue)."""
     if not asked:
         return ""
     gpus, memory = int(asked.get("gpus") or 1), asked.get("gpu_memory_gb")
     each_en = f" ({float(memory):g} GB each)" if memory else ""
     each_zh = f"（每张 {float(memory):g} GB）" if memory else ""
     article = "An" if str(gpus).startswith("8") or gpus in (11, 18) else "A"  # "an 8-GPU", "an 11-GPU"
-    return _t(lang, f"{article} {gpus}-GPU task{each_en}: ", f"{gpus} 张卡{each_zh}的任务：")
+    return _t(lang, f"{article} {gpus}-GPU task{each_en}", f"{gpus} 张卡{each_zh}的任务")
 
 
 # How a task's status reads: "Task #2 failed", "任务 #2 失败了".

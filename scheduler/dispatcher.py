@@ -58,13 +58,13 @@ class Dispatcher:
         in_service = [node.name for node in state.nodes if node.alive(stamp) and not node.drained]
         queued = {task.task_id: task for task in state.queued}
         assignments: list[tuple[int, str, tuple[int, ...]]] = []
-        revisions = {task.task_id: task.revision for task in state.queued}
         for turn, start in enumerate(decisions.starts):
             node: str | None = start.node
             if not node and start.task_id in queued:  # CPU-only: no GPU chose its node
                 node = cpu_node(queued[start.task_id], in_service, self._cpu_turn + turn)
             if node:
                 assignments.append((start.task_id, node, start.gpu_indices))
+        revisions = {task_id: queued[task_id].revision for task_id, _, _ in assignments if task_id in queued}
         self.cluster.queue.assign_many(assignments, stamp, revisions)
         self._cpu_turn += len(decisions.starts)
         self.last_decisions = decisions
