@@ -14,6 +14,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from scheduler.clock import local_zone
+from scheduler.settings import get_settings
+
 # Piped output (scripts, CI logs) gets wide lines instead of columns squeezed to 80 characters.
 console = Console(width=None if sys.stdout.isatty() else 200)
 err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
@@ -79,7 +82,8 @@ def _spec_value(field: str, value: Any) -> str:
 def _short_time(value: str | None) -> str:
     if not value:
         return "-"
-    return datetime.fromisoformat(value).astimezone().strftime("%m-%d %H:%M:%S")
+    zone = local_zone(get_settings().timezone)
+    return datetime.fromisoformat(value).astimezone(zone).strftime("%m-%d %H:%M:%S")
 
 
 def _status(task: dict[str, Any]) -> str:

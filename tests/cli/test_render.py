@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+import pytest
 from rich.console import Console
 
 from api.cli.render import (
@@ -18,6 +19,7 @@ from api.cli.render import (
     usage_rows,
 )
 from api.cli.report import summary_table, utilization_tables
+from scheduler.settings import get_settings
 
 
 def test_a_cancel_names_the_specs_stop_signal_and_grace() -> None:
@@ -248,3 +250,19 @@ def test_last_nights_failures_show_what_they_printed_last_and_names_are_not_mark
     text = _text(summary_table(summary))
 
     assert "[bold]ablate[/bold]" in text and "exit code 1" in text and "KeyError: '[red]lr'" in text
+
+
+def test_times_are_shown_in_the_configured_zone_the_cli_reads_after_in(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`--after 23:00` is read in NIGHTSHIFT_TIMEZONE, so `ls` must show 23:00 back, not the machine's hour."""
+    monkeypatch.setenv("NIGHTSHIFT_TIMEZONE", "Asia/Shanghai")
+    get_settings.cache_clear()
+    try:
+        task = {"id": 1, "name": "train", "status": "queued", "gpus": 1, "user": "ana", "team": "nlp",
+                "submitted_at": "2026-12-02T15:00:00+00:00", "started_at": None, "finished_at": None}  # fmt: skip
+        shown = _text(tasks_table([task]))
+    finally:
+        get_settings.cache_clear()
+
+    assert "12-02 23:00:00" in shown
