@@ -210,9 +210,11 @@ def build_submit_spec(
     overrides: dict[str, Any],
     after: str | None,
     like: dict[str, Any] | None = None,
+    deadline: str | None = None,
 ) -> dict[str, Any]:
     """The spec to send: a YAML/JSON file if the first argument is one (or `like`, an earlier task's spec
-    to run again), then options, then the command."""
+    to run again), then options, then the command. `after` and `deadline` are read as `nightshift change`
+    reads them (`parse_when`, in the settings' zone)."""
     spec: dict[str, Any] = dict(like or {})
     looks_like_spec_file = bool(args) and args[0].endswith((".yaml", ".yml", ".json"))
     if like is not None and looks_like_spec_file:
@@ -236,8 +238,11 @@ def build_submit_spec(
         raise NightshiftError("nothing to run: give a command after `--` (or a spec file with `command`)")
     spec.setdefault("workdir", os.getcwd())
     spec.update({key: value for key, value in overrides.items() if value is not None})
+    zone = local_zone(settings.timezone)
     if after:
-        spec["not_before"] = parse_when(after, now, local_zone(settings.timezone)).isoformat()
+        spec["not_before"] = parse_when(after, now, zone).isoformat()
+    if deadline:
+        spec["deadline"] = parse_when(deadline, now, zone).isoformat()
     return spec
 
 
@@ -254,6 +259,7 @@ def submit(
     ] = None,
     tonight: Annotated[bool, typer.Option("--tonight", help="start only in the off-peak window")] = False,
     after: Annotated[str | None, typer.Option(help="not before: 23:00, tomorrow 9am, +2h, ISO")] = None,
+    deadline: Annotated[str | None, typer.Option(help="should finish by: 8am, tomorrow 9am, ISO")] = None,
     time_limit: Annotated[float | None, typer.Option("--time-limit", help="minutes, then stopped")] = None,
     estimate: Annotated[float | None, typer.Option("--estimate", help="expected minutes")] = None,
     conda: Annotated[str | None, typer.Option("--conda", help="conda environment")] = None,
@@ -285,7 +291,9 @@ def submit(
         "gpu_model": gpu_model, "node": node,
     }  # fmt: skip
     try:
-        spec = build_submit_spec(list(args or []), settings, now, overrides, after, again and again.spec)
+        spec = build_submit_spec(
+            list(args or []), settings, now, overrides, after, again and again.spec, deadline=deadline
+        )
     except NightshiftError as exc:
         _fail(exc.message, code=2)
     for note in again.notes() if again and not as_json else ():

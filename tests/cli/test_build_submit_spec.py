@@ -104,6 +104,17 @@ def test_after_a_delay_counts_from_now(settings, delay):
     assert spec["not_before"] == "2026-03-01T12:00:00+00:00"
 
 
+def test_a_deadline_is_read_as_after_is_in_the_cluster_zone(settings):
+    spec = build_submit_spec(["true"], settings, MORNING, NO_OVERRIDES, "+1h", deadline="tomorrow 8am")
+    in_two_hours = build_submit_spec(["true"], settings, MORNING, NO_OVERRIDES, None, deadline="+2h")
+
+    assert spec["deadline"] == "2026-03-02T08:00:00+00:00"
+    assert parse_spec(spec).deadline == datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
+    assert in_two_hours["deadline"] == "2026-03-01T12:00:00+00:00" and "not_before" not in in_two_hours
+    with pytest.raises(SpecError, match="cannot read the time"):
+        build_submit_spec(["true"], settings, MORNING, NO_OVERRIDES, None, deadline="someday")
+
+
 @pytest.mark.parametrize(
     ("when", "message"), [("25:00", "not a time of day"), ("someday", "cannot read the time")]
 )

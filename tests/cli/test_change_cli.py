@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime, timedelta
 
 from tests.cli.conftest import cli_as, lr_sweep_file
 
@@ -74,3 +75,17 @@ def test_ask_shows_the_change_card_and_the_command_that_does_it(
     assert done.exit_code == 0, done.output
     row = cluster.tasks.get_any(int(task_id))
     assert (row.priority, row.spec["not_before"]) == ("urgent", None)
+
+
+def test_submit_takes_a_deadline_as_change_does(cluster, a100_node, make_identity, monkeypatch, tmp_path):
+    _, token = make_identity("alice", "vision")
+    with cli_as(cluster, token, monkeypatch, tmp_path / "client-home") as nightshift:
+        submitted = nightshift("submit", "--after", "+2h", "--deadline", "+30h", "--", "true")
+        unreadable = nightshift("submit", "--deadline", "someday", "--", "true")
+
+    assert submitted.exit_code == 0, submitted.output
+    task_id = int(submitted.output.split("task ")[1].split(" ")[0])
+    spec = cluster.tasks.get_any(task_id).spec
+    hours = datetime.fromisoformat(spec["deadline"]) - datetime.fromisoformat(spec["not_before"])
+    assert hours == timedelta(hours=28)
+    assert unreadable.exit_code == 2 and "cannot read the time" in unreadable.output
