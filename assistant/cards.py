@@ -23,7 +23,7 @@ from scheduler.nodes import NodeGpu, NodeState
 from scheduler.policy.config import PolicyConfig
 from scheduler.policy.windows import offpeak_start_s, parse_windows
 from scheduler.spec import TaskSpec, parse_spec
-from scheduler.submission import check_against_cluster, check_deadline_ahead, resolve
+from scheduler.submission import check_against_cluster, check_times_ahead, resolve
 from scheduler.sweeps import expand
 
 SWEEP_EXAMPLES = 3
@@ -178,7 +178,7 @@ def validated_spec(
     tz = now.tzinfo
     assert tz is not None, "now must be timezone-aware"
     try:
-        check_deadline_ahead(spec, tz, now)
+        check_times_ahead(spec, tz, now)
     except SpecError as exc:
         raise CardError(exc.message, exc.errors) from None
     return dict(resolve(spec, tz, default_workdir).spec)

@@ -29,7 +29,7 @@ from scheduler.spec import TaskSpec
 from scheduler.store.identity import Identity
 from scheduler.store.sweeps import NewSweep, SweepStore
 from scheduler.store.tables import FINAL_STATUSES, Sweep, Task
-from scheduler.submission import check_against_cluster, check_deadline_ahead, default_name, resolve
+from scheduler.submission import check_against_cluster, check_times_ahead, default_name, resolve
 from scheduler.sweeps import MAX_SWEEP_TASKS, expand_all, in_batch
 
 
@@ -99,7 +99,7 @@ def submit_group(
     for number, spec in enumerate(specs, 1):
         try:
             check_against_cluster(spec, nodes, cluster.settings.max_task_gpus)
-            check_deadline_ahead(spec, cluster.zone, from_epoch_s(now_s()))
+            check_times_ahead(spec, cluster.zone, from_epoch_s(now_s()))
             cluster.check_dependencies(who, spec.depends_on)
         except SpecError as exc:
             raise in_batch(exc, number, len(specs)) from None

@@ -26,7 +26,7 @@ from scheduler.store.identity import Identity
 from scheduler.store.queue import RedisQueue
 from scheduler.store.tables import FINAL_STATUSES, Task
 from scheduler.store.tasks import Finish, NewTask, TaskStore
-from scheduler.submission import check_against_cluster, check_deadline_ahead, resolve
+from scheduler.submission import check_against_cluster, check_times_ahead, resolve
 
 _PENDING = Exception("not stored yet")  # a placeholder of `Cluster.submit_many`, always replaced
 
@@ -208,7 +208,7 @@ class Cluster:
                 [{"field": "sweep", "message": "use POST /api/v1/sweeps for a sweep"}],
             )
         self.check_fits(parsed)
-        check_deadline_ahead(parsed, self.zone, from_epoch_s(now_s()))
+        check_times_ahead(parsed, self.zone, from_epoch_s(now_s()))
         self.check_dependencies(who, parsed.depends_on)
         return resolve(parsed, self.zone, self.default_workdir())
 
@@ -268,7 +268,7 @@ class Cluster:
             raise ConflictError(f"task {task_id} already {task.status}; only a queued task can be changed")
         spec = changed_spec(task_id, task.spec or {}, changes)
         if changes.get("deadline") is not None:  # one that passed while it waited stays as it was
-            check_deadline_ahead(spec, self.zone, from_epoch_s(now_s()))
+            check_times_ahead(spec, self.zone, from_epoch_s(now_s()))
         new = resolve(spec, self.zone, self.default_workdir())
         if task.held_by is None:
             # out of the queue and its node's inbox first, so no node can claim it while it changes

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Sequence
-from datetime import datetime, tzinfo
+from datetime import datetime, timedelta, tzinfo
 from typing import Any
 
 from scheduler.errors import SpecError
@@ -14,6 +14,7 @@ from scheduler.spec import TaskSpec
 from scheduler.store.tasks import NewTask
 
 MIB_PER_GB = 1024
+MAX_YEARS_AHEAD = 10  # the furthest ahead a task may be told to start or finish: beyond is a typo
 
 
 _LAUNCHERS = frozenset(
@@ -154,16 +155,38 @@ def check_against_cluster(spec: TaskSpec, nodes: Sequence[NodeState], max_task_g
             )
 
 
-def check_deadline_ahead(spec: TaskSpec, zone: tzinfo, now: datetime) -> None:
+def check_times_ahead(spec: TaskSpec, zone: tzinfo, now: datetime) -> None:
     """Refuse a `deadline` that has already passed (a naive one read in the cluster's zone): the task
-    could only miss it, and it would rank as if it were urgent."""
+    could only miss it, and it would rank as if it were urgent. Refuse a `not_before` or `deadline` more
+    than `MAX_YEARS_AHEAD` ahead: a typo like year 9999 would hold a task forever (and overflow clocks)."""
     deadline = _localize(spec.deadline, zone)
     if deadline is not None and deadline <= now:
-        when = deadline.astimezone(zone).strftime("%Y-%m-%d %H:%M %Z").strip()
         raise SpecError(
-            f"deadline {when} is in the past; give a later time or leave it out",
+            f"deadline {_shown(deadline, zone)} is in the past; give a later time or leave it out",
             [{"field": "deadline", "message": "deadline must be in the future"}],
         )
+    check_within_reach("not_before", spec.not_before, zone, now)
+    check_within_reach("deadline", deadline, zone, now)
+
+
+def check_within_reach(field: str, moment: datetime | None, zone: tzinfo, now: datetime) -> None:
+    """Refuse a time more than `MAX_YEARS_AHEAD` years ahead (naive: read in the cluster's zone)."""
+    moment = _localize(moment, zone)
+    latest = now + timedelta(days=365.25 * MAX_YEARS_AHEAD)
+    if moment is not None and moment > latest:
+        raise SpecError(
+            f"{field} {_shown(moment, zone)} is more than {MAX_YEARS_AHEAD} years ahead; give a time "
+            f"before {_shown(latest, zone)}",
+            [{"field": field, "message": f"at most {MAX_YEARS_AHEAD} years ahead"}],
+        )
+
+
+def _shown(moment: datetime, zone: tzinfo) -> str:
+    try:
+        moment = moment.astimezone(zone)
+    except OverflowError:  # a far-future time near datetime.max cannot move to an eastern zone
+        pass
+    return moment.strftime("%Y-%m-%d %H:%M %Z").strip()
 
 
 def resolve(spec: TaskSpec, zone: tzinfo, default_workdir: str) -> NewTask:

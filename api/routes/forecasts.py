@@ -9,7 +9,9 @@ from fastapi import APIRouter, Query
 
 from api.deps import ClusterDep, IdentityDep, TaskId, UsageDep
 from scheduler.errors import PermissionDenied
+from scheduler.clock import from_epoch_s, now_s
 from scheduler.forecasts import estimate_wait, explain_task, quota_status
+from scheduler.submission import check_within_reach
 
 router = APIRouter(tags=["forecasts"])
 
@@ -46,6 +48,7 @@ def estimate(
     recent runs of that name and size, the time limit, or the default)."""
     if not_before is not None and not_before.tzinfo is None:
         not_before = not_before.replace(tzinfo=cluster.zone)
+    check_within_reach("not_before", not_before, cluster.zone, from_epoch_s(now_s()))
     return estimate_wait(
         cluster, usage, who, task_id=task_id, gpus=gpus, gpu_memory_gb=gpu_memory_gb,
         estimated_minutes=estimated_minutes, priority=priority, offpeak=offpeak,

@@ -23,9 +23,16 @@ def human_duration(seconds: float) -> str:
 
 
 def local_time(epoch_s: float, now_s: float, tz_name: str) -> str:
-    """`"23:00"` when within a day of now (either way), else `"2024-05-01 23:00"`."""
-    dt = datetime.fromtimestamp(epoch_s, zone(tz_name))
-    return dt.strftime("%H:%M") if abs(epoch_s - now_s) < 86400 else dt.strftime("%Y-%m-%d %H:%M")
+    """`"23:00"` today, `"tomorrow 07:00"`, `"yesterday 23:00"`, else `"2024-05-01 23:00"`: a bare hour
+    must not be read as today when it is tomorrow's."""
+    tz = zone(tz_name)
+    try:
+        moment = datetime.fromtimestamp(epoch_s, tz)
+    except (OverflowError, ValueError, OSError):  # beyond year 9999: only a stored typo gets here
+        return "a date out of range"
+    days = (moment.date() - datetime.fromtimestamp(now_s, tz).date()).days
+    word = {0: "", 1: "tomorrow ", -1: "yesterday "}.get(days)
+    return moment.strftime("%Y-%m-%d %H:%M") if word is None else f"{word}{moment:%H:%M}"
 
 
 def behind(n: int) -> str:

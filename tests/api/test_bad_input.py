@@ -86,6 +86,18 @@ BAD_SPECS = [
         "is in the past; give a later time or leave it out",
     ),
     case(
+        "not_before in year 9999",
+        {"command": "x", "not_before": "9999-12-31T23:59:59-05:00"},
+        "not_before 9999-12-31 23:59",
+        "is more than 10 years ahead; give a time before",
+    ),
+    case(
+        "deadline in year 9999",
+        {"command": "x", "deadline": "9999-12-31T23:59:59Z"},
+        "deadline 9999-12-31 23:59",
+        "is more than 10 years ahead",
+    ),
+    case(
         "both conda and docker",
         {"command": "x", "conda_env": "torch", "docker_image": "pytorch/pytorch"},
         "choose conda_env or docker_image, not both",
@@ -189,6 +201,7 @@ def test_without_any_node_the_gpu_limit_is_the_configured_maximum(client, cluste
     ("params", "expected"),
     [
         ({"not_before": "someday"}, "not_before: Input should be a valid datetime"),
+        ({"not_before": "9999-12-31T23:59:59-05:00"}, "not_before 9999-12-31 23:59"),
         ({"offpeak": "maybe"}, "offpeak: Input should be a valid boolean"),
         ({"gpus": "-1"}, "gpus: Input should be greater than or equal to 0"),
     ],
