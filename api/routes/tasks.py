@@ -12,7 +12,7 @@ from fastapi.responses import PlainTextResponse, StreamingResponse
 from api.deps import ClusterDep, IdentityDep, QueuedCap, TaskId, submission_queue
 from api.schemas import TaskPublic, TasksPublic, TaskUsagePublic
 from scheduler.edits import EDITABLE_FIELDS
-from scheduler.errors import NotFoundError
+from scheduler.errors import NotFoundError, PermissionDenied
 from scheduler.logs import read_from, read_tail
 from scheduler.spec import TaskSpec
 from scheduler.store.identity import team_id_by_name
@@ -55,9 +55,14 @@ def list_tasks(
     offset: Annotated[int, Query(ge=0, le=2**62)] = 0,
 ) -> TasksPublic:
     """Your team's tasks, newest first (an admin sees every team's, or one `team`'s), each with its usage
-    once it has run (one query for the page)."""
+    once it has run (one query for the page). Another team's asked for by a member answers 403, as
+    `/quota?team=` does (not their own tasks in its place)."""
+    if team is not None and team != who.team and not who.is_admin:
+        raise PermissionDenied(
+            f"you can see only your own team's tasks (team {who.team}); only admins may list another team's"
+        )
     if team is not None and who.is_admin and team_id_by_name(cluster.factory, team) is None:
-        raise NotFoundError(f"team {team!r} not found")  # (a member always sees their own team's)
+        raise NotFoundError(f"team {team!r} not found")
     rows = cluster.tasks.list_for(who, status=status, team=team, limit=limit, offset=offset)
     usage = TelemetryStore(cluster.factory).usage_rows(row.id for row in rows)
     tasks = [TaskPublic.of(row, usage=TaskUsagePublic.of(usage.get(row.id, []))) for row in rows]

@@ -241,3 +241,23 @@ def test_an_estimate_for_a_new_task_waits_for_the_tasks_it_depends_on(
     assert datetime.fromisoformat(alone["start"]) < datetime(2030, 1, 1, tzinfo=UTC)
     assert datetime.fromisoformat(after["start"]) == datetime(2030, 1, 7, 13, tzinfo=UTC)  # the parent's end
     assert foreign.status_code == 422 and f"task {bobs}, which does not exist" in foreign.text
+
+
+def test_a_member_asking_for_another_teams_tasks_is_refused_as_for_its_quota(client, alice, make_identity):
+    _, bob_token = make_identity("bob", "nlp")
+    _, admin_token = make_identity("root", "ops", admin=True)
+    mine = _submit(client, alice)
+    bobs = _submit(client, bearer(bob_token))
+
+    other = client.get("/api/v1/tasks", params={"team": "nlp"}, headers=alice)
+    nosuch = client.get("/api/v1/tasks", params={"team": "nosuch"}, headers=alice)
+    quota = client.get("/api/v1/quota", params={"team": "nlp"}, headers=alice)
+    own = client.get("/api/v1/tasks", params={"team": "vision"}, headers=alice)
+    admin = client.get("/api/v1/tasks", params={"team": "nlp"}, headers=bearer(admin_token))
+    admin_nosuch = client.get("/api/v1/tasks", params={"team": "nosuch"}, headers=bearer(admin_token))
+
+    assert other.status_code == nosuch.status_code == quota.status_code == 403, other.text
+    assert "only your own team's tasks (team vision)" in other.text and "vision" in nosuch.text
+    assert [task["id"] for task in own.json()["tasks"]] == [mine]
+    assert [task["id"] for task in admin.json()["tasks"]] == [bobs]
+    assert admin_nosuch.status_code == 404
