@@ -649,6 +649,23 @@ def simulate(
         result = run_simulation(trace, gpus, nodes, policy, oracle, config).to_dict()
     except (NightshiftError, ValueError) as exc:
         _fail(getattr(exc, "message", str(exc)), code=2)
+    left_out = result.get("left_out")
+    if left_out:  # jobs that could never start on this cluster: not simulated, and the person is told
+        unnamed = left_out["count"] - len(left_out["jobs"])
+        named = "; ".join(f"job {job['job_id']} {job['why']}" for job in left_out["jobs"])
+        which = named + (f"; and {unnamed} more" if unnamed else "")
+        if not result["jobs"]:
+            _fail(
+                f"no job of the trace could ever start on this cluster ({which}): nothing to simulate; "
+                f"a cluster they fit: {left_out['would_fit']}",
+                code=2,
+            )
+        err_console.print(
+            f"warning: {left_out['count']} job(s) left out, they could never start on this cluster "
+            f"({which}); the metrics are of the other {result['jobs']}; a cluster they all fit: "
+            f"{left_out['would_fit']}",
+            markup=False,
+        )
     if as_json:
         print(json.dumps(result))
     else:

@@ -348,8 +348,10 @@ def quota_table(data: dict[str, Any]) -> Table:
 
 def simulation_table(result: dict[str, Any]) -> Table:
     """The simulator's metrics."""
+    left_out = (result.get("left_out") or {}).get("count")
     table = Table(
-        title=f"simulation: {result['policy']}, {result['jobs']} jobs on {result['gpus']} GPUs",
+        title=f"simulation: {result['policy']}, {result['jobs']} jobs on {result['gpus']} GPUs"
+        + (f" ({left_out} left out)" if left_out else ""),
         title_justify="left",
         min_width=60,
     )
@@ -357,7 +359,7 @@ def simulation_table(result: dict[str, Any]) -> Table:
     table.add_column("value", justify="right")
     table.add_column("")
     for key, value in result.items():
-        if key in ("policy", "jobs", "gpus", "per_team"):
+        if key in ("policy", "jobs", "gpus", "per_team", "left_out"):
             continue
         if key.endswith("_s") and isinstance(value, int | float) and key != "wall_s":
             table.add_row(key, f"{value:,.0f}", duration_words(value))

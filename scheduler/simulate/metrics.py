@@ -17,10 +17,26 @@ def percentile(sorted_values: Sequence[float], pct: float) -> float:
     return sorted_values[min(rank, len(sorted_values)) - 1]
 
 
+LEFT_OUT_SHOWN = 5  # jobs named in `left_out` (the count has them all)
+
+
+@dataclass(frozen=True, slots=True)
+class LeftOut:
+    """A trace job that could never start on the simulated cluster, so it was not simulated."""
+
+    index: int
+    job_id: str
+    why: str
+
+
 @dataclass
 class SimulationResult:
     """What `nightshift simulate --json` prints. Kept for analysis, not printed: `starts_s` (job index ->
-    start) and `placements` (job index -> the (node, GPU indices) parts it started on)."""
+    start) and `placements` (job index -> the (node, GPU indices) parts it started on).
+
+    `jobs` and every metric count only the jobs simulated; those that could never fit the cluster (more
+    GPUs than it has, more memory than any GPU) are in `left_out`, printed only when there are any, with
+    `would_fit`, a cluster on which they could start."""
 
     policy: str
     jobs: int
@@ -40,10 +56,12 @@ class SimulationResult:
     wall_s: float
     starts_s: dict[int, float] = field(default_factory=dict, repr=False)
     placements: dict[int, tuple[tuple[str, tuple[int, ...]], ...]] = field(default_factory=dict, repr=False)
+    left_out: list[LeftOut] = field(default_factory=list)
+    would_fit: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The brief's metrics, in its order, rounded for reading."""
-        return {
+        """The brief's metrics, in its order, rounded for reading; then `left_out` when jobs were."""
+        metrics = {
             "policy": self.policy,
             "jobs": self.jobs,
             "gpus": self.gpus,
@@ -61,6 +79,13 @@ class SimulationResult:
             "energy_cost": round(self.energy_cost, 2),
             "wall_s": round(self.wall_s, 3),
         }
+        if self.left_out:
+            metrics["left_out"] = {
+                "count": len(self.left_out),
+                "jobs": [{"job_id": o.job_id, "why": o.why} for o in self.left_out[:LEFT_OUT_SHOWN]],
+                "would_fit": self.would_fit,
+            }
+        return metrics
 
 
 def team_metrics(waits_s: list[float], jcts_s: list[float], gpu_s: float) -> dict[str, float]:

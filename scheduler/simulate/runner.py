@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import statistics
 import time
@@ -11,11 +12,12 @@ from pathlib import Path
 
 from scheduler.policy.config import POLICIES, PolicyConfig
 from scheduler.policy.estimate import DurationHistory, estimate_duration_s, with_typical_run
+from scheduler.policy.placement import Pool
 from scheduler.policy.quotas import gpu_weight
 from scheduler.policy.replay import Replay
 from scheduler.policy.tariff import estimate_cost, estimate_energy_kwh, gpu_power_w
 from scheduler.policy.types import MIB_PER_GB, GpuSlot, QueuedTask, RunningTask
-from scheduler.simulate.metrics import SimulationResult, percentile, team_metrics
+from scheduler.simulate.metrics import LeftOut, SimulationResult, percentile, team_metrics
 from scheduler.simulate.trace import TraceError, TraceJob, read_trace
 from scheduler.simulate.usage import UsageTracker
 
@@ -44,6 +46,37 @@ def _cluster(gpus_spec: str, nodes: int) -> list[GpuSlot]:
     sizes = parse_gpus_spec(gpus_spec)
     width = len(str(nodes - 1))
     return [GpuSlot(f"node-{n:0{width}d}", i, mib, mib) for n in range(nodes) for i, mib in enumerate(sizes)]
+
+
+def _gb(mib: int) -> str:
+    return f"{mib / MIB_PER_GB:g} GB"
+
+
+def why_never_fits(job: TraceJob, gpus: Sequence[GpuSlot]) -> str | None:
+    """Why `job` could not start even on the empty simulated cluster (None when it could): it would wait
+    forever, and the replay would end with it still queued."""
+    if Pool(gpus).find(_task(job)) is not None:
+        return None
+    largest = max((g.memory_total_mib for g in gpus), default=0)
+    if job.gpu_memory_mib > largest:
+        return f"needs {_gb(job.gpu_memory_mib)} per GPU, the largest GPU has {_gb(largest)}"
+    if job.gpus > len(gpus):
+        return f"needs {job.gpus} GPUs, the cluster has {len(gpus)}"
+    memory = f" with {_gb(job.gpu_memory_mib)} each" if job.gpu_memory_mib else ""
+    return f"needs {job.gpus} GPUs{memory} on one node (or on whole nodes), and no node has them"
+
+
+def cluster_that_fits(jobs: Sequence[TraceJob], gpus_spec: str, nodes: int) -> str:
+    """`--gpus ... --nodes ...`: a cluster like this one on which every one of `jobs` could start (the same
+    GPUs per node, more nodes, and GPUs as large as the largest memory asked for)."""
+    sizes = parse_gpus_spec(gpus_spec)
+    need_mib = max((j.gpu_memory_mib for j in jobs), default=0)
+    spec = gpus_spec
+    if need_mib > min(sizes):
+        gb = max(math.ceil(need_mib / MIB_PER_GB), math.ceil(max(sizes) / MIB_PER_GB))
+        spec = f"{len(sizes)}x{gb}"
+    count = max(nodes, math.ceil(max((j.gpus for j in jobs), default=1) / len(sizes)))
+    return f"--gpus {spec} --nodes {count}"
 
 
 def _task(job: TraceJob) -> QueuedTask:
@@ -102,6 +135,14 @@ def simulate_jobs(
     base = config or PolicyConfig()
     cfg = replace(base, policy=policy)
     gpus = _cluster(gpus_spec, nodes)
+    shapes: dict[tuple[int, int, float], str | None] = {}  # what fitting depends on: checked once each
+    for j in jobs:
+        shape = (j.gpus, j.gpu_memory_mib, j.gpu_fraction)
+        if shape not in shapes:
+            shapes[shape] = why_never_fits(j, gpus)
+    why = {j.index: shapes[(j.gpus, j.gpu_memory_mib, j.gpu_fraction)] for j in jobs}
+    never = [j for j in jobs if why[j.index] is not None]
+    jobs = [j for j in jobs if why[j.index] is None]  # the replay would end with the others still queued
     by_id = {j.index: j for j in jobs}
     history = DurationHistory(cfg.history_runs)
     tracker = UsageTracker(
@@ -130,6 +171,8 @@ def simulate_jobs(
     _feed(sim, arrivals, history, cfg, oracle, epoch_s, probe)
     result = _measure(policy, jobs, gpus, sim, cfg, epoch_s, time.perf_counter() - wall0)
     result.placements = placements
+    result.left_out = [LeftOut(j.index, j.job_id, why[j.index] or "") for j in never]
+    result.would_fit = cluster_that_fits(never, gpus_spec, nodes) if never else None
     return result
 
 

@@ -121,3 +121,28 @@ def test_a_job_held_by_its_teams_used_up_budget_starts_when_the_budget_frees() -
     # it starts once half of the first job's work has left the last 24 h (as the live scheduler would)
     assert result.starts_s[1] == pytest.approx(86400.0 + 3600.0, abs=2.0)
     assert result.jobs == 2 and len(result.starts_s) == 2
+
+
+def test_jobs_that_could_never_fit_the_cluster_are_left_out_and_counted(tmp_path: Path) -> None:
+    p = tmp_path / "t.csv"
+    p.write_text(
+        "job_id,submit_time_s,duration_s,num_gpus,gpu_mem_gb\n"
+        "huge,0,100,9,\nok,5,100,1,\nfat,6,100,1,40\nfits_two_nodes,7,100,8,\n"
+    )
+    one_node = run_simulation(p, "4x24", 1, "fifo", oracle=True).to_dict()
+    two_nodes = run_simulation(p, "4x24", 2, "fifo", oracle=True).to_dict()
+    suggested = run_simulation(p, "4x40", 3, "fifo", oracle=True).to_dict()
+
+    assert list(one_node) == [*KEYS, "left_out"]
+    assert one_node["jobs"] == 1 and one_node["mean_jct_s"] == 100.0 and one_node["makespan_s"] == 100.0
+    assert one_node["left_out"] == {
+        "count": 3,
+        "jobs": [
+            {"job_id": "huge", "why": "needs 9 GPUs, the cluster has 4"},
+            {"job_id": "fat", "why": "needs 40 GB per GPU, the largest GPU has 24 GB"},
+            {"job_id": "fits_two_nodes", "why": "needs 8 GPUs, the cluster has 4"},
+        ],
+        "would_fit": "--gpus 4x40 --nodes 3",
+    }
+    assert two_nodes["jobs"] == 2 and two_nodes["left_out"]["count"] == 2  # 8 GPUs: both nodes whole
+    assert suggested["jobs"] == 4 and list(suggested) == KEYS  # nothing left out: the brief's keys only

@@ -81,3 +81,22 @@ def test_a_bad_setting_or_trace_exits_2_saying_what_to_fix(
     out = CliRunner().invoke(app, ["simulate", str(_trace(tmp_path)), "--settings"])
     assert out.exit_code == 2
     assert "short_job_width_exponent" in out.output and "less than or equal to 2" in out.output
+
+
+def test_jobs_that_never_fit_are_a_warning_and_when_all_are_an_error(tmp_path: Path) -> None:
+    some = tmp_path / "some.csv"
+    some.write_text("submit_time_s,duration_s,num_gpus\n0,100,9\n5,100,1\n", encoding="utf-8")
+    none = tmp_path / "none.csv"
+    none.write_text("submit_time_s,duration_s,num_gpus\n0,100,9\n", encoding="utf-8")
+
+    warned = CliRunner().invoke(app, ["simulate", str(some), "--gpus", "4x24", "--json"])
+    refused = CliRunner().invoke(app, ["simulate", str(none), "--gpus", "4x24", "--json"])
+
+    assert warned.exit_code == 0, warned.output
+    assert json.loads(warned.stdout)["left_out"]["count"] == 1
+    said = " ".join(warned.stderr.split())
+    assert "warning: 1 job(s) left out, they could never start on this cluster (job 0 needs 9 GPUs" in said
+    assert "--gpus 4x24 --nodes 3" in said
+    assert refused.exit_code == 2 and refused.stdout == ""
+    said = " ".join(refused.stderr.split())
+    assert "no job of the trace could ever start on this cluster" in said and "--nodes 3" in said
