@@ -73,11 +73,14 @@ def _opened(path: Path) -> Iterator[BinaryIO | None]:
 
 
 def read_tail(path: Path, lines: int | None) -> tuple[str, int]:
-    """The last `lines` lines of a log (all of it, up to 32 MiB, when None), and the file size read up to."""
+    """The last `lines` lines of a log (all of it, up to 32 MiB, when None; nothing for 0, as `tail -n 0`),
+    and the file size read up to."""
     with _opened(path) as handle:
         if handle is None:
             return "", 0
         size = handle.seek(0, 2)
+        if lines is not None and lines <= 0:
+            return "", size  # (a slice [-0:] would be the whole log)
         if lines is None:
             start = max(0, size - MAX_WHOLE_BYTES)
             handle.seek(start)

@@ -518,7 +518,9 @@ def release(
 def logs(
     task_id: int,
     follow: Annotated[bool, typer.Option("-f", "--follow", help="keep printing until the task ends")] = False,
-    tail: Annotated[int | None, typer.Option("--tail", "-n", help="only the last N lines")] = None,
+    tail: Annotated[
+        int | None, typer.Option("--tail", "-n", min=0, help="only the last N lines (0: none, as tail -n 0)")
+    ] = None,
 ) -> None:
     """Print a task's output."""
 
@@ -532,6 +534,8 @@ def logs(
             for chunk in client.follow_logs(task_id, tail):
                 sys.stdout.write(chunk)
                 sys.stdout.flush()
+            return
+        if tail == 0:  # nothing, as `tail -n 0` (the client sends no tail for 0: the whole log)
             return
         text = client.logs(task_id, tail)
         sys.stdout.write(text)

@@ -121,7 +121,9 @@ async def task_logs(
     task_id: TaskId,
     cluster: ClusterDep,
     who: IdentityDep,
-    tail: Annotated[int | None, Query(ge=1, le=100_000, description="only the last N lines")] = None,
+    tail: Annotated[
+        int | None, Query(ge=0, le=100_000, description="only the last N lines (0: none, as `tail -n 0`)")
+    ] = None,
     follow: Annotated[bool, Query(description="keep streaming until the task ends")] = False,
 ) -> Response:
     """The task's output (stdout and stderr, every attempt)."""
