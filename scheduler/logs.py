@@ -22,10 +22,13 @@ MAX_WHOLE_BYTES = 32 * 1024 * 1024
 LAST_OUTPUT_LINES = 5
 LAST_OUTPUT_SCAN = 200  # lines read back to find where the last attempt began
 LAST_OUTPUT_CHARS = 300
-# how the executor marks each attempt in the log (`executor.launch`, `executor.process`): its header, its
-# command, and at its end how it ended (which the task's reason already says)
+# Every line nightshift itself writes into a job's log starts with this (`executor.launch`: each attempt's
+# header `==> nightshift task 8 attempt 1 on ...`, its command `==> $ ...`, `==> nightshift could not start
+# the job: ...`; `executor.process`: `==> nightshift stops the job (...)`, `==> still running after ...`,
+# and at the end `==> nightshift task 8 attempt 1 ended: ...`). The task's reason and message already say
+# what they say; they are never the job's own output.
+NIGHTSHIFT_MARK = "==> "
 ATTEMPT_HEADER = "==> nightshift task "
-COMMAND_LINE = "==> $ "
 ATTEMPT_END = " ended: "
 
 
@@ -107,14 +110,15 @@ def read_from(path: Path, offset: int) -> tuple[bytes, int]:
 
 
 def last_output(path: Path, lines: int = LAST_OUTPUT_LINES) -> list[str]:
-    """The last `lines` non-blank lines of a task's last attempt (its header and command lines left out,
-    each cut to `LAST_OUTPUT_CHARS`): what a failure most often says, as a traceback's last line does."""
+    """The last `lines` non-blank lines the job itself printed in its last attempt (every line nightshift
+    wrote, `NIGHTSHIFT_MARK`, left out; each cut to `LAST_OUTPUT_CHARS`): what a failure most often says,
+    as a traceback's last line does."""
     text, _ = read_tail(path, LAST_OUTPUT_SCAN)
     kept: list[str] = []
     for line in text.splitlines():
-        if line.startswith(ATTEMPT_HEADER):
-            if ATTEMPT_END not in line:
+        if line.startswith(NIGHTSHIFT_MARK):
+            if line.startswith(ATTEMPT_HEADER) and ATTEMPT_END not in line:
                 kept = []  # an attempt starts: the lines before it are an earlier attempt's
-        elif line.strip() and not line.startswith(COMMAND_LINE):
+        elif line.strip():
             kept.append(line if len(line) <= LAST_OUTPUT_CHARS else line[: LAST_OUTPUT_CHARS - 1] + "…")
     return kept[-lines:]

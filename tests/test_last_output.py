@@ -36,18 +36,32 @@ def test_only_the_last_attempts_own_lines_are_kept_without_nightshifts_markers(t
     assert last_output(log, 1) == ["ValueError: loss is nan"]
 
 
-def test_why_nightshift_stopped_a_job_is_kept_and_a_long_line_is_cut(tmp_path: Path) -> None:
+def test_every_line_nightshift_writes_is_left_out_and_a_long_line_is_cut(tmp_path: Path) -> None:
     log = tmp_path / "9.log"
     log.write_text(
         "==> nightshift task 9 attempt 1 on GPUs 0 at 2026-12-02T16:10:39+00:00\n==> $ sleep 30\n"
         + "x" * 1000
-        + "\n==> nightshift stops the job (timeout): SIGTERM, SIGKILL after 10 s\n"
+        + "\nstill training\n"
+        + "==> nightshift stops the job (timeout): SIGTERM, SIGKILL after 10 s\n"
+        + "==> still running after 10 s: SIGKILL\n"
+        + "==> nightshift task 9 attempt 1 ended: timeout after 30.0 s at 2026-12-02T16:11:09+00:00\n"
     )
 
-    cut, stopped = last_output(log)
+    cut, last = last_output(log)
 
     assert len(cut) == LAST_OUTPUT_CHARS and cut.endswith("…")
-    assert stopped == "==> nightshift stops the job (timeout): SIGTERM, SIGKILL after 10 s"
+    assert last == "still training"  # not nightshift's own stop lines
+
+
+def test_a_job_that_could_not_start_has_no_output_of_its_own(tmp_path: Path) -> None:
+    log = tmp_path / "10.log"
+    log.write_text(
+        "==> nightshift task 10 attempt 1 on GPUs 0 at 2026-12-02T16:10:39+00:00\n==> $ ./missing\n"
+        "==> nightshift could not start the job: [Errno 2] No such file or directory\n"
+        "==> nightshift task 10 attempt 1 ended: exit code 127 after 0.0 s at 2026-12-02T16:10:39+00:00\n"
+    )
+
+    assert last_output(log) == []
 
 
 def test_a_task_without_output_has_no_last_lines(tmp_path: Path) -> None:
