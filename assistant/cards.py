@@ -7,7 +7,6 @@ keeps the cards of one chat session until the person confirms or drops them.
 
 from __future__ import annotations
 
-import contextlib
 import secrets
 import shlex
 import threading
@@ -208,12 +207,14 @@ def summarize(
     client: AssistantClient | None,
     gpus_view: dict[str, Any] | None,
 ) -> dict[str, Any]:
-    """Start label, estimate, energy and quota effect of a spec (each only when known)."""
+    """Start label, estimate, energy and quota effect of a spec (each only when known); CardError when the
+    API's estimate refuses its `depends_on` (a task that does not exist, or another team's), as submitting
+    it would."""
     summary: dict[str, Any] = {}
     minutes = spec.get("estimated_minutes") or spec.get("time_limit_minutes")
     est: dict[str, Any] = {}
     if client is not None:
-        with contextlib.suppress(ClientError):  # no estimate: the card says what it knows
+        try:
             est = client.estimate(
                 gpus=spec.get("gpus"),
                 gpu_memory_gb=spec.get("gpu_memory_gb"),
@@ -224,6 +225,9 @@ def summarize(
                 name=spec.get("name"),  # the scheduler learns run times by user, name and size
                 depends_on=spec.get("depends_on") or None,  # it starts only after its parents succeed
             )
+        except ClientError as exc:  # no estimate: the card says what it knows
+            if exc.status_code == 422 and any(e.get("field") == "depends_on" for e in exc.errors):
+                raise CardError(exc.message, exc.errors) from None  # no such parent (or not yours)
     if est.get("estimated_run_s") and est.get("estimate_source"):  # the run time the scheduler will assume
         minutes = float(est["estimated_run_s"]) / 60
         if not spec.get("estimated_minutes"):

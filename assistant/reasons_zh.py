@@ -1,5 +1,6 @@
 """Chinese for the scheduler's plain-language reasons ("behind 3 higher-priority tasks", "waiting for
-off-peak at 23:00"), for the replies the assistant words itself.
+off-peak at 23:00") and the common reasons a spec is refused ("gpus must be between 0 and 4 …", "depends_on
+names task 9, which does not exist"), for the replies the assistant words itself.
 
 The scheduler words its reasons once, in English (`scheduler/policy/reasons.py`, `engine.py`, `quotas.py`,
 `executor/outcome.py`); the API and the CLI show them as they are. A Chinese reply translates the parts it
@@ -168,6 +169,104 @@ _RULES: list[Rule] = [
         lambda m: f"没有一张卡有 {m[1]} GB 显存（最大的 {m[2]} GB）",
     ),
 ]
+
+
+# spec fields as a Chinese reply names them (the spec's validation messages name the field)
+_FIELD_ZH = {
+    "gpus": "卡数",
+    "gpu_memory_gb": "每张卡的显存（GB）",
+    "time_limit_minutes": "时间限制（分钟）",
+    "estimated_minutes": "预计时长（分钟）",
+    "retries": "重试次数",
+    "priority": "优先级",
+    "not_before": "最早开始时间",
+    "deadline": "截止时间",
+    "depends_on": "依赖的任务",
+    "node": "节点",
+    "gpu_model": "GPU 型号",
+    "conda_env": "conda 环境",
+    "docker_image": "docker 镜像",
+}
+
+
+def _field_zh(name: str) -> str:
+    return _FIELD_ZH.get(name, name)
+
+
+def _largest_zh(m: re.Match[str]) -> str:
+    """`the largest node has 4 GPUs` / `node a has 2 A100 GPUs` in Chinese."""
+    where = f"节点 {m[2]} " if m[2] else "最大的节点"
+    model = f" {m[4].strip()} " if m[4] else ""
+    return f"{where}只有 {m[3]} 张{model}卡"
+
+
+_BOUND_ZH = {
+    "greater than or equal to": "不能小于",
+    "greater than": "必须大于",
+    "less than or equal to": "不能大于",
+    "less than": "必须小于",
+}
+
+# Why a spec is refused (`scheduler/spec.py`, `submission.py`, `service.check_dependencies`) or why a task
+# failed to launch (`executor/launch.py`): the messages a person gets back from a submit most often.
+_SPEC_RULES: list[Rule] = [
+    (
+        re.compile(
+            r"gpus must be between 0 and (\d+) on this cluster "
+            r"\((?:the largest node|node (\S+)) has (\d+)( \S+)? GPUs\)"
+        ),
+        lambda m: f"这个集群上卡数必须在 0 到 {m[1]} 之间（{_largest_zh(m)}）",
+    ),
+    (re.compile(r"you asked for (\d+)"), lambda m: f"你要了 {m[1]} 张"),
+    (
+        re.compile(r"no GPU on this cluster has ([\d.]+) GB \(the largest has (\d+) GB\)"),
+        lambda m: f"这个集群没有一张卡有 {m[1]} GB 显存（最大的 {m[2]} GB）",
+    ),
+    (re.compile(r"ask for fewer GPUs or less memory"), lambda m: "请少要几张卡或少要些显存"),
+    (
+        re.compile(r"there is no node named (.+) on this cluster \(nodes: (.*)\)"),
+        lambda m: f"这个集群没有叫 {m[1]} 的节点（现有节点：{m[2]}）",
+    ),
+    (
+        re.compile(r"no GPU model matches (.+) \((?:GPU models here|node (\S+) has): (.*)\)"),
+        lambda m: f"没有型号包含 {m[1]} 的卡（{f'节点 {m[2]} 上' if m[2] else '这里'}的型号：{m[3]}）",
+    ),
+    (
+        re.compile(r"depends_on names task (\d+), which does not exist"),
+        lambda m: f"依赖的任务 {m[1]} 不存在（或不属于你的团队）",
+    ),
+    (
+        re.compile(r"(conda_env|docker_image) (.+) was requested but (\S+) is not installed on this node"),
+        lambda m: f"要求了 {_field_zh(m[1])} {m[2]}，但这个节点没有安装 {m[3]}",
+    ),
+    (
+        re.compile(r"docker_image (.+) is not allowed on this cluster"),
+        lambda m: f"这个集群不允许使用 docker 镜像 {m[1]}",
+    ),
+    (re.compile(r"allowed: (.+)"), lambda m: f"允许的：{m[1]}"),
+    (
+        re.compile(r"deadline (.+) is in the past"),
+        lambda m: f"截止时间 {m[1]} 已经过去了",
+    ),
+    (re.compile(r"give a later time or leave it out"), lambda m: "请给一个更晚的时间，或者不设截止时间"),
+    (re.compile(r"deadline must be after not_before"), lambda m: "截止时间必须晚于最早开始时间"),
+    (
+        re.compile(r"choose conda_env or docker_image, not both"),
+        lambda m: "conda 环境和 docker 镜像只能选一个",
+    ),
+    (
+        re.compile(r"(gpu_memory_gb|gpu_model) needs gpus of at least 1 \(gpus is 0: a CPU-only task\)"),
+        lambda m: f"指定{_field_zh(m[1])}需要至少 1 张卡（卡数为 0 是纯 CPU 任务）",
+    ),
+    (
+        re.compile(
+            r"(\w+): Input should be (greater than or equal to|greater than|less than or equal to|less than)"
+            r" (-?[\d.]+)(?: \(got (.+)\))?"
+        ),
+        lambda m: f"{_field_zh(m[1])}{_BOUND_ZH[m[2]]} {m[3]}" + (f"（收到的是 {m[4]}）" if m[4] else ""),
+    ),
+]
+_RULES += _SPEC_RULES
 
 
 def _part(text: str) -> str:

@@ -246,9 +246,9 @@ def submit_task(ctx: ToolContext, **args: Any) -> str:
         )
     try:
         spec = validated_spec(args, now, ctx.default_workdir, ctx.max_task_gpus, gpus_view)
+        summary = summarize(spec, now, ctx.offpeak, ctx.client, gpus_view)
     except CardError as exc:
         return _error(exc.message, exc.errors)
-    summary = summarize(spec, now, ctx.offpeak, ctx.client, gpus_view)
     if like is not None:
         summary["like_task"] = {"task_id": like, "passed": passed}
     card: dict[str, Any] = {"kind": "submit", "spec": spec, "summary": summary}

@@ -21,6 +21,8 @@ GPUS = [
     # a bare count ending a clause: "用 H100 跑 train.py，两张"
     re.compile(rf"(?<![\d.第])(?P<n>{NUMBER})\s*[张块](?=\s*(?:$|[，,。.;；!！]))"),
 ]
+# a minus sign before a count: "-1 GPUs", "用 -1 张卡" (not a dash inside a word: "batch-2")
+NEGATIVE = re.compile(r"(?:^|[\s(（:：=用要给跑])[-−]\s*$")
 GPU_ONE = re.compile(r"\b(?:a|one|single|1)\s+(?:gpu|card)\b|单卡|一张卡|一块卡", re.I)
 GPU_ZERO = re.compile(
     r"\bcpu[\s-]*only\b|\bno\s+gpus?\b|\bwithout\s+(?:a\s+)?gpus?\b|\bon\s+(?:the\s+)?cpu\b|\b0\s+gpus?\b"
@@ -36,7 +38,10 @@ PRIORITY = [
     (
         "urgent",
         re.compile(
-            r"\burgent(?:ly)?\b|\basap\b|as\s+soon\s+as\s+possible|\bcritical\b|紧急|加急|十万火急|最高优先级",
+            r"\burgent(?:ly)?\b|\basap\b|as\s+soon\s+as\s+possible|\bcritical\b|紧急|加急|十万火急|最高优先级"
+            # "highest priority", "优先级最高": the top class, as a change's "raise it to the highest" is
+            r"|\b(?:highest|top)[\s-]*(?:priority|prio)\b|\bpriority\s*[:=]?\s*highest\b"
+            r"|优先级(?:设成|设为|调成|调到|改成|是|为|要)?\s*最高",
             re.I,
         ),
     ),
@@ -131,7 +136,9 @@ DEPENDS = [
         re.I,
     ),
     re.compile(
-        r"\bafter\s+(?P<n>2[5-9]|[3-9]\d|\d{3,})\b(?!\s*(?:min|h\b|hours?|days?|secs?|gpus?|gb|steps?))", re.I
+        r"\bafter\s+(?P<n>2[5-9]|[3-9]\d|\d{3,})\b(?!\s*(?:min|h\b|hours?|days?|secs?|gpus?|gb|steps?))"
+        r"(?![-/.:]\d|\s*年)",  # "after 2026-12-05": a date, no task 2026
+        re.I,
     ),
     re.compile(
         r"\b(?:after|once|when)\s+(?:task|job|#)?\s*#?\s*(?P<n>\d+)\s*(?:is\s+|has\s+)?"
@@ -154,7 +161,10 @@ _MODEL = r"(?:[AHVB]\d{2,4}|L40S?|[LT]4|GH200|RTX\s?\d{4}|\d{4}(?=\s*(?:gpus?|ca
 # A pinned node: "on node gpu-box-2", "on machine vm", "在 gpu-box-2 节点上", "节点 vm"
 NODE = re.compile(
     r"\bon\s+(?:the\s+)?(?:node|box|machine|server|host)\s+(?P<v>[A-Za-z0-9][A-Za-z0-9_.-]*)"
-    r"|(?:在|用)\s*(?P<z>[A-Za-z0-9][A-Za-z0-9_.-]*)\s*(?:这台|这个)?\s*(?:节点|机器|服务器)",
+    r"|(?:在|用)\s*(?P<z>[A-Za-z0-9][A-Za-z0-9_.-]*)\s*(?:这台|这个)?\s*(?:节点|机器|服务器)"
+    # "在 gpu-box-9 上跑": a name with a dash or a digit, where the request runs (a GPU model is no node)
+    r"|在\s*(?P<y>[A-Za-z][A-Za-z0-9_.]*(?:-[A-Za-z0-9_.]+)+|[A-Za-z]+[A-Za-z_.-]*\d[A-Za-z0-9_.-]*)\s*上面?"
+    r"(?=\s*(?:跑|运行|执行|训练|提交|启动|[，,。]|$))",
     re.I,
 )
 GPU_MODEL = [
@@ -235,7 +245,7 @@ def read_fields(text: str) -> tuple[Fields, str]:
             found.values[key] = ids or [int(_group(match, "n", "h", "m", "w") or 0)]
         elif key == "time_limit_minutes":
             minutes = duration_minutes(_group(match, "d", "e", "f") or "")
-            if minutes:
+            if minutes is not None:  # "时间限制 0 分钟" too: the spec refuses it, with the reason
                 found.values[key] = tidy(minutes)
         else:
             number = _group(match, "n")
@@ -274,8 +284,8 @@ def _read_labels(text: str, found: Fields) -> str:
 
 def _read_resources(text: str, found: Fields) -> str:
     node = NODE.search(text)
-    if node:
-        found.values["node"] = _group(node, "v", "z")
+    if node and not (node.group("y") and re.fullmatch(_MODEL + r"s?", node.group("y"), re.I)):
+        found.values["node"] = _group(node, "v", "z", "y")
         text = _blank(text, node, found)
     counted = COUNTED_MODEL.search(text)
     if counted and to_int(_group(counted, "n", "k") or ""):
@@ -300,6 +310,8 @@ def _read_resources(text: str, found: Fields) -> str:
     if gpus:
         number = to_int(gpus.group("n"))
         if number is not None:
+            if NEGATIVE.search(text[: gpus.start()]):  # "用 -1 张卡": kept, so the spec says why not
+                number = -number
             found.values["gpus"] = number
             return _blank(text, gpus, found)
     one = GPU_ONE.search(text)

@@ -10,7 +10,7 @@ from typing import Any, Literal
 from assistant.parsing.commands import fenced_commands, find_command, remove_span
 from assistant.parsing.fields import BARE_NUMBER, TASK_ID, read_fields, task_ids
 from assistant.parsing.numbers import NUMBER, to_int
-from assistant.parsing.times import read_times
+from assistant.parsing.times import blank_dates, read_times
 from scheduler.edits import EDITABLE_FIELDS
 
 Kind = Literal["tool", "question", "refusal", "help", "edit"]
@@ -328,7 +328,10 @@ def _submit(command: str, rest: str, now: datetime, several: bool = False) -> Re
 
 def _spec_args(text: str, now: datetime) -> dict[str, Any]:
     """The spec fields and times a request asks for (its command already taken out)."""
-    fields, rest = read_fields(text)
+    fields, _ = read_fields(blank_dates(text, now))  # no number of a date is a GPU count or a task
+    rest = text
+    for start, end in fields.spans:
+        rest = rest[:start] + " " * (end - start) + rest[end:]
     when = read_times(rest, now)
     args: dict[str, Any] = dict(fields.values)
     if when.not_before is not None:

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import date, datetime, time, timedelta
 
 from assistant.parsing.numbers import DURATION_UNIT, NUMBER, duration_minutes, to_int
 
 _DAY = (
-    r"(?:the\s+)?day\s+after\s+tomorrow|today|tonight|tomorrow|this|"
-    r"今天|明天|后天|今晚|明晚|明早|今早|明日|今日"
+    r"(?:the\s+)?day\s+after\s+tomorrow|today|tonight|tomorrow|yesterday|this|"
+    r"今天|明天|后天|今晚|明晚|明早|今早|明日|今日|昨天"
 )
 _PART = r"morning|afternoon|evening|night|早上|上午|中午|下午|傍晚|晚上|凌晨|夜里|半夜|早晨|清晨"
 _PREP = (
@@ -47,6 +47,98 @@ RELATIVE = re.compile(
     rf"|(?P<d>(?:{NUMBER})\s*(?:个半|个)?\s*(?:小时|钟头|分钟)|半\s*个?\s*小时)\s*(?:以后|之后|后)",
     re.I,
 )
+_MONTHS = {
+    "jan": 1, "feb": 2, "mar": 3, "apr": 4, "may": 5, "jun": 6,
+    "jul": 7, "aug": 8, "sep": 9, "oct": 10, "nov": 11, "dec": 12,
+}  # fmt: skip
+MONTH_NAME = (
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?"
+    r"|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b\.?"
+)
+_ZH_DAY_NUMBER = r"\d{1,2}|[一二三四五六七八九十]{1,3}"
+# A calendar date: "2026-12-05" (with its time: "2026-12-05T09:00", "2026-12-05 09:00+08:00"), "2026/12/05",
+# "December 5", "Dec 5th, 2026", "5 Dec", "2026年12月5日", "12月5号", and "5号" (a day of this month) only
+# where a time of day or 之前/之后/跑 follows: "42号跑完" is a task.
+DATE = re.compile(
+    r"(?<![\d.:/-])(?P<iy>\d{4})[-/](?P<im>\d{1,2})[-/](?P<id>\d{1,2})(?![\d.:/])"
+    r"(?:(?:T|\s+)(?P<ih>\d{1,2}):(?P<imin>\d{2})(?::\d{2}(?:\.\d+)?)?(?P<tz>Z|[+-]\d{2}:?\d{2})?(?![\d:]))?"
+    rf"|\b(?P<mon>{MONTH_NAME})\s*(?P<md>\d{{1,2}})(?:st|nd|rd|th)?(?![:.]\d|\s*(?:[ap]\.?m\b|h\b|hours?|min))"
+    r"(?:,?\s+(?P<my>\d{4}))?\b"
+    rf"|\b(?P<dm>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<mon2>{MONTH_NAME})(?:,?\s+(?P<my2>\d{{4}})\b)?"
+    rf"|(?:(?P<zy>\d{{4}})\s*年\s*)?(?P<zm>{_ZH_DAY_NUMBER})\s*月\s*(?P<zd>{_ZH_DAY_NUMBER})\s*[日号]?"
+    rf"|(?<![\d月])(?P<zd2>{_ZH_DAY_NUMBER})\s*[号日](?=\s*(?:早上|上午|中午|下午|傍晚|晚上|凌晨|夜里|早晨|清晨|半夜"
+    r"|\d{1,2}\s*[点點时:：]|[零一二两三四五六七八九十]{1,3}\s*[点點时]|之前|以前|之后|以后|前|后|开始|再跑|跑(?!完)))",
+    re.I,
+)
+
+
+@dataclass
+class _Date:
+    """A date read from the text, and its time when the text gave one ("2026-12-05T09:00")."""
+
+    day: date
+    at: datetime | None
+    span: tuple[int, int]
+
+
+def _date_number(text: str | None) -> int | None:
+    return to_int(text) if text else None
+
+
+def _next_date(now: datetime, year: int | None, month: int, day: int) -> date | None:
+    """That date; with no year, this year's unless it has passed (then next year's)."""
+    try:
+        found = date(year or now.year, month, day)
+        if year is None and found < now.date():
+            found = date(now.year + 1, month, day)
+    except ValueError:
+        return None
+    return found
+
+
+def read_date(text: str, now: datetime) -> _Date | None:
+    """The first calendar date in `text`, resolved against `now` (None when there is none, or it is no
+    real date, like 2026-02-30)."""
+    for match in DATE.finditer(text):
+        group = match.group
+        if group("iy"):
+            day = _next_date(now, int(group("iy")), int(group("im")), int(group("id")))
+            if day is None:
+                continue
+            at = None
+            if group("ih") and int(group("ih")) < 24:
+                at = datetime.combine(day, time(int(group("ih")), int(group("imin"))), now.tzinfo)
+                if group("tz"):
+                    offset = datetime.fromisoformat(f"2000-01-01T00:00{group('tz').replace('Z', '+00:00')}")
+                    at = at.replace(tzinfo=offset.tzinfo).astimezone(now.tzinfo)
+            return _Date(day, at, match.span())
+        if group("mon") or group("mon2"):
+            month = _MONTHS[(group("mon") or group("mon2"))[:3].lower()]
+            number = _date_number(group("md") or group("dm"))
+            year = group("my") or group("my2")
+        elif group("zm"):
+            month, number, year = _date_number(group("zm")) or 0, _date_number(group("zd")), group("zy")
+        else:
+            number, year = _date_number(group("zd2")), None
+            month = now.month
+            if number is not None and number < now.day:  # "5号" past this month's 5th: next month's
+                month = now.month % 12 + 1
+                year = str(now.year + (1 if now.month == 12 else 0))
+        day = _next_date(now, int(year) if year else None, month, number or 0)
+        if day is not None:
+            return _Date(day, None, match.span())
+    return None
+
+
+def blank_dates(text: str, now: datetime) -> str:
+    """`text` with its calendar date blanked (same length), so no number in it is read as anything else."""
+    found = read_date(text, now)
+    if found is None:
+        return text
+    start, end = found.span
+    return text[:start] + " " * (end - start) + text[end:]
+
+
 # chat spellings, read as the words they stand for
 CHAT_SPELLINGS = {"tonite": "tonight", "tmr": "tomorrow", "tmrw": "tomorrow", "tmrow": "tomorrow"}
 _CHAT_SPELLING = re.compile(r"\b(?:" + "|".join(CHAT_SPELLINGS) + r")\b", re.I)
@@ -81,6 +173,8 @@ _DAY_OFFSET = {
     "明早": 1,
     "明日": 1,
     "后天": 2,
+    "yesterday": -1,
+    "昨天": -1,
 }
 _PM_PARTS = {"afternoon", "evening", "night", "下午", "傍晚", "晚上", "tonight", "今晚", "明晚"}
 _AM_PARTS = {"morning", "早上", "上午", "凌晨", "早晨", "清晨", "明早", "今早"}
@@ -171,10 +265,14 @@ def _hour(match: re.Match[str], parts: set[str], day: int | None) -> tuple[int, 
     return hour, day is not None
 
 
-def _resolve_clock(match: re.Match[str], now: datetime) -> datetime:
+def _resolve_clock(match: re.Match[str], now: datetime, on: date | None = None) -> datetime:
+    """The moment a clock match means: on the date `on` when the text named one, else by its day words."""
     words = [match.group(name) for name in ("day", "part", "day_b", "part_b", "part_c", "post")]
     parts = {w.lower().split()[-1] if w.isascii() else w for w in words if w}
     day = _day_offset(match.group("day"), match.group("day_b"), match.group("post"))
+    if on is not None:
+        day = (on - now.date()).days
+        parts -= {"tonight", "今晚"}  # "December 5 tonight" makes no sense: the date decides the day
     hour, fixed = _hour(match, parts, day)
     minute = _minute(match)
     base = now.replace(second=0, microsecond=0)
@@ -198,8 +296,39 @@ def _is_deadline(match: re.Match[str], text: str) -> bool:
     post = match.group("post") or ""
     if prep in _DEADLINE_WORDS or post in _DEADLINE_WORDS:
         return True
-    before = text[max(0, match.start() - 12) : match.start()].lower()
+    return _deadline_before(text, match.start())
+
+
+def _deadline_before(text: str, start: int) -> bool:
+    before = text[max(0, start - 12) : start].lower()
     return bool(re.search(r"(finish(?:ed)?|done|ready|complete[d]?)\s*(?:by|before)?\s*$|截止", before))
+
+
+# a date said as a deadline: "by December 5", "before 2026-12-05", "12月5日之前", "by yesterday"
+_DATE_DEADLINE_BEFORE = re.compile(
+    r"(?:\b(?:by|before|until|till|no\s+later\s+than|deadline(?:\s+is)?)\s+(?:the\s+end\s+of\s+)?(?:on\s+)?"
+    r"|截止(?:到|日期|时间)?\s*(?:是|为)?\s*)$",
+    re.I,
+)
+_DATE_DEADLINE_AFTER = re.compile(r"^\s*(?:之前|以前|前)")
+DEADLINE_DAY = re.compile(
+    r"\b(?:by|before|until|till|no\s+later\s+than)\s+(?P<en>yesterday|today|tonight|tomorrow)\b(?!\s*\d)"
+    r"|(?P<zh>昨天|今天|明天|后天)\s*(?:之前|以前)",
+    re.I,
+)
+_DAY_END = time(23, 59)
+
+
+def _date_is_deadline(text: str, span: tuple[int, int], clock: re.Match[str] | None) -> bool:
+    if clock is not None and _is_deadline(clock, text):
+        return True
+    start = min(span[0], clock.start()) if clock is not None else span[0]
+    end = max(span[1], clock.end()) if clock is not None else span[1]
+    return bool(
+        _DATE_DEADLINE_BEFORE.search(text[max(0, start - 30) : start])
+        or _DATE_DEADLINE_AFTER.match(text[end:])
+        or _deadline_before(text, start)
+    )
 
 
 def _relative(match: re.Match[str], now: datetime) -> datetime | None:
@@ -221,8 +350,11 @@ def read_times(text: str, now: datetime) -> When:
             when.not_before = moment
             when.spans.append(match.span())
             break
-    has_clock = False
-    for match in CLOCK.finditer(text):
+    has_clock = _read_date(text, now, when)
+    scan = text
+    for start, end in when.spans:  # a date read is no clock ("2026-12-05": no 5 o'clock)
+        scan = scan[:start] + " " * (end - start) + scan[end:]
+    for match in CLOCK.finditer(scan):
         if any(start <= match.start() < end for start, end in when.spans):
             continue
         moment = _resolve_clock(match, now)
@@ -232,6 +364,9 @@ def read_times(text: str, now: datetime) -> When:
         elif when.not_before is None:
             when.not_before = moment
         when.spans.append(match.span())
+    if not has_clock:
+        _deadline_day(text, now, when)
+        has_clock = when.deadline is not None
     if ALWAYS_OFFPEAK.search(text):
         when.offpeak = True
     next_night = NEXT_NIGHT.search(text)
@@ -244,6 +379,53 @@ def read_times(text: str, now: datetime) -> When:
     if when.not_before is None and not has_clock:
         _day_only(text, now, when)
     return when
+
+
+def _read_date(text: str, now: datetime, when: When) -> bool:
+    """A calendar date in `text` with its time of day (its own, the clock next to it, or 08:00 when none;
+    the end of the day for a deadline), as `not_before` or `deadline`; True when one was read."""
+    found = read_date(text, now)
+    if found is None:
+        return False
+    scan = text[: found.span[0]] + " " * (found.span[1] - found.span[0]) + text[found.span[1] :]
+    clock = None
+    if found.at is None:  # the clock closest to the date, within a few words of it
+        near = [
+            m
+            for m in CLOCK.finditer(scan)
+            if m.start() - found.span[1] <= 12 and found.span[0] - m.end() <= 12 and not m.group("day")
+        ]
+        clock = min(
+            near,
+            key=lambda m: min(abs(m.start() - found.span[1]), abs(found.span[0] - m.end())),
+            default=None,
+        )
+    deadline = _date_is_deadline(text, found.span, clock)
+    if found.at is not None:
+        moment = found.at
+    elif clock is not None:
+        moment = _resolve_clock(clock, now, found.day)
+    else:
+        moment = datetime.combine(found.day, _DAY_END if deadline else time(8, 0), now.tzinfo)
+    if deadline:
+        when.deadline = moment
+    else:
+        when.not_before = moment
+    when.spans.append(found.span)
+    if clock is not None:
+        when.spans.append(clock.span())
+    return True
+
+
+def _deadline_day(text: str, now: datetime, when: When) -> None:
+    """ "by tomorrow", "昨天之前": a deadline at the end of that day (a day alone is a start)."""
+    match = DEADLINE_DAY.search(text)
+    if match is None or when.deadline is not None:
+        return
+    offset = _day_offset(match.group("en") or match.group("zh")) or 0
+    day = now.date() + timedelta(days=offset)
+    when.deadline = datetime.combine(day, _DAY_END, now.tzinfo)
+    when.spans.append(match.span())
 
 
 def _day_only(text: str, now: datetime, when: When) -> None:

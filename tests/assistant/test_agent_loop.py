@@ -178,7 +178,7 @@ def test_cancel_needs_a_confirm_and_then_cancels_through_the_api(make_assistant,
 def test_a_change_shows_before_and_after_on_a_card_and_happens_only_once_confirmed(make_assistant, cluster):
     assistant = make_assistant()
     tid = assistant.client.submit(
-        {"command": "python train.py", "gpus": 1, "not_before": "2099-01-01T09:00:00Z"}
+        {"command": "python train.py", "gpus": 1, "not_before": "2030-01-01T09:00:00Z"}
     )["id"]
     enqueued = cluster.tasks.get_any(tid).enqueued_at
 
@@ -191,11 +191,11 @@ def test_a_change_shows_before_and_after_on_a_card_and_happens_only_once_confirm
     assert urgent.tool_calls == [call]
     assert urgent.cards[0]["changes"] == {
         "priority": ["normal", "urgent"],
-        "not_before": ["2099-01-01T09:00:00+00:00", None],
+        "not_before": ["2030-01-01T09:00:00+00:00", None],
     }
     assert "• priority: normal → urgent" in urgent.reply and "please confirm" in urgent.reply
     assert "• not before: 01-01 09:00 → as soon as GPUs are free" in urgent.reply
-    assert (untouched.priority, untouched.spec["not_before"]) == ("normal", "2099-01-01T09:00:00+00:00")
+    assert (untouched.priority, untouched.spec["not_before"]) == ("normal", "2030-01-01T09:00:00+00:00")
     assert result["ok"] and result["message"] == f"Changed task #{tid} (priority, not_before): queued."
     assert (changed.priority, changed.spec["not_before"], changed.enqueued_at) == ("urgent", None, enqueued)
 
@@ -203,7 +203,7 @@ def test_a_change_shows_before_and_after_on_a_card_and_happens_only_once_confirm
 def test_raise_my_priority_asks_which_task_and_the_number_alone_makes_the_card(make_assistant):
     assistant = make_assistant()
     tid = assistant.client.submit(
-        {"command": "python train.py", "gpus": 1, "not_before": "2099-01-01T09:00:00Z"}
+        {"command": "python train.py", "gpus": 1, "not_before": "2030-01-01T09:00:00Z"}
     )["id"]
 
     which = assistant.ask("帮我把优先级调到最高")
@@ -541,3 +541,58 @@ def test_an_older_server_without_the_new_endpoints_gets_a_plain_answer(cluster, 
     assert "no /quota endpoint yet" in turn.reply
     assert f"#{task['id']}" in why.reply and "queued" in why.reply
     assert card.spec is not None and card.cards
+
+
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_a_card_after_a_task_that_does_not_exist_is_refused_as_the_api_would(
+    make_assistant, make_identity, cluster, dry_run
+):
+    others = make_assistant(user="bob", team="audio")
+    theirs = others.client.submit({"command": "sleep 1", "gpus": 0})
+    assistant = make_assistant(dry_run=dry_run)
+
+    missing = assistant.ask("run python a.py after task 999")
+    not_ours = assistant.ask(f"run python a.py after task {theirs['id']}")
+    chinese = assistant.ask("等999号任务完成后跑 python a.py")
+
+    assert missing.cards == [] and missing.spec is None
+    assert missing.error == "depends_on names task 999, which does not exist"
+    assert "after task #999 succeeds" not in missing.reply and "does not exist" in missing.reply
+    assert not_ours.cards == [] and f"task {theirs['id']}, which does not exist" in (not_ours.error or "")
+    assert chinese.reply == "无法提交：依赖的任务 999 不存在（或不属于你的团队）。请告诉我要怎么改。"
+    assert cluster.tasks.count_by_status() == {"queued": 1}
+
+
+@pytest.mark.parametrize(
+    ("text", "reply"),
+    [
+        (
+            "用8张卡跑 python a.py",
+            "无法提交：这个集群上卡数必须在 0 到 4 之间（最大的节点只有 4 张卡）；你要了 8 张。请告诉我要怎么改。",
+        ),
+        (
+            "用两张卡跑 python a.py，每张100G显存",
+            "无法提交：这个集群没有一张卡有 100 GB 显存（最大的 24 GB）。请告诉我要怎么改。",
+        ),
+        ("用 -1 张卡跑 python a.py", "无法提交：卡数不能小于 0。请告诉我要怎么改。"),
+        ("跑 python a.py，时间限制 0 分钟", "无法提交：时间限制（分钟）必须大于 0。请告诉我要怎么改。"),
+        (
+            "在 gpu-box-9 上跑 python a.py",
+            "无法提交：这个集群没有叫 'gpu-box-9' 的节点（现有节点：node-a）。请告诉我要怎么改。",
+        ),
+    ],
+)
+def test_a_refused_chinese_request_is_told_why_in_chinese(make_assistant, text, reply):
+    turn = make_assistant(dry_run=True).ask(text)
+
+    assert turn.cards == [] and turn.reply == reply
+
+
+def test_an_unknown_gpu_model_and_a_passed_deadline_are_refused_in_chinese(make_assistant):
+    assistant = make_assistant(dry_run=True)
+
+    model = assistant.ask("用A100跑 python a.py")
+    late = assistant.ask("run python a.py by yesterday")
+
+    assert model.cards == [] and model.reply.startswith("无法提交：没有型号包含 'A100' 的卡（这里的型号：")
+    assert late.cards == [] and late.error is not None and "is in the past" in late.error

@@ -7,6 +7,7 @@ from datetime import datetime
 import pytest
 
 from assistant.parsing.commands import find_command
+from assistant.parsing.intents import understand
 from assistant.parsing.numbers import duration_minutes, to_int
 from assistant.parsing.times import read_times
 
@@ -280,3 +281,68 @@ def test_a_bare_count_of_cards_ending_a_clause_is_the_gpu_count(text: str, gpus:
     from assistant.parsing.fields import read_fields
 
     assert read_fields(text)[0].values.get("gpus") == gpus
+
+
+# --- explicit dates, and what the offline model used to drop silently --------------------------------
+
+DEC_2 = datetime.fromisoformat("2026-12-02T15:00:00+08:00")
+
+
+@pytest.mark.parametrize(
+    ("text", "not_before"),
+    [
+        ("run python a.py after 2026-12-05T09:00", "2026-12-05T09:00:00+08:00"),
+        ("run python a.py after 2026-12-05T09:00+00:00", "2026-12-05T17:00:00+08:00"),
+        ("run python a.py on December 5 at 9am", "2026-12-05T09:00:00+08:00"),
+        ("run python a.py at 9am on Dec 5", "2026-12-05T09:00:00+08:00"),
+        ("run python a.py on Dec 5", "2026-12-05T08:00:00+08:00"),  # a day alone: 08:00, as "tomorrow"
+        ("run python a.py on 5 January", "2027-01-05T08:00:00+08:00"),  # passed this year: next year's
+        ("2026-12-05 09:00 之后跑 python a.py", "2026-12-05T09:00:00+08:00"),
+        ("12月5日早上9点跑 python a.py", "2026-12-05T09:00:00+08:00"),
+        ("5号下午3点跑 python a.py", "2026-12-05T15:00:00+08:00"),
+    ],
+)
+def test_an_explicit_date_is_honoured_and_no_number_of_it_is_a_task(text, not_before):
+    reading = understand(text, DEC_2)
+
+    assert reading.tool == "submit_task" and reading.args["not_before"] == not_before
+    assert "depends_on" not in reading.args
+
+
+def test_a_task_numbered_like_a_day_still_is_a_parent():
+    assert understand("42号跑完之后跑 python eval.py", DEC_2).args == {
+        "command": "python eval.py",
+        "depends_on": [42],
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "deadline"),
+    [
+        ("run python a.py by yesterday", "2026-12-01T23:59:00+08:00"),
+        ("昨天之前跑完 python a.py", "2026-12-01T23:59:00+08:00"),
+        ("run python a.py by December 5", "2026-12-05T23:59:00+08:00"),
+    ],
+)
+def test_a_deadline_day_is_kept_even_when_it_has_passed(text, deadline):
+    assert understand(text, DEC_2).args.get("deadline") == deadline
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "value"),
+    [
+        ("用 -1 张卡跑 python a.py", "gpus", -1),  # kept, so the spec's check says why not
+        ("run python a.py on -2 GPUs", "gpus", -2),
+        ("在 gpu-box-9 上跑 python a.py", "node", "gpu-box-9"),
+        ("优先级最高，跑 python a.py", "priority", "urgent"),
+        ("run python a.py with highest priority", "priority", "urgent"),
+        ("跑 python a.py 时间限制 0 分钟", "time_limit_minutes", 0),
+    ],
+)
+def test_what_a_request_asks_for_is_not_dropped(text, field, value):
+    assert understand(text, DEC_2).args.get(field) == value
+
+
+def test_a_gpu_model_is_no_node():
+    args = understand("在 A100 上跑 python a.py", DEC_2).args
+    assert "node" not in args and args.get("gpu_model") == "A100"

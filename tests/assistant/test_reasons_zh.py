@@ -3,17 +3,24 @@ reason that the translation no longer knows shows up here."""
 
 from __future__ import annotations
 
+import json
 import signal
 
 import pytest
 
 from assistant.reasons_zh import reason_zh
+from assistant.replies import reply_for
+from scheduler.errors import NightshiftError
+from scheduler.executor import launch
 from scheduler.executor.outcome import JobOutcome
+from scheduler.nodes import NodeGpu, NodeState
 from scheduler.policy import reasons
 from scheduler.policy.config import PolicyConfig, TeamUsage
 from scheduler.policy.engine import decide
 from scheduler.policy.quotas import budget_status
 from scheduler.policy.types import GpuSlot
+from scheduler.spec import parse_spec
+from scheduler.submission import check_against_cluster
 from tests.policy.builders import make_gpus, make_task
 
 GB = 1024
@@ -105,3 +112,70 @@ def test_a_gpu_holding_a_finished_tasks_memory_reads_in_chinese() -> None:
         "等待停用的卡恢复（4 张中的 1 张：n2 的 2 号卡显存未释放：任务 7 结束后仍占用 6000 MiB（可能有残留进程）；"
         "释放后恢复；`nightshift gpus` 可查看）"
     )
+
+
+def _refusal(check) -> str:  # `check` raises the scheduler's own error
+    try:
+        check()
+    except NightshiftError as exc:
+        return exc.message
+    raise AssertionError("no refusal")
+
+
+def _node(gpus: int, gb: int) -> NodeState:
+    return NodeState(
+        "node-a", tuple(NodeGpu(i, "NVIDIA RTX 4090", gb * 1024, gb * 1024) for i in range(gpus)), 0
+    )
+
+
+@pytest.mark.parametrize(
+    ("refusal", "chinese"),
+    [
+        (
+            lambda: check_against_cluster(parse_spec({"command": "x", "gpus": 8}), [_node(4, 24)], 8),
+            "这个集群上卡数必须在 0 到 4 之间（最大的节点只有 4 张卡）；你要了 8 张",
+        ),
+        (
+            lambda: check_against_cluster(
+                parse_spec({"command": "x", "gpu_memory_gb": 100}), [_node(4, 24)], 8
+            ),
+            "这个集群没有一张卡有 100 GB 显存（最大的 24 GB）",
+        ),
+        (
+            lambda: check_against_cluster(
+                parse_spec({"command": "x", "gpu_model": "A100"}), [_node(4, 24)], 8
+            ),
+            "没有型号包含 'A100' 的卡（这里的型号：NVIDIA RTX 4090）",
+        ),
+        (
+            lambda: check_against_cluster(
+                parse_spec({"command": "x", "node": "gpu-box-9"}), [_node(4, 24)], 8
+            ),
+            "这个集群没有叫 'gpu-box-9' 的节点（现有节点：node-a）",
+        ),
+        (
+            lambda: launch._require(lambda _: None, "conda", "conda_env 'nosuchenv'"),
+            "要求了 conda 环境 'nosuchenv'，但这个节点没有安装 conda",
+        ),
+        (lambda: parse_spec({"command": "x", "gpus": -1}), "卡数不能小于 0"),
+        (lambda: parse_spec({"command": "x", "time_limit_minutes": 0}), "时间限制（分钟）必须大于 0"),
+        (
+            lambda: parse_spec({"command": "x", "conda_env": "a", "docker_image": "b"}),
+            "conda 环境和 docker 镜像只能选一个",
+        ),
+    ],
+)
+def test_a_spec_refusal_reads_in_chinese(refusal, chinese: str) -> None:
+    assert reason_zh(_refusal(refusal)) == chinese
+
+
+def test_a_failed_task_in_a_chinese_list_says_why_in_chinese() -> None:
+    message = _refusal(lambda: launch._require(lambda _: None, "docker", "docker_image 'pytorch/pytorch'"))
+    tasks = {
+        "ok": True,
+        "tasks": [{"id": 7, "name": "<data>a.py</data>", "status": "failed", "message": message}],
+    }
+
+    reply = reply_for("list_tasks", json.dumps(tasks), "zh")
+
+    assert "#7 a.py — 失败（要求了 docker 镜像 'pytorch/pytorch'，但这个节点没有安装 docker）" in reply

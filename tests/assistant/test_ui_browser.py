@@ -212,7 +212,7 @@ def _a_task_that_waits(live_server: LiveServer, token: str) -> dict[str, Any]:
     """A queued task of the token's person that will not start during the test."""
     with live_server.api(token) as api:
         task: dict[str, Any] = api.post(
-            "/tasks", json={"command": "python train.py", "not_before": "2099-01-01T00:00:00Z"}
+            "/tasks", json={"command": "python train.py", "not_before": "2030-01-01T00:00:00Z"}
         ).json()
     return task
 
