@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import re
 from collections.abc import Sequence
@@ -182,10 +183,8 @@ def check_within_reach(field: str, moment: datetime | None, zone: tzinfo, now: d
 
 
 def _shown(moment: datetime, zone: tzinfo) -> str:
-    try:
+    with contextlib.suppress(OverflowError):  # a time near datetime.max cannot move to an eastern zone
         moment = moment.astimezone(zone)
-    except OverflowError:  # a far-future time near datetime.max cannot move to an eastern zone
-        pass
     return moment.strftime("%Y-%m-%d %H:%M %Z").strip()
 
 

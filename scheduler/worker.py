@@ -250,7 +250,7 @@ class Worker:
             active = list(self.jobs.values())
         stoppers = [
             threading.Thread(
-                target=self._stop_job, args=(item, "lost_lease"), name=f"stop-{item.claim.task_id}"
+                target=self._stop_job, args=(item, "worker_shutdown"), name=f"stop-{item.claim.task_id}"
             )
             for item in active
         ]
@@ -261,7 +261,7 @@ class Worker:
         for item in active:
             self._emit("jobs_ending", [item])
             outcome = item.job.outcome
-            if outcome is not None and outcome.reason != "lost_lease":  # it ended on its own meanwhile
+            if outcome is not None and outcome.reason != "worker_shutdown":  # it ended on its own meanwhile
                 self.cluster.settle_attempt(
                     item.claim.task_id,
                     item.claim.token,
@@ -273,8 +273,8 @@ class Worker:
             self.cluster.settle_attempt(
                 item.claim.task_id,
                 item.claim.token,
-                "worker_stopped",
-                message=f"worker {self.node} was stopped",
+                "worker_shutdown",
+                message=f"worker {self.node} was shut down (a restart); the task goes back to the queue",
             )
         with self._lock:
             self.jobs.clear()

@@ -42,3 +42,15 @@ def test_cancelled_and_unstartable_tasks_are_never_retried():
 def test_backoff_doubles_and_is_capped_at_ten_minutes():
     assert [backoff_s(n) for n in (1, 2, 3)] == [30.0, 60.0, 120.0]
     assert backoff_s(50) == 600.0
+
+
+def test_worker_shutdowns_are_retried_and_never_add_up_to_a_lost_worker_failure():
+    """Three restarts of nightshift while a task runs must not fail it as 'lost 3 times in a row'."""
+    assert decide_retry(["worker_shutdown", "worker_shutdown"], "worker_shutdown", retries=0).retry
+    assert decide_retry(["lost_worker", "worker_shutdown", "lost_worker"], "worker_shutdown", retries=0).retry
+    assert decide_retry(["worker_shutdown"] * 5, "nonzero_exit", retries=1).retry
+
+
+def test_a_shutdown_between_lost_workers_does_not_reset_their_count():
+    decision = decide_retry(["lost_worker", "worker_shutdown", "lost_worker"], "lost_worker", retries=5)
+    assert not decision.retry and decision.reason == "lost_worker_repeatedly"

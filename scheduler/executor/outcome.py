@@ -4,9 +4,10 @@ The reasons:
 
 - `exit`: exit code 0, the job succeeded.
 - `nonzero_exit`: it exited with another code.
-- `timeout`, `cancelled`, `lost_lease`: the worker stopped it; the reason given to `RunningJob.stop()`
-  wins over whatever exit code or signal the job then ended with (a job that saves and exits 0 on SIGTERM
-  after a cancel is still `cancelled`).
+- `timeout`, `cancelled`, `lost_lease`, `worker_shutdown` (the worker itself stops, a restart: the task goes
+  back to the queue): the worker stopped it; the reason given to `RunningJob.stop()` wins over whatever exit
+  code or signal the job then ended with (a job that saves and exits 0 on SIGTERM after a cancel is still
+  `cancelled`).
 - `signal`: a signal nightshift did not send killed it.
 - `oom`: it failed on its own (nonzero exit, or a signal such as the kernel OOM killer's SIGKILL, seen by a
   shell as exit 137) and the last lines of its log mention running out of memory (`CUDA out of memory`,
@@ -22,9 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-StopReason = Literal["timeout", "cancelled", "lost_lease"]
-OutcomeReason = Literal["exit", "nonzero_exit", "timeout", "cancelled", "lost_lease", "signal", "oom"]
-STOP_REASONS: frozenset[str] = frozenset({"timeout", "cancelled", "lost_lease"})
+StopReason = Literal["timeout", "cancelled", "lost_lease", "worker_shutdown"]
+OutcomeReason = Literal[
+    "exit", "nonzero_exit", "timeout", "cancelled", "lost_lease", "worker_shutdown", "signal", "oom"
+]
+STOP_REASONS: frozenset[str] = frozenset({"timeout", "cancelled", "lost_lease", "worker_shutdown"})
 
 OOM_TAIL_BYTES = 64 * 1024
 OOM_TAIL_LINES = 50
@@ -66,6 +69,7 @@ _REASON_WORDS = {
     "timeout": "stopped at its time limit",
     "cancelled": "cancelled",
     "lost_lease": "stopped: its worker lost the task's lease",
+    "worker_shutdown": "stopped: its worker is shutting down; the task goes back to the queue",
     "oom": "out of memory",
 }
 

@@ -52,7 +52,7 @@ def test_a_hangup_stops_a_worker_gracefully_and_its_task_goes_back_to_the_queue(
         assert (folder / "saved").read_text().strip() == "saved"
         assert stack.statuses([task_id])[task_id] == "queued"
         (attempt,) = stack.tasks.attempts(task_id)
-        assert attempt.reason == "worker_stopped"
+        assert attempt.reason == "worker_shutdown"
     finally:
         stack.close()
 

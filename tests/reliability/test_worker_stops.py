@@ -7,13 +7,15 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 
 import pytest
 
 from scheduler.clock import now_ms
 from scheduler.executor import TOKEN_VAR, find_processes_with_token, make_run_token
 from scheduler.executor.cgroups import JobCgroup, JobCgroups
-from scheduler.worker import token_node_of
+from scheduler.gpus import SimulatedGpus
+from scheduler.worker import Worker, token_node_of
 from tests.conftest import is_alive, read_pids, wait_until
 from tests.reliability.conftest import JOB_FAMILY, JOB_FAMILY_SCRUBBED, settled
 
@@ -201,3 +203,32 @@ def test_an_assignment_claimed_first_is_not_given_back(cluster, make_identity):
 
 if sys.platform != "linux":  # pragma: no cover
     pytestmark = pytest.mark.skip("process groups and /proc are Linux-only")
+
+
+def test_restarting_the_worker_three_times_requeues_its_task_each_time_and_never_fails_it(
+    cluster, make_identity, tmp_path
+):
+    """A restart is not the task's fault: three in a row must not read as 'worker lost 3 times'."""
+    who, _ = make_identity()
+    ready = tmp_path / "ready"
+    task, _ = cluster.submit(
+        who, {"gpus": 1, "command": f"touch {ready}; sleep 300", "workdir": str(tmp_path), "grace_seconds": 1}
+    )
+    for _ in range(3):
+        ready.unlink(missing_ok=True)
+        assert cluster.queue.assign(task.id, "node-a", [0], now_ms())
+        worker = Worker(cluster, "node-a", SimulatedGpus("4x24", node="node-a"), base_env=dict(os.environ))
+        worker.publish_node()
+        stop = threading.Event()
+        loop = threading.Thread(target=worker.run, args=(stop,), daemon=True)
+        loop.start()
+        wait_until(ready.exists)
+
+        stop.set()
+        loop.join(timeout=30)
+
+        assert not loop.is_alive()
+        assert cluster.tasks.get_any(task.id).status == "queued"
+    reasons = [attempt.reason for attempt in cluster.tasks.attempts(task.id)]
+    assert reasons == ["worker_shutdown"] * 3
+    assert "its worker is shutting down; the task goes back to the queue" in cluster.log_path(task.id).read_text()
