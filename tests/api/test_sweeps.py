@@ -259,3 +259,15 @@ def test_a_bad_metrics_file_is_noted_on_the_task_which_still_succeeds(client, al
     by_tag = client.get("/api/v1/results?tag=bad", headers=alice).json()
     assert by_tag["best_task_id"] == nested["id"]
     assert json.dumps(by_tag)  # plain JSON all the way
+
+
+def test_a_sweep_with_nothing_left_to_cancel_says_so_as_hold_does(client, alice):
+    sweep = client.post("/api/v1/sweeps", json=_sweep(), headers=alice).json()
+    first = client.post(f"/api/v1/sweeps/{sweep['id']}/cancel", headers=alice)
+
+    again = client.post(f"/api/v1/sweeps/{sweep['id']}/cancel", headers=alice)
+    hold = client.post(f"/api/v1/sweeps/{sweep['id']}/hold", headers=alice)
+
+    assert first.status_code == 200
+    assert again.status_code == hold.status_code == 409
+    assert again.json()["detail"] == f"sweep {sweep['id']}: nothing to cancel (6 cancelled)"

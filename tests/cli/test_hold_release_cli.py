@@ -51,3 +51,20 @@ def test_a_whole_sweep_is_held_and_released_from_the_command_line(
         both.exit_code == 2 and neither.exit_code == 2 and "give a task id, or --sweep ID" in neither.output
     )
     assert [task.held_by for task in cluster.tasks.with_status("queued")] == [None, None]
+
+
+def test_cancelling_a_finished_sweep_says_nothing_is_left_to_cancel(
+    cluster, a100_node, make_identity, monkeypatch, tmp_path
+):
+    _, token = make_identity("alice", "vision")
+    spec = lr_sweep_file(tmp_path, "[0.1, 0.01, 0.001]")
+    with cli_as(cluster, token, monkeypatch, tmp_path / "client-home") as nightshift:
+        sweep = json.loads(nightshift("submit", "--json", str(spec)).output)
+        cancelled = nightshift("cancel", "--sweep", str(sweep["id"]))
+        again = nightshift("cancel", "--sweep", str(sweep["id"]))
+        hold = nightshift("hold", "--sweep", str(sweep["id"]))
+
+    assert cancelled.exit_code == 0 and f"sweep {sweep['id']}: 3 cancelled" in cancelled.output
+    said = " ".join(again.output.split())
+    assert again.exit_code == hold.exit_code == 1, said
+    assert f"error: sweep {sweep['id']}: nothing to cancel (3 cancelled)" in said
