@@ -279,7 +279,21 @@ def _part(text: str) -> str:
 
 def reason_zh(reason: str) -> str:
     """The Chinese of a scheduler reason, part by part (`; `-separated); unknown parts stay as they are."""
-    return "；".join(_part(part) for part in _parts(reason))
+    return _days_zh("；".join(_part(part) for part in _parts(reason)))
+
+
+_DAY_WORDS = (
+    (re.compile(r"\btomorrow (?=\d{1,2}:\d\d)"), "明天 "),
+    (re.compile(r"\byesterday (?=\d{1,2}:\d\d)"), "昨天 "),
+    (re.compile(r"\ba date out of range\b"), "一个超出范围的日期"),
+)
+
+
+def _days_zh(text: str) -> str:
+    """The day words `reasons.local_time` puts before an hour ("tomorrow 07:00"), in Chinese."""
+    for pattern, words in _DAY_WORDS:
+        text = pattern.sub(words, text)
+    return text
 
 
 def _parts(reason: str) -> list[str]:

@@ -87,6 +87,7 @@ CASES = [
     (JobOutcome(None, signal.SIGTERM, "cancelled").describe(), "已取消（被 SIGTERM 终止）"),
     (_pending(not_before_s=1_796_158_800.0), "按要求 21:00 之前不开始"),
     (_pending(retry_at_s=1_796_128_200.0), "上次失败后等待重试，12:30 再试"),
+    (_pending(not_before_s=1_796_126_400.0 + 25 * 3600), "按要求 明天 13:00 之前不开始"),
     (_pending(offpeak=True), "等待 23:00 开始的谷时电价窗口"),
     (_pending(gpus=8), "在这个集群上无法开始：没有一个节点有 8 张卡（单个节点最多 4 张）"),
     (_pending(gpus=2, gpu_memory_mib=30 * GB), "在这个集群上无法开始：没有一张卡有 30 GB 显存（最大的 24 GB）"),
