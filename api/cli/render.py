@@ -170,6 +170,14 @@ def _amount(value: float) -> str:
     return f"{value:.{1 - math.floor(math.log10(abs(value)))}f}"
 
 
+def gpu_hours_text(value: float | None) -> str:
+    """GPU-hours used or budgeted, to two decimals (`-` for none): a 0.02 GPU-h budget reads 0.02, never 0
+    or 0.0; what would read as 0.00 but is not gets two significant digits (0.0038)."""
+    if value is None:
+        return "-"
+    return f"{value:.2f}" if value == 0 or abs(value) >= 0.005 else _amount(float(value))
+
+
 def usage_rows(usage: Mapping[str, Any] | None) -> list[tuple[str, str]]:
     """What a task used over its ended attempts, in words: GPU-hours and energy, GPU memory against what
     it asked, how busy its GPUs were, its CPU time ([] before an attempt ended)."""
@@ -336,8 +344,8 @@ def quota_table(data: dict[str, Any]) -> Table:
         budget = item["budget_gpu_h"]
         table.add_row(
             f"GPU-hours ({period})",
-            f"{item['used_gpu_h']:.2f}",
-            "-" if budget is None else f"{budget:g}",
+            gpu_hours_text(item["used_gpu_h"]),
+            gpu_hours_text(budget),
             item["state"],
         )
     if data.get("new_starts_at"):

@@ -10,7 +10,7 @@ from rich.console import Group
 from rich.markup import escape
 from rich.table import Table
 
-from api.cli.render import console, duration_words, print_error, print_json
+from api.cli.render import console, duration_words, gpu_hours_text, print_error, print_json
 from api.client import ClientError, NightshiftClient
 from scheduler.settings import get_settings
 
@@ -69,10 +69,10 @@ def utilization_tables(report: dict[str, Any]) -> Group:
     for row in report.get("quota", []):
         quota.add_row(
             row["team"],
-            f"{_num(row['day_used_gpu_h'])} ({_pct(row['day_share'])})",
-            _num(row["day_budget_gpu_h"], 0),
-            f"{_num(row['week_used_gpu_h'])} ({_pct(row['week_share'])})",
-            _num(row["week_budget_gpu_h"], 0),
+            f"{gpu_hours_text(row['day_used_gpu_h'])} ({_pct(row['day_share'])})",
+            gpu_hours_text(row["day_budget_gpu_h"]),
+            f"{gpu_hours_text(row['week_used_gpu_h'])} ({_pct(row['week_share'])})",
+            gpu_hours_text(row["week_budget_gpu_h"]),
         )
     return Group(main, days, quota)
 

@@ -266,3 +266,22 @@ def test_times_are_shown_in_the_configured_zone_the_cli_reads_after_in(
         get_settings.cache_clear()
 
     assert "12-02 23:00:00" in shown
+
+
+def test_a_small_budget_reads_to_two_decimals_in_quota_and_report() -> None:
+    day = {"used_gpu_h": 0.0, "budget_gpu_h": 0.02, "state": "exhausted"}
+    week = {"used_gpu_h": 0.0038, "budget_gpu_h": 12.0, "state": "ok"}
+    quota = {"team": "nlp", "state": "exhausted", "gpu_cap": None, "gpus_in_use": 0, "day": day, "week": week}
+    use = {"team": "nlp", "day_used_gpu_h": 0.021, "day_budget_gpu_h": 0.02, "day_share": 1.05}
+    report = {
+        "days": 1, "by": "team", "rows": [], "by_day": [], "total_gpu_hours": 0.0, "capacity_gpu_hours": 96,
+        "quota": [{**use, "week_used_gpu_h": 0.021, "week_budget_gpu_h": None, "week_share": None}],
+    }  # fmt: skip
+
+    quota_rows = [" ".join(line.split("│")[1:4]).split() for line in _text(quota_table(quota)).splitlines()]
+    report_text = _text(utilization_tables(report))
+    nlp = next(line for line in report_text.splitlines() if line.startswith("│ nlp"))
+
+    assert ["GPU-hours", "(day)", "0.00", "0.02"] in quota_rows
+    assert ["GPU-hours", "(week)", "0.0038", "12.00"] in quota_rows
+    assert [cell.strip() for cell in nlp.split("│")[1:-1]] == ["nlp", "0.02 (105%)", "0.02", "0.02 (-)", "-"]
