@@ -88,8 +88,14 @@ class EmbeddedRedis:
             prefix = pdeathsig_prefix(signal.SIGTERM)
             argv = [*prefix, *argv]
             preexec = None if prefix else die_with_parent(os.getpid(), signal.SIGTERM)
+        # Its own session when it dies with us: a terminal's Ctrl-C reaches the whole foreground group, and
+        # Redis must outlive it until nightshift has settled its jobs and stops it (`stop`).
         self.process = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, preexec_fn=preexec
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            preexec_fn=preexec,
+            start_new_session=self.stop_with_parent,
         )
         deadline = time.monotonic() + START_TIMEOUT_S
         client = redis.Redis(port=self.port, socket_connect_timeout=0.5)

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import psutil
@@ -19,10 +20,11 @@ from tests.conftest import unavailable, wait_until
 REPO = Path(__file__).resolve().parents[2]
 STARTER = textwrap.dedent(
     """
-    import sys, time
+    import signal, sys, time
     from pathlib import Path
     from scheduler.redis_server import EmbeddedRedis
     server = EmbeddedRedis(Path(sys.argv[1]), stop_with_parent=sys.argv[2] == "yes").start()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # as `nightshift up` turns Ctrl-C into an orderly stop
     print(server.process.pid, flush=True)
     time.sleep(600)
     """
@@ -34,6 +36,7 @@ def _start(tmp_path, stop_with_parent: bool) -> tuple[subprocess.Popen[str], int
         [sys.executable, "-c", STARTER, str(tmp_path), "yes" if stop_with_parent else "no"],
         stdout=subprocess.PIPE,
         text=True,
+        start_new_session=True,  # its own group, as a shell's job
         env={**os.environ, "PYTHONPATH": str(REPO)},
     )
     assert parent.stdout is not None
@@ -69,3 +72,23 @@ def test_the_embedded_redis_stops_when_nightshift_up_is_killed(tmp_path):
         for parent in (stopping, lingering):
             if parent.poll() is None:
                 parent.kill()
+
+
+def test_a_ctrl_c_to_nightshift_ups_process_group_does_not_stop_its_redis(tmp_path):
+    """Ctrl-C reaches every process of the terminal's foreground group; Redis must live on until nightshift
+    has put its jobs back and stops it, or the shutdown fails on a refused connection."""
+    try:
+        find_redis_server()
+    except ServiceUnavailable as exc:
+        unavailable(f"redis-server not available: {exc.message}")
+    parent, redis_pid = _start(tmp_path, stop_with_parent=True)
+    try:
+        os.killpg(parent.pid, signal.SIGINT)
+        time.sleep(1.0)  # Redis stops within milliseconds of a SIGINT it receives
+
+        assert _running(redis_pid)
+        assert parent.poll() is None
+    finally:
+        parent.kill()
+        parent.wait(timeout=10)
+        wait_until(lambda: not _running(redis_pid), timeout_s=15)  # and it still stops with its parent
