@@ -112,6 +112,18 @@ _RULES: list[Rule] = [
     ),
     (re.compile(r"waiting until (.+) \(not before\)"), lambda m: f"按要求 {m[1]} 之前不开始"),
     (
+        re.compile(
+            r"waiting for a node in service \(all are drained or down; `nightshift nodes` shows them\)"
+        ),
+        lambda m: "等待可用的节点（所有节点都被排空或离线；`nightshift nodes` 可查看）",
+    ),
+    (
+        re.compile(
+            r"waiting for node (\S+) to be in service \(drained or down; `nightshift nodes` shows it\)"
+        ),
+        lambda m: f"等待节点 {m[1]} 恢复服务（它被排空或离线；`nightshift nodes` 可查看）",
+    ),
+    (
         re.compile(r"retrying at (.+) \(backoff after a failed attempt\)"),
         lambda m: f"上次失败后等待重试，{m[1]} 再试",
     ),

@@ -37,6 +37,10 @@ class ClusterState:
     finished: list[FinishedSpan] = field(default_factory=list)
     next_lease_expiry_ms: int | None = None  # when the first lease runs out (read by the scheduler's pass)
 
+    def nodes_in_service(self, stamp_ms: int) -> list[str]:
+        """Names of the nodes that may be given work: alive (heartbeat) and not drained."""
+        return [node.name for node in self.nodes if node.alive(stamp_ms) and not node.drained]
+
     def policy_config(self, base: PolicyConfig) -> PolicyConfig:
         """`base` as the policy applies it to this state: with the observed typical run time."""
         return with_typical_run(base, self.typical_run_s)

@@ -55,7 +55,7 @@ class Dispatcher:
             if self.cluster.tasks.fail_queued(task_id, "dependency_failed", reason):
                 self.cluster.queue.remove(task_id)
         stamp = now_ms()
-        in_service = [node.name for node in state.nodes if node.alive(stamp) and not node.drained]
+        in_service = state.nodes_in_service(stamp)
         queued = {task.task_id: task for task in state.queued}
         assignments: list[tuple[int, str, tuple[int, ...]]] = []
         for turn, start in enumerate(decisions.starts):

@@ -7,10 +7,11 @@ the live state, like Slurm's `squeue --start`.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from scheduler.clock import from_epoch_s, now_s, to_epoch_s
+from scheduler.clock import from_epoch_s, now_ms, now_s, to_epoch_s
 from scheduler.cluster_state import ClusterState, UsageCache, gather_state, with_learned_estimate
 from scheduler.errors import NotFoundError
 from scheduler.logs import last_output
@@ -20,6 +21,7 @@ from scheduler.policy.config import PolicyConfig, TeamUsage
 from scheduler.policy.estimate import estimate_duration_s
 from scheduler.policy.explain import explain
 from scheduler.policy.forecast import StartEstimate, estimate_starts
+from scheduler.policy.placement import cpu_node
 from scheduler.policy.quotas import budget_status
 from scheduler.policy.reasons import human_duration, local_time
 from scheduler.policy.tariff import estimate_cost, estimate_energy_kwh, gpu_power_w
@@ -56,17 +58,28 @@ def _forecast(state: ClusterState, cluster: Cluster, targets: list[int] | None) 
     )
 
 
+def _stranded(task: QueuedTask, in_service: list[str]) -> str | None:
+    """Why a CPU-only task cannot start while no node (or not its pinned node) is in service: no GPU picks
+    a node for it, so the policy would say it starts now, and the dispatcher would leave it queued."""
+    if task.gpus > 0 or cpu_node(task, in_service, 0) is not None:
+        return None
+    return reasons.no_node_in_service(task.node)
+
+
 def queue_forecast(cluster: Cluster, usage: UsageCache) -> dict[int, dict[str, Any]]:
     """Position, expected start and reason of every task in the head of the queue."""
     state = _state(cluster, usage)
-    return {
-        task_id: {
+    in_service = state.nodes_in_service(now_ms())
+    tasks = {task.task_id: task for task in state.queued}
+    answer: dict[int, dict[str, Any]] = {}
+    for task_id, estimate in _forecast(state, cluster, None).items():
+        stranded = _stranded(tasks[task_id], in_service) if task_id in tasks else None
+        answer[task_id] = {
             "position": estimate.position,
-            "reason": estimate.reason,
-            "estimated_start": _iso(estimate.start_s),
+            "reason": stranded or estimate.reason,
+            "estimated_start": None if stranded else _iso(estimate.start_s),
         }
-        for task_id, estimate in _forecast(state, cluster, None).items()
-    }
+    return answer
 
 
 def _not_queued(task: Task, timezone: str) -> dict[str, Any]:
@@ -116,7 +129,8 @@ def explain_task(cluster: Cluster, usage: UsageCache, who: Identity, task_id: in
         reason = reasons.held(task.held_by, task_id)
         return {**base, "task_id": task_id, "status": "queued", "position": None, "reason": reason}
     state = _state(cluster, usage)
-    if not any(queued.task_id == task_id for queued in state.queued):
+    queued = next((queued for queued in state.queued if queued.task_id == task_id), None)
+    if queued is None:
         reason = "deep in the queue (beyond the forecast window)"
         return {**base, "task_id": task_id, "status": "queued", "position": None, "reason": reason}
     config = state.policy_config(cluster.policy_config)
@@ -124,17 +138,18 @@ def explain_task(cluster: Cluster, usage: UsageCache, who: Identity, task_id: in
         task_id, state.queued, state.running, state.gpus, state.now_s, config, state.usage, state.succeeded,
         state.failed, state.finished,
     )  # fmt: skip
-    start = answer.estimate.start_s
+    stranded = _stranded(queued, state.nodes_in_service(now_ms()))
+    start = math.inf if stranded else answer.estimate.start_s
     parts = answer.priority
     return {
         "task_id": task_id,
         "status": "queued",
         "position": answer.position,
         "queued_total": answer.queued_total,
-        "reason": answer.reason,
+        "reason": stranded or answer.reason,
         "estimated_start": _iso(start),
-        "estimated_start_low": _iso(answer.estimate.low_s),
-        "estimated_start_high": _iso(answer.estimate.high_s),
+        "estimated_start_low": None if stranded else _iso(answer.estimate.low_s),
+        "estimated_start_high": None if stranded else _iso(answer.estimate.high_s),
         "estimated_end": _iso(start + answer.estimated_run_s),
         "estimated_run_s": answer.estimated_run_s,
         "aging_bound_s": answer.aging_bound_s,
@@ -214,6 +229,9 @@ def estimate_wait(
     what_if = with_learned_estimate(what_if, history, config)
     state.queued = sorted([*state.queued, what_if], key=lambda t: static_score(t, config))
     estimate = _forecast(state, cluster, [WHAT_IF_TASK_ID])[WHAT_IF_TASK_ID]
+    stranded = _stranded(what_if, state.nodes_in_service(now_ms()))
+    if stranded:
+        estimate = replace(estimate, start_s=math.inf, low_s=math.inf, high_s=math.inf, reason=stranded)
     wait_s = None if math.isinf(estimate.start_s) else max(0.0, estimate.start_s - state.now_s)
     run_s = task_estimate_s(what_if, config)
     return {

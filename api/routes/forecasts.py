@@ -8,8 +8,8 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query
 
 from api.deps import ClusterDep, IdentityDep, TaskId, UsageDep
-from scheduler.errors import PermissionDenied
 from scheduler.clock import from_epoch_s, now_s
+from scheduler.errors import PermissionDenied
 from scheduler.forecasts import estimate_wait, explain_task, quota_status
 from scheduler.submission import check_within_reach
 

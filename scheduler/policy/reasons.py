@@ -87,6 +87,13 @@ def out_of_service(unavailable: Sequence[GpuSlot], total: int) -> str:
     return f"waiting for GPUs out of service ({out} of {total}: {shown}; {where} shows which)"
 
 
+def no_node_in_service(pinned: str | None) -> str:
+    """The wait of a CPU-only task: it needs a node in service, and no GPU would choose one for it."""
+    if pinned is not None:
+        return f"waiting for node {pinned} to be in service (drained or down; `nightshift nodes` shows it)"
+    return "waiting for a node in service (all are drained or down; `nightshift nodes` shows them)"
+
+
 def reserved(gpus: int, nodes: tuple[str, ...], in_s: float) -> str:
     """The reason for the top blocked task, which holds the reservation."""
     where = ", ".join(nodes)

@@ -261,3 +261,24 @@ def test_a_member_asking_for_another_teams_tasks_is_refused_as_for_its_quota(cli
     assert [task["id"] for task in own.json()["tasks"]] == [mine]
     assert [task["id"] for task in admin.json()["tasks"]] == [bobs]
     assert admin_nosuch.status_code == 404
+
+
+def test_a_cpu_only_task_waits_for_a_node_in_service_and_says_so(client, cluster, alice, four_gpu_node):
+    """No GPU picks a CPU-only task's node: with every node drained the dispatcher leaves it queued, so the
+    forecasts must not promise 'starts now'."""
+    cluster.nodes.set_drained("node-a", True)
+    task_id = client.post("/api/v1/tasks", json={"command": "echo d", "gpus": 0}, headers=alice).json()["id"]
+
+    explained = client.get(f"/api/v1/tasks/{task_id}/explain", headers=alice).json()
+    entries = client.get("/api/v1/queue", headers=alice).json()["entries"]
+    queued = {entry["task"]["id"]: entry for entry in entries}
+    asked = client.get("/api/v1/estimate", params={"gpus": 0}, headers=alice).json()
+
+    waiting = "waiting for a node in service (all are drained or down"
+    assert explained["reason"].startswith(waiting) and explained["estimated_start"] is None
+    assert queued[task_id]["reason"].startswith(waiting) and queued[task_id]["estimated_start"] is None
+    assert asked["reason"].startswith(waiting) and asked["start"] is None and asked["wait"] == "unknown"
+
+    cluster.nodes.set_drained("node-a", False)
+    explained = client.get(f"/api/v1/tasks/{task_id}/explain", headers=alice).json()
+    assert explained["estimated_start"] is not None and "node in service" not in explained["reason"]

@@ -55,6 +55,8 @@ def _pending(**task: object) -> str:
 
 CASES = [
     (reasons.behind(3), "前面还有 3 个优先级更高的任务"),
+    (reasons.no_node_in_service(None), "等待可用的节点（所有节点都被排空或离线；`nightshift nodes` 可查看）"),
+    (reasons.no_node_in_service("gpu-2"), "等待节点 gpu-2 恢复服务（它被排空或离线；`nightshift nodes` 可查看）"),
     (reasons.team_cap("vision", 4), "团队 vision 已用满 4 张卡的上限"),
     (reasons.waiting_for_parent(12), "等待任务 12 成功完成"),
     (reasons.parent_failed(12), "它依赖的任务 12 没有成功"),
