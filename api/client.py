@@ -173,13 +173,13 @@ class NightshiftClient:
 
     def logs(self, task_id: int, tail: int | None = None) -> str:
         """GET /tasks/{id}/logs."""
-        params = {"tail": tail} if tail else {}
+        params = {"tail": tail} if tail is not None else {}
         return str(self._call("GET", f"/tasks/{task_id}/logs", params=params))
 
     def follow_logs(self, task_id: int, tail: int | None = None) -> Iterator[str]:
         """Stream a task's log until the task ends."""
         params: dict[str, Any] = {"follow": "true"}
-        if tail:
+        if tail is not None:
             params["tail"] = tail
         try:
             with self.http.stream(

@@ -126,6 +126,8 @@ def cli_equivalent(spec: dict[str, Any]) -> str:
         parts.append("--tonight")
     if spec.get("not_before"):
         parts += ["--after", shlex.quote(str(spec["not_before"]))]
+    if spec.get("deadline"):
+        parts += ["--deadline", shlex.quote(str(spec["deadline"]))]
     for parent in spec.get("depends_on") or []:
         parts += ["--depends-on", str(parent)]
     return " ".join([*parts, "--", words_to_paste(spec.get("command", ""))])

@@ -18,6 +18,7 @@ from scheduler.clock import now_s
 from scheduler.notify.events import Event
 from scheduler.notify.notifier import Notifier
 from scheduler.notify.summary import morning_summary, summary_event
+from scheduler.policy.reasons import gpu_hours
 from scheduler.policy.windows import zone
 from scheduler.service import Cluster
 from scheduler.telemetry.report import quota_use
@@ -101,8 +102,8 @@ class ClusterJobs:
                 used, budget = row[f"{window}_used_gpu_h"], row[f"{window}_budget_gpu_h"]
                 period = "24 hours" if window == "day" else "7 days"
                 text = (
-                    f"Team {row['team']} used {used:.1f} of its {budget:g} GPU-hour budget over the last "
-                    f"{period} ({share:.0%}). Tasks keep running; new ones may wait behind other teams'."
+                    f"Team {row['team']} used {gpu_hours(used)} of its {budget:g} GPU-hour budget over the "
+                    f"last {period} ({share:.0%}). Tasks keep running; new ones may wait behind other teams'."
                 )
                 event = Event(
                     "quota_warning", f"{row['team']}: {share:.0%} of the {window} GPU-hour budget", text,

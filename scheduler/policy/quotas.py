@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from scheduler.policy import reasons
 from scheduler.policy.config import PolicyConfig, TeamUsage
 from scheduler.policy.types import QueuedTask, RunningTask
 
@@ -52,11 +53,12 @@ def budget_status(team: str, usage: Mapping[str, TeamUsage] | None, config: Poli
         if budget_h is None:
             continue
         used_h = used_s / 3600.0
+        of_budget = f"{reasons.gpu_hours(used_h)}/{budget_h:g} GPU-h"
         if used_h >= budget_h:
-            msg = f"{period} budget of team {team} is used up ({used_h:.1f}/{budget_h:g} GPU-h)"
+            msg = f"{period} budget of team {team} is used up ({of_budget})"
             return BudgetStatus(team, "exhausted", msg)
         if used_h >= config.budget_warn_fraction * budget_h and worst.level == "ok":
             pct = 100 * used_h / budget_h if budget_h else 100.0
-            msg = f"team {team} has used {pct:.0f}% of its {period} budget ({used_h:.1f}/{budget_h:g} GPU-h)"
+            msg = f"team {team} has used {pct:.0f}% of its {period} budget ({of_budget})"
             worst = BudgetStatus(team, "warn", msg)
     return worst

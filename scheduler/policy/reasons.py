@@ -35,6 +35,12 @@ def local_time(epoch_s: float, now_s: float, tz_name: str) -> str:
     return moment.strftime("%Y-%m-%d %H:%M") if word is None else f"{word}{moment:%H:%M}"
 
 
+def gpu_hours(hours: float) -> str:
+    """`"40.0"`, `"0.025"`: a tenth of an hour, or two significant digits below one (a 0.02 GPU-h budget
+    used up must not read "0.0/0.02")."""
+    return f"{hours:.1f}" if hours >= 1 or hours == 0 else f"{hours:.2g}"
+
+
 def behind(n: int) -> str:
     """`"behind 3 higher-priority tasks"`."""
     return f"behind {n} higher-priority task{'s' if n != 1 else ''}"

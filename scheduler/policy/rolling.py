@@ -68,9 +68,13 @@ def under_budget_at_s(
     )
     now_s = from_s
     for at_s, delta in changes:
-        if slope < 0 and now_s + (used - budget_gpu_s) / -slope < at_s:
-            return min(at_s, now_s + (used - budget_gpu_s) / -slope + _UNDER_S)
+        if slope < 0 and now_s + (used - budget_gpu_s) / -slope + _UNDER_S < at_s:
+            return now_s + (used - budget_gpu_s) / -slope + _UNDER_S
         used += slope * (at_s - now_s)
+        if used < budget_gpu_s:  # crossed just before this change: under here, unless the sum drifted
+            used = rolling_gpu_s(spans, at_s, window_s)
+            if used < budget_gpu_s:
+                return at_s
         now_s, slope = at_s, slope + delta
     return now_s  # every span has left the window: nothing is used
 

@@ -4,13 +4,14 @@ would have submitted: every field the card shows reaches the task."""
 from __future__ import annotations
 
 import shlex
+from datetime import UTC, datetime, timedelta
 
 from assistant.cards import cli_equivalent
 from tests.cli.conftest import cli_as
 
 FIELDS = (
     "command", "name", "gpus", "gpu_memory_gb", "priority", "time_limit_minutes", "estimated_minutes",
-    "retries", "conda_env", "gpu_model", "node", "offpeak", "not_before", "depends_on",
+    "retries", "conda_env", "gpu_model", "node", "offpeak", "not_before", "deadline", "depends_on",
 )  # fmt: skip
 
 
@@ -33,6 +34,7 @@ def test_the_cards_command_line_submits_the_same_spec(
         "node": a100_node,
         "offpeak": True,
         "not_before": "2026-12-24T09:00:00+00:00",
+        "deadline": (datetime.now(UTC) + timedelta(days=30)).replace(microsecond=0).isoformat(),
         "depends_on": [parent.id],
     }
     line = cli_equivalent(spec)

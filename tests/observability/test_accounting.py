@@ -107,7 +107,7 @@ def test_a_finished_task_shows_its_usage_on_get(cluster, make_identity, start_no
     assert usage["mean_utilization_pct"] == pytest.approx(95.0)
     # And the list carries the same usage (one query for the page); a task that never ran has none
     never, _ = cluster.submit(
-        who, {"command": "true", "workdir": str(tmp_path), "not_before": "2099-01-01T00:00"}
+        who, {"command": "true", "workdir": str(tmp_path), "not_before": "2030-01-01T00:00"}
     )
     listed = client.get("/api/v1/tasks", headers={"Authorization": f"Bearer {token}"}).json()["tasks"]
     by_id = {row["id"]: row for row in listed}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from scheduler.policy.reasons import local_time
+from scheduler.policy.reasons import gpu_hours, local_time
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")
 
@@ -38,3 +38,8 @@ def test_the_day_is_counted_in_the_clusters_zone() -> None:
 def test_a_time_beyond_the_calendar_is_named_not_raised() -> None:
     """A stored year-10000 time must not stop a scheduling pass."""
     assert local_time(253402318800.0 + 86400 * 400, 0.0, "UTC") == "a date out of range"
+
+
+def test_gpu_hours_below_one_keep_two_significant_digits() -> None:
+    """A 0.02 GPU-h budget used up must not read "0.0/0.02"."""
+    assert [gpu_hours(h) for h in (0.0, 0.025, 0.4, 1.0, 40.04)] == ["0.0", "0.025", "0.4", "1.0", "40.0"]

@@ -231,4 +231,7 @@ def test_restarting_the_worker_three_times_requeues_its_task_each_time_and_never
         assert cluster.tasks.get_any(task.id).status == "queued"
     reasons = [attempt.reason for attempt in cluster.tasks.attempts(task.id)]
     assert reasons == ["worker_shutdown"] * 3
-    assert "its worker is shutting down; the task goes back to the queue" in cluster.log_path(task.id).read_text()
+    assert (
+        "its worker is shutting down; the task goes back to the queue"
+        in cluster.log_path(task.id).read_text()
+    )
