@@ -138,8 +138,13 @@ def get_sweep(cluster: Cluster, who: Identity, sweep_id: int) -> SweepView:
 
 
 def cancel_sweep(cluster: Cluster, who: Identity, sweep_id: int) -> SweepView:
-    """Cancel every queued task of the sweep and stop every running one; finished tasks stay as they are."""
+    """Cancel every queued task of the sweep and stop every running one; finished tasks stay as they are.
+
+    ConflictError when every task has finished already, as `hold_sweep` says when none is queued.
+    """
     view = get_sweep(cluster, who, sweep_id)
+    if all(task.status in FINAL_STATUSES for task in view.tasks):
+        raise ConflictError(f"sweep {sweep_id}: nothing to cancel ({_counts_text(view)})")
     _each(
         view.tasks,
         lambda task: task.status not in FINAL_STATUSES,

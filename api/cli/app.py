@@ -535,7 +535,7 @@ def logs(
                 sys.stdout.write(chunk)
                 sys.stdout.flush()
             return
-        if tail == 0:  # nothing, as `tail -n 0` (the client sends no tail for 0: the whole log)
+        if tail == 0:  # nothing, as `tail -n 0`: no request, and no "it never ran" note below
             return
         text = client.logs(task_id, tail)
         sys.stdout.write(text)

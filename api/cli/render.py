@@ -15,6 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from scheduler.clock import local_zone
+from scheduler.policy.reasons import gpu_hours
 from scheduler.settings import get_settings
 
 # Piped output (scripts, CI logs) gets wide lines instead of columns squeezed to 80 characters.
@@ -173,9 +174,7 @@ def _amount(value: float) -> str:
 def gpu_hours_text(value: float | None) -> str:
     """GPU-hours used or budgeted, to two decimals (`-` for none): a 0.02 GPU-h budget reads 0.02, never 0
     or 0.0; what would read as 0.00 but is not gets two significant digits (0.0038)."""
-    if value is None:
-        return "-"
-    return f"{value:.2f}" if value == 0 or abs(value) >= 0.005 else _amount(float(value))
+    return "-" if value is None else gpu_hours(float(value), decimals=2)
 
 
 def usage_rows(usage: Mapping[str, Any] | None) -> list[tuple[str, str]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -35,10 +36,12 @@ def local_time(epoch_s: float, now_s: float, tz_name: str) -> str:
     return moment.strftime("%Y-%m-%d %H:%M") if word is None else f"{word}{moment:%H:%M}"
 
 
-def gpu_hours(hours: float) -> str:
-    """`"40.0"`, `"0.025"`: a tenth of an hour, or two significant digits below one (a 0.02 GPU-h budget
-    used up must not read "0.0/0.02")."""
-    return f"{hours:.1f}" if hours >= 1 or hours == 0 else f"{hours:.2g}"
+def gpu_hours(hours: float, decimals: int = 1) -> str:
+    """`"40.0"`, `"0.025"`: to `decimals` places, or two significant digits where those would round it
+    to nothing (a 0.02 GPU-h budget used up must not read "0.0/0.02")."""
+    if hours == 0 or abs(hours) >= 0.5 * 10**-decimals:
+        return f"{hours:.{decimals}f}"
+    return f"{hours:.{1 - math.floor(math.log10(abs(hours)))}f}"
 
 
 def behind(n: int) -> str:
