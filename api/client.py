@@ -202,6 +202,15 @@ class NightshiftClient:
         result: dict[str, Any] = self._call("GET", "/gpus")
         return result
 
+    def cluster_zone_name(self) -> str | None:
+        """The IANA zone the cluster reads and shows times in (`GET /healthz`); None if it does not say."""
+        try:
+            response = self.http.get("/healthz")
+            zone = response.json().get("timezone")
+        except (httpx.HTTPError, ValueError, AttributeError):
+            return None
+        return zone if isinstance(zone, str) and zone else None
+
     def post(self, path: str) -> Any:
         """POST to any /api/v1 path without a body (actions such as drain)."""
         return self._call("POST", path)

@@ -49,6 +49,7 @@ def create_app(cluster: Cluster, *, ui: bool = True) -> FastAPI:
     app.include_router(v1)
 
     registry = registry_for(cluster)
+    cluster_zone_name = str(cluster.zone)  # a ZoneInfo prints its IANA name
 
     @app.get("/metrics", tags=["health"], response_class=PlainTextResponse)
     def metrics() -> PlainTextResponse:
@@ -57,7 +58,8 @@ def create_app(cluster: Cluster, *, ui: bool = True) -> FastAPI:
 
     @app.get("/healthz", tags=["health"])
     def healthz() -> JSONResponse:
-        """200 when the database and Redis answer, 503 otherwise."""
+        """200 when the database and Redis answer, 503 otherwise; with the cluster's zone, in which clients
+        read and show times (`--after 23:00` is 23:00 where the GPUs are, as the chat reads it)."""
         checks = {"database": "ok", "redis": "ok"}
         try:
             cluster.tasks.count_by_status()
@@ -69,7 +71,8 @@ def create_app(cluster: Cluster, *, ui: bool = True) -> FastAPI:
             checks["redis"] = f"error: {type(exc).__name__}"
         healthy = all(value == "ok" for value in checks.values())
         return JSONResponse(
-            {"status": "ok" if healthy else "degraded", **checks}, status_code=200 if healthy else 503
+            {"status": "ok" if healthy else "degraded", **checks, "timezone": cluster_zone_name},
+            status_code=200 if healthy else 503,
         )
 
     if ui:

@@ -7,7 +7,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -34,12 +34,12 @@ from api.cli.render import (
 )
 from api.cli.report import report_command
 from api.cli.sweeps import compare_command, sweep_counts_line, sweep_line
+from api.cli.zone import cli_zone
 from api.client import ClientError, NightshiftClient
-from scheduler.clock import local_zone
 from scheduler.edits import spec_differences
 from scheduler.errors import NightshiftError, SpecError
 from scheduler.resubmit import spec_again, with_command
-from scheduler.settings import Settings, get_settings
+from scheduler.settings import get_settings
 from scheduler.spec import load_spec_file
 from scheduler.timeparse import parse_when
 
@@ -205,7 +205,7 @@ def token_revoke(token: Annotated[str, typer.Argument(help="the token, or its fi
 
 def build_submit_spec(
     args: list[str],
-    settings: Settings,
+    zone: tzinfo,
     now: datetime,
     overrides: dict[str, Any],
     after: str | None,
@@ -214,7 +214,7 @@ def build_submit_spec(
 ) -> dict[str, Any]:
     """The spec to send: a YAML/JSON file if the first argument is one (or `like`, an earlier task's spec
     to run again), then options, then the command. `after` and `deadline` are read as `nightshift change`
-    reads them (`parse_when`, in the settings' zone)."""
+    reads them (`parse_when`, in `zone`: the cluster's, `cli_zone`)."""
     spec: dict[str, Any] = dict(like or {})
     looks_like_spec_file = bool(args) and args[0].endswith((".yaml", ".yml", ".json"))
     if like is not None and looks_like_spec_file:
@@ -238,7 +238,6 @@ def build_submit_spec(
         raise NightshiftError("nothing to run: give a command after `--` (or a spec file with `command`)")
     spec.setdefault("workdir", os.getcwd())
     spec.update({key: value for key, value in overrides.items() if value is not None})
-    zone = local_zone(settings.timezone)
     if after:
         spec["not_before"] = parse_when(after, now, zone).isoformat()
     if deadline:
@@ -292,7 +291,7 @@ def submit(
     }  # fmt: skip
     try:
         spec = build_submit_spec(
-            list(args or []), settings, now, overrides, after, again and again.spec, deadline=deadline
+            list(args or []), cli_zone(settings), now, overrides, after, again and again.spec, deadline
         )
     except NightshiftError as exc:
         _fail(exc.message, code=2)
@@ -385,11 +384,11 @@ def cancel(
 
 
 def task_changes(
-    overrides: Mapping[str, Any], after: str | None, deadline: str | None, start_now: bool, settings: Settings
+    overrides: Mapping[str, Any], after: str | None, deadline: str | None, start_now: bool, zone: tzinfo
 ) -> dict[str, Any]:
     """The PATCH body of `nightshift change`: the options given, times read as `--after` reads them."""
     changes = {key: value for key, value in overrides.items() if value is not None}
-    now, zone = datetime.now().astimezone(), local_zone(settings.timezone)
+    now = datetime.now().astimezone()
     if start_now and (after or changes.get("offpeak")):
         raise NightshiftError("--now starts it as soon as GPUs are free: not with --after or --tonight")
     if start_now:
@@ -434,7 +433,7 @@ def change(
     }  # fmt: skip
     _one_target(task_id, sweep)
     try:
-        changes = task_changes(overrides, after, deadline, start_now, get_settings())
+        changes = task_changes(overrides, after, deadline, start_now, cli_zone(get_settings()))
     except NightshiftError as exc:
         _fail(exc.message, code=2)
     if sweep is not None:
@@ -597,8 +596,7 @@ def estimate(
     not_before = None
     if after:
         try:
-            zone = local_zone(get_settings().timezone)
-            not_before = parse_when(after, datetime.now().astimezone(), zone).isoformat()
+            not_before = parse_when(after, datetime.now().astimezone(), cli_zone(get_settings())).isoformat()
         except NightshiftError as exc:
             _fail(exc.message, code=2)
     params = {

@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 import os
 import shlex
-from datetime import datetime
+from datetime import datetime, tzinfo
 from typing import Annotated, Any
 
 import typer
 
-from scheduler.clock import local_zone
+from api.cli.zone import cli_zone, cluster_zone_name
 from scheduler.errors import NightshiftError
-from scheduler.settings import Settings, get_settings
+from scheduler.settings import get_settings
 
 DRY_RUN_TIMEOUT_S = 5.0
 # a change card's fields as `nightshift change` options
@@ -43,18 +43,18 @@ def change_command(card: dict[str, Any]) -> str:
     return shlex.join(words)
 
 
-def resolve_now(text: str | None, settings: Settings) -> datetime:
-    """`--now` as an aware time in the cluster's zone (its own offset when no zone is configured)."""
-    zone = local_zone(settings.timezone)
+def resolve_now(text: str | None, zone: tzinfo | None) -> datetime:
+    """`--now` as an aware time in the cluster's zone; with no zone known, this machine's, and a time given
+    with an offset keeps it."""
     if not text:
-        return datetime.now(zone)
+        return datetime.now(zone) if zone else datetime.now().astimezone()
     try:
         moment = datetime.fromisoformat(text.strip())
     except ValueError:
         raise NightshiftError(f"--now {text!r} is not ISO 8601 (like 2026-03-02T15:00:00+08:00)") from None
     if moment.tzinfo is None:
-        return moment.replace(tzinfo=zone)
-    return moment.astimezone(zone) if settings.timezone else moment
+        return moment.replace(tzinfo=zone) if zone else moment.astimezone()
+    return moment.astimezone(zone) if zone else moment
 
 
 def ask_command(
@@ -76,10 +76,13 @@ def ask_command(
 
     settings = get_settings()
     try:
-        moment = resolve_now(now, settings)
+        zone = cli_zone(settings) if cluster_zone_name(settings) else None
+        moment = resolve_now(now, zone)
     except NightshiftError as exc:
         typer.echo(f"error: {exc.message}", err=True)
         raise typer.Exit(2) from None
+    if zone:  # the assistant reads "tonight" where the GPUs are, as the chat on the server does
+        settings = settings.model_copy(update={"timezone": str(zone)})
     timeout_s = DRY_RUN_TIMEOUT_S if dry_run else 30.0
     client = AssistantClient(settings.api_url, find_token(settings), timeout_s=timeout_s)
     try:

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from scheduler.clock import local_zone
+from api.cli.zone import cli_zone
 from scheduler.policy.reasons import gpu_hours
 from scheduler.settings import get_settings
 
@@ -83,7 +83,7 @@ def _spec_value(field: str, value: Any) -> str:
 def _short_time(value: str | None) -> str:
     if not value:
         return "-"
-    zone = local_zone(get_settings().timezone)
+    zone = cli_zone(get_settings())
     return datetime.fromisoformat(value).astimezone(zone).strftime("%m-%d %H:%M:%S")
 
 

@@ -70,7 +70,7 @@ def test_healthz_answers_200_without_a_token(client):
     response = client.get("/healthz")
 
     assert response.status_code == 200
-    assert response.json() == {"status": "ok", "database": "ok", "redis": "ok"}
+    assert response.json() == {"status": "ok", "database": "ok", "redis": "ok", "timezone": "UTC"}
 
 
 def test_the_openapi_document_puts_every_route_under_api_v1_and_declares_bearer_auth(client):

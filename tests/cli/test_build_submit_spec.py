@@ -16,41 +16,34 @@ MORNING = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
 NO_OVERRIDES: dict[str, object] = {"gpus": None, "priority": None, "name": None}
 
 
-@pytest.fixture
-def settings(make_settings):
-    return make_settings()
-
-
 @pytest.fixture(autouse=True)
 def in_tmp(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
 
-def test_the_words_after_the_double_dash_are_joined_into_the_command(settings, tmp_path):
-    spec = build_submit_spec(["python", "train.py", "--lr", "3e-4"], settings, MORNING, NO_OVERRIDES, None)
+def test_the_words_after_the_double_dash_are_joined_into_the_command(tmp_path):
+    spec = build_submit_spec(["python", "train.py", "--lr", "3e-4"], UTC, MORNING, NO_OVERRIDES, None)
 
     assert spec == {"command": "python train.py --lr 3e-4", "workdir": str(tmp_path)}
     assert parse_spec(spec).command == "python train.py --lr 3e-4"
 
 
-def test_a_single_quoted_command_is_kept_as_it_is(settings):
-    spec = build_submit_spec(["echo a  b && ls"], settings, MORNING, NO_OVERRIDES, None)
+def test_a_single_quoted_command_is_kept_as_it_is():
+    spec = build_submit_spec(["echo a  b && ls"], UTC, MORNING, NO_OVERRIDES, None)
 
     assert spec["command"] == "echo a  b && ls"
 
 
-def test_the_workdir_defaults_to_where_submit_runs(settings, tmp_path):
-    assert build_submit_spec(["true"], settings, MORNING, {}, None)["workdir"] == str(tmp_path)
+def test_the_workdir_defaults_to_where_submit_runs(tmp_path):
+    assert build_submit_spec(["true"], UTC, MORNING, {}, None)["workdir"] == str(tmp_path)
 
 
-def test_options_override_the_spec_file_and_unset_options_do_not(settings, tmp_path):
+def test_options_override_the_spec_file_and_unset_options_do_not(tmp_path):
     path = tmp_path / "train.yaml"
     path.write_text("command: python train.py\ngpus: 1\npriority: low\nworkdir: /data/run\ntags: [nightly]\n")
 
-    spec = build_submit_spec(
-        [str(path)], settings, MORNING, {"gpus": 2, "priority": None, "name": "big"}, None
-    )
+    spec = build_submit_spec([str(path)], UTC, MORNING, {"gpus": 2, "priority": None, "name": "big"}, None)
 
     assert spec == {
         "command": "python train.py",
@@ -63,34 +56,34 @@ def test_options_override_the_spec_file_and_unset_options_do_not(settings, tmp_p
     assert parse_spec(spec).gpus == 2
 
 
-def test_a_command_after_the_spec_file_replaces_the_files_command(settings, tmp_path):
+def test_a_command_after_the_spec_file_replaces_the_files_command(tmp_path):
     path = tmp_path / "train.yml"
     path.write_text("command: python train.py\ngpus: 2\n")
 
-    spec = build_submit_spec([str(path), "python", "eval.py"], settings, MORNING, NO_OVERRIDES, None)
+    spec = build_submit_spec([str(path), "python", "eval.py"], UTC, MORNING, NO_OVERRIDES, None)
 
     assert (spec["command"], spec["gpus"]) == ("python eval.py", 2)
 
 
-def test_a_json_spec_file_is_read_too(settings, tmp_path):
+def test_a_json_spec_file_is_read_too(tmp_path):
     path = tmp_path / "job.json"
     path.write_text(json.dumps({"command": "echo hi", "gpus": 0, "env": {"SEED": "1"}}))
 
-    spec = build_submit_spec([str(path)], settings, MORNING, NO_OVERRIDES, None)
+    spec = build_submit_spec([str(path)], UTC, MORNING, NO_OVERRIDES, None)
 
     assert (spec["command"], spec["gpus"], spec["env"]) == ("echo hi", 0, {"SEED": "1"})
 
 
-def test_a_missing_spec_file_is_an_error_not_a_command(settings, tmp_path, monkeypatch):
+def test_a_missing_spec_file_is_an_error_not_a_command(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
 
     with pytest.raises(NightshiftError, match=r"spec file typo\.yaml not found"):
-        build_submit_spec(["typo.yaml"], settings, MORNING, NO_OVERRIDES, None)
+        build_submit_spec(["typo.yaml"], UTC, MORNING, NO_OVERRIDES, None)
 
 
-def test_after_a_clock_time_means_its_next_occurrence_in_the_cluster_zone(settings):
-    tonight = build_submit_spec(["true"], settings, MORNING, NO_OVERRIDES, "23:00")
-    late = build_submit_spec(["true"], settings, MORNING.replace(hour=23, minute=30), NO_OVERRIDES, "23:00")
+def test_after_a_clock_time_means_its_next_occurrence_in_the_cluster_zone():
+    tonight = build_submit_spec(["true"], UTC, MORNING, NO_OVERRIDES, "23:00")
+    late = build_submit_spec(["true"], UTC, MORNING.replace(hour=23, minute=30), NO_OVERRIDES, "23:00")
 
     assert tonight["not_before"] == "2026-03-01T23:00:00+00:00"
     assert late["not_before"] == "2026-03-02T23:00:00+00:00"
@@ -98,39 +91,39 @@ def test_after_a_clock_time_means_its_next_occurrence_in_the_cluster_zone(settin
 
 
 @pytest.mark.parametrize("delay", ["+2h", "2h", "in 2 hours", "in 120 minutes", "in 2 hrs", "+120 mins"])
-def test_after_a_delay_counts_from_now(settings, delay):
-    spec = build_submit_spec(["true"], settings, MORNING, NO_OVERRIDES, delay)
+def test_after_a_delay_counts_from_now(delay):
+    spec = build_submit_spec(["true"], UTC, MORNING, NO_OVERRIDES, delay)
 
     assert spec["not_before"] == "2026-03-01T12:00:00+00:00"
 
 
-def test_a_deadline_is_read_as_after_is_in_the_cluster_zone(settings):
-    spec = build_submit_spec(["true"], settings, MORNING, NO_OVERRIDES, "+1h", deadline="tomorrow 8am")
-    in_two_hours = build_submit_spec(["true"], settings, MORNING, NO_OVERRIDES, None, deadline="+2h")
+def test_a_deadline_is_read_as_after_is_in_the_cluster_zone():
+    spec = build_submit_spec(["true"], UTC, MORNING, NO_OVERRIDES, "+1h", deadline="tomorrow 8am")
+    in_two_hours = build_submit_spec(["true"], UTC, MORNING, NO_OVERRIDES, None, deadline="+2h")
 
     assert spec["deadline"] == "2026-03-02T08:00:00+00:00"
     assert parse_spec(spec).deadline == datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
     assert in_two_hours["deadline"] == "2026-03-01T12:00:00+00:00" and "not_before" not in in_two_hours
     with pytest.raises(SpecError, match="cannot read the time"):
-        build_submit_spec(["true"], settings, MORNING, NO_OVERRIDES, None, deadline="someday")
+        build_submit_spec(["true"], UTC, MORNING, NO_OVERRIDES, None, deadline="someday")
 
 
 @pytest.mark.parametrize(
     ("when", "message"), [("25:00", "not a time of day"), ("someday", "cannot read the time")]
 )
-def test_an_unreadable_after_is_a_clear_error(settings, when, message):
+def test_an_unreadable_after_is_a_clear_error(when, message):
     with pytest.raises(SpecError, match=message):
-        build_submit_spec(["true"], settings, MORNING, NO_OVERRIDES, when)
+        build_submit_spec(["true"], UTC, MORNING, NO_OVERRIDES, when)
 
 
-def test_without_a_command_there_is_nothing_to_run(settings, tmp_path):
+def test_without_a_command_there_is_nothing_to_run(tmp_path):
     path = tmp_path / "nocommand.yaml"
     path.write_text("gpus: 2\n")
 
     with pytest.raises(NightshiftError, match="nothing to run"):
-        build_submit_spec([], settings, MORNING, NO_OVERRIDES, None)
+        build_submit_spec([], UTC, MORNING, NO_OVERRIDES, None)
     with pytest.raises(NightshiftError, match="nothing to run"):
-        build_submit_spec([str(path)], settings, MORNING, NO_OVERRIDES, None)
+        build_submit_spec([str(path)], UTC, MORNING, NO_OVERRIDES, None)
 
 
 @pytest.mark.parametrize(
@@ -141,12 +134,12 @@ def test_without_a_command_there_is_nothing_to_run(settings, tmp_path):
         pytest.param("", "is empty", id="empty"),
     ],
 )
-def test_a_bad_yaml_file_is_a_clear_error(settings, tmp_path, text, message):
+def test_a_bad_yaml_file_is_a_clear_error(tmp_path, text, message):
     path = tmp_path / "bad.yaml"
     path.write_text(text)
 
     with pytest.raises(SpecError, match=message) as raised:
-        build_submit_spec([str(path)], settings, MORNING, NO_OVERRIDES, None)
+        build_submit_spec([str(path)], UTC, MORNING, NO_OVERRIDES, None)
     assert str(path) in raised.value.message
 
 

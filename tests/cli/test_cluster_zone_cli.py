@@ -1,0 +1,83 @@
+"""The CLI reads and shows times in the cluster's zone, which the API reports at /healthz: a shell without
+NIGHTSHIFT_TIMEZONE on a machine in another zone still means the cluster's 23:00, as the chat does."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+import httpx
+import pytest
+
+from scheduler.settings import get_settings
+from scheduler.store.identity import create_token
+from tests.cli.conftest import cli_as
+
+SHANGHAI = ZoneInfo("Asia/Shanghai")
+
+
+@pytest.fixture
+def shanghai_cluster(make_cluster):
+    return make_cluster(timezone="Asia/Shanghai")
+
+
+@pytest.fixture
+def token(shanghai_cluster):
+    return create_token(shanghai_cluster.factory, user="alice", team="vision")
+
+
+@pytest.fixture(autouse=True)
+def shell_in_new_york(monkeypatch):
+    """A shell that sets no NIGHTSHIFT_TIMEZONE on a machine whose own zone is New York's."""
+    monkeypatch.delenv("NIGHTSHIFT_TIMEZONE", raising=False)
+    monkeypatch.setenv("TZ", "America/New_York")
+
+
+def _hour_minute_in_shanghai(iso: str) -> tuple[int, int]:
+    moment = datetime.fromisoformat(iso).astimezone(SHANGHAI)
+    return moment.hour, moment.minute
+
+
+def test_the_api_reports_its_zone_at_healthz(shanghai_cluster, token, monkeypatch, tmp_path):
+    with cli_as(shanghai_cluster, token, monkeypatch, tmp_path / "client-home"):
+        health = httpx.get(f"{os.environ['NIGHTSHIFT_API_URL']}/healthz").json()
+
+    assert health["timezone"] == "Asia/Shanghai"
+
+
+def test_submit_after_change_and_ls_use_the_zone_the_api_reports(
+    shanghai_cluster, token, monkeypatch, tmp_path
+):
+    with cli_as(shanghai_cluster, token, monkeypatch, tmp_path / "client-home") as nightshift:
+        submitted = nightshift("submit", "--after", "23:00", "--json", "--", "true")
+        task = json.loads(submitted.output)
+        changed = nightshift("change", str(task["id"]), "--deadline", "tomorrow 8am", "--json")
+        listed = nightshift("ls")
+
+    assert submitted.exit_code == 0 and changed.exit_code == 0, submitted.output + changed.output
+    assert _hour_minute_in_shanghai(task["spec"]["not_before"]) == (23, 0)
+    assert _hour_minute_in_shanghai(json.loads(changed.output)["spec"]["deadline"]) == (8, 0)
+    shown = datetime.fromisoformat(task["submitted_at"]).astimezone(SHANGHAI).strftime("%m-%d %H:%M:%S")
+    assert listed.exit_code == 0 and shown in listed.output, listed.output
+
+
+def test_ask_reads_tonight_in_the_zone_the_api_reports(shanghai_cluster, token, monkeypatch, tmp_path):
+    with cli_as(shanghai_cluster, token, monkeypatch, tmp_path / "client-home") as nightshift:
+        asked = nightshift(
+            "ask", "--dry-run", "--json", "--now", "2026-03-02T12:00:00+00:00", "run `python x.py` after 11pm"
+        )
+
+    assert asked.exit_code == 0, asked.output
+    assert json.loads(asked.output)["spec"]["not_before"] == "2026-03-02T23:00:00+08:00"
+
+
+def test_the_shells_own_zone_wins_over_the_clusters(shanghai_cluster, token, monkeypatch, tmp_path):
+    with cli_as(shanghai_cluster, token, monkeypatch, tmp_path / "client-home") as nightshift:
+        monkeypatch.setenv("NIGHTSHIFT_TIMEZONE", "UTC")
+        get_settings.cache_clear()
+        submitted = nightshift("submit", "--after", "23:00", "--json", "--", "true")
+
+    not_before = datetime.fromisoformat(json.loads(submitted.output)["spec"]["not_before"])
+    assert (not_before.astimezone(ZoneInfo("UTC")).hour, not_before.minute) == (23, 0)
