@@ -11,6 +11,7 @@ from zoneinfo import ZoneInfo
 import httpx
 import pytest
 
+from api.server import in_cluster_zone
 from scheduler.settings import get_settings
 from scheduler.store.identity import create_token
 from tests.cli.conftest import cli_as
@@ -81,3 +82,15 @@ def test_the_shells_own_zone_wins_over_the_clusters(shanghai_cluster, token, mon
 
     not_before = datetime.fromisoformat(json.loads(submitted.output)["spec"]["not_before"])
     assert (not_before.astimezone(ZoneInfo("UTC")).hour, not_before.minute) == (23, 0)
+
+
+def test_the_chat_served_apart_takes_the_apis_zone_unless_it_has_its_own(
+    shanghai_cluster, make_settings, token, monkeypatch, tmp_path
+):
+    with cli_as(shanghai_cluster, token, monkeypatch, tmp_path / "client-home"):
+        url = os.environ["NIGHTSHIFT_API_URL"]
+        plain = in_cluster_zone(make_settings(api_url=url, timezone=""))
+        own = in_cluster_zone(make_settings(api_url=url, timezone="Europe/Berlin"))
+    unreachable = in_cluster_zone(make_settings(api_url="http://127.0.0.1:9", timezone=""))
+
+    assert (plain.timezone, own.timezone, unreachable.timezone) == ("Asia/Shanghai", "Europe/Berlin", "")
