@@ -52,8 +52,10 @@ def _request_error_items(exc: RequestValidationError) -> list[dict[str, Any]]:
             message = (
                 f"the request body is not valid JSON ({error.get('ctx', {}).get('error', 'parse error')})"
             )
-        elif kind == "model_attributes_type" or kind == "dict_type":
+        elif kind in ("model_attributes_type", "dict_type") and field is None:
             message = "the request body must be a JSON object with the task's fields"
+        elif kind == "dict_type":
+            message = f"{field} must be a mapping of names to values (e.g. {{\"KEY\": \"value\"}})"
         else:
             message = friendly_message(field, error)
         items.append({"field": field, "message": message})

@@ -119,6 +119,11 @@ BAD_SPECS = [
         {"command": "x", "env": {"CUDA_VISIBLE_DEVICES": "0"}},
         "set by nightshift",
     ),
+    case(
+        "env as a list",
+        {"command": "x", "env": ["A=1"]},
+        "env must be a mapping of names to values",
+    ),
     case("env value not a string", {"command": "x", "env": {"A": [1]}}, "env.A", "valid string"),
     case("env value a boolean", {"command": "x", "env": {"DEBUG": True}}, "env.DEBUG is a boolean: quote it"),
     case(
