@@ -55,7 +55,7 @@ def _request_error_items(exc: RequestValidationError) -> list[dict[str, Any]]:
         elif kind in ("model_attributes_type", "dict_type") and field is None:
             message = "the request body must be a JSON object with the task's fields"
         elif kind == "dict_type":
-            message = f"{field} must be a mapping of names to values (e.g. {{\"KEY\": \"value\"}})"
+            message = f'{field} must be a mapping of names to values (e.g. {{"KEY": "value"}})'
         else:
             message = friendly_message(field, error)
         items.append({"field": field, "message": message})
