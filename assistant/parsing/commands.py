@@ -129,6 +129,14 @@ _STOP_WORDS = frozenset(
         "tmrw",
         "tmr",
         "tonite",
+        "between",
+        "monday",
+        "tuesday",
+        "wednesday",
+        "thursday",
+        "friday",
+        "saturday",
+        "sunday",
     ]
 )
 _CJK = re.compile(r"[\u3000-\u9fff\uff00-\uffef]")

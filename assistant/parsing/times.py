@@ -56,6 +56,17 @@ MONTH_NAME = (
     r"|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b\.?"
 )
 _ZH_DAY_NUMBER = r"\d{1,2}|[一二三四五六七八九十]{1,3}"
+_WEEKDAYS = {
+    "monday": 0,
+    "tuesday": 1,
+    "wednesday": 2,
+    "thursday": 3,
+    "friday": 4,
+    "saturday": 5,
+    "sunday": 6,
+}
+_ZH_WEEKDAYS = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
+WEEKDAY_NAME = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b"
 # A calendar date: "2026-12-05" (with its time: "2026-12-05T09:00", "2026-12-05 09:00+08:00"), "2026/12/05",
 # "December 5", "Dec 5th, 2026", "5 Dec", "2026年12月5日", "12月5号", and "5号" (a day of this month) only
 # where a time of day or 之前/之后/跑 follows: "42号跑完" is a task.
@@ -67,7 +78,10 @@ DATE = re.compile(
     rf"|\b(?P<dm>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<mon2>{MONTH_NAME})(?:,?\s+(?P<my2>\d{{4}})\b)?"
     rf"|(?:(?P<zy>\d{{4}})\s*年\s*)?(?P<zm>{_ZH_DAY_NUMBER})\s*月\s*(?P<zd>{_ZH_DAY_NUMBER})\s*[日号]?"
     rf"|(?<![\d月])(?P<zd2>{_ZH_DAY_NUMBER})\s*[号日](?=\s*(?:早上|上午|中午|下午|傍晚|晚上|凌晨|夜里|早晨|清晨|半夜"
-    r"|\d{1,2}\s*[点點时:：]|[零一二两三四五六七八九十]{1,3}\s*[点點时]|之前|以前|之后|以后|前|后|开始|再跑|跑(?!完)))",
+    r"|\d{1,2}\s*[点點时:：]|[零一二两三四五六七八九十]{1,3}\s*[点點时]|之前|以前|之后|以后|前|后|开始|再跑|跑(?!完)))"
+    # a day of the week: "friday", "next monday", "周五", "星期六", "下周一", "这周日"
+    rf"|\b(?:(?P<wnext>next|this|coming)\s+)?(?P<wd>{WEEKDAY_NAME})"
+    r"|(?P<znext>下个?|这个?|本)?\s*(?:周|星期|礼拜)(?P<zwd>[一二三四五六日天])",
     re.I,
 )
 
@@ -96,47 +110,73 @@ def _next_date(now: datetime, year: int | None, month: int, day: int) -> date | 
     return found
 
 
+def _weekday(match: re.Match[str], now: datetime) -> date:
+    """The day a weekday names: the next one from today on ("friday", "周五"; today's own counts), the
+    one after today ("next friday"), or that day of next week ("下周五") or of this week ("这周五")."""
+    if match.group("wd"):
+        weekday = _WEEKDAYS[match.group("wd").lower()]
+        ahead = (weekday - now.weekday()) % 7
+        if ahead == 0 and (match.group("wnext") or "").lower() in {"next", "coming"}:
+            ahead = 7
+        return now.date() + timedelta(days=ahead)
+    weekday = _ZH_WEEKDAYS[match.group("zwd")]
+    which = (match.group("znext") or "").strip()
+    if which.startswith(("下", "这", "本")):  # a calendar week: Monday to Sunday
+        monday = now.date() - timedelta(days=now.weekday())
+        return monday + timedelta(days=weekday + (7 if which.startswith("下") else 0))
+    return now.date() + timedelta(days=(weekday - now.weekday()) % 7)
+
+
+def read_dates(text: str, now: datetime) -> list[_Date]:
+    """The calendar dates in `text`, in order, resolved against `now` (none that is no real date, like
+    2026-02-30)."""
+    return [found for match in DATE.finditer(text) if (found := _date_of(match, now)) is not None]
+
+
 def read_date(text: str, now: datetime) -> _Date | None:
-    """The first calendar date in `text`, resolved against `now` (None when there is none, or it is no
-    real date, like 2026-02-30)."""
-    for match in DATE.finditer(text):
-        group = match.group
-        if group("iy"):
-            day = _next_date(now, int(group("iy")), int(group("im")), int(group("id")))
-            if day is None:
-                continue
-            at = None
-            if group("ih") and int(group("ih")) < 24:
-                at = datetime.combine(day, time(int(group("ih")), int(group("imin"))), now.tzinfo)
-                if group("tz"):
-                    offset = datetime.fromisoformat(f"2000-01-01T00:00{group('tz').replace('Z', '+00:00')}")
-                    at = at.replace(tzinfo=offset.tzinfo).astimezone(now.tzinfo)
-            return _Date(day, at, match.span())
-        if group("mon") or group("mon2"):
-            month = _MONTHS[(group("mon") or group("mon2"))[:3].lower()]
-            number = _date_number(group("md") or group("dm"))
-            year = group("my") or group("my2")
-        elif group("zm"):
-            month, number, year = _date_number(group("zm")) or 0, _date_number(group("zd")), group("zy")
-        else:
-            number, year = _date_number(group("zd2")), None
-            month = now.month
-            if number is not None and number < now.day:  # "5号" past this month's 5th: next month's
-                month = now.month % 12 + 1
-                year = str(now.year + (1 if now.month == 12 else 0))
-        day = _next_date(now, int(year) if year else None, month, number or 0)
-        if day is not None:
-            return _Date(day, None, match.span())
-    return None
+    """The first calendar date in `text`, resolved against `now` (None when there is none)."""
+    found = read_dates(text, now)
+    return found[0] if found else None
+
+
+def _date_of(match: re.Match[str], now: datetime) -> _Date | None:
+    """The date one `DATE` match names, with its time when it gave one; None for no real date."""
+    group = match.group
+    if group("wd") or group("zwd"):
+        return _Date(_weekday(match, now), None, match.span())
+    if group("iy"):
+        day = _next_date(now, int(group("iy")), int(group("im")), int(group("id")))
+        if day is None:
+            return None
+        at = None
+        if group("ih") and int(group("ih")) < 24:
+            at = datetime.combine(day, time(int(group("ih")), int(group("imin"))), now.tzinfo)
+            if group("tz"):
+                offset = datetime.fromisoformat(f"2000-01-01T00:00{group('tz').replace('Z', '+00:00')}")
+                at = at.replace(tzinfo=offset.tzinfo).astimezone(now.tzinfo)
+        return _Date(day, at, match.span())
+    if group("mon") or group("mon2"):
+        month = _MONTHS[(group("mon") or group("mon2"))[:3].lower()]
+        number = _date_number(group("md") or group("dm"))
+        year = group("my") or group("my2")
+    elif group("zm"):
+        month, number, year = _date_number(group("zm")) or 0, _date_number(group("zd")), group("zy")
+    else:
+        number, year = _date_number(group("zd2")), None
+        month = now.month
+        if number is not None and number < now.day:  # "5号" past this month's 5th: next month's
+            month = now.month % 12 + 1
+            year = str(now.year + (1 if now.month == 12 else 0))
+    day = _next_date(now, int(year) if year else None, month, number or 0)
+    return _Date(day, None, match.span()) if day is not None else None
 
 
 def blank_dates(text: str, now: datetime) -> str:
-    """`text` with its calendar date blanked (same length), so no number in it is read as anything else."""
-    found = read_date(text, now)
-    if found is None:
-        return text
-    start, end = found.span
-    return text[:start] + " " * (end - start) + text[end:]
+    """`text` with its calendar dates blanked (same length), so no number in them is read as anything else."""
+    for found in read_dates(text, now):
+        start, end = found.span
+        text = text[:start] + " " * (end - start) + text[end:]
+    return text
 
 
 # chat spellings, read as the words they stand for
@@ -188,6 +228,11 @@ _PART_HOUR = {
     "早晨": 8,
     "清晨": 7,
 }
+_NIGHT_PARTS = {"evening", "night", "晚上", "傍晚", "夜里"}
+# a part of the day right after a date with no clock: "friday night", "周六晚上", "Dec 5 afternoon"
+_DATE_PART = re.compile(
+    r"\s*(?P<part>morning|afternoon|evening|night|早上|上午|中午|下午|傍晚|晚上|夜里|早晨|清晨)", re.I
+)
 _DEADLINE_WORDS = {
     "by",
     "before",
@@ -382,39 +427,56 @@ def read_times(text: str, now: datetime) -> When:
 
 
 def _read_date(text: str, now: datetime, when: When) -> bool:
-    """A calendar date in `text` with its time of day (its own, the clock next to it, or 08:00 when none;
+    """The calendar dates in `text` ("after Dec 5, done by Dec 7": one a start, the other a deadline), each
+    with its time of day (its own, the clock next to it, a part of the day after it, or 08:00 when none;
     the end of the day for a deadline), as `not_before` or `deadline`; True when one was read."""
-    found = read_date(text, now)
-    if found is None:
-        return False
-    scan = text[: found.span[0]] + " " * (found.span[1] - found.span[0]) + text[found.span[1] :]
-    clock = None
-    if found.at is None:  # the clock closest to the date, within a few words of it
-        near = [
-            m
-            for m in CLOCK.finditer(scan)
-            if m.start() - found.span[1] <= 12 and found.span[0] - m.end() <= 12 and not m.group("day")
-        ]
-        clock = min(
-            near,
-            key=lambda m: min(abs(m.start() - found.span[1]), abs(found.span[0] - m.end())),
-            default=None,
-        )
-    deadline = _date_is_deadline(text, found.span, clock)
-    if found.at is not None:
-        moment = found.at
-    elif clock is not None:
-        moment = _resolve_clock(clock, now, found.day)
-    else:
-        moment = datetime.combine(found.day, _DAY_END if deadline else time(8, 0), now.tzinfo)
-    if deadline:
-        when.deadline = moment
-    else:
-        when.not_before = moment
-    when.spans.append(found.span)
-    if clock is not None:
-        when.spans.append(clock.span())
-    return True
+    dates = read_dates(text, now)
+    scan = text
+    for found in dates:
+        scan = scan[: found.span[0]] + " " * (found.span[1] - found.span[0]) + scan[found.span[1] :]
+    used: list[tuple[int, int]] = []
+    for found in dates:
+        clock = None
+        if found.at is None:  # the clock closest to the date, within a few words of it, not another's
+            near = [
+                m
+                for m in CLOCK.finditer(scan)
+                if m.start() - found.span[1] <= 12
+                and found.span[0] - m.end() <= 12
+                and not m.group("day")
+                and m.span() not in used
+            ]
+            clock = min(
+                near,
+                key=lambda m: min(abs(m.start() - found.span[1]), abs(found.span[0] - m.end())),
+                default=None,
+            )
+        deadline = _date_is_deadline(text, found.span, clock)
+        part = _DATE_PART.match(text, found.span[1]) if clock is None and found.at is None else None
+        if found.at is not None:
+            moment = found.at
+        elif clock is not None:
+            moment = _resolve_clock(clock, now, found.day)
+        elif part is not None and not deadline:  # "周六晚上", "friday night": that evening, off-peak
+            word = part.group("part").lower()
+            night = word in _NIGHT_PARTS
+            when.offpeak = when.offpeak or night
+            moment = datetime.combine(
+                found.day, time(18 if night else _PART_HOUR.get(word, 8), 0), now.tzinfo
+            )
+        else:
+            moment = datetime.combine(found.day, _DAY_END if deadline else time(8, 0), now.tzinfo)
+        if deadline and when.deadline is None:
+            when.deadline = moment
+        elif not deadline and when.not_before is None:
+            when.not_before = moment
+        when.spans.append(found.span)
+        if clock is not None:
+            used.append(clock.span())
+            when.spans.append(clock.span())
+        if part is not None:
+            when.spans.append(part.span())
+    return bool(dates)
 
 
 def _deadline_day(text: str, now: datetime, when: When) -> None:

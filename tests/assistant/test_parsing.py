@@ -346,3 +346,47 @@ def test_what_a_request_asks_for_is_not_dropped(text, field, value):
 def test_a_gpu_model_is_no_node():
     args = understand("在 A100 上跑 python a.py", DEC_2).args
     assert "node" not in args and args.get("gpu_model") == "A100"
+
+
+# --- days of the week, and two dates in one request (each used to be dropped or misread) -------------
+
+THU_DEC_3 = datetime.fromisoformat("2026-12-03T07:40:00+08:00")  # a Thursday
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("run python a.py on friday", {"not_before": "2026-12-04T08:00:00+08:00"}),
+        ("run python a.py saturday at 10pm", {"not_before": "2026-12-05T22:00:00+08:00"}),
+        ("run python a.py thursday 3pm", {"not_before": "2026-12-03T15:00:00+08:00"}),  # today's own
+        ("run python a.py next thursday 3pm", {"not_before": "2026-12-10T15:00:00+08:00"}),
+        ("run python a.py next monday", {"not_before": "2026-12-07T08:00:00+08:00"}),
+        ("finish python a.py by friday", {"deadline": "2026-12-04T23:59:00+08:00"}),
+        ("周六晚上跑 python a.py", {"not_before": "2026-12-05T18:00:00+08:00", "offpeak": True}),
+        ("下周一早上9点跑 python a.py", {"not_before": "2026-12-07T09:00:00+08:00"}),
+        ("这周日跑 python a.py", {"not_before": "2026-12-06T08:00:00+08:00"}),
+        ("星期五下午3点跑 python a.py", {"not_before": "2026-12-04T15:00:00+08:00"}),
+        (
+            "run python a.py on friday after 9am, finish by saturday 8am",
+            {"not_before": "2026-12-04T09:00:00+08:00", "deadline": "2026-12-05T08:00:00+08:00"},
+        ),
+        (
+            "run python a.py after 2026-12-05 09:00, deadline 2026-12-06 08:00",
+            {"not_before": "2026-12-05T09:00:00+08:00", "deadline": "2026-12-06T08:00:00+08:00"},
+        ),
+        (
+            "run python a.py starting Dec 5, must be done by Dec 7",
+            {"not_before": "2026-12-05T08:00:00+08:00", "deadline": "2026-12-07T23:59:00+08:00"},
+        ),
+        (
+            "12月5日以后跑 python a.py，12月6日之前跑完",
+            {"not_before": "2026-12-05T08:00:00+08:00", "deadline": "2026-12-06T23:59:00+08:00"},
+        ),
+    ],
+)
+def test_a_day_of_the_week_and_a_second_date_are_read_not_dropped(text, expected):
+    args = understand(text, THU_DEC_3).args
+
+    assert args.get("command") == "python a.py"  # no weekday glued to the command
+    assert {key: args.get(key) for key in expected} == expected
+    assert not ({"not_before", "deadline", "offpeak"} & args.keys()) - expected.keys()  # nor a wrong one
