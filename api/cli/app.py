@@ -34,6 +34,7 @@ from api.cli.render import (
 )
 from api.cli.report import report_command
 from api.cli.sweeps import compare_command, sweep_counts_line, sweep_line
+from api.cli.waiting import wait_and_report, wait_command
 from api.cli.zone import cli_zone
 from api.client import ClientError, NightshiftClient
 from scheduler.edits import spec_differences
@@ -277,6 +278,9 @@ def submit(
     idempotency_key: Annotated[
         str | None, typer.Option("--idempotency-key", help="submit at most once")
     ] = None,
+    wait: Annotated[
+        bool, typer.Option("--wait", help="then wait until it ends and exit as `nightshift wait` does")
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Submit a task: `nightshift submit --gpus 2 -- python train.py`; `--like 12`: task 12 again."""
@@ -299,13 +303,19 @@ def submit(
         console.print(f"as task {like}, but {note}: left out")
     if spec.get("sweep") is not None:  # one task per parameter set, under one sweep id
         sweep = _with_client(lambda client: client.submit_sweep(spec, idempotency_key))
-        print_json(sweep) if as_json else console.print(sweep_line(sweep))
+        if not as_json:
+            console.print(sweep_line(sweep))
+        elif not wait:  # with --wait, the ended tasks are printed instead
+            print_json(sweep)
         if not as_json:
             _budget_note()
+        if wait:
+            _wait_then_exit([task["id"] for task in sweep["tasks"]], as_json)
         return
     task, created = _with_client(lambda client: client.submit_once(spec, idempotency_key))
     if as_json:
-        print_json(task)
+        if not wait:  # with --wait, the ended task is printed instead
+            print_json(task)
     elif not created:  # the key was used before, for this same task: nothing new was queued
         console.print(
             f"already submitted as task [bold]{task['id']}[/] ({task['name']}) with idempotency key "
@@ -314,6 +324,13 @@ def submit(
     else:
         console.print(f"submitted task [bold]{task['id']}[/] ({task['name']}): {task['status']}")
         _budget_note()
+    if wait:
+        _wait_then_exit([task["id"]], as_json)
+
+
+def _wait_then_exit(task_ids: list[int], as_json: bool) -> None:
+    """`submit --wait`: wait for what was just submitted, then exit with `nightshift wait`'s code."""
+    raise typer.Exit(_with_client(lambda client: wait_and_report(client, task_ids, None, as_json)))
 
 
 def _budget_note() -> None:
@@ -424,9 +441,10 @@ def change(
     name: Annotated[str | None, typer.Option(help="a short name")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Change a queued task's (or every queued task of a sweep's, with --sweep ID) priority, start window,
-    limits, retries or name; it keeps its place in time. (GPUs, memory or the command: `nightshift submit
-    --like ID ...`, then cancel ID.)"""
+    """Change a queued task's priority, start window, limits, retries or name; it keeps its age.
+
+    With --sweep ID, every queued task of that sweep.
+    GPUs, memory or the command: `nightshift submit --like ID ...`, then cancel ID."""
     overrides = {
         "priority": priority, "offpeak": tonight, "time_limit_minutes": time_limit,
         "estimated_minutes": estimate, "retries": retries, "name": name,
@@ -476,8 +494,9 @@ def hold(
     sweep: SweepOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Keep a queued task (or every queued task of a sweep with --sweep ID) from starting until
-    `nightshift release`; it keeps its priority and age."""
+    """Keep a queued task from starting until `nightshift release`; it keeps its priority and age.
+
+    With --sweep ID, every queued task of that sweep."""
     _one_target(task_id, sweep)
     if sweep is not None:
         group = _with_client(lambda client: client.hold_sweep(sweep))
@@ -498,8 +517,9 @@ def release(
     sweep: SweepOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Let a held task (or every held task of a sweep with --sweep ID) start again, with the priority and
-    age it had."""
+    """Let a held task start again, with the priority and age it had.
+
+    With --sweep ID, every held task of that sweep."""
     _one_target(task_id, sweep)
     if sweep is not None:
         group = _with_client(lambda client: client.release_sweep(sweep))
@@ -677,6 +697,7 @@ def simulate(
 app.command("ask")(ask_command)
 app.command("compare")(compare_command)
 app.command("report")(report_command)
+app.command("wait")(wait_command)
 
 
 @app.command()
