@@ -164,7 +164,11 @@ NODE = re.compile(
     r"|(?:在|用)\s*(?P<z>[A-Za-z0-9][A-Za-z0-9_.-]*)\s*(?:这台|这个)?\s*(?:节点|机器|服务器)"
     # "在 gpu-box-9 上跑": a name with a dash or a digit, where the request runs (a GPU model is no node)
     r"|在\s*(?P<y>[A-Za-z][A-Za-z0-9_.]*(?:-[A-Za-z0-9_.]+)+|[A-Za-z]+[A-Za-z_.-]*\d[A-Za-z0-9_.-]*)\s*上面?"
-    r"(?=\s*(?:跑|运行|执行|训练|提交|启动|[，,。]|$))",
+    r"(?=\s*(?:跑|运行|执行|训练|提交|启动|[，,。]|$))"
+    # "on gpu-box-9", "on node3", "on dgx-01": a host name (a digit, and a word hosts are named with) after
+    # "on" without the word node ("on cifar-10", "on resnet-50", "on gpu0" are no node)
+    r"|\bon\s+(?:the\s+)?(?P<w>(?=[\w.-]*\d)(?=(?:[\w.-]*[\d_.-])?(?:gpu|box|node|server|host|worker|machine|vm"
+    r"|dgx|rig|srv)(?![a-z]))(?!gpus?[-_]?\d+(?![\w.-]))[A-Za-z][\w.-]*[A-Za-z0-9])(?![\w-])",
     re.I,
 )
 GPU_MODEL = [
@@ -188,13 +192,13 @@ NAME = re.compile(
     re.I,
 )
 TASK_ID = re.compile(
-    r"(?:\b(?:task|job|id)\s*(?:number|no\.?|#)?\s*#?\s*(?P<a>\d+)\b|#(?P<b>\d+)\b|(?P<c>\d+)\s*号"
+    r"(?:\b(?:task|job|id)\s*(?:number|no\.?|#)?\s*[#-]?\s*(?P<a>\d+)\b|#(?P<b>\d+)\b|(?P<c>\d+)\s*号"
     r"|(?:任务|作业)\s*#?\s*(?P<d>\d+))",
     re.I,
 )
 # ASCII neighbours only: Chinese runs words and numbers together ("31为什么还没跑"), and `\w` would match 为
 BARE_NUMBER = re.compile(
-    r"(?<![A-Za-z0-9_.])(?P<n>\d{1,7})"
+    r"(?<![A-Za-z0-9_.])(?<![A-Za-z0-9]-)(?P<n>\d{1,7})"  # nor the 9 of a name ("gpu-box-9")
     r"(?![A-Za-z0-9_.]|\s*(?:gb|g\b|gpus?|hours?|h\b|min|%|days?|卡|张|块|个|小时|分钟|天|点|号))",
     re.I,
 )
@@ -285,7 +289,7 @@ def _read_labels(text: str, found: Fields) -> str:
 def _read_resources(text: str, found: Fields) -> str:
     node = NODE.search(text)
     if node and not (node.group("y") and re.fullmatch(_MODEL + r"s?", node.group("y"), re.I)):
-        found.values["node"] = _group(node, "v", "z", "y")
+        found.values["node"] = _group(node, "v", "z", "y", "w")
         text = _blank(text, node, found)
     counted = COUNTED_MODEL.search(text)
     if counted and to_int(_group(counted, "n", "k") or ""):

@@ -390,3 +390,33 @@ def test_a_day_of_the_week_and_a_second_date_are_read_not_dropped(text, expected
     assert args.get("command") == "python a.py"  # no weekday glued to the command
     assert {key: args.get(key) for key in expected} == expected
     assert not ({"not_before", "deadline", "offpeak"} & args.keys()) - expected.keys()  # nor a wrong one
+
+
+@pytest.mark.parametrize(
+    ("text", "node"),
+    [
+        ("run python a.py on gpu-box-9", "gpu-box-9"),  # was dropped: no word "node"
+        ("run python a.py on dgx-01 with 2 GPUs tonight", "dgx-01"),
+        ("run python a.py on node3", "node3"),
+        ("run python a.py on a100-node-2", "a100-node-2"),
+        ("run python a.py on cifar-10", None),  # a data set, a model, a GPU index: no node
+        ("run python a.py on resnet-50", None),
+        ("run python a.py on gpu0", None),
+        ("run python a.py on A100", None),
+    ],
+)
+def test_a_host_name_after_on_pins_the_node_without_the_word_node(text, node):
+    assert understand(text, THU_DEC_3).args.get("node") == node
+
+
+@pytest.mark.parametrize(
+    ("text", "tool", "args"),
+    [
+        ("how long would 2 GPUs wait on gpu-box-9?", "estimate_wait", {"gpus": 2}),  # was task 9
+        ("why is job-12 stuck?", "explain_task", {"task_id": 12}),
+    ],
+)
+def test_the_number_of_a_host_name_is_no_task_id(text, tool, args):
+    reading = understand(text, THU_DEC_3)
+
+    assert (reading.tool, reading.args) == (tool, args)
