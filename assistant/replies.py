@@ -127,15 +127,7 @@ def card_text(card: dict[str, Any], lang: str, now: datetime | None = None) -> s
         )
         return "\n".join(lines)
     if card.get("kind") == "cancel":
-        task = card.get("task") or {}
-        label = f"#{card.get('task_id')}" + (
-            f" ({unwrap(task['name'])}, {task.get('status')})" if task.get("name") else ""
-        )
-        return _t(
-            lang,
-            f"Cancel task {label}? Nothing happens until you confirm.",
-            f"要取消任务 {label} 吗？确认之前不会有任何操作。",
-        )
+        return _cancel_text(card, lang)
     spec = card.get("spec") or {}
     summary = card.get("summary") or {}
     gpus = spec.get("gpus", 1)
@@ -171,6 +163,20 @@ def card_text(card: dict[str, Any], lang: str, now: datetime | None = None) -> s
         lines.append(f"• {_t(lang, 'quota', '配额')}: {quota_words(summary['quota'], lang)}")
     lines.append(_t(lang, "Nothing is submitted until you confirm.", "确认之前不会提交。"))
     return "\n".join(lines)
+
+
+def _cancel_text(card: dict[str, Any], lang: str) -> str:
+    """A cancel card as text, in English or Chinese: "要取消任务 #3（train.py，排队中）吗？..."."""
+    task = card.get("task") or {}
+    name, status = unwrap(task.get("name") or ""), str(task.get("status") or "")
+    en = zh = f"#{card.get('task_id')}"
+    if name:
+        en, zh = f"{en} ({name}, {status})", f"{zh}（{name}，{status_zh(status)}）"
+    return _t(
+        lang,
+        f"Cancel task {en}? Nothing happens until you confirm.",
+        f"要取消任务 {zh}吗？确认之前不会有任何操作。",
+    )
 
 
 def like_task_words(like: dict[str, Any], lang: str, now: datetime | None = None) -> str:

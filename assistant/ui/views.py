@@ -21,6 +21,7 @@ from assistant.replies import (
     quota_words,
     run_estimate_words,
     start_label_words,
+    status_zh,
     unwrap,
 )
 
@@ -247,7 +248,7 @@ def card_html(card: dict[str, Any], zone: tzinfo | None = None, lang: str = "en"
         return _CARD_ZH.get(text, text) if lang == "zh" else text
 
     if card.get("kind") == "cancel":
-        rows = _cancel_rows(card, words)
+        rows = _cancel_rows(card, words, lang)
         title, note = words("Cancel this task?"), words("Nothing is cancelled until you confirm.")
     elif card.get("kind") == "change":
         rows = [_row(words("task"), f"#{card.get('task_id')}")]
@@ -265,13 +266,15 @@ def card_html(card: dict[str, Any], zone: tzinfo | None = None, lang: str = "en"
     )
 
 
-def _cancel_rows(card: dict[str, Any], words: Callable[[str], str]) -> list[str]:
+def _cancel_rows(card: dict[str, Any], words: Callable[[str], str], lang: str) -> list[str]:
+    """A cancel card's rows: the task, its name and its status (in the conversation's language)."""
     task = card.get("task") or {}
     rows = [_row(words("task"), f"#{card.get('task_id')}")]
     if task.get("name"):
         rows.append(_row(words("name"), unwrap(task["name"])))
     if task.get("status"):
-        rows.append(_row(words("status"), task["status"]))
+        status = str(task["status"])
+        rows.append(_row(words("status"), status_zh(status) if lang == "zh" else status))
     return rows
 
 

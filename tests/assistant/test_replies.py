@@ -371,3 +371,11 @@ def test_a_request_to_compare_results_says_where_they_are_compared() -> None:
     assert "`nightshift compare SWEEP_ID --sort METRIC`" in canned("help", "results", "en")
     assert "`nightshift compare 扫参编号 --sort 指标`" in canned("help", "results", "zh")
     assert understand("run `python compare.py` on 1 GPU", NOW).tool == "submit_task"
+
+
+def test_a_cancel_card_in_chinese_names_the_status_in_chinese() -> None:
+    card = {"kind": "cancel", "task_id": 3, "task": {"name": "<data>train.py</data>", "status": "queued"}}
+
+    # the status was left in English: "要取消任务 #3 (train.py, queued) 吗？"
+    assert card_text(card, "zh", NOW).startswith("要取消任务 #3（train.py，排队中）吗？")
+    assert card_text(card, "en", NOW).startswith("Cancel task #3 (train.py, queued)?")

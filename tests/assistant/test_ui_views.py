@@ -81,6 +81,7 @@ def test_the_card_speaks_the_language_of_the_conversation() -> None:
         "取消这个任务？" in cancel
         and "<th>任务</th><td>#31</td>" in cancel
         and "确认之前不会取消。" in cancel
+        and "<th>状态</th><td>运行中</td>" in cancel  # its status in Chinese too, not "running"
     )
 
 
