@@ -139,10 +139,11 @@ class NightshiftClient:
         return result
 
     def list_tasks(
-        self, status: str | None = None, team: str | None = None, limit: int = 200
+        self, status: str | None = None, team: str | None = None, limit: int = 200, user: str | None = None
     ) -> list[dict[str, Any]]:
         """GET /tasks."""
-        params = {k: v for k, v in {"status": status, "team": team, "limit": limit}.items() if v is not None}
+        filters = {"status": status, "team": team, "limit": limit, "user": user}
+        params = {k: v for k, v in filters.items() if v is not None}
         tasks: list[dict[str, Any]] = self._call("GET", "/tasks", params=params)["tasks"]
         return tasks
 

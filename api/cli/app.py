@@ -355,11 +355,20 @@ def list_command(
         str | None, typer.Option(help="queued | running | succeeded | failed | cancelled")
     ] = None,
     team: Annotated[str | None, typer.Option(help="(admins) one team's tasks")] = None,
+    user: Annotated[str | None, typer.Option(help="one person's tasks")] = None,
+    mine: Annotated[bool, typer.Option("--mine", help="only your own tasks")] = False,
     limit: Annotated[int, typer.Option(help="at most this many")] = 50,
     as_json: JsonOpt = False,
 ) -> None:
-    """List tasks, newest first."""
-    tasks = _with_client(lambda client: client.list_tasks(status, team, limit))
+    """List tasks, newest first: your team's (an admin's: every team's)."""
+    if mine and user:
+        _fail("give --mine or --user NAME, not both", code=2)
+
+    def fetch(client: NightshiftClient) -> list[dict[str, Any]]:
+        who = client.get("/me")["user"] if mine else user
+        return client.list_tasks(status, team, limit, user=who)
+
+    tasks = _with_client(fetch)
     if as_json:
         print_json(tasks)
     else:

@@ -14,8 +14,9 @@ from api.schemas import TaskPublic, TasksPublic, TaskUsagePublic
 from scheduler.edits import EDITABLE_FIELDS
 from scheduler.errors import NotFoundError, PermissionDenied
 from scheduler.logs import read_from, read_tail
+from scheduler.service import Cluster
 from scheduler.spec import TaskSpec
-from scheduler.store.identity import team_id_by_name
+from scheduler.store.identity import Identity, team_id_by_name, team_of_user
 from scheduler.store.tables import FINAL_STATUSES
 from scheduler.telemetry.store import TelemetryStore
 
@@ -53,20 +54,31 @@ def list_tasks(
     team: Annotated[str | None, Query(max_length=64)] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 200,
     offset: Annotated[int, Query(ge=0, le=2**62)] = 0,
+    user: Annotated[str | None, Query(max_length=64, description="only this user's tasks")] = None,
 ) -> TasksPublic:
-    """Your team's tasks, newest first (an admin sees every team's, or one `team`'s), each with its usage
-    once it has run (one query for the page). Another team's asked for by a member answers 403, as
-    `/quota?team=` does (not their own tasks in its place)."""
+    """Your team's tasks, newest first (an admin sees every team's, or one `team`'s; `user`: one person's),
+    each with its usage once it has run (one query for the page). Another team's asked for by a member
+    answers 403, as `/quota?team=` does (not their own tasks in its place); a user outside the teams one
+    may see, 404 (whether they exist elsewhere is not said)."""
     if team is not None and team != who.team and not who.is_admin:
         raise PermissionDenied(
             f"you can see only your own team's tasks (team {who.team}); only admins may list another team's"
         )
     if team is not None and who.is_admin and team_id_by_name(cluster.factory, team) is None:
         raise NotFoundError(f"team {team!r} not found")
-    rows = cluster.tasks.list_for(who, status=status, team=team, limit=limit, offset=offset)
+    if user is not None and _user_out_of_sight(cluster, who, user):
+        where = "" if who.is_admin else f" in team {who.team}"
+        raise NotFoundError(f"no user {user!r}{where}")
+    rows = cluster.tasks.list_for(who, status=status, team=team, limit=limit, offset=offset, user=user)
     usage = TelemetryStore(cluster.factory).usage_rows(row.id for row in rows)
     tasks = [TaskPublic.of(row, usage=TaskUsagePublic.of(usage.get(row.id, []))) for row in rows]
     return TasksPublic(tasks=tasks, count=len(rows))
+
+
+def _user_out_of_sight(cluster: Cluster, who: Identity, user: str) -> bool:
+    """True when `user` does not exist, or (for a member) is not in the caller's team."""
+    user_team = team_of_user(cluster.factory, user)
+    return user_team is None or (user_team != who.team_id and not who.is_admin)
 
 
 @router.get("/{task_id}", response_model=TaskPublic)

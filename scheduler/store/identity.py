@@ -228,6 +228,12 @@ class TokenCache:
             del self._entries[key]
 
 
+def team_of_user(factory: sessionmaker[Session], name: str) -> int | None:
+    """The team id of a user, or None when no such user exists."""
+    with factory() as session:
+        return session.scalar(select(User.team_id).where(User.name == name))
+
+
 def team_id_by_name(factory: sessionmaker[Session], name: str) -> int | None:
     """The id of a team, or None when no such team exists."""
     with factory() as session:

@@ -257,11 +257,15 @@ class TaskStore:
         team: str | None = None,
         limit: int = 200,
         offset: int = 0,
+        user: str | None = None,
     ) -> list[Task]:
-        """Newest first; your team's tasks, or any team's for an admin (optionally filtered)."""
+        """Newest first; your team's tasks, or any team's for an admin (optionally filtered by status, team
+        and the user who submitted them)."""
         query = select(Task).order_by(Task.id.desc()).limit(limit).offset(offset)
         if status:
             query = query.where(Task.status == status)
+        if user:
+            query = query.where(Task.user_id.in_(select(User.id).where(User.name == user)))
         if not who.is_admin:
             query = query.where(Task.team_id == who.team_id)
         elif team:

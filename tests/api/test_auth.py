@@ -159,3 +159,30 @@ def test_the_list_filters_by_status(client, alice):
     assert [task["id"] for task in queued["tasks"]] == [kept]
     assert bad.status_code == 422
     assert "status" in bad.json()["detail"]
+
+
+def test_the_list_filters_by_user_within_what_the_caller_may_see(client, alice, make_identity):
+    _, carol_token = make_identity("carol", "vision")
+    _, bob_token = make_identity("bob", "nlp")
+    _, admin_token = make_identity("root", "ops", admin=True)
+    alices = [_submit(client, alice) for _ in range(2)]
+    carols = _submit(client, bearer(carol_token))
+    bobs = _submit(client, bearer(bob_token))
+
+    def ids(query: str, token: str | None = None) -> list[int]:
+        headers = bearer(token) if token else alice
+        return [task["id"] for task in client.get(f"/api/v1/tasks?{query}", headers=headers).json()["tasks"]]
+
+    other_team = client.get("/api/v1/tasks?user=bob", headers=alice)
+    nobody = client.get("/api/v1/tasks?user=nobody", headers=alice)
+    nobody_for_admin = client.get("/api/v1/tasks?user=nobody", headers=bearer(admin_token))
+
+    assert ids("user=alice") == sorted(alices, reverse=True)
+    assert ids("user=carol", carol_token) == [carols]
+    assert ids("user=alice&status=succeeded") == []
+    assert ids("user=bob", admin_token) == [bobs]
+    # bob exists, in another team: answered as a user who does not exist, in the same words
+    assert other_team.status_code == nobody.status_code == 404
+    assert other_team.json()["detail"] == "no user 'bob' in team vision"
+    assert nobody.json()["detail"] == "no user 'nobody' in team vision"
+    assert nobody_for_admin.status_code == 404 and nobody_for_admin.json()["detail"] == "no user 'nobody'"
