@@ -387,24 +387,57 @@ def show(task_id: int, as_json: JsonOpt = False) -> None:
 
 @app.command()
 def cancel(
-    task_id: Annotated[int | None, typer.Argument(help="the task")] = None,
+    task_ids: Annotated[list[int] | None, typer.Argument(help="the tasks")] = None,
     sweep: Annotated[int | None, typer.Option("--sweep", help="cancel every task of this sweep")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Cancel a queued task or stop a running one (or all the tasks of a sweep with --sweep ID)."""
-    _one_target(task_id, sweep)
+    """Cancel queued tasks or stop running ones (or all the tasks of a sweep with --sweep ID).
+
+    Several ids: each is cancelled on its own, one refusal does not stop the others (exit 1 if any)."""
+    if bool(task_ids) == (sweep is not None):
+        _fail("give task ids, or --sweep ID", code=2)
     if sweep is not None:
         group = _with_client(lambda client: client.cancel_sweep(sweep))
         # a running task has been sent its stop signal and ends within its grace period
         stopping = "stopping (stop signal sent)"
         print_json(group) if as_json else console.print(sweep_counts_line(group, stopping))
         return
-    assert task_id is not None
-    task = _with_client(lambda client: client.cancel(task_id))
+    ids = list(dict.fromkeys(task_ids or []))
+    if len(ids) == 1:
+        _print_cancelled(_with_client(lambda client: client.cancel(ids[0])), as_json)
+        return
+    cancelled, refused = _with_client(lambda client: _cancel_each(client, ids))
+    if as_json:
+        print_json(cancelled)
+    else:
+        for task in cancelled:
+            _print_cancelled(task, as_json=False)
+    for task_id, error in refused:
+        print_error(f"task {task_id}: {error.message}")
+    if refused:
+        raise typer.Exit(1)
+
+
+def _cancel_each(
+    client: NightshiftClient, task_ids: list[int]
+) -> tuple[list[dict[str, Any]], list[tuple[int, ClientError]]]:
+    """Cancel each task on its own: the ones cancelled or stopping, and each refusal with its id."""
+    cancelled, refused = [], []
+    for task_id in task_ids:
+        try:
+            cancelled.append(client.cancel(task_id))
+        except ClientError as exc:
+            if exc.status_code == 0:  # the API is gone: the rest would fail alike
+                raise
+            refused.append((task_id, exc))
+    return cancelled, refused
+
+
+def _print_cancelled(task: dict[str, Any], as_json: bool) -> None:
     if as_json:
         print_json(task)
     elif task["status"] == "cancelled":
-        console.print(f"task {task_id} cancelled")
+        console.print(f"task {task['id']} cancelled")
     else:
         console.print(stopping_line(task))
 

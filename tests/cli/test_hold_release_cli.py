@@ -68,3 +68,26 @@ def test_cancelling_a_finished_sweep_says_nothing_is_left_to_cancel(
     said = " ".join(again.output.split())
     assert again.exit_code == hold.exit_code == 1, said
     assert f"error: sweep {sweep['id']}: nothing to cancel (3 cancelled)" in said
+
+
+def test_cancel_of_several_tasks_cancels_each_and_says_which_it_could_not(
+    cluster, a100_node, make_identity, monkeypatch, tmp_path
+):
+    bob, _ = make_identity("bob", "nlp")
+    theirs, _ = cluster.submit(bob, {"command": "true", "workdir": str(tmp_path)})
+    _, token = make_identity("alice", "vision")
+    with cli_as(cluster, token, monkeypatch, tmp_path / "client-home") as nightshift:
+        ids = [
+            json.loads(nightshift("submit", "--json", "--after", "+2h", "--", "true").output)["id"]
+            for _ in "ab"
+        ]
+        several = nightshift("cancel", str(ids[0]), str(theirs.id), str(ids[1]))
+        again = nightshift("cancel", *map(str, ids), "--json")
+        neither = nightshift("cancel")
+
+    assert several.exit_code == 1, several.output
+    assert f"task {ids[0]} cancelled" in several.stdout and f"task {ids[1]} cancelled" in several.stdout
+    assert f"task {theirs.id}: task {theirs.id} not found" in " ".join(several.output.split())
+    assert cluster.tasks.by_ids([theirs.id])[theirs.id].status == "queued"  # another team's: untouched
+    assert again.exit_code == 1 and json.loads(again.stdout) == []  # both already cancelled: refused
+    assert neither.exit_code == 2 and "give task ids, or --sweep ID" in neither.output
