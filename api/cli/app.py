@@ -238,12 +238,31 @@ def build_submit_spec(
     if "command" not in spec:
         raise NightshiftError("nothing to run: give a command after `--` (or a spec file with `command`)")
     spec.setdefault("workdir", os.getcwd())
-    spec.update({key: value for key, value in overrides.items() if value is not None})
+    given = {key: value for key, value in overrides.items() if value is not None}
+    if "env" in given:  # `--env` adds to (or replaces single names of) the file's or the earlier task's env
+        given["env"] = {**(spec.get("env") or {}), **given["env"]}
+    if "workdir" in given:  # the service runs elsewhere: a relative folder means one under here
+        given["workdir"] = os.path.abspath(given["workdir"])
+    spec.update(given)
     if after:
         spec["not_before"] = parse_when(after, now, zone).isoformat()
     if deadline:
         spec["deadline"] = parse_when(deadline, now, zone).isoformat()
     return spec
+
+
+def env_from_options(pairs: list[str] | None) -> dict[str, str] | None:
+    """`--env NAME=VALUE` options as a mapping (None when none were given); a pair without `=` is an error
+    that says so."""
+    if not pairs:
+        return None
+    env: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise NightshiftError(f"--env wants NAME=VALUE, got {pair!r}")
+        env[name] = value
+    return env
 
 
 @app.command(context_settings={"allow_interspersed_args": False})
@@ -271,6 +290,11 @@ def submit(
     depends_on: Annotated[
         list[int] | None, typer.Option("--depends-on", help="start after task ID succeeds")
     ] = None,
+    env: Annotated[list[str] | None, typer.Option("--env", help="NAME=VALUE for the job (repeat)")] = None,
+    tag: Annotated[list[str] | None, typer.Option("--tag", help="a label to find it by (repeat)")] = None,
+    workdir: Annotated[
+        str | None, typer.Option("--workdir", help="run in this folder (default: where you are)")
+    ] = None,
     like: Annotated[
         int | None,
         typer.Option("--like", help="task ID's spec, to run it again (options and -- COMMAND change it)"),
@@ -291,9 +315,10 @@ def submit(
         "gpus": gpus, "gpu_memory_gb": gpu_mem, "priority": priority, "offpeak": True if tonight else None,
         "time_limit_minutes": time_limit, "estimated_minutes": estimate, "conda_env": conda,
         "docker_image": docker, "retries": retries, "name": name, "depends_on": depends_on or None,
-        "gpu_model": gpu_model, "node": node,
+        "gpu_model": gpu_model, "node": node, "tags": tag or None, "workdir": workdir,
     }  # fmt: skip
     try:
+        overrides["env"] = env_from_options(env)
         spec = build_submit_spec(
             list(args or []), cli_zone(settings), now, overrides, after, again and again.spec, deadline
         )

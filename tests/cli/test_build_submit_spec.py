@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 from typer.testing import CliRunner
 
-from api.cli.app import app, build_submit_spec
+from api.cli.app import app, build_submit_spec, env_from_options
 from scheduler.errors import NightshiftError, SpecError
 from scheduler.spec import parse_spec
 
@@ -54,6 +54,28 @@ def test_options_override_the_spec_file_and_unset_options_do_not(tmp_path):
         "name": "big",
     }
     assert parse_spec(spec).gpus == 2
+
+
+def test_env_options_add_to_the_files_env_and_tags_and_workdir_replace_its(tmp_path):
+    path = tmp_path / "train.yaml"
+    path.write_text("command: python train.py\nenv: {SEED: '1', MODE: fast}\ntags: [nightly]\n")
+    overrides = {
+        "env": env_from_options(["MODE=slow", "URL=a=b", "EMPTY="]),
+        "tags": ["ablation"],
+        "workdir": "runs",
+    }
+
+    spec = build_submit_spec([str(path)], UTC, MORNING, overrides, None)
+
+    assert spec["env"] == {"SEED": "1", "MODE": "slow", "URL": "a=b", "EMPTY": ""}
+    assert spec["tags"] == ["ablation"] and spec["workdir"] == str(tmp_path / "runs")
+    assert parse_spec(spec).env["URL"] == "a=b"
+
+
+@pytest.mark.parametrize("pair", ["SEED", "=1"])
+def test_an_env_option_without_a_name_and_value_is_a_clear_error(pair):
+    with pytest.raises(NightshiftError, match=f"--env wants NAME=VALUE, got '{pair}'"):
+        env_from_options([pair])
 
 
 def test_a_command_after_the_spec_file_replaces_the_files_command(tmp_path):

@@ -118,3 +118,16 @@ def test_an_api_that_does_not_answer_is_waited_out_until_the_timeout():
 )
 def test_the_exit_code_is_the_first_failures_own_else_1(tasks, code):
     assert wait_exit_code(tasks) == code
+
+
+def test_submit_env_tag_and_workdir_reach_the_job(nightshift, tmp_path):
+    (tmp_path / "runs").mkdir()
+    done = nightshift(
+        "submit", "--wait", "--json", "--env", "GREETING=hi there", "--tag", "smoke", "--workdir", "runs",
+        "--", 'echo "$GREETING from $(basename "$PWD")"',
+    )  # fmt: skip
+
+    assert done.exit_code == 0, done.output
+    task = json.loads(done.stdout)[0]
+    assert task["spec"]["tags"] == ["smoke"] and task["spec"]["workdir"] == str(tmp_path / "runs")
+    assert "hi there from runs" in nightshift("logs", str(task["id"])).stdout.splitlines()
