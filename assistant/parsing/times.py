@@ -20,7 +20,7 @@ _DAY = (
 _PART = r"morning|afternoon|evening|night|早上|上午|中午|下午|傍晚|晚上|凌晨|夜里|半夜|早晨|清晨"
 _PREP = (
     r"not\s+before|no\s+later\s+than|starting\s+at|starting|deadline(?:\s+is)?|after|at|from|around|about|"
-    r"by|before|until|till|past"
+    r"by|before|until|till|past|between"
 )
 _ZH_HOUR = r"\d{1,2}|[零一二两三四五六七八九十]{1,3}"
 CLOCK = re.compile(
@@ -336,6 +336,29 @@ def _resolve_clock(match: re.Match[str], now: datetime, on: date | None = None) 
     return min(options)
 
 
+# what stands between the two clocks of a span of time: "9am and 5pm", "9am to 5pm", "9am-5pm", "9点到17点"
+_RANGE_GAP = re.compile(r"\s*(?:and|to|until|till|through|-|–|~|到|至)\s*", re.I)
+
+
+def _has_day(match: re.Match[str]) -> bool:
+    return _day_offset(match.group("day"), match.group("day_b"), match.group("post")) is not None
+
+
+def _range(
+    start: tuple[re.Match[str], datetime], end: tuple[re.Match[str], datetime]
+) -> tuple[datetime, datetime]:
+    """The start and the deadline of "between 9am and 5pm tomorrow": a day said once is both clocks' day,
+    and the end is after the start."""
+    (start_match, begin), (end_match, finish) = start, end
+    if _has_day(end_match) and not _has_day(start_match):
+        begin = datetime.combine(finish.date(), begin.timetz())
+    elif _has_day(start_match) and not _has_day(end_match):
+        finish = datetime.combine(begin.date(), finish.timetz())
+    if finish <= begin:
+        finish += timedelta(days=1)
+    return begin, finish
+
+
 def _is_deadline(match: re.Match[str], text: str) -> bool:
     prep = " ".join((match.group("prep") or "").lower().split())
     post = match.group("post") or ""
@@ -396,19 +419,7 @@ def read_times(text: str, now: datetime) -> When:
             when.spans.append(match.span())
             break
     has_clock = _read_date(text, now, when)
-    scan = text
-    for start, end in when.spans:  # a date read is no clock ("2026-12-05": no 5 o'clock)
-        scan = scan[:start] + " " * (end - start) + scan[end:]
-    for match in CLOCK.finditer(scan):
-        if any(start <= match.start() < end for start, end in when.spans):
-            continue
-        moment = _resolve_clock(match, now)
-        has_clock = True
-        if _is_deadline(match, text):
-            when.deadline = moment
-        elif when.not_before is None:
-            when.not_before = moment
-        when.spans.append(match.span())
+    has_clock = _read_clocks(text, now, when) or has_clock
     if not has_clock:
         _deadline_day(text, now, when)
         has_clock = when.deadline is not None
@@ -424,6 +435,32 @@ def read_times(text: str, now: datetime) -> When:
     if when.not_before is None and not has_clock:
         _day_only(text, now, when)
     return when
+
+
+def _read_clocks(text: str, now: datetime, when: When) -> bool:
+    """The clock times in `text` outside the spans already read, as `not_before` or `deadline` (two joined
+    as a span of time, "between 9am and 5pm", are both); True when one was read."""
+    scan = text
+    for start, end in when.spans:  # a date read is no clock ("2026-12-05": no 5 o'clock)
+        scan = scan[:start] + " " * (end - start) + scan[end:]
+    previous: tuple[re.Match[str], datetime] | None = None
+    for match in CLOCK.finditer(scan):
+        if any(start <= match.start() < end for start, end in when.spans):
+            continue
+        moment = _resolve_clock(match, now)
+        if (
+            previous is not None
+            and when.not_before == previous[1]
+            and _RANGE_GAP.fullmatch(scan, previous[0].end(), match.start())
+        ):  # "between 9am and 5pm tomorrow", "9点到17点": a start and a deadline, on one day
+            when.not_before, when.deadline = _range(previous, (match, moment))
+        elif _is_deadline(match, text):
+            when.deadline = moment
+        elif when.not_before is None:
+            when.not_before = moment
+        previous = (match, moment)
+        when.spans.append(match.span())
+    return previous is not None
 
 
 def _read_date(text: str, now: datetime, when: When) -> bool:

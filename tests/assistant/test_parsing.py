@@ -420,3 +420,31 @@ def test_the_number_of_a_host_name_is_no_task_id(text, tool, args):
     reading = understand(text, THU_DEC_3)
 
     assert (reading.tool, reading.args) == (tool, args)
+
+
+@pytest.mark.parametrize(
+    ("text", "not_before", "deadline"),
+    [
+        # was: start today 09:00, the end dropped ("between 9am" even glued to the command)
+        (
+            "run python a.py between 9am and 5pm tomorrow",
+            "2026-12-04T09:00:00+08:00",
+            "2026-12-04T17:00:00+08:00",
+        ),
+        (
+            "run python a.py tomorrow between 9am and 5pm",
+            "2026-12-04T09:00:00+08:00",
+            "2026-12-04T17:00:00+08:00",
+        ),
+        ("run python a.py from 10pm to 6am", "2026-12-03T22:00:00+08:00", "2026-12-04T06:00:00+08:00"),
+        ("明天9点到17点之间跑 python a.py", "2026-12-04T09:00:00+08:00", "2026-12-04T17:00:00+08:00"),
+    ],
+)
+def test_a_span_of_time_is_a_start_and_a_deadline_on_one_day(text, not_before, deadline):
+    args = understand(text, THU_DEC_3).args
+
+    assert (args.get("command"), args.get("not_before"), args.get("deadline")) == (
+        "python a.py",
+        not_before,
+        deadline,
+    )
