@@ -104,13 +104,18 @@ def compare_command(
         console.print(f"{title}: no tasks")
         return
     console.print(results_table(data, title))
-    if data.get("sort") is None:
+    reported = data.get("metrics") or []
+    if data.get("sort") is None or not reported:
         console.print(
             "no task has reported a numeric metric yet (write metrics.json in $NIGHTSHIFT_OUTPUT_DIR)"
         )
     else:
         best = data.get("best_task_id")
-        if best is None:  # only failed or unfinished runs reported it
+        if data["sort"] not in reported:  # --sort names a metric no task reported: a typo, most likely
+            console.print(
+                f"no task has reported a metric named {data['sort']!r} (reported: {', '.join(reported)})"
+            )
+        elif best is None:  # only failed or unfinished runs reported it
             console.print(f"no run that succeeded has reported {data['sort']} yet")
         else:
             console.print(
