@@ -317,8 +317,9 @@ def _submit_rows(
             finish += in_parentheses(run_estimate_words(summary["run_estimate"], lang), lang)
         rows.append(_row(words("estimated finish"), finish))
     for key in ("time_limit_minutes", "retries", "conda_env", "docker_image", "depends_on", "deadline"):
-        if spec.get(key) not in (None, [], 0, ""):
-            rows.append(_row(words(key.replace("_", " ")), spec[key]))
+        if spec.get(key) not in (None, [], 0, ""):  # a deadline in the cluster's time, as the estimates
+            value = short_time(spec[key], zone) if key == "deadline" else spec[key]
+            rows.append(_row(words(key.replace("_", " ")), value))
     for key in ("energy", "energy_cost", "quota", "cli"):
         if summary.get(key) is not None:
             say = {"quota": quota_words, "energy": energy_words}.get(key)

@@ -486,3 +486,9 @@ def test_recent_sweeps_are_the_sweep_ids_of_the_tasks_newest_first() -> None:
         {"id": 5, "sweep_id": 2},
     ]
     assert views.recent_sweeps(tasks) == [4, 2]
+
+
+def test_the_submit_card_shows_the_deadline_in_the_clusters_time_as_the_estimates() -> None:
+    html = views.card_html(submit_card(deadline="2026-03-03T08:00:00+00:00"), ZONE)
+
+    assert "<th>deadline</th><td>2026-03-03 08:00</td>" in html  # was the raw "2026-03-03T08:00:00+00:00"
