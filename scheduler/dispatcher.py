@@ -23,6 +23,7 @@ from scheduler.policy.config import PolicyConfig
 from scheduler.policy.placement import cpu_node
 from scheduler.policy.types import Decisions, GpuSlot, QueuedTask
 from scheduler.service import Cluster
+from scheduler.telemetry.lost import account_lost_attempt
 from scheduler.wakeup import ring_when_set
 
 log = logging.getLogger(__name__)
@@ -126,6 +127,7 @@ class Dispatcher:
                 task_id, token, "lost_worker", message="its worker stopped heartbeating"
             )
             if status is not None:
+                account_lost_attempt(self.cluster, task_id, token)  # its worker metered nothing
                 requeued += status == "queued"
                 log.warning("task %s: its worker stopped heartbeating; now %s", task_id, status)
         return requeued

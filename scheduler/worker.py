@@ -71,6 +71,7 @@ from scheduler.results import collect_metrics, prepare_output_dir
 from scheduler.service import Cluster, Settlement
 from scheduler.store.queue import Claim, RenewResult
 from scheduler.store.tables import Task
+from scheduler.telemetry.lost import account_lost_attempt
 from scheduler.wakeup import ring_when_set
 
 log = logging.getLogger(__name__)
@@ -303,6 +304,8 @@ class Worker:
             status = self.cluster.settle_attempt(
                 task.id, token, "lost_worker", message=f"worker {self.node} restarted"
             )
+            if status is not None:
+                account_lost_attempt(self.cluster, task.id, token)  # its meter died with the old worker
             log.warning("task %s was running here before this worker restarted: now %s", task.id, status)
 
     def _sweep_orphans_when_due(self) -> None:
