@@ -36,6 +36,21 @@ class RefusedLogFile(FileNotFoundError):
     """Raised (and read as a missing log) when a log path is a symlink, a hard link or not a regular file."""
 
 
+def append_note(path: Path, line: str) -> None:
+    """Append `line` (one of nightshift's own, starting with `NIGHTSHIFT_MARK`) to an existing log, on a line
+    of its own even when the output before it had no final newline. No symlink is followed and no file is
+    created; a log that cannot be written is left as it is."""
+    flags = os.O_RDWR | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
+    with contextlib.suppress(OSError):
+        fd = os.open(path, flags)
+        try:
+            size = os.fstat(fd).st_size
+            fresh = size == 0 or os.pread(fd, 1, size - 1) == b"\n"
+            os.write(fd, (("" if fresh else "\n") + line.rstrip("\n") + "\n").encode())
+        finally:
+            os.close(fd)
+
+
 def open_log(path: Path) -> BinaryIO:
     """Open a task's log for reading, refusing symlinks, hard links and files outside its folder."""
     folder = path.parent

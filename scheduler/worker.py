@@ -43,6 +43,7 @@ import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
@@ -65,6 +66,7 @@ from scheduler.executor.reaper import (
 from scheduler.executor.sentinel import JobSentinel
 from scheduler.executor.spares import SpareShells
 from scheduler.gpus.inventory import GpuMonitor
+from scheduler.logs import ATTEMPT_END, ATTEMPT_HEADER, append_note
 from scheduler.node_owner import NodeOwnership
 from scheduler.nodes import NodeGpu
 from scheduler.results import collect_metrics, prepare_output_dir
@@ -306,7 +308,18 @@ class Worker:
             )
             if status is not None:
                 account_lost_attempt(self.cluster, task.id, token)  # its meter died with the old worker
+                self._note_lost_attempt(task, status)
             log.warning("task %s was running here before this worker restarted: now %s", task.id, status)
+
+    def _note_lost_attempt(self, task: Task, status: str) -> None:
+        """End the log of an attempt that died with the previous worker (it wrote no end line), so the
+        log says why the next attempt starts over instead of showing two starts in a row."""
+        now = datetime.now().astimezone().isoformat(timespec="seconds")
+        append_note(
+            self.cluster.log_path(task.id),
+            f"{ATTEMPT_HEADER}{task.id} attempt {task.attempts_count}{ATTEMPT_END}its worker on {self.node} "
+            f"stopped with it (killed or crashed) and was restarted; the task is now {status} at {now}",
+        )
 
     def _sweep_orphans_when_due(self) -> None:
         """Every `orphan_sweep_s`, `kill_orphans`: a job's leftover that no sweep at its end saw (without a

@@ -3,16 +3,20 @@ cost are stored when it is requeued (lease run out, or the worker restarted), as
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
 
 from scheduler.clock import now_ms
 from scheduler.dispatcher import Dispatcher
+from scheduler.gpus import SimulatedGpus
+from scheduler.logs import last_output
 from scheduler.nodes import NodeGpu
 from scheduler.telemetry.accounting import AttemptUsage
 from scheduler.telemetry.lost import account_lost_attempt
 from scheduler.telemetry.store import TelemetryStore
+from scheduler.worker import Worker
 
 GB = 1024
 
@@ -62,3 +66,34 @@ def test_the_usage_its_worker_stored_is_kept(cluster, make_identity, tmp_path):
     assert account_lost_attempt(cluster, task.id, claim.token) is None
     rows = TelemetryStore(cluster.factory).usage_rows([task.id])[task.id]
     assert [(row.energy_source, row.samples) for row in rows] == [("measured", 3)]
+
+
+def test_a_restarted_worker_ends_the_lost_attempts_log_and_stores_its_usage(cluster, make_identity, tmp_path):
+    # Given a task SQL says runs on node-a, whose worker died (kill -9) while its job printed without a newline
+    who, _ = make_identity("alice", "vision")
+    cluster.nodes.publish("node-a", [NodeGpu(0, "SIM", 24 * GB, 24 * GB)], now_ms(), "simulated")
+    task, _ = cluster.submit(who, {"command": "sleep 300", "workdir": str(tmp_path)})
+    Dispatcher(cluster).run_pass()
+    claim = cluster.queue.claim("node-a", now_ms(), 30_000)
+    assert claim is not None and cluster.tasks.mark_running(task.id, claim.token, "node-a", claim.gpu_indices)
+    log_path = cluster.log_path(task.id)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    log_path.write_text(f"==> nightshift task {task.id} attempt 1 on GPUs 0 at ...\n==> $ sleep 300\nepoch 3")
+
+    # When the worker of node-a starts again
+    worker = Worker(cluster, "node-a", SimulatedGpus("4x24", node="node-a"), base_env=dict(os.environ))
+    try:
+        worker.reconcile()
+    finally:
+        worker.sentinel.close()
+
+    # Then the task is queued again, the log says how attempt 1 ended, and that attempt's usage is stored
+    assert cluster.tasks.get_any(task.id).status == "queued"
+    lines = log_path.read_text().splitlines()
+    assert lines[-2] == "epoch 3"  # the job's own last line is kept whole
+    assert lines[-1].startswith(
+        f"==> nightshift task {task.id} attempt 1 ended: its worker on node-a stopped"
+    )
+    assert "(killed or crashed) and was restarted; the task is now queued at " in lines[-1]
+    assert last_output(log_path) == ["epoch 3"]
+    assert [row.attempt for row in TelemetryStore(cluster.factory).usage_rows([task.id])[task.id]] == [1]
