@@ -14,6 +14,8 @@ from api.cli.render import console, duration_words, gpu_hours_text, print_error,
 from api.client import ClientError, NightshiftClient
 from scheduler.settings import get_settings
 
+SUMMARY_MAX_DAYS = 31  # GET /reports/summary takes up to 31 days of hours
+
 
 def _num(value: Any, digits: int = 2) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
@@ -100,19 +102,29 @@ def summary_table(summary: dict[str, Any]) -> Table:
 
 
 def report_command(
-    days: Annotated[float, typer.Option(help="look back this many days")] = 7,
-    by: Annotated[Literal["team", "user", "gpu"], typer.Option(help="group by team, user or gpu")] = "team",
+    days: Annotated[
+        float | None, typer.Option(help="look back this many days [default: 7; --summary: last night]")
+    ] = None,
+    by: Annotated[
+        Literal["team", "user", "gpu"] | None, typer.Option(help="group by team, user or gpu [default: team]")
+    ] = None,
     summary: Annotated[bool, typer.Option("--summary", help="last night's tasks instead")] = False,
     hours: Annotated[float | None, typer.Option(help="with --summary: look back this many hours")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON for scripts")] = False,
 ) -> None:
     """GPU-hours, energy, cost, off-peak share, waits and quota use; `--summary`: last night's tasks."""
+    problem = _options_problem(days, by, summary, hours)
+    if problem:
+        print_error(problem)
+        raise typer.Exit(2)
+    if summary and days is not None:  # `--summary --days 3`: the tasks that ended in the last 3 days
+        hours = days * 24
     client = NightshiftClient.from_settings(get_settings())
     try:
         if summary:
             data = client.get("/reports/summary", hours=hours)
         else:
-            data = client.get("/reports/utilization", days=days, by=by)
+            data = client.get("/reports/utilization", days=7 if days is None else days, by=by or "team")
     except ClientError as exc:
         print_error(exc.message, exc.errors)
         raise typer.Exit(1) from None
@@ -124,3 +136,16 @@ def report_command(
         console.print(summary_table(data))
     else:
         console.print(utilization_tables(data))
+
+
+def _options_problem(days: float | None, by: str | None, summary: bool, hours: float | None) -> str | None:
+    """What is wrong with this mix of `report` options (one that would be silently ignored), or None."""
+    if not summary and hours is not None:
+        return "--hours goes with --summary; the usage report looks back --days DAYS"
+    if summary and by is not None:
+        return "--summary lists tasks, not grouped: --by goes with the usage report (without --summary)"
+    if summary and days is not None and hours is not None:
+        return "give --days or --hours, not both"
+    if summary and days is not None and days > SUMMARY_MAX_DAYS:
+        return f"--summary looks back at most {SUMMARY_MAX_DAYS} days; the usage report (without it) further"
+    return None

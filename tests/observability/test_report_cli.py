@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 
 import pytest
 from typer.testing import CliRunner
@@ -40,3 +41,38 @@ def test_report_prints_tables_and_json(cluster, make_identity, start_node, api_u
         assert "broken" in text.output and "1 failed" in text.output
     finally:
         get_settings.cache_clear()
+
+
+def test_report_options_that_would_be_ignored_are_refused_and_summary_days_is_read(
+    cluster, make_identity, api_url, monkeypatch, tmp_path
+):
+    _, token = make_identity("alice", "vision", admin=True)
+    monkeypatch.setenv("NIGHTSHIFT_API_URL", api_url)
+    monkeypatch.setenv("NIGHTSHIFT_TOKEN", token)
+    monkeypatch.setenv("NIGHTSHIFT_HOME", str(tmp_path / "client-home"))
+    get_settings.cache_clear()
+    try:
+        runner = CliRunner()
+        refused = {
+            "--hours goes with --summary": ["report", "--hours", "3"],
+            "--by goes with the usage report": ["report", "--summary", "--by", "user"],
+            "give --days or --hours, not both": ["report", "--summary", "--days", "1", "--hours", "2"],
+            "--summary looks back at most 31 days": ["report", "--summary", "--days", "40"],
+        }
+        for words, args in refused.items():
+            result = runner.invoke(app, args)
+            assert result.exit_code == 2 and words in " ".join(result.output.split()), (args, result.output)
+        three_days = json.loads(runner.invoke(app, ["report", "--summary", "--days", "3", "--json"]).output)
+        last_night = json.loads(runner.invoke(app, ["report", "--summary", "--json"]).output)
+        by_user = json.loads(runner.invoke(app, ["report", "--by", "user", "--json"]).output)
+    finally:
+        get_settings.cache_clear()
+
+    def span_s(summary: dict) -> float:
+        return (
+            datetime.fromisoformat(summary["until"]) - datetime.fromisoformat(summary["since"])
+        ).total_seconds()
+
+    assert span_s(three_days) == pytest.approx(3 * 86400, abs=5)
+    assert span_s(last_night) < 2 * 86400  # since 18:00 yesterday
+    assert (by_user["by"], by_user["days"]) == ("user", 7)
