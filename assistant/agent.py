@@ -2,8 +2,9 @@
 
 `Assistant.ask(text)` runs one turn and returns what was said and which tools were called; cards for
 submissions, cancellations and changes wait in `Assistant.actions` until `Assistant.confirm(action_id)`
-performs them through the API with the person's own client (the model has no way to confirm). Holding a
-queued task back and releasing it act at once, as the Tasks tab's buttons do: each undoes the other.
+performs them through the API with the person's own client (the model has no way to confirm); a new
+request for a card (submit, cancel or change, even one refused) drops the cards waiting from before it.
+Holding a queued task back and releasing it act at once, as the Tasks tab's buttons do: each undoes the other.
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ from assistant.cards import ActionStore
 from assistant.client import AssistantClient
 from assistant.offline import OfflineChatModel
 from assistant.prompt_files import PROMPT_FILES, find_prompts_dir
-from assistant.replies import language_of, status_zh
-from assistant.tools import ToolContext, make_tools
+from assistant.replies import language_of, retired_cards_words, status_zh
+from assistant.tools import CARD_TOOLS, ToolContext, make_tools
 from scheduler.clock import local_zone
 from scheduler.settings import Settings
 
@@ -71,11 +72,13 @@ def make_model(settings: Settings) -> tuple[BaseChatModel, str]:
 
 @dataclass
 class Turn:
-    """One chat turn: the reply, the tool calls made, the cards waiting, and for submits the spec or error."""
+    """One chat turn: the reply, the tool calls made, the cards waiting, the earlier cards it dropped, and
+    for submits the spec or error."""
 
     reply: str
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     cards: list[dict[str, Any]] = field(default_factory=list)
+    dropped: list[dict[str, Any]] = field(default_factory=list)
     spec: dict[str, Any] | None = None
     error: str | None = None
 
@@ -149,12 +152,14 @@ class Assistant:
 
     def ask(self, text: str) -> Turn:
         """Run one turn to the end and return it."""
+        earlier = self._pending_ids()
         state = self.graph.invoke(self._inputs(text), self._config())
-        return self._finish(state["messages"])
+        return self._finish(state["messages"], earlier)
 
     def stream(self, text: str) -> Iterator[str | Turn]:
         """Run one turn, yielding reply text as it is generated, then the finished Turn."""
         final: list[BaseMessage] = []
+        earlier = self._pending_ids()
         modes: Any = ["messages", "values"]
         parts: Iterator[Any] = self.graph.stream(self._inputs(text), self._config(), stream_mode=modes)
         for mode, payload in parts:
@@ -168,9 +173,13 @@ class Assistant:
                     yield chunk.content
             elif mode == "values":
                 final = list(payload["messages"])
-        yield self._finish(final)
+        yield self._finish(final, earlier)
 
-    def _finish(self, messages: list[BaseMessage]) -> Turn:
+    def _pending_ids(self) -> list[str]:
+        """The ids of the cards waiting now (before a turn), oldest first."""
+        return [action.action_id for action in self.actions.pending()]
+
+    def _finish(self, messages: list[BaseMessage], earlier: list[str]) -> Turn:
         start = max(i for i, m in enumerate(messages) if isinstance(m, HumanMessage))
         new = messages[start + 1 :]
         self.history = messages[-HISTORY_MESSAGES:]
@@ -184,7 +193,17 @@ class Assistant:
                     turn.reply = message.content
             elif isinstance(message, ToolMessage):
                 self._note_result(turn, message)
+        if any(call["name"] in CARD_TOOLS for call in turn.tool_calls):
+            self._retire(turn, earlier)
         return turn
+
+    def _retire(self, turn: Turn, earlier: list[str]) -> None:
+        """A new submit, cancel or change request (a card, or refused) drops the cards still waiting from
+        before it, so that none is confirmed by mistake under the new answer; the reply says so."""
+        turn.dropped = [action.card for action_id in earlier if (action := self.actions.take(action_id))]
+        if turn.dropped:
+            note = retired_cards_words(turn.dropped, self.language())
+            turn.reply = f"{turn.reply}\n\n{note}" if turn.reply else note
 
     def _note_result(self, turn: Turn, message: ToolMessage) -> None:
         try:

@@ -26,6 +26,7 @@ from assistant.parsing.commands import find_command, remove_span
 from assistant.parsing.fields import task_ids
 from assistant.parsing.intents import Reading, follow_up_to_card, understand
 from assistant.replies import canned, language_of, reply_for
+from assistant.tools import CARD_TOOLS
 
 NOW_LINE = re.compile(r"Current time:\s*(\S+)")
 META_KEY = "nightshift"
@@ -158,7 +159,8 @@ class MadeCard:
 
 def last_card(history: Sequence[BaseMessage]) -> MadeCard | None:
     """The call that made the latest card of this chat, unless something was confirmed since (a
-    confirmation is said without a tool call, unlike this model's answers); None when there is none."""
+    confirmation is said without a tool call, unlike this model's answers) or a later request for a card was
+    refused (it dropped the cards before it); None when there is none."""
     results: dict[str, str] = {}
     for message in reversed(history):
         if isinstance(message, ToolMessage):
@@ -171,6 +173,8 @@ def last_card(history: Sequence[BaseMessage]) -> MadeCard | None:
                 if card is not None:
                     args = {key: value for key, value in call["args"].items() if key != "replaces_card"}
                     return MadeCard(call["name"], args, str(card.get("action_id")))
+            if any(call["name"] in CARD_TOOLS for call in message.tool_calls):
+                return None  # "I can't submit that": a new request, refused; the card before it is gone
     return None
 
 

@@ -179,6 +179,47 @@ def _cancel_text(card: dict[str, Any], lang: str) -> str:
     )
 
 
+# what a dropped card leaves undone, by its kind (English, Chinese)
+DROPPED_WORDS = {
+    "submit": ("submitted", "提交"),
+    "cancel": ("cancelled", "取消"),
+    "change": ("changed", "修改"),
+}
+
+
+def dropped_words(kind: str, lang: str) -> str:
+    """What dropping a card of `kind` says: `Dropped: nothing was submitted.`, `已放弃：没有提交任何任务。`"""
+    en, zh = DROPPED_WORDS.get(kind, DROPPED_WORDS["submit"])
+    return _t(lang, f"Dropped: nothing was {en}.", f"已放弃：没有{zh}任何任务。")
+
+
+def _card_subject(card: dict[str, Any], lang: str) -> str:
+    """What a card would do, in a few words: `submit `python a.py``, `cancel task #3` / `取消任务 #3`."""
+    kind = str(card.get("kind"))
+    if kind == "submit":
+        command = unwrap((card.get("spec") or {}).get("command", ""))
+        return _t(lang, f"submit `{command}`", f"提交 `{command}`")
+    verb_en, verb_zh = ("cancel", "取消") if kind == "cancel" else ("change", "修改")
+    return _t(lang, f"{verb_en} task #{card.get('task_id')}", f"{verb_zh}任务 #{card.get('task_id')}")
+
+
+def retired_cards_words(cards: list[dict[str, Any]], lang: str) -> str:
+    """What a new request says of the cards still waiting from before it, which it dropped: `The earlier card
+    (submit `python a.py`) is dropped, since you asked for something new: nothing was submitted.`"""
+    what = _t(lang, "; ", "；").join(_card_subject(card, lang) for card in cards)
+    kinds = {str(card.get("kind")) for card in cards}
+    kind = next(iter(kinds)) if len(kinds) == 1 else ""
+    en, zh = DROPPED_WORDS.get(kind, ("done", "执行"))
+    head = _t(lang, f"The earlier card ({what}) is", f"之前的卡片（{what}）已作废")
+    if len(cards) > 1:
+        head = _t(lang, f"The earlier cards ({what}) are", head)
+    return head + _t(
+        lang,
+        f" dropped, since you asked for something new: nothing was {en}.",
+        f"，因为你提了新的请求：没有{zh}任何任务。",
+    )
+
+
 def like_task_words(like: dict[str, Any], lang: str, now: datetime | None = None) -> str:
     """`task #12 (its not_before, 03-01 09:00, has passed: left out)`: the earlier task a card runs again."""
     text = _t(lang, f"task #{like.get('task_id')}", f"任务 #{like.get('task_id')}")

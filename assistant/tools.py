@@ -514,3 +514,5 @@ TOOL_NAMES = (
     "night_summary",
     "quota_status",
 )
+# the tools that make a card to confirm: a call of one is a new request for an action
+CARD_TOOLS = frozenset({"submit_task", "cancel_task", "change_task"})

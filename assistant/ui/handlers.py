@@ -17,6 +17,7 @@ import pandas as pd
 from api.client import ClientError
 from assistant.agent import Turn, make_model
 from assistant.client import AssistantClient
+from assistant.replies import dropped_words
 from assistant.ui import views
 from assistant.ui.session import UiSession, api_base_url, local_admin_token, open_session
 from scheduler.clock import local_zone
@@ -28,12 +29,6 @@ log = logging.getLogger("nightshift.ui")
 LOG_TAIL_LINES = 400
 TASK_STATUSES = ["all", "queued", "running", "succeeded", "failed", "cancelled"]
 PRIORITIES = list(get_args(Priority))
-# what a dropped card leaves undone, by its kind (English, Chinese)
-DROPPED_WORDS = {
-    "submit": ("submitted", "提交"),
-    "cancel": ("cancelled", "取消"),
-    "change": ("changed", "修改"),
-}
 GOAL_AUTO = "auto"
 GOALS = [GOAL_AUTO, "min", "max"]
 ChatUpdate = tuple[list[dict[str, Any]], str, Any, str]
@@ -144,8 +139,8 @@ class Handlers:
                 streamed = f"Sorry, that failed: {type(exc).__name__}: {exc}"
             reply = (turn.reply if turn is not None and turn.reply else streamed) or "(no answer)"
             session.messages[-1]["content"] = reply
-            if turn is not None and turn.cards:
-                session.card = turn.cards[-1]
+            # the turn's own card, else the newest still waiting (a new request drops the earlier ones)
+            session.card = turn.cards[-1] if turn is not None and turn.cards else session.next_card()
             yield list(session.messages), "", *self._card_update(session)
 
     def confirm(self, session: UiSession | None) -> tuple[Any, ...]:
@@ -169,13 +164,8 @@ class Handlers:
         if session is None or session.card is None:
             return self.view(session)
         with session.lock:
-            kind = session.card.get("kind")
             session.assistant.drop(str(session.card["action_id"]))
-            en, zh = DROPPED_WORDS.get(str(kind), DROPPED_WORDS["submit"])
-            said = (
-                f"已放弃：没有{zh}任何任务。" if session.language == "zh" else f"Dropped: nothing was {en}."
-            )
-            session.say("assistant", said)
+            session.say("assistant", dropped_words(str(session.card.get("kind")), session.language))
             session.card = session.next_card()
         return self.view(session)
 

@@ -521,6 +521,37 @@ def test_a_card_is_changed_by_what_the_person_says_next_and_only_the_confirm_but
     assert after.tool_calls == [] and cluster.tasks.count_by_status() == {"queued": 1}
 
 
+def test_a_new_request_drops_the_card_before_it_even_when_it_is_refused(make_assistant, cluster):
+    assistant = make_assistant()
+
+    first = assistant.ask("run `python a.py` on 1 GPU")
+    refused = assistant.ask("run `python b.py` on 9 GPUs")  # the node has 4
+    after = [assistant.ask(text) for text in ("make it 2 GPUs", "yes")]
+
+    assert "I can't submit that" in refused.reply
+    assert "The earlier card (submit `python a.py`) is dropped" in refused.reply
+    assert "nothing was submitted" in refused.reply
+    assert [card["action_id"] for card in refused.dropped] == [first.cards[0]["action_id"]]
+    assert assistant.actions.pending() == []  # nothing is left to confirm by mistake
+    assert assistant.confirm(first.cards[0]["action_id"])["ok"] is False
+    assert [turn.tool_calls for turn in after] == [[], []]  # no edit of, nor yes to, the dropped card
+    assert cluster.tasks.count_by_status() == {}
+
+
+def test_a_new_card_stands_in_for_the_one_before_and_says_so_in_chinese(make_assistant, cluster):
+    assistant = make_assistant()
+
+    first = assistant.ask("用一张卡跑 `python a.py`")
+    question = assistant.ask("现在集群忙吗")  # a question is no new request: the card stays
+    waiting = [a.action_id for a in assistant.actions.pending()]
+    second = assistant.ask("用两张卡跑 `python b.py`")
+
+    assert question.dropped == [] and waiting == [first.cards[0]["action_id"]]
+    assert "之前的卡片（提交 `python a.py`）已作废" in second.reply and "没有提交任何任务" in second.reply
+    assert [a.action_id for a in assistant.actions.pending()] == [second.cards[0]["action_id"]]
+    assert assistant.confirm(first.cards[0]["action_id"])["ok"] is False
+
+
 def test_an_older_server_without_the_new_endpoints_gets_a_plain_answer(cluster, make_identity):
     # Given an API without explain/estimate/quota/reports (no fallback transport)
     from api.main import create_app

@@ -307,6 +307,22 @@ def test_a_card_changed_in_words_and_then_dropped_submits_nothing(live_server: L
         assert api.get("/tasks").json()["tasks"] == []
 
 
+def test_a_refused_new_request_takes_the_card_before_it_away(live_server: LiveServer, page: Any) -> None:
+    from playwright.sync_api import expect
+
+    token = live_server.token("erin", "vision")
+    sign_in(page, live_server, token, "erin")
+    say(page, "run `python a.py` on 1 GPU")
+    card = page.locator("#confirm-card")
+    expect(card).to_contain_text("python a.py")
+    say(page, "run `python b.py` on 9 GPUs")  # the node has 4
+    expect(page.locator("#chat")).to_contain_text("I can't submit that")
+    expect(page.locator("#chat")).to_contain_text("The earlier card (submit python a.py) is dropped")
+    expect(card).to_be_hidden()  # no Confirm left under the refusal for the card before it
+    with live_server.api(token) as api:
+        assert api.get("/tasks").json()["tasks"] == []
+
+
 def test_asking_how_long_i_will_wait_answers_with_the_estimate_and_the_queue_shows_it(
     live_server: LiveServer, page: Any
 ) -> None:
