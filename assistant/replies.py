@@ -715,6 +715,12 @@ QUESTIONS = {
         "我每条消息只准备一个任务（各自确认）：请一条一条地发这些命令"
         "（同一个脚本不同参数的话，可以用 spec 文件里的 sweep 一次提交：`nightshift submit sweep.yaml`）。",
     ),
+    "one_request": (
+        "I do one thing per message, each with its own card to confirm: this message asks for two (a task "
+        "to run, and another task to cancel, hold or release). Please send them one at a time.",
+        "我每条消息只做一件事（每件都要你确认）：这条消息里有两件（运行一个任务，以及取消、暂停或放行另一个任务）。"
+        "请分开一条一条地发。",
+    ),
     "need_command": (
         "What command should I run? For example: run `python train.py` tonight on 2 GPUs.",
         "要运行什么命令？例如：今晚用两张卡跑 `python train.py`。",

@@ -379,6 +379,27 @@ def follow_up_to_card(text: str, now: datetime) -> Reading | None:
     return Reading("edit", args=changes) if changes else None
 
 
+# a task named right after a verb ("cancel task 2", "kill 3."), or right before one in Chinese ("把2号取消")
+_TASK_AFTER_VERB = re.compile(
+    r"\s*(?:the\s+)?(?:(?:task|job)\s*#?\s*\d+|#\d+|(?:任务|作业)?\s*#?\s*\d+\s*号|(?:任务|作业)\s*#?\s*\d+"
+    r"|\d+\s*(?:$|[,.;!?，。；！？]|\s+(?:and|too|first|please|as\s+well)\b))",
+    _I,
+)
+_TASK_BEFORE_VERB = re.compile(
+    r"(?:\d+\s*号|(?:任务|作业)\s*#?\s*\d+)\s*(?:任务|作业)?\s*(?:也|都|给我)?\s*$"
+)
+
+
+def _acts_on_a_task(rest: str) -> bool:
+    """True when `rest` (a request's words besides its command) also cancels, holds or releases a task it
+    names: "… and cancel task 2", "then kill 3", "再把2号取消" (a second request, not part of the first)."""
+    for pattern in (CANCEL_VERB, HOLD, RELEASE):
+        for verb in pattern.finditer(rest):
+            if _TASK_AFTER_VERB.match(rest, verb.end()) or _TASK_BEFORE_VERB.search(rest, 0, verb.start()):
+                return True
+    return False
+
+
 def _rerun(rest: str, command: str | None, now: datetime) -> Reading | None:
     """ "run 12 again", "rerun task 12 on 2 GPUs", "12号再跑一遍": task 12's spec again (`like_task`),
     changed by what else the request asks (a new command too)."""
@@ -443,6 +464,8 @@ def understand(text: str, now: datetime) -> Reading:
     early = _refusal(rest) or (_about_a_sweep(rest, now) if not found else None)
     if early:
         return early
+    if (found or RERUN.search(rest)) and _acts_on_a_task(rest):  # "run X and cancel task 2": one at a time
+        return Reading("question", reason="one_request")
     if EXPLAIN.search(rest) and not ESTIMATE.search(rest):
         task_id = _first_id(rest)
         if task_id is None and NIGHT.search(rest) and not found:  # "why did my jobs fail last night?"

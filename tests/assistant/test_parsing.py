@@ -266,6 +266,48 @@ def test_a_request_with_several_commands_asks_for_them_one_at_a_time_instead_of_
 
 
 @pytest.mark.parametrize(
+    "text",
+    [
+        "run python train.py tomorrow at 3pm and cancel task 2",
+        "run `python eval.py` and kill 3",
+        "cancel task 2 and run python x.py",
+        "run `python a.py` then release #7",
+        "rerun 12 and cancel 13",
+        "明天下午3点跑 train.py，然后取消任务2",
+        "跑 train.py，再把2号暂停",
+    ],
+)
+def test_a_task_to_run_and_another_to_cancel_hold_or_release_asks_for_one_at_a_time(text: str) -> None:
+    from assistant.replies import canned
+
+    reading = understand(text, NOW)
+
+    assert (reading.kind, reading.reason) == ("question", "one_request")
+    assert "one at a time" in canned("question", "one_request", "en")
+    assert "一条一条" in canned("question", "one_request", "zh")
+
+
+@pytest.mark.parametrize(
+    ("text", "args"),
+    [
+        ("run python train.py and kill it after 4 hours", {"time_limit_minutes": 240}),
+        (
+            "run python train.py after task 2 and stop it after 3 hours",
+            {"depends_on": [2], "time_limit_minutes": 180},
+        ),
+        ("run python clean.py to remove 3 files", {}),
+    ],
+)
+def test_a_stop_word_about_the_new_task_itself_is_no_second_request(
+    text: str, args: dict[str, object]
+) -> None:
+    reading = understand(text, NOW)
+
+    assert reading.tool == "submit_task"
+    assert {k: v for k, v in reading.args.items() if k != "command"} == args
+
+
+@pytest.mark.parametrize(
     ("text", "gpus"),
     [
         ("用 H100 跑，两张", 2),
