@@ -11,6 +11,7 @@
     ├── ExecutorError         (a job could not be started: missing conda/docker, bad workdir, ...)
     ├── GpuInventoryError     (NVML or the simulated inventory could not be read)
     └── ServiceUnavailable    (503: Redis or the database cannot be reached)
+        └── NodeDidNotAnswer  (503: the node holding a task's log did not answer for it)
 
 The API maps each class to one HTTP status in a single exception handler (`api/errors.py`).
 """
@@ -71,6 +72,16 @@ class GpuInventoryError(NightshiftError):
 
 class ServiceUnavailable(NightshiftError):
     """Raised when Redis or the database cannot be reached."""
+
+
+class NodeDidNotAnswer(ServiceUnavailable):
+    """Raised when the node that ran a task does not answer for its log (its worker is down or busy)."""
+
+    def __init__(self, task_id: int, node: str, waited_s: float) -> None:
+        super().__init__(
+            f"the log of task {task_id} is on node {node}, whose worker did not answer in {waited_s:g} s "
+            "(is it running? `nightshift nodes`); it can be read there once it is back"
+        )
 
 
 class PortInUse(NightshiftError):

@@ -14,7 +14,7 @@ from typing import Any
 from scheduler.clock import from_epoch_s, now_ms, now_s, to_epoch_s
 from scheduler.cluster_state import ClusterState, UsageCache, gather_state, with_learned_estimate
 from scheduler.errors import NotFoundError
-from scheduler.logs import last_output
+from scheduler.logs import LAST_OUTPUT_LINES
 from scheduler.policy import reasons
 from scheduler.policy.aging import static_score, task_estimate_s
 from scheduler.policy.config import PolicyConfig, TeamUsage
@@ -30,6 +30,7 @@ from scheduler.policy_input import running_task_of
 from scheduler.service import Cluster
 from scheduler.store.identity import Identity, team_id_by_name
 from scheduler.store.tables import Task
+from scheduler.task_logs import failure_lines
 
 FORECAST_WINDOW = 500
 WHAT_IF_TASK_ID = -1
@@ -123,7 +124,7 @@ def explain_task(cluster: Cluster, usage: UsageCache, who: Identity, task_id: in
     if task.status != "queued":
         ended = {**base, **_not_queued(task, cluster.policy_config.timezone)}
         if task.status == "failed":  # why, in its own words: the last lines its last attempt printed
-            ended["last_output"] = last_output(cluster.log_path(task.id))
+            ended["last_output"] = failure_lines(cluster, task, LAST_OUTPUT_LINES)
         return ended
     if task.held_by is not None:  # out of the queue until released: no place, no start
         reason = reasons.held(task.held_by, task_id)

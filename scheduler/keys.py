@@ -85,6 +85,14 @@ class RedisKeys:
         """HASH inventory (JSON), heartbeat_ms, source, drained of a worker's node."""
         return f"{self.prefix}node:{node}"
 
+    def log_requests(self, node: str) -> str:
+        """LIST (expiring) of JSON requests for task logs that `node`'s worker answers (`log_relay`)."""
+        return f"{self.prefix}node:{node}:logreq"
+
+    def log_reply(self, request_id: str) -> str:
+        """LIST (expiring) holding the one answer to a log request."""
+        return f"{self.prefix}logreply:{request_id}"
+
     def cancel(self, task_id: int) -> str:
         """STRING set when a running task should be stopped; its worker sees it on the next loop."""
         return f"{self.prefix}cancel:{task_id}"

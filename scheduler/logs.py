@@ -114,14 +114,20 @@ def read_tail(path: Path, lines: int | None) -> tuple[str, int]:
     return b"".join(kept).decode("utf-8", errors="replace"), size
 
 
-def read_from(path: Path, offset: int) -> tuple[bytes, int]:
-    """The bytes appended after `offset`, and the new offset (for `logs -f`)."""
+def read_from(path: Path, offset: int, limit: int | None = None) -> tuple[bytes, int]:
+    """The bytes appended after `offset` (at most `limit` of them), and the new offset (for `logs -f`)."""
     with _opened(path) as handle:
         if handle is None:
             return b"", offset
         handle.seek(offset)
-        data = handle.read()
+        data = handle.read() if limit is None else handle.read(limit)
     return data, offset + len(data)
+
+
+def log_exists(path: Path) -> bool:
+    """Whether a task's log can be served from here (present, and not refused as `open_log` refuses)."""
+    with _opened(path) as handle:
+        return handle is not None
 
 
 def last_output(path: Path, lines: int = LAST_OUTPUT_LINES) -> list[str]:
@@ -129,6 +135,11 @@ def last_output(path: Path, lines: int = LAST_OUTPUT_LINES) -> list[str]:
     wrote, `NIGHTSHIFT_MARK`, left out; each cut to `LAST_OUTPUT_CHARS`): what a failure most often says,
     as a traceback's last line does."""
     text, _ = read_tail(path, LAST_OUTPUT_SCAN)
+    return last_output_in(text, lines)
+
+
+def last_output_in(text: str, lines: int = LAST_OUTPUT_LINES) -> list[str]:
+    """`last_output` of a log's text already read (its last `LAST_OUTPUT_SCAN` lines suffice)."""
     kept: list[str] = []
     for line in text.splitlines():
         if line.startswith(NIGHTSHIFT_MARK):

@@ -66,6 +66,7 @@ from scheduler.executor.reaper import (
 from scheduler.executor.sentinel import JobSentinel
 from scheduler.executor.spares import SpareShells
 from scheduler.gpus.inventory import GpuMonitor
+from scheduler.log_relay import answer_log_requests, wake_answerer
 from scheduler.logs import ATTEMPT_END, ATTEMPT_HEADER, append_note
 from scheduler.node_owner import NodeOwnership
 from scheduler.nodes import NodeGpu
@@ -216,15 +217,25 @@ class Worker:
         self.publish_node()
         heartbeat = threading.Thread(target=self._heartbeat_loop, args=(stop,), name="heartbeat", daemon=True)
         heartbeat.start()
-        ring_when_set(stop, lambda: self.cluster.queue.ring_node(self.node), "worker")
+        queue = self.cluster.queue
+        log_requests = threading.Thread(  # the API asks here for the logs it cannot read itself
+            target=answer_log_requests,
+            args=(queue.client, queue.keys, self.node, self.cluster.log_path, stop),
+            name="log-requests",
+            daemon=True,
+        )
+        log_requests.start()
+        ring_when_set(stop, lambda: queue.ring_node(self.node), "worker")
+        ring_when_set(stop, lambda: wake_answerer(queue.client, queue.keys, self.node), "log-requests")
         try:
             while not stop.is_set():
                 self.step()
                 timeout_s = 0.5 if self.jobs else 2.0
-                self.cluster.queue.wait_node_doorbell(self.node, timeout_s)
+                queue.wait_node_doorbell(self.node, timeout_s)
         finally:
             self.shutdown()
             heartbeat.join(timeout=5)
+            log_requests.join(timeout=5)
 
     def step(self) -> None:
         """One pass: react to finished, cancelled and overdue jobs, then claim new assignments."""

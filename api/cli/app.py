@@ -625,7 +625,12 @@ def logs(
             return
         text = client.logs(task_id, tail)
         sys.stdout.write(text)
-        if not text and task["status"] != "queued":  # it ended without ever running: say how, on stderr
+        if text or task["status"] == "queued":
+            return
+        if task.get("started_at"):  # every attempt writes a header line: the file itself is gone
+            where = f" on {task['node']}" if task.get("node") else ""
+            err_console.print(f"task {task_id} ran{where}, but its log file is gone", markup=False)
+        else:  # it ended without ever running: say how, on stderr
             how = task.get("message") or task.get("reason") or task["status"]
             err_console.print(
                 f"task {task_id} has no output: it never ran ({task['status']}: {how})", markup=False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
@@ -10,6 +11,7 @@ from api.deps import ClusterDep, IdentityDep
 from scheduler.clock import now_s
 from scheduler.notify.summary import morning_summary
 from scheduler.reports import MAX_REPORT_DAYS, utilization_report
+from scheduler.task_logs import failure_lines
 
 router = APIRouter(prefix="/reports", tags=["reports"])
 
@@ -45,5 +47,5 @@ def summary(
     since = None if hours is None else now - hours * 3600.0
     return morning_summary(
         cluster.factory, now, config.timezone, config.tariff.currency, since_s=since,
-        team=None if who.is_admin else who.team, log_path=cluster.log_path,
+        team=None if who.is_admin else who.team, printed=partial(failure_lines, cluster),
     )  # fmt: skip

@@ -12,12 +12,12 @@ from fastapi.responses import PlainTextResponse, StreamingResponse
 from api.deps import ClusterDep, IdentityDep, QueuedCap, TaskId, submission_queue
 from api.schemas import TaskPublic, TasksPublic, TaskUsagePublic
 from scheduler.edits import EDITABLE_FIELDS
-from scheduler.errors import NotFoundError, PermissionDenied
-from scheduler.logs import read_from, read_tail
+from scheduler.errors import NodeDidNotAnswer, NotFoundError, PermissionDenied
 from scheduler.service import Cluster
 from scheduler.spec import TaskSpec
 from scheduler.store.identity import Identity, team_id_by_name, team_of_user
 from scheduler.store.tables import FINAL_STATUSES
+from scheduler.task_logs import read_log_from, read_log_tail
 from scheduler.telemetry.store import TelemetryStore
 
 router = APIRouter(prefix="/tasks", tags=["tasks"])
@@ -138,10 +138,10 @@ async def task_logs(
     ] = None,
     follow: Annotated[bool, Query(description="keep streaming until the task ends")] = False,
 ) -> Response:
-    """The task's output (stdout and stderr, every attempt)."""
+    """The task's output (stdout and stderr, every attempt), read here or, when its log is not here, from
+    the node that ran it (503 when that node's worker does not answer)."""
     task = cluster.tasks.get_for(who, task_id)
-    path = cluster.log_path(task.id)
-    text, offset = read_tail(path, tail)
+    text, offset = await asyncio.to_thread(read_log_tail, cluster, task, tail)
     if not follow or task.status in FINAL_STATUSES:
         return PlainTextResponse(text)
 
@@ -149,14 +149,15 @@ async def task_logs(
         position = offset
         yield text.encode()
         while True:
-            chunk, position = await asyncio.to_thread(read_from, path, position)
+            now = await asyncio.to_thread(cluster.tasks.get_any, task_id)  # it may have started since
+            try:
+                chunk, position = await asyncio.to_thread(read_log_from, cluster, now, position)
+            except NodeDidNotAnswer as error:
+                yield f"\n==> {error}\n".encode()
+                return
             if chunk:
                 yield chunk
-            status = (await asyncio.to_thread(cluster.tasks.get_any, task_id)).status
-            if status in FINAL_STATUSES:
-                chunk, position = await asyncio.to_thread(read_from, path, position)
-                if chunk:
-                    yield chunk
+            if now.status in FINAL_STATUSES:
                 return
             await asyncio.sleep(FOLLOW_POLL_S)
 

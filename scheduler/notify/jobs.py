@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from datetime import datetime
+from functools import partial
 
 from apscheduler.schedulers.background import BackgroundScheduler  # type: ignore[import-untyped]
 from apscheduler.triggers.cron import CronTrigger  # type: ignore[import-untyped]
@@ -21,6 +22,7 @@ from scheduler.notify.summary import morning_summary, summary_event
 from scheduler.policy.reasons import gpu_hours
 from scheduler.policy.windows import zone
 from scheduler.service import Cluster
+from scheduler.task_logs import failure_lines
 from scheduler.telemetry.report import quota_use
 
 log = logging.getLogger(__name__)
@@ -79,7 +81,7 @@ class ClusterJobs:
                 continue
             summary = morning_summary(
                 self.cluster.factory, now, config.timezone, config.tariff.currency, team=team,
-                log_path=self.cluster.log_path,
+                printed=partial(failure_lines, self.cluster),
             )  # fmt: skip
             event = summary_event(summary, team=team)
             self.notifier.notify(event)

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from scheduler.clock import from_epoch_s, to_epoch_s
-from scheduler.logs import last_output
 from scheduler.notify.events import Event
 from scheduler.policy.windows import zone
 from scheduler.store.tables import FINAL_STATUSES, Task, Team
@@ -40,10 +38,11 @@ def morning_summary(
     currency: str,
     since_s: float | None = None,
     team: str | None = None,
-    log_path: Callable[[int], Path] | None = None,
+    printed: Callable[[Task, int], list[str]] | None = None,
 ) -> dict[str, Any]:
     """Tasks that ended between `since_s` (default: last night's start) and `now_s`, with totals; with
-    `log_path` (a task id's log file), each failure with the last line its last attempt printed."""
+    `printed` (a task's last N lines of output, `task_logs.failure_lines`), each failure with the last
+    line its last attempt printed."""
     since = last_night_since(now_s, tz_name) if since_s is None else since_s
     query = (
         select(Task)
@@ -77,7 +76,7 @@ def morning_summary(
         if task.status == "succeeded":
             done.append(entry)
         elif task.status == "failed":
-            last = last_output(log_path(task.id), 1) if log_path is not None else []
+            last = printed(task, 1) if printed is not None else []
             failed.append(
                 {**entry, "reason": task.reason, "exit_code": task.exit_code, "message": task.message,
                  "last_line": last[0] if last else None}

@@ -63,13 +63,13 @@ def test_following_a_running_tasks_logs_streams_until_the_task_ends(
     assert _status(client, alice, task_id) == "running"
 
     streaming = threading.Event()
-    real_read_from = task_routes.read_from
+    real_read_from = task_routes.read_log_from
 
-    def read_from(path, offset):
+    def read_from(cluster, task, offset):
         streaming.set()  # only the follow loop reads by offset: the stream has begun
-        return real_read_from(path, offset)
+        return real_read_from(cluster, task, offset)
 
-    monkeypatch.setattr(task_routes, "read_from", read_from)
+    monkeypatch.setattr(task_routes, "read_log_from", read_from)
 
     def open_the_gate_once_streaming() -> None:
         if streaming.wait(timeout=30):

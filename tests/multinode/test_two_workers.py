@@ -51,8 +51,8 @@ def stack(
     try:
         cluster.start_api()
         cluster.start("scheduler", "scheduler")
-        cluster.start_worker(BIG, "2x80")
-        cluster.start_worker(SMALL, "4x24")
+        cluster.start_worker(BIG, "2x80", own_home=True)  # two machines: no folder shared with the API
+        cluster.start_worker(SMALL, "4x24", own_home=True)
         poll(lambda: _alive_nodes(cluster) >= {BIG, SMALL}, TIMEOUT_S, "both workers to register")
         yield cluster
     finally:
@@ -88,7 +88,7 @@ def _drain(stack: Stack, node: str, drained: bool = True) -> None:
 def test_tasks_land_on_the_node_whose_gpus_fit_them(stack: Stack) -> None:
     # Given a 2×80 GB node and a 4×24 GB node
     # When tasks ask for 60 GB, for 4 GPUs, for a node by name and for a GPU model
-    big_memory = stack.submit({"command": "true", "gpus": 1, "gpu_memory_gb": 60})
+    big_memory = stack.submit({"command": "echo on-the-big-node", "gpus": 1, "gpu_memory_gb": 60})
     four_gpus = stack.submit({"command": "true", "gpus": 4})
     pinned = stack.submit({"command": "true", "gpus": 1, "node": SMALL})
     by_model = stack.submit({"command": "true", "gpus": 1, "gpu_model": "80gb"})
@@ -97,6 +97,9 @@ def test_tasks_land_on_the_node_whose_gpus_fit_them(stack: Stack) -> None:
     tasks = _wait_status(stack, [big_memory, four_gpus, pinned, by_model])
     assert [task["node"] for task in tasks] == [BIG, SMALL, SMALL, BIG]
     assert sorted(tasks[1]["gpu_indices"]) == [0, 1, 2, 3]
+    # and the API, sharing no folder with them, reads each log from its node
+    logs = stack.api.get(f"/api/v1/tasks/{big_memory}/logs")
+    assert logs.status_code == 200 and "on-the-big-node" in logs.text.splitlines()
 
     # And what no node could ever run is refused at submission
     refused = stack.api.post("/api/v1/tasks", json={"command": "true", "gpus": 4, "gpu_memory_gb": 60})
@@ -197,3 +200,8 @@ def test_a_node_killed_mid_run_has_its_task_finish_on_the_other_node(stack: Stac
     done = _wait_status(stack, [task_id])[0]
     assert done["node"] == SMALL
     assert done["attempts"] == 2
+    # and a log left on the dead node is a 503 that names it, not an empty log
+    ended = stack.api.get("/api/v1/tasks", params={"status": "succeeded", "limit": 1000}).json()["tasks"]
+    ran_there = next(task["id"] for task in ended if task["node"] == BIG and task["attempts"] == 1)
+    earlier = stack.api.get(f"/api/v1/tasks/{ran_there}/logs")
+    assert earlier.status_code == 503 and f"is on node {BIG}, whose worker did not answer" in earlier.text

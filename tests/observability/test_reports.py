@@ -4,6 +4,7 @@ morning summary; `nightshift report` tables."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from functools import partial
 
 import pytest
 from fastapi.testclient import TestClient
@@ -18,6 +19,7 @@ from scheduler.policy.config import PolicyConfig
 from scheduler.reports import utilization_report
 from scheduler.store.db import transaction
 from scheduler.store.tables import Attempt, Task
+from scheduler.task_logs import failure_lines
 from scheduler.telemetry.accounting import AttemptUsage
 from scheduler.telemetry.store import TelemetryStore
 
@@ -140,7 +142,9 @@ def test_the_morning_summary_lists_last_nights_tasks_failures_with_reasons_and_c
         f"==> nightshift task {bad} attempt 1 ended: exit code 3 after 3600.0 s at 2026-03-05T02:00:00+00:00\n"
     )
 
-    summary = morning_summary(cluster.factory, MIDNIGHT + 8 * H, "UTC", "EUR", log_path=cluster.log_path)
+    summary = morning_summary(
+        cluster.factory, MIDNIGHT + 8 * H, "UTC", "EUR", printed=partial(failure_lines, cluster)
+    )
     without_logs = morning_summary(cluster.factory, MIDNIGHT + 8 * H, "UTC", "EUR")
 
     assert [task["id"] for task in summary["succeeded"]] == [ok]

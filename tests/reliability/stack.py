@@ -107,9 +107,15 @@ class Stack:
         except httpx.HTTPError:
             return False
 
-    def start_worker(self, name: str, gpus: str = "2x24") -> None:
-        """Start a worker for node `name` with simulated GPUs."""
-        self.start(name, "worker", NIGHTSHIFT_NODE_NAME=name, NIGHTSHIFT_SIMULATE_GPUS=gpus)
+    def start_worker(self, name: str, gpus: str = "2x24", own_home: bool = False) -> None:
+        """Start a worker for node `name` with simulated GPUs; with `own_home`, in a data folder of its own
+        (logs, outputs), as on another machine."""
+        env = {"NIGHTSHIFT_NODE_NAME": name, "NIGHTSHIFT_SIMULATE_GPUS": gpus}
+        if own_home:
+            home = self.folder / f"home-{name}"
+            home.mkdir(exist_ok=True)
+            env["NIGHTSHIFT_HOME"] = str(home)
+        self.start(name, "worker", **env)
 
     def submit(self, spec: dict[str, Any]) -> int:
         """Submit through the API; the task id."""

@@ -1,0 +1,54 @@
+"""Where a task's log is read from: this machine's log folder when the file is here (one box, or a folder
+the nodes share), else the node that ran the task, through `log_relay`."""
+
+from __future__ import annotations
+
+import logging
+
+from scheduler.errors import NodeDidNotAnswer
+from scheduler.log_relay import request_log
+from scheduler.logs import LAST_OUTPUT_SCAN, last_output_in, log_exists, read_from, read_tail
+from scheduler.service import Cluster
+from scheduler.store.tables import Task
+
+log = logging.getLogger(__name__)
+
+QUICK_ANSWER_S = 1.0  # for a log's last lines shown beside something else (explain, the summary)
+
+
+def read_log_tail(cluster: Cluster, task: Task, lines: int | None) -> tuple[str, int]:
+    """The last `lines` lines of a task's log (all of it when None) and the offset read up to. Raises
+    `NodeDidNotAnswer` when the log is on a node whose worker does not answer."""
+    path = cluster.log_path(task.id)
+    if task.node is None or log_exists(path):
+        return read_tail(path, lines)
+    piece = request_log(cluster.queue.client, cluster.queue.keys, task.node, task.id, tail=lines)
+    return piece.data.decode("utf-8", errors="replace"), piece.offset
+
+
+def read_log_from(cluster: Cluster, task: Task, offset: int) -> tuple[bytes, int]:
+    """The bytes of a task's log after `offset` and the new offset (`logs -f`), from wherever it is."""
+    path = cluster.log_path(task.id)
+    if task.node is None or log_exists(path):
+        return read_from(path, offset)
+    piece = request_log(cluster.queue.client, cluster.queue.keys, task.node, task.id, offset=offset)
+    return piece.data, piece.offset
+
+
+def failure_lines(cluster: Cluster, task: Task, lines: int) -> list[str]:
+    """The last lines a task printed in its last attempt (`logs.last_output_in`), from wherever its log is;
+    none when its node does not answer within a second (they are shown beside other things)."""
+    path = cluster.log_path(task.id)
+    if task.node is None or log_exists(path):
+        text, _ = read_tail(path, LAST_OUTPUT_SCAN)
+    else:
+        try:
+            piece = request_log(
+                cluster.queue.client, cluster.queue.keys, task.node, task.id, tail=LAST_OUTPUT_SCAN,
+                timeout_s=QUICK_ANSWER_S,
+            )  # fmt: skip
+        except NodeDidNotAnswer as error:
+            log.info("%s", error)
+            return []
+        text = piece.data.decode("utf-8", errors="replace")
+    return last_output_in(text, lines)
