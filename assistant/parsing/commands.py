@@ -149,9 +149,16 @@ _RESOURCE_AT = re.compile(
 )
 
 
+# "9am", "5 pm", "9am-5pm", "9:00-17:00" after a command: when it runs, not arguments
+_CLOCK_AT = re.compile(
+    r"\d{1,2}(?::\d{2})?\s*[ap]\.?m(?![a-z])|\d{1,2}:\d{2}\s*[-–~]\s*\d{1,2}:\d{2}(?!\d)", re.I
+)
+
+
 def _resource_starts(text: str, token: re.Match[str]) -> bool:
-    """True when `token` begins a resource, size or duration ("2 gpus", "40gb", "30 min"): the spec begins."""
-    return bool(_RESOURCE_AT.match(text, token.start()))
+    """True when `token` begins a resource, size or duration ("2 gpus", "40gb", "30 min") or a clock time
+    ("9am-5pm"): the spec begins."""
+    return bool(_RESOURCE_AT.match(text, token.start()) or _CLOCK_AT.match(text, token.start()))
 
 
 @dataclass(frozen=True, slots=True)

@@ -70,6 +70,7 @@ def test_times_resolve_against_now(text, not_before, offpeak, deadline):
             "launch torchrun --nproc_per_node 4 train.py --task at tonight",
             "torchrun --nproc_per_node 4 train.py --task at",
         ),
+        ("run python train.py --start 9am on 2 GPUs", "python train.py --start 9am"),  # a flag's value
     ],
 )
 def test_commands_are_found_and_end_where_plain_language_starts(text, command):
@@ -480,6 +481,11 @@ def test_the_number_of_a_host_name_is_no_task_id(text, tool, args):
         ),
         ("run python a.py from 10pm to 6am", "2026-12-03T22:00:00+08:00", "2026-12-04T06:00:00+08:00"),
         ("明天9点到17点之间跑 python a.py", "2026-12-04T09:00:00+08:00", "2026-12-04T17:00:00+08:00"),
+        # was: "9am-5pm" (and "9am - 5pm" right after the command) taken into the command
+        ("run python a.py 9am-5pm tomorrow", "2026-12-04T09:00:00+08:00", "2026-12-04T17:00:00+08:00"),
+        ("run python a.py 9am - 5pm tomorrow", "2026-12-04T09:00:00+08:00", "2026-12-04T17:00:00+08:00"),
+        ("run python a.py 10pm-6am", "2026-12-03T22:00:00+08:00", "2026-12-04T06:00:00+08:00"),
+        ("run python a.py 9:00-17:00 tomorrow", "2026-12-04T09:00:00+08:00", "2026-12-04T17:00:00+08:00"),
     ],
 )
 def test_a_span_of_time_is_a_start_and_a_deadline_on_one_day(text, not_before, deadline):
