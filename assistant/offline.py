@@ -139,9 +139,8 @@ class OfflineChatModel(BaseChatModel):
         meta = {"kind": reading.kind, "reason": reading.reason}
         if reading.kind == "question":
             meta["request"] = text
-        return AIMessage(
-            content=canned(reading.kind, reading.reason, lang), response_metadata={META_KEY: meta}
-        )
+        content = canned(reading.kind, reading.reason, lang, task_id=reading.args.get("task_id"))
+        return AIMessage(content=content, response_metadata={META_KEY: meta})
 
     def _summarize(self, results: Sequence[ToolMessage], lang: str, now: datetime) -> AIMessage:
         replies = [reply_for(str(result.name or ""), _text(result), lang, now) for result in results]

@@ -827,8 +827,22 @@ POINTERS = {
 }
 
 
-def canned(kind: str, reason: str, lang: str) -> str:
-    """A question, refusal, help or pointer text for `reason`."""
+def logs_words(task_id: int, lang: str) -> str:
+    """Where a named task's logs are: its own `nightshift logs 12` line, or the My tasks tab."""
+    return _t(
+        lang,
+        f"I can't show logs in the chat: run `nightshift logs {task_id}` (`-f` follows it as it runs), "
+        f"or open task #{task_id} in the My tasks tab.",
+        f"聊天里看不了日志：运行 `nightshift logs {task_id}`（加 `-f` 可以边跑边看），"
+        f"或在 “My tasks” 页打开任务 #{task_id}。",
+    )
+
+
+def canned(kind: str, reason: str, lang: str, task_id: int | None = None) -> str:
+    """A question, refusal, help or pointer text for `reason` (about task `task_id` when the request named
+    one and the text can say it)."""
+    if kind == "help" and reason == "logs" and task_id is not None:
+        return logs_words(task_id, lang)
     if kind == "help":
         en, zh = POINTERS.get(reason, HELP_TEXT)
     else:

@@ -516,8 +516,9 @@ def _no_tool(rest: str) -> Reading:
         return Reading("question", reason="need_command")
     if HELP.search(rest):
         return Reading("help", reason="help")
-    if LOGS.search(rest):
-        return Reading("help", reason="logs")
+    if LOGS.search(rest):  # where the logs are: of the task it names, when it names one
+        task_id = _first_id(rest)
+        return Reading("help", args={} if task_id is None else {"task_id": task_id}, reason="logs")
     return Reading("question", reason="unclear")
 
 

@@ -312,6 +312,20 @@ def test_a_request_for_logs_says_where_to_find_them() -> None:
     assert canned("help", "help", "en").startswith("Hi!")
 
 
+def test_a_request_for_the_logs_of_a_named_task_gets_that_tasks_own_command() -> None:
+    from langchain_core.messages import HumanMessage
+
+    from assistant.offline import OfflineChatModel
+
+    model = OfflineChatModel(now=NOW)
+    english = model.respond([HumanMessage("show me the logs of task 5")])
+    chinese = model.respond([HumanMessage("看一下12号的日志")])
+
+    assert english.tool_calls == [] and "`nightshift logs 5`" in str(english.content)
+    assert "open task #5 in the My tasks tab" in str(english.content) and "ID" not in str(english.content)
+    assert "`nightshift logs 12`" in str(chinese.content) and "任务编号" not in str(chinese.content)
+
+
 def test_when_a_running_task_should_finish_reads_from_its_estimate() -> None:
     running = {"task_id": 6, "status": "running", "reason": "running on n0 GPUs 1 since 12:00"}
     ahead = json.dumps({"explain": {**running, "estimated_end": "2026-12-01T14:30:00+00:00"}})
