@@ -348,7 +348,7 @@ def submit(
         )
     else:
         console.print(f"submitted task [bold]{task['id']}[/] ({task['name']}): {task['status']}")
-        _budget_note()
+        _budget_note(cpu_only=task["gpus"] == 0)
     if wait:
         _wait_then_exit([task["id"]], as_json)
 
@@ -358,8 +358,9 @@ def _wait_then_exit(task_ids: list[int], as_json: bool) -> None:
     raise typer.Exit(_with_client(lambda client: wait_and_report(client, task_ids, None, as_json)))
 
 
-def _budget_note() -> None:
-    """After a submit: the team's budget warning (80 %) or hard stop, so nobody finds out the next morning."""
+def _budget_note(cpu_only: bool = False) -> None:
+    """After a submit: the team's budget warning (80 %) or hard stop, so nobody finds out the next morning
+    (a CPU-only task uses no GPU-hours: the hard stop does not hold it)."""
     client = NightshiftClient.from_settings(get_settings())
     try:
         quota = client.get("/quota")
@@ -368,7 +369,7 @@ def _budget_note() -> None:
     finally:
         client.close()
     if quota.get("state") == "exhausted":
-        then = "it waits until the team's usage falls"
+        then = "it starts anyway: CPU-only" if cpu_only else "it waits until the team's usage falls"
         err_console.print(f"note: {quota.get('message')}: {then} (`nightshift quota`)", markup=False)
     elif quota.get("state") == "warning":
         err_console.print(f"note: {quota.get('message')} (`nightshift quota`)", markup=False)

@@ -173,6 +173,8 @@ def _hold_reason(ps: _Pass, task: QueuedTask, succeeded: Set[int], failed: Set[i
         offpeak = _offpeak_reason(ps, task)
         if offpeak is not None:
             return offpeak
+    if task.gpus == 0:  # a CPU-only task uses no GPU-hours: a used-up GPU-hour budget does not hold it
+        return None
     return _budget_reason(ps, task.team)
 
 

@@ -59,5 +59,12 @@ def test_a_submit_notes_a_used_up_day_budget(budget_api, monkeypatch, tmp_path):
         assert "queued" in over.output
         assert "note: day budget of team vision is used up" in over.output
         assert "it waits until the team's usage falls" in over.output
+
+        # When she submits a CPU-only task, Then she is told it starts anyway (it uses no GPU-hours)
+        monkeypatch.setenv("NIGHTSHIFT_TOKEN", alice)
+        get_settings.cache_clear()
+        cpu_only = CliRunner().invoke(app, ["submit", "--gpus", "0", "--", "echo", "hi"])
+        assert cpu_only.exit_code == 0, cpu_only.output
+        assert "used up" in cpu_only.output and "it starts anyway: CPU-only" in cpu_only.output
     finally:
         get_settings.cache_clear()

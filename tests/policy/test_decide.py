@@ -72,6 +72,15 @@ def test_a_used_up_budget_stops_new_starts_with_the_figures() -> None:
     assert d.pending_reasons[1] == "day budget of team nlp is used up (40.0/40 GPU-h)"
 
 
+def test_a_used_up_gpu_hour_budget_does_not_hold_a_cpu_only_task() -> None:
+    cfg = PolicyConfig(day_budget_gpu_h={"nlp": 40.0})
+    usage = {"nlp": TeamUsage("nlp", gpu_s_last_day=41 * 3600.0)}
+    queued = [make_task(1, team="nlp"), make_task(2, team="nlp", gpus=0, enqueued_at_s=1.0)]
+    d = decide(queued, [], make_gpus(), 10.0, cfg, usage)
+    assert started(d) == [2]  # it uses no GPU-hours
+    assert d.pending_reasons[1].startswith("day budget of team nlp is used up")
+
+
 def test_no_gpu_with_enough_memory_says_when_the_next_frees() -> None:
     running = [make_running(9, gpus=(0,), estimated_end_s=25 * 60.0)]
     gpus = occupy(make_gpus(per_node=1, gb=48), running[0])
