@@ -57,6 +57,22 @@ def _t(lang: str, en: str, zh: str) -> str:
     return zh if lang == "zh" else en
 
 
+# the shell's way to let a held task go, in a reason or refusal, and its Chinese (`reasons_zh`)
+_RELEASE_EN = re.compile(r"nightshift release (\d+)( lets it start)?")
+_RELEASE_ZH = re.compile(r"运行 nightshift release (\d+) (后才会开始|可放行)")
+
+
+def chat_words(text: str, lang: str) -> str:
+    """A scheduler reason or refusal in the person's language, as the chat says it: the shell's `nightshift
+    release 12` becomes what to say here ('say "release 12" to let it start', '说“放行12号”后才会开始')."""
+    if lang == "zh":
+        return _RELEASE_ZH.sub(
+            lambda m: f"说“放行{m[1]}号”" + ("后才会开始" if m[2] == "后才会开始" else "即可放行"),
+            reason_zh(text),
+        )
+    return _RELEASE_EN.sub(lambda m: f'say "release {m[1]}"' + (" to let it start" if m[2] else ""), text)
+
+
 _LABEL_ZH = {
     "as soon as GPUs are free": "有空闲 GPU 即开始",
     "tonight": "今晚",
@@ -404,8 +420,8 @@ def _task_status(task: dict[str, Any], lang: str) -> str:
     if status == "queued" and task.get("held_by"):
         return _t(
             lang,
-            f"{word} (held: nightshift release {task.get('id')})",
-            f"{word}（已暂停：nightshift release {task.get('id')}）",
+            f'{word} (held: say "release {task.get("id")}")',
+            f"{word}（已暂停：说“放行{task.get('id')}号”）",
         )
     if status == "failed" and message:
         return _t(lang, f"{word} ({message})", f"{word}（{reason_zh(message)}）")
@@ -454,9 +470,9 @@ def _estimate(data: dict[str, Any], lang: str, now: datetime | None) -> str:
     return _t(
         lang,
         f"{label}Estimated start {when(est['start'], now, lang)}{rng_en}, a wait of about {wait}"
-        + (f" — {reason}." if reason else "."),
+        + (f" — {chat_words(reason, lang)}." if reason else "."),
         f"{label}预计 {when(est['start'], now, lang)} 开始{rng_zh}，大约要等 {wait}"
-        + (f"（{reason_zh(reason)}）。" if reason else "。"),
+        + (f"（{chat_words(reason, lang)}）。" if reason else "。"),
     )
 
 
@@ -499,7 +515,7 @@ def _explain(data: dict[str, Any], lang: str, now: datetime | None) -> str:
         text += _t(lang, f" {rest}" if rest else "", f"（{reason_zh(rest.strip('()'))}）" if rest else "")
         reason = ""
     if reason:
-        text += _t(lang, f": {reason}", f"：{reason_zh(reason)}")
+        text += _t(lang, ": ", "：") + chat_words(reason, lang)
     text += _t(lang, ".", "。")
     last_lines = unwrap(info.get("last_output") or "").splitlines()
     if last_lines:  # a failed task's last words, most often the error itself
@@ -688,7 +704,7 @@ def reply_for(tool: str, content: str, lang: str, now: datetime | None = None) -
                 f"I can't submit that: {error}. Tell me what to change.",
                 f"无法提交：{reason_zh(error)}。请告诉我要怎么改。",
             )
-        return _t(lang, f"Sorry, that didn't work: {error}", f"抱歉，没能完成：{reason_zh(error)}")
+        return _t(lang, "Sorry, that didn't work: ", "抱歉，没能完成：") + chat_words(error, lang)
     if "pending_action" in data:
         return card_text(data["pending_action"], lang, now)
     writers = {

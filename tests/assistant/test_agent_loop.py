@@ -275,6 +275,7 @@ def test_a_task_is_held_and_released_from_the_chat_in_english_and_chinese(make_a
     held, in_queue_while_held = cluster.tasks.get_any(tid), tid in cluster.queue.queued_ids()
     listed = assistant.ask("list my queued tasks")
     why = assistant.ask(f"why isn't {tid} running?")
+    why_zh = assistant.ask(f"{tid}号为什么还没开始？")
     again = assistant.ask(f"暂停{tid}号任务")
     released = assistant.ask(f"放行{tid}号")
     twice = assistant.ask(f"release {tid}")
@@ -283,9 +284,12 @@ def test_a_task_is_held_and_released_from_the_chat_in_english_and_chinese(make_a
     assert pause.tool_calls == [{"name": "hold_task", "args": {"task_id": tid}}] and pause.cards == []
     assert (held.status, held.held_by) == ("queued", "alice") and not in_queue_while_held
     assert pause.reply.startswith(f"Task #{tid} is held: it stays queued, keeps its place")
-    assert f"queued (held: nightshift release {tid})" in listed.reply
-    assert f"held by alice: nightshift release {tid} lets it start" in why.reply
-    assert again.reply == f"抱歉，没能完成：任务 {tid} 已被 alice 暂停；运行 nightshift release {tid} 可放行"
+    # in the chat, what to say here ("release 12"), not the shell's `nightshift release 12`
+    assert f'queued (held: say "release {tid}")' in listed.reply
+    assert f'held by alice: say "release {tid}" to let it start' in why.reply
+    assert f"被 alice 暂停：说“放行{tid}号”后才会开始" in why_zh.reply
+    assert "nightshift release" not in why.reply + why_zh.reply + listed.reply + again.reply
+    assert again.reply == f"抱歉，没能完成：任务 {tid} 已被 alice 暂停；说“放行{tid}号”即可放行"
     assert released.reply == f"任务 #{tid} 已放行：按原来的优先级和排队时间重新排队。"
     assert cluster.tasks.get_any(tid).held_by is None and tid in cluster.queue.queued_ids()
     assert twice.reply == f"Sorry, that didn't work: task {tid} is not held (queued); nothing to release"
