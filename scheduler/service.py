@@ -213,15 +213,23 @@ class Cluster:
         return resolve(parsed, self.zone, self.default_workdir())
 
     def check_dependencies(self, who: Identity, depends_on: list[int]) -> None:
-        """422 when `depends_on` names a task that does not exist for this caller (or another team's)."""
+        """422 when `depends_on` names a task that does not exist for this caller (or another team's), or one
+        that already failed or was cancelled: the new task could never start (as Slurm refuses it)."""
         for parent in depends_on:
             try:
-                self.tasks.get_for(who, parent)
+                row = self.tasks.get_for(who, parent)
             except NotFoundError:
                 raise SpecError(
                     f"depends_on names task {parent}, which does not exist",
                     [{"field": "depends_on", "message": f"task {parent} does not exist"}],
                 ) from None
+            if row.status in ("failed", "cancelled"):
+                ended = "failed" if row.status == "failed" else "was cancelled"
+                raise SpecError(
+                    f"depends_on names task {parent}, which {ended}: this task could never start "
+                    f"(run {parent} again and depend on the new one, or leave it out)",
+                    [{"field": "depends_on", "message": f"task {parent} {row.status}"}],
+                )
 
     def cancel(self, who: Identity, task_id: int) -> Task:
         """Cancel a queued task at once, or ask the worker of a running one to stop it."""

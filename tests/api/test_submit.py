@@ -110,3 +110,20 @@ def test_submissions_written_together_each_get_their_own_answer(cluster, make_id
     assert stored[second.id].submitted_at == second.submitted_at
     assert stored[second.id].spec == second.spec
     assert cluster.queue.queued_ids() == {first.id, second.id}
+
+
+def test_depending_on_a_task_that_was_cancelled_is_refused_and_writes_nothing(client, cluster, alice):
+    parent = client.post("/api/v1/tasks", json={"command": "true", "gpus": 0}, headers=alice).json()["id"]
+    queued_child = client.post(
+        "/api/v1/tasks", json={"command": "true", "depends_on": [parent]}, headers=alice
+    )
+    client.post(f"/api/v1/tasks/{parent}/cancel", headers=alice)
+
+    late_child = client.post("/api/v1/tasks", json={"command": "true", "depends_on": [parent]}, headers=alice)
+
+    assert queued_child.status_code == 201  # a child already waiting fails with the reason instead
+    assert late_child.status_code == 422
+    assert late_child.json()["detail"].startswith(
+        f"depends_on names task {parent}, which was cancelled: this task could never start"
+    )
+    assert cluster.tasks.count_by_status() == {"cancelled": 1, "queued": 1}

@@ -34,12 +34,12 @@ def test_a_task_whose_parent_failed_fails_even_when_gpus_are_full(cluster, make_
     _node(cluster, 2)
     dispatcher = Dispatcher(cluster)
     parent, _ = cluster.submit(who, {"command": "true", "gpus": 0, "workdir": str(tmp_path)})
-    cluster.cancel(who, parent.id)
-    hog, _ = cluster.submit(who, {"command": "true", "gpus": 2, "workdir": str(tmp_path)})
-    waiting, _ = cluster.submit(who, {"command": "true", "gpus": 2, "workdir": str(tmp_path)})
     child, _ = cluster.submit(
         who, {"command": "true", "gpus": 1, "workdir": str(tmp_path), "depends_on": [parent.id]}
     )
+    cluster.cancel(who, parent.id)
+    hog, _ = cluster.submit(who, {"command": "true", "gpus": 2, "workdir": str(tmp_path)})
+    waiting, _ = cluster.submit(who, {"command": "true", "gpus": 2, "workdir": str(tmp_path)})
     decisions = dispatcher.run_pass()
     assert hog.id in {start.task_id for start in decisions.starts}
     assert child.id in decisions.fail
