@@ -91,10 +91,13 @@ def earliest_start(
     return start, "off-peak"
 
 
-def start_label(start: datetime, now: datetime, why: str | None, immediate: bool) -> str:
-    """`tonight 23:00, off-peak` / `tomorrow 09:00` / `as soon as GPUs are free`."""
+def start_label(
+    start: datetime, now: datetime, why: str | None, immediate: bool, cpu_only: bool = False
+) -> str:
+    """`tonight 23:00, off-peak` / `tomorrow 09:00` / `as soon as GPUs are free` (`right away (CPU only)` for
+    a task with no GPU to wait for)."""
     if immediate and why is None:
-        return "as soon as GPUs are free"
+        return "right away (CPU only)" if cpu_only else "as soon as GPUs are free"
     days = (start.date() - now.date()).days
     day = {0: "tonight" if start.hour >= 18 else "today", 1: "tomorrow"}.get(days, f"{start:%a %m-%d}")
     if days == 1 and start.hour < 7 and why:
@@ -237,7 +240,7 @@ def summarize(
     not_before = datetime.fromisoformat(spec["not_before"]) if spec.get("not_before") else None
     run_minutes = float(minutes or PolicyConfig.default_estimate_s / 60)
     start, why = earliest_start(now, not_before, bool(spec.get("offpeak")), offpeak_windows, run_minutes)
-    summary["start_label"] = start_label(start, now, why, immediate=start <= now)
+    summary["start_label"] = start_label(start, now, why, start <= now, cpu_only=spec.get("gpus") == 0)
     estimated_start: datetime | None = start
     if est:
         summary["wait_reason"] = est.get("reason")

@@ -75,6 +75,7 @@ def chat_words(text: str, lang: str) -> str:
 
 _LABEL_ZH = {
     "as soon as GPUs are free": "有空闲 GPU 即开始",
+    "right away (CPU only)": "立即开始（只用 CPU）",
     "tonight": "今晚",
     "today": "今天",
     "tomorrow": "明天",
@@ -104,12 +105,32 @@ _CHANGE_FIELDS = {
 }
 
 
+def resources_words(spec: dict[str, Any], lang: str, free: str = "") -> str:
+    """What a task asks for: `2 GPUs (A100), ≥40 GB each, on node box-1`, `CPU only (no GPU)`, `2 张卡`;
+    `free` words the memory (" free": `≥40 GB free each`)."""
+    gpus = spec.get("gpus", 1)
+    if gpus == 0:
+        text = _t(lang, "CPU only (no GPU)", "只用 CPU（不占 GPU）")
+    else:
+        text = _t(lang, f"{gpus} GPU{'s' if gpus != 1 else ''}", f"{gpus} 张卡")
+        if spec.get("gpu_model"):
+            text += _t(lang, f" ({spec['gpu_model']})", f"（{spec['gpu_model']}）")
+        if spec.get("gpu_memory_gb"):
+            memory = f"{spec['gpu_memory_gb']:g}"
+            text += _t(lang, f", ≥{memory} GB{free} each", f"，每张 ≥{memory} GB{' 空闲' if free else ''}")
+    if spec.get("node"):
+        text += _t(lang, f", on node {spec['node']}", f"，在节点 {spec['node']} 上")
+    return text
+
+
 def change_rows(card: dict[str, Any], lang: str, now: datetime | None = None) -> list[tuple[str, str, str]]:
     """A change card's (field label, value before, value after), in the language of the conversation."""
+    cpu_only = (card.get("task") or {}).get("gpus") == 0
+    right_away = "right away (CPU only)" if cpu_only else "as soon as GPUs are free"
 
     def value(key: str, item: Any) -> str:
         if item is None:
-            return _t(lang, "as soon as GPUs are free", "有空闲 GPU 即开始") if key == "not_before" else "—"
+            return start_label_words(right_away, lang) if key == "not_before" else "—"
         if isinstance(item, bool):
             return _t(lang, "yes" if item else "no", "是" if item else "否")
         if key in ("not_before", "deadline"):
@@ -146,20 +167,11 @@ def card_text(card: dict[str, Any], lang: str, now: datetime | None = None) -> s
         return _cancel_text(card, lang)
     spec = card.get("spec") or {}
     summary = card.get("summary") or {}
-    gpus = spec.get("gpus", 1)
-    memory = spec.get("gpu_memory_gb")
     lines = [_t(lang, "Ready to submit (please confirm):", "准备提交（请确认）：")]
     if summary.get("like_task"):
         lines.append(f"• {_t(lang, 'based on', '基于')}: {like_task_words(summary['like_task'], lang, now)}")
     lines.append(f"• {_t(lang, 'command', '命令')}: `{unwrap(spec.get('command', ''))}`")
-    res = _t(lang, f"{gpus} GPU{'s' if gpus != 1 else ''}", f"{gpus} 张卡")
-    if spec.get("gpu_model"):
-        res += _t(lang, f" ({spec['gpu_model']})", f"（{spec['gpu_model']}）")
-    if memory:
-        res += _t(lang, f", ≥{memory:g} GB each", f"，每张 ≥{memory:g} GB")
-    if spec.get("node"):
-        res += _t(lang, f", on node {spec['node']}", f"，在节点 {spec['node']} 上")
-    lines.append(f"• {_t(lang, 'resources', '资源')}: {res}")
+    lines.append(f"• {_t(lang, 'resources', '资源')}: {resources_words(spec, lang)}")
     if summary.get("start_label"):
         label = start_label_words(summary["start_label"], lang)
         lines.append(f"• {_t(lang, 'may start', '最早开始')}: {label}")

@@ -19,6 +19,7 @@ from assistant.replies import (
     in_parentheses,
     like_task_words,
     quota_words,
+    resources_words,
     run_estimate_words,
     start_label_words,
     status_zh,
@@ -282,15 +283,7 @@ def _submit_rows(
     card: dict[str, Any], zone: tzinfo | None, lang: str, words: Callable[[str], str]
 ) -> list[str]:
     spec, summary = card.get("spec") or {}, card.get("summary") or {}
-    gpus = spec.get("gpus", 1)
-    resources = f"{gpus} GPU{'s' if gpus != 1 else ''}" if lang != "zh" else f"{gpus} 张卡"
-    if spec.get("gpu_model"):
-        resources += f" ({spec['gpu_model']})" if lang != "zh" else f"（{spec['gpu_model']}）"
-    if spec.get("gpu_memory_gb"):
-        memory = spec["gpu_memory_gb"]
-        resources += f", ≥ {memory:g} GB free each" if lang != "zh" else f"，每张 ≥ {memory:g} GB 空闲"
-    if spec.get("node"):
-        resources += f", on node {spec['node']}" if lang != "zh" else f"，在节点 {spec['node']} 上"
+    resources = resources_words(spec, lang, free=" free")
     rows = (
         [_row(words("based on"), like_task_words(summary["like_task"], lang))]
         if summary.get("like_task")

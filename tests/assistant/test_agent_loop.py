@@ -96,6 +96,23 @@ def test_an_offpeak_card_inside_the_window_may_start_now_only_if_the_run_ends_in
     assert turn.cards[0]["summary"]["start_label"] == may_start
 
 
+def test_a_cpu_only_card_speaks_of_cpu_only_and_not_of_gpus_freeing(make_assistant):
+    assistant = make_assistant()
+
+    english = assistant.ask("run `python prepare.py` on cpu only")
+    chinese = assistant.ask("不用GPU，跑 `python prepare.py`")
+
+    assert english.cards[0]["spec"]["gpus"] == 0
+    assert "• resources: CPU only (no GPU)" in english.reply
+    assert "• may start: right away (CPU only)" in english.reply
+    assert (
+        "• 资源: 只用 CPU（不占 GPU）" in chinese.reply
+        and "• 最早开始: 立即开始（只用 CPU）" in chinese.reply
+    )
+    assert not any(words in english.reply for words in ("0 GPUs", "GPUs are free"))
+    assert not any(words in chinese.reply for words in ("0 张卡", "空闲 GPU"))
+
+
 def test_a_card_without_a_run_time_says_it_assumed_the_default_and_prices_that(make_assistant, cluster):
     assistant = make_assistant()
 

@@ -40,7 +40,7 @@ def test_the_submit_card_shows_command_resources_start_finish_and_quota() -> Non
     for expected in (
         "Submit this task?",
         "python train.py",
-        "2 GPUs, ≥ 40 GB free each",
+        "2 GPUs, ≥40 GB free each",
         "tonight 23:00, off-peak",
         "2026-03-02 23:00",
         "2026-03-03 01:00",
@@ -49,6 +49,20 @@ def test_the_submit_card_shows_command_resources_start_finish_and_quota() -> Non
         "Nothing is submitted until you confirm.",
     ):
         assert expected in html
+
+
+def test_a_cpu_only_card_says_so_instead_of_zero_gpus() -> None:
+    card = submit_card()
+    card["spec"]["gpus"] = 0
+    card["summary"]["start_label"] = "right away (CPU only)"
+
+    english, chinese = views.card_html(card, ZONE), views.card_html(card, ZONE, "zh")
+
+    assert "<th>resources</th><td>CPU only (no GPU)</td>" in english and "0 GPUs" not in english
+    assert "<th>may start</th><td>right away (CPU only)</td>" in english
+    assert (
+        "<th>资源</th><td>只用 CPU（不占 GPU）</td>" in chinese and "<td>立即开始（只用 CPU）</td>" in chinese
+    )
 
 
 def test_a_card_that_runs_a_task_again_names_it_and_what_was_left_out() -> None:
@@ -66,7 +80,7 @@ def test_the_card_speaks_the_language_of_the_conversation() -> None:
     for expected in (
         "提交这个任务？",
         "<th>命令</th><td>python train.py</td>",
-        "2 张卡，每张 ≥ 40 GB 空闲",
+        "2 张卡，每张 ≥40 GB 空闲",
         "<th>最早开始</th><td>今晚 23:00（谷时电价）</td>",
         "<th>预计开始</th><td>2026-03-02 23:00</td>",
         "约用 4.0 GPU小时，团队今天还剩 20.0；运行后还剩 16.0 GPU小时",
