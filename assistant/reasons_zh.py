@@ -271,6 +271,10 @@ _SPEC_RULES: list[Rule] = [
         lambda m: f"指定{_field_zh(m[1])}需要至少 1 张卡（卡数为 0 是纯 CPU 任务）",
     ),
     (
+        re.compile(r"(\w+) must be a number of (?:minutes|GB|seconds|units) \(got (.+)\)"),
+        lambda m: f"{_field_zh(m[1])}必须是一个有限的数字（收到的是 {m[2]}）",
+    ),
+    (
         re.compile(
             r"(\w+): Input should be (greater than or equal to|greater than|less than or equal to|less than)"
             r" (-?[\d.]+)(?: \(got (.+)\))?"

@@ -49,14 +49,14 @@ class TaskSpec(BaseModel):
     )
     gpus: int = Field(default=1, strict=True, ge=0, le=MAX_GPUS_ANY_CLUSTER, description="0 = CPU only")
     gpu_memory_gb: float | None = Field(
-        default=None, strict=True, gt=0, le=4096, description="min free memory per GPU"
+        default=None, strict=True, gt=0, le=4096, allow_inf_nan=False, description="min free memory per GPU"
     )
     priority: Priority = "normal"
     not_before: datetime | None = Field(default=None, description="do not start before this time")
     offpeak: bool = Field(default=False, description="start only inside an off-peak window")
     deadline: datetime | None = Field(default=None, description="should finish by this time")
-    time_limit_minutes: float | None = Field(default=None, gt=0, le=60 * 24 * 60)
-    estimated_minutes: float | None = Field(default=None, gt=0, le=60 * 24 * 60)
+    time_limit_minutes: float | None = Field(default=None, gt=0, le=60 * 24 * 60, allow_inf_nan=False)
+    estimated_minutes: float | None = Field(default=None, gt=0, le=60 * 24 * 60, allow_inf_nan=False)
     retries: int = Field(default=0, strict=True, ge=0, le=20)
     conda_env: str | None = None
     docker_image: str | None = None
@@ -75,7 +75,11 @@ class TaskSpec(BaseModel):
     )
     stop_signal: StopSignal = Field(default="TERM", description="sent first when the job is stopped")
     grace_seconds: float | None = Field(
-        default=None, ge=0, le=MAX_GRACE_SECONDS, description="wait this long after stop_signal, then KILL"
+        default=None,
+        ge=0,
+        le=MAX_GRACE_SECONDS,
+        allow_inf_nan=False,
+        description="wait this long after stop_signal, then KILL",
     )
     node: str | None = Field(default=None, description="run only on this node (a worker's node name)")
     gpu_model: str | None = Field(
@@ -333,6 +337,15 @@ def unknown_field_message(field: str | None) -> str:
     return f"unknown field {field!r}{hint}; allowed fields are: {', '.join(TaskSpec.model_fields)}"
 
 
+# what a number field counts, for the message of a value that is no number (NaN, inf)
+_UNITS = {
+    "time_limit_minutes": "minutes",
+    "estimated_minutes": "minutes",
+    "gpu_memory_gb": "GB",
+    "grace_seconds": "seconds",
+}
+
+
 def friendly_message(field: str | None, error: Mapping[str, Any]) -> str:
     """One pydantic error as a sentence a person can act on: spec files and the HTTP API word them alike.
     A value of the wrong type is quoted back (`gpus: Input should be a valid integer (got 'two')`)."""
@@ -344,6 +357,8 @@ def friendly_message(field: str | None, error: Mapping[str, Any]) -> str:
         return unknown_field_message(field)
     if kind == "missing":
         return f"{field or 'the request body'} is required"
+    if kind == "finite_number":  # NaN or inf: read as "too large" by the bound check otherwise
+        return f"{field} must be a number of {_UNITS.get(str(field), 'units')} (got {error.get('input')!r})"
     if not field:
         return message
     value = error.get("input")

@@ -137,6 +137,26 @@ BAD_SPECS = [
     case(
         "zero time limit", {"command": "x", "time_limit_minutes": 0}, "time_limit_minutes", "greater than 0"
     ),
+    case(
+        "time limit NaN",
+        {"command": "x", "time_limit_minutes": "NaN"},
+        "time_limit_minutes must be a number of minutes (got 'NaN')",
+    ),
+    case(
+        "time limit a bare JSON NaN",
+        '{"command": "x", "time_limit_minutes": NaN}',
+        "time_limit_minutes must be a number of minutes",
+    ),
+    case(
+        "estimate infinite",
+        {"command": "x", "estimated_minutes": "inf"},
+        "estimated_minutes must be a number of minutes (got 'inf')",
+    ),
+    case(
+        "gpu memory infinite",
+        '{"command": "x", "gpu_memory_gb": Infinity}',
+        "gpu_memory_gb must be a number of GB",
+    ),
     case("relative workdir", {"command": "x", "workdir": "data/run"}, "workdir must be an absolute path"),
     case("name with a newline", {"command": "x", "name": "a\nb"}, "name must be 1-120 letters"),
 ]

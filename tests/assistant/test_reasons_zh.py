@@ -163,6 +163,10 @@ def _node(gpus: int, gb: int) -> NodeState:
         (lambda: parse_spec({"command": "x", "gpus": -1}), "卡数不能小于 0"),
         (lambda: parse_spec({"command": "x", "time_limit_minutes": 0}), "时间限制（分钟）必须大于 0"),
         (
+            lambda: parse_spec({"command": "x", "time_limit_minutes": "NaN"}),
+            "时间限制（分钟）必须是一个有限的数字（收到的是 'NaN'）",
+        ),
+        (
             lambda: parse_spec({"command": "x", "conda_env": "a", "docker_image": "b"}),
             "conda 环境和 docker 镜像只能选一个",
         ),
