@@ -31,10 +31,11 @@ EDITABLE_FIELDS = (
 def check_changes(task_id: int, changes: Mapping[str, Any]) -> None:
     """SpecError naming each field that is not a spec field or cannot change, and what to do instead."""
     if not changes:
-        raise SpecError(
-            f"nothing to change: give one or more of {', '.join(EDITABLE_FIELDS)}",
-            [{"field": "", "message": "no field given"}],
+        message = (
+            f"nothing to change: send one or more of these fields: {', '.join(EDITABLE_FIELDS)} "
+            '(e.g. {"priority": "high"}; null puts one back to its default)'
         )
+        raise SpecError(message, [{"field": None, "message": message}])
     errors = []
     for field in changes:
         if field in EDITABLE_FIELDS:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.edits import spec_differences
+from scheduler.edits import EDITABLE_FIELDS, check_changes, spec_differences
 from scheduler.errors import SpecError
 
 STORED = {
@@ -37,3 +37,12 @@ def test_a_field_back_to_its_default_shows_the_default_it_gets():
 def test_a_refused_change_raises_what_the_cluster_would_answer():
     with pytest.raises(SpecError, match="gpus cannot change once a task is queued"):
         spec_differences(7, STORED, {"gpus": 2})
+
+
+def test_an_empty_change_says_which_fields_to_send_and_blames_no_field():
+    with pytest.raises(SpecError) as refused:
+        check_changes(7, {})
+
+    assert refused.value.message.startswith("nothing to change: send one or more of these fields: name,")
+    assert all(field in refused.value.message for field in EDITABLE_FIELDS)
+    assert refused.value.errors == [{"field": None, "message": refused.value.message}]

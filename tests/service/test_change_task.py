@@ -184,6 +184,7 @@ def test_the_api_changes_a_task_and_answers_422_and_409_with_what_to_do(cluster,
         )
         refused = api.patch(path, json={"gpus": 2}, headers=headers)
         not_an_object = api.patch(path, json=["priority", "high"], headers=headers)
+        empty = api.patch(path, json={}, headers=headers)
         api.post(f"{path}/cancel", headers=headers)
         too_late = api.patch(path, json={"priority": "low"}, headers=headers)
 
@@ -194,6 +195,8 @@ def test_the_api_changes_a_task_and_answers_422_and_409_with_what_to_do(cluster,
     assert refused.json()["detail"].startswith("gpus cannot change once a task is queued")
     assert f"--like {task['id']}" in refused.json()["detail"]
     assert not_an_object.status_code == 422
+    assert empty.status_code == 422 and "send one or more of these fields: name, priority" in empty.text
+    assert [item["field"] for item in empty.json()["errors"]] == [None]
     assert too_late.status_code == 409 and "only a queued task can be changed" in too_late.json()["detail"]
 
 
