@@ -30,7 +30,17 @@ def duration_zh(text: str) -> str:
 def _how_it_ended(text: str) -> str:
     text = re.sub(r"killed by (SIG\w+|signal \d+)", r"被 \1 终止", text)
     text = re.sub(r"exit code (-?\d+)", r"退出码 \1", text)
-    return text.replace(" (not sent by nightshift)", "（不是 nightshift 发的）")
+    for english, chinese in _ENDED_ZH.items():
+        text = text.replace(f" ({english})", f"（{chinese}）")
+    return text
+
+
+# what `JobOutcome.describe` adds after an exit code or signal
+_ENDED_ZH = {
+    "not sent by nightshift": "不是 nightshift 发的",
+    "command not found": "找不到命令",
+    "not executable": "没有执行权限",
+}
 
 
 _STATUS_ZH = {
@@ -164,7 +174,7 @@ _RULES: list[Rule] = [
     (re.compile(r"out of memory \((.+)\)"), lambda m: f"显存不足（{_how_it_ended(m[1])}）"),
     (re.compile(r"cancelled \((.+)\)"), lambda m: f"已取消（{_how_it_ended(m[1])}）"),
     (
-        re.compile(r"(?:exit code -?\d+|killed by \S+)(?: \(not sent by nightshift\))?"),
+        re.compile(rf"(?:exit code -?\d+|killed by \S+)(?: \((?:{'|'.join(map(re.escape, _ENDED_ZH))})\))?"),
         lambda m: _how_it_ended(m[0]),
     ),
     (

@@ -50,8 +50,9 @@ class JobOutcome:
         return self.reason == "exit"
 
     def describe(self) -> str:
-        """One human line: `exit code 1`, `stopped at its time limit (killed by SIGTERM)`, `out of memory
-        (exit code 1)`, `killed by SIGSEGV (not sent by nightshift)`."""
+        """One human line: `exit code 1`, `exit code 127 (command not found)` (the shell's meaning of 127 and
+        126), `stopped at its time limit (killed by SIGTERM)`, `out of memory (exit code 1)`, `killed by
+        SIGSEGV (not sent by nightshift)`."""
         if self.signal is not None:
             try:
                 how = f"killed by {signals.Signals(self.signal).name}"
@@ -59,11 +60,16 @@ class JobOutcome:
                 how = f"killed by signal {self.signal}"
         else:
             how = f"exit code {self.exit_code}"
+        if self.reason == "nonzero_exit" and self.exit_code in _SHELL_EXIT_WORDS:
+            return f"{how} ({_SHELL_EXIT_WORDS[self.exit_code]})"
         if self.reason == "signal":
             return f"{how} (not sent by nightshift)"
         words = _REASON_WORDS.get(self.reason)
         return how if words is None else f"{words} ({how})"
 
+
+# what `/bin/sh -c` means by these codes: the command's first word was not found, or is not executable
+_SHELL_EXIT_WORDS = {127: "command not found", 126: "not executable"}
 
 _REASON_WORDS = {
     "timeout": "stopped at its time limit",

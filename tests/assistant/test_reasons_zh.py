@@ -117,6 +117,11 @@ def test_a_gpu_holding_a_finished_tasks_memory_reads_in_chinese() -> None:
     )
 
 
+def test_a_command_not_found_or_not_executable_reads_in_chinese() -> None:
+    assert reason_zh(JobOutcome(127, None, "nonzero_exit").describe()) == "退出码 127（找不到命令）"
+    assert reason_zh(JobOutcome(126, None, "nonzero_exit").describe()) == "退出码 126（没有执行权限）"
+
+
 def _refusal(check) -> str:  # `check` raises the scheduler's own error
     try:
         check()

@@ -47,6 +47,20 @@ def test_a_job_that_exits_3_fails_with_its_exit_code(run_job: RunJob) -> None:
     assert not outcome.succeeded
 
 
+def test_a_command_not_found_or_not_executable_says_so_beside_its_exit_code(
+    run_job: RunJob, tmp_path: Path
+) -> None:
+    script = tmp_path / "train.sh"
+    script.write_text("echo hi\n")  # no execute bit
+    missing = finish(run_job("no-such-command-nightshift-test --epochs 3"))
+    denied = finish(run_job(str(script)))
+
+    assert (missing.reason, missing.exit_code) == ("nonzero_exit", 127)  # the reason stays as it was
+    assert missing.describe() == "exit code 127 (command not found)"
+    assert (denied.reason, denied.exit_code) == ("nonzero_exit", 126)
+    assert denied.describe() == "exit code 126 (not executable)"
+
+
 def test_a_running_job_has_no_outcome_yet(run_job: RunJob) -> None:
     job = run_job("sleep 300")
 
