@@ -27,7 +27,7 @@ from assistant.cards import ActionStore
 from assistant.client import AssistantClient
 from assistant.offline import OfflineChatModel
 from assistant.prompt_files import PROMPT_FILES, find_prompts_dir
-from assistant.replies import language_of, retired_cards_words, status_zh
+from assistant.replies import field_label, language_of, retired_cards_words, status_zh
 from assistant.tools import CARD_TOOLS, ToolContext, make_tools
 from scheduler.clock import local_zone
 from scheduler.settings import Settings
@@ -237,8 +237,9 @@ class Assistant:
             elif action.kind == "change":
                 task = self.client.change(int(action.payload["task_id"]), action.payload["changes"])
                 fields = ", ".join(action.payload["changes"])
+                labels = "、".join(field_label(key, "zh") for key in action.payload["changes"])
                 message = f"Changed task #{task['id']} ({fields}): {task['status']}."
-                zh = f"已修改任务 #{task['id']}（{fields}）：{status_zh(task['status'])}。"
+                zh = f"已修改任务 #{task['id']}（{labels}）：{status_zh(task['status'])}。"
             else:
                 task = self.client.cancel(int(action.payload["task_id"]))
                 if task["status"] == "running":  # its stop signal is sent; it ends within its grace period

@@ -83,13 +83,26 @@ _LABEL_ZH = {
 }
 
 
+_WEEKDAY = re.compile(r"\b(Mon|Tue|Wed|Thu|Fri|Sat|Sun)\b")
+_WEEKDAY_ZH = {
+    "Mon": "周一",
+    "Tue": "周二",
+    "Wed": "周三",
+    "Thu": "周四",
+    "Fri": "周五",
+    "Sat": "周六",
+    "Sun": "周日",
+}
+
+
 def start_label_words(label: str, lang: str) -> str:
-    """A card's "may start" label (`cards.start_label`, English) in the language of the conversation."""
+    """A card's "may start" label (`cards.start_label`, English) in the language of the conversation
+    (`Sat 12-05 09:00` is `周六 12-05 09:00`)."""
     if lang != "zh":
         return label
     for en, zh in _LABEL_ZH.items():
         label = label.replace(en, zh)
-    return label
+    return _WEEKDAY.sub(lambda m: _WEEKDAY_ZH[m[1]], label)
 
 
 _CHANGE_FIELDS = {
@@ -123,6 +136,20 @@ def resources_words(spec: dict[str, Any], lang: str, free: str = "") -> str:
     return text
 
 
+def field_label(key: str, lang: str) -> str:
+    """A spec field as a card names it: `not before` / `最早开始` for `not_before` (else the key)."""
+    en, zh = _CHANGE_FIELDS.get(key, (key, key))
+    return _t(lang, en, zh)
+
+
+_PRIORITY_ZH = {"low": "低", "normal": "普通", "high": "高", "urgent": "紧急"}
+
+
+def priority_words(priority: str, lang: str) -> str:
+    """A priority class in the language of the conversation (`high`, `高`)."""
+    return _t(lang, priority, _PRIORITY_ZH.get(priority, priority))
+
+
 def change_rows(card: dict[str, Any], lang: str, now: datetime | None = None) -> list[tuple[str, str, str]]:
     """A change card's (field label, value before, value after), in the language of the conversation."""
     cpu_only = (card.get("task") or {}).get("gpus") == 0
@@ -135,13 +162,14 @@ def change_rows(card: dict[str, Any], lang: str, now: datetime | None = None) ->
             return _t(lang, "yes" if item else "no", "是" if item else "否")
         if key in ("not_before", "deadline"):
             return when(str(item), now, lang)
+        if key == "priority":
+            return priority_words(str(item), lang)
         return unwrap(str(item)) if isinstance(item, str) else str(item)
 
-    rows = []
-    for key, (old, new) in (card.get("changes") or {}).items():
-        en, zh = _CHANGE_FIELDS.get(key, (key, key))
-        rows.append((_t(lang, en, zh), value(key, old), value(key, new)))
-    return rows
+    return [
+        (field_label(key, lang), value(key, old), value(key, new))
+        for key, (old, new) in (card.get("changes") or {}).items()
+    ]
 
 
 def card_text(card: dict[str, Any], lang: str, now: datetime | None = None) -> str:
@@ -255,7 +283,7 @@ def like_task_words(like: dict[str, Any], lang: str, now: datetime | None = None
         _t(
             lang,
             f"its {key}, {when(value, now, lang)}, has passed: left out",
-            f"原来的 {key}（{when(value, now, lang)}）已过，不再沿用",
+            f"原来的{field_label(key, lang)}（{when(value, now, lang)}）已过，不再沿用",
         )
         for key, value in (like.get("passed") or {}).items()
     ]
@@ -285,7 +313,9 @@ def _spec_extras(spec: dict[str, Any], lang: str, now: datetime | None) -> list[
     """The spec's other settings as words: `priority high`, `time limit 180 min`, `after task 5`."""
     extras = []
     if spec.get("priority") not in (None, "normal"):
-        extras.append(_t(lang, f"priority {spec['priority']}", f"优先级 {spec['priority']}"))
+        extras.append(
+            _t(lang, f"priority {spec['priority']}", f"优先级 {priority_words(spec['priority'], lang)}")
+        )
     if spec.get("time_limit_minutes"):
         minutes = f"{float(spec['time_limit_minutes']):g}"
         extras.append(_t(lang, f"time limit {minutes} min", f"时间限制 {minutes} 分钟"))

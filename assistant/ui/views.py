@@ -18,6 +18,7 @@ from assistant.replies import (
     energy_words,
     in_parentheses,
     like_task_words,
+    priority_words,
     quota_words,
     resources_words,
     run_estimate_words,
@@ -285,7 +286,7 @@ def _submit_rows(
     spec, summary = card.get("spec") or {}, card.get("summary") or {}
     resources = resources_words(spec, lang, free=" free")
     rows = (
-        [_row(words("based on"), like_task_words(summary["like_task"], lang))]
+        [_row(words("based on"), like_task_words(summary["like_task"], lang, datetime.now(zone)))]
         if summary.get("like_task")
         else []
     )
@@ -294,7 +295,7 @@ def _submit_rows(
         _row(words("name"), spec.get("name", "")),
         _row(words("workdir"), spec.get("workdir", "")),
         _row(words("resources"), resources),
-        _row(words("priority"), spec.get("priority", "normal")),
+        _row(words("priority"), priority_words(str(spec.get("priority", "normal")), lang)),
     ]
     if summary.get("start_label"):
         rows.append(_row(words("may start"), start_label_words(summary["start_label"], lang)))

@@ -436,6 +436,20 @@ def test_how_last_night_went_counts_what_ended_and_says_why_each_failure_failed(
     assert "失败 2 个，取消 1 个" in chinese.reply and f"✗ #{first['id']} t0.py：退出码 3" in chinese.reply
 
 
+def test_chinese_cards_name_weekdays_fields_and_priorities_in_chinese(make_assistant):
+    assistant = make_assistant()  # Monday 2026-03-02
+    tid = assistant.client.submit({"command": "python train.py", "gpus": 1})["id"]
+
+    submit = assistant.ask("周六用一张卡跑 `python a.py`，高优先级")
+    change = assistant.ask(f"把{tid}号改成紧急优先级")
+    done = assistant.confirm(change.cards[0]["action_id"])
+
+    assert "• 最早开始: 周六 03-07 08:00" in submit.reply and "Sat" not in submit.reply
+    assert "优先级 高" in submit.reply and "high" not in submit.reply
+    assert "• 优先级: 普通 → 紧急" in change.reply
+    assert done["message"] == f"已修改任务 #{tid}（优先级）：排队中。"
+
+
 def test_chinese_questions_get_chinese_answers(make_assistant):
     assistant = make_assistant()
     assistant.client.submit({"command": "python train.py", "gpus": 1})

@@ -284,7 +284,7 @@ def test_a_cards_other_settings_read_as_words() -> None:
         "• priority high, time limit 180 min, retries 1, after task #5 succeeds, deadline tomorrow 18:00"
         in card_text(card, "en", NOW)
     )
-    assert "• 优先级 high，时间限制 180 分钟，失败重试 1 次，等任务 #5 成功后，截止 明天 18:00" in card_text(
+    assert "• 优先级 高，时间限制 180 分钟，失败重试 1 次，等任务 #5 成功后，截止 明天 18:00" in card_text(
         card, "zh", NOW
     )
 

@@ -65,6 +65,18 @@ def test_a_cpu_only_card_says_so_instead_of_zero_gpus() -> None:
     )
 
 
+def test_a_chinese_card_names_the_weekday_and_the_priority_in_chinese() -> None:
+    card = submit_card()
+    card["spec"]["priority"] = "high"
+    card["summary"]["start_label"] = "Sat 12-05 09:00"
+
+    chinese = views.card_html(card, ZONE, "zh")
+
+    assert "<th>最早开始</th><td>周六 12-05 09:00</td>" in chinese
+    assert "<th>优先级</th><td>高</td>" in chinese
+    assert "<td>high</td>" in views.card_html(card, ZONE)
+
+
 def test_a_card_that_runs_a_task_again_names_it_and_what_was_left_out() -> None:
     card = submit_card()
     card["summary"]["like_task"] = {"task_id": 12, "passed": {"not_before": "2026-03-01T09:00:00+00:00"}}
@@ -72,7 +84,7 @@ def test_a_card_that_runs_a_task_again_names_it_and_what_was_left_out() -> None:
     english, chinese = views.card_html(card, ZONE), views.card_html(card, ZONE, "zh")
 
     assert "<th>based on</th><td>task #12 (its not_before, 03-01 09:00, has passed: left out)</td>" in english
-    assert "<th>基于</th><td>任务 #12（原来的 not_before（03-01 09:00）已过，不再沿用）</td>" in chinese
+    assert "<th>基于</th><td>任务 #12（原来的最早开始（03-01 09:00）已过，不再沿用）</td>" in chinese
 
 
 def test_the_card_speaks_the_language_of_the_conversation() -> None:
