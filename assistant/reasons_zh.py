@@ -161,6 +161,10 @@ _RULES: list[Rule] = [
         re.compile(r"deep in the queue \(beyond the forecast window\)"),
         lambda m: "排在队列很后面（超出预测范围）",
     ),
+    (
+        re.compile(r"expected to end around (.+), after its deadline (.+)"),
+        lambda m: f"预计 {m[1]} 左右结束，晚于截止时间 {m[2]}",
+    ),
     (re.compile(r"starts now"), lambda m: "马上就能开始"),
     (re.compile(r"finished successfully"), lambda m: "已成功完成"),
     (re.compile(r"cancelled by (\S+)"), lambda m: f"被 {m[1]} 取消"),

@@ -59,6 +59,20 @@ def _forecast(state: ClusterState, cluster: Cluster, targets: list[int] | None) 
     )
 
 
+def _deadline_s(task: Task) -> float | None:
+    """The task's `deadline` in epoch seconds (None when it has none)."""
+    deadline = (task.spec or {}).get("deadline")
+    return datetime.fromisoformat(deadline).timestamp() if deadline else None
+
+
+def deadline_warning(end_s: float | None, deadline_s: float | None, timezone: str) -> str | None:
+    """`reasons.ends_after_deadline` when the expected end is known and falls after the deadline, else None
+    (no deadline, no estimate of the end, or it should make it)."""
+    if end_s is None or deadline_s is None or not math.isfinite(end_s) or end_s <= deadline_s:
+        return None
+    return reasons.ends_after_deadline(end_s, deadline_s, now_s(), timezone)
+
+
 def _stranded(task: QueuedTask, in_service: list[str]) -> str | None:
     """Why a CPU-only task cannot start while no node (or not its pinned node) is in service: no GPU picks
     a node for it, so the policy would say it starts now, and the dispatcher would leave it queued."""
@@ -87,6 +101,7 @@ def _not_queued(task: Task, timezone: str) -> dict[str, Any]:
     """Explain a task that is not waiting: it runs (where, since when in the cluster's zone, and when it
     should end by its spec's estimate or time limit), or it ended (and how)."""
     end: str | None = None
+    warning: str | None = None
     if task.status == "running":
         where = (
             f"{task.node} GPUs {','.join(map(str, task.gpu_indices or []))}"
@@ -98,6 +113,7 @@ def _not_queued(task: Task, timezone: str) -> dict[str, Any]:
         if task.node is not None and task.started_at is not None:  # by its spec's estimate or time limit
             view = running_task_of(task, task.node, task.gpu_indices or [], to_epoch_s(task.started_at))
             end = _iso(view.estimated_end_s) if view.estimated_end_s is not None else None
+            warning = deadline_warning(view.estimated_end_s, _deadline_s(task), timezone)
     elif task.status == "succeeded":
         reason = "finished successfully"
     else:  # how it ended ("exit code 3", "cancelled by alice"); the status is said beside it
@@ -108,6 +124,7 @@ def _not_queued(task: Task, timezone: str) -> dict[str, Any]:
         "position": None,
         "reason": reason,
         "estimated_end": end,
+        "deadline_warning": warning,
     }
 
 
@@ -119,6 +136,7 @@ def explain_task(cluster: Cluster, usage: UsageCache, who: Identity, task_id: in
         "estimated_start_low": None,
         "estimated_start_high": None,
         "estimated_end": None,
+        "deadline_warning": None,  # the expected end is after the deadline, in words (a soft goal: said)
         "priority": None,
     }
     if task.status != "queued":
@@ -141,6 +159,7 @@ def explain_task(cluster: Cluster, usage: UsageCache, who: Identity, task_id: in
     )  # fmt: skip
     stranded = _stranded(queued, state.nodes_in_service(now_ms()))
     start = math.inf if stranded else answer.estimate.start_s
+    end_s = start + answer.estimated_run_s
     parts = answer.priority
     return {
         "task_id": task_id,
@@ -151,7 +170,8 @@ def explain_task(cluster: Cluster, usage: UsageCache, who: Identity, task_id: in
         "estimated_start": _iso(start),
         "estimated_start_low": None if stranded else _iso(answer.estimate.low_s),
         "estimated_start_high": None if stranded else _iso(answer.estimate.high_s),
-        "estimated_end": _iso(start + answer.estimated_run_s),
+        "estimated_end": _iso(end_s),
+        "deadline_warning": deadline_warning(end_s, queued.deadline_s, config.timezone),
         "estimated_run_s": answer.estimated_run_s,
         "aging_bound_s": answer.aging_bound_s,
         "priority": {

@@ -13,6 +13,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from api.cli.zone import cli_zone
 from scheduler.policy.reasons import gpu_hours
@@ -267,6 +268,8 @@ def explain_panel(data: dict[str, Any]) -> Table:
         table.add_row("expected end", _when(data.get("estimated_end")))
     elif data.get("status") == "running" and data.get("estimated_end"):  # by its estimate or time limit
         table.add_row("expected end", _when(data["estimated_end"]))
+    if data.get("deadline_warning"):  # the deadline is a soft goal: said, never enforced
+        table.add_row("deadline", Text(str(data["deadline_warning"]), style="yellow"))
     if data.get("last_output"):  # a failed task's last lines: the error, mostly
         table.add_row("last output", escape("\n".join(data["last_output"])))
     if data.get("status") in ("failed", "running"):  # where to look next

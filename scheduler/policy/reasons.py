@@ -36,6 +36,13 @@ def local_time(epoch_s: float, now_s: float, tz_name: str) -> str:
     return moment.strftime("%Y-%m-%d %H:%M") if word is None else f"{word}{moment:%H:%M}"
 
 
+def ends_after_deadline(end_s: float, deadline_s: float, now_s: float, tz_name: str) -> str:
+    """`"expected to end around tomorrow 01:40, after its deadline 08:16"` (a deadline is "should finish
+    by": a soft goal, said, never enforced)."""
+    end, deadline = local_time(end_s, now_s, tz_name), local_time(deadline_s, now_s, tz_name)
+    return f"expected to end around {end}, after its deadline {deadline}"
+
+
 def gpu_hours(hours: float, decimals: int = 1) -> str:
     """`"40.0"`, `"0.025"`: to `decimals` places, or two significant digits where those would round it
     to nothing (a 0.02 GPU-h budget used up must not read "0.0/0.02")."""

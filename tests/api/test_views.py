@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 
+from scheduler.policy import reasons
 from scheduler.policy.tariff import estimate_cost, gpu_power_w
 from tests.api.conftest import bearer
 from tests.conftest import wait_until
@@ -139,7 +140,10 @@ def test_explain_shows_what_a_failed_task_printed_last(client, alice, running_cl
 def test_explain_says_where_a_running_task_runs_since_when_and_when_it_should_end(
     client, alice, running_cluster, tmp_path
 ):
-    task_id = _submit(client, alice, command="sleep 30", workdir=str(tmp_path), estimated_minutes=10)
+    deadline = (datetime.now(UTC) + timedelta(minutes=5)).isoformat()  # it cannot make it by its estimate
+    task_id = _submit(
+        client, alice, command="sleep 30", workdir=str(tmp_path), estimated_minutes=10, deadline=deadline
+    )
     wait_until(lambda: client.get(f"/api/v1/tasks/{task_id}", headers=alice).json()["status"] == "running")
 
     explained = client.get(f"/api/v1/tasks/{task_id}/explain", headers=alice).json()
@@ -152,11 +156,37 @@ def test_explain_says_where_a_running_task_runs_since_when_and_when_it_should_en
     # when it should end, by its estimate: 10 min after it started
     end = datetime.fromisoformat(explained["estimated_end"])
     assert end - datetime.fromisoformat(started.replace("Z", "+00:00")) == timedelta(minutes=10)
+    warning = explained["deadline_warning"]
+    assert re.fullmatch(
+        r"expected to end around (tomorrow )?\d\d:\d\d, after its deadline (tomorrow )?\d\d:\d\d", warning
+    )
     assert (estimate["status"], estimate["start"], estimate["end"]) == (
         "running",
         None,
         explained["estimated_end"],
     )
+
+
+def test_explain_says_when_a_task_is_expected_to_end_after_its_deadline(client, alice, four_gpu_node):
+    now = datetime.now(UTC)
+    start, deadline = now + timedelta(hours=3), now + timedelta(hours=3, minutes=30)
+    late = _submit(
+        client, alice, not_before=start.isoformat(), deadline=deadline.isoformat(), estimated_minutes=60
+    )
+    in_time = (start + timedelta(hours=2)).isoformat()
+    fine = _submit(client, alice, not_before=start.isoformat(), deadline=in_time, estimated_minutes=60)
+
+    explained = client.get(f"/api/v1/tasks/{late}/explain", headers=alice).json()
+    made_it = client.get(f"/api/v1/tasks/{fine}/explain", headers=alice).json()
+
+    end = datetime.fromisoformat(explained["estimated_end"])
+    assert end == start + timedelta(hours=1)  # its not_before plus its estimate: 30 min after the deadline
+    zone = "UTC"  # the test cluster's
+    assert explained["deadline_warning"] == reasons.ends_after_deadline(
+        end.timestamp(), deadline.timestamp(), now.timestamp(), zone
+    )
+    assert explained["deadline_warning"].startswith("expected to end around ")
+    assert made_it["deadline_warning"] is None
 
 
 def test_an_estimate_gives_the_energy_and_its_cost_from_the_expected_start(

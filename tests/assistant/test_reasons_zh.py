@@ -122,6 +122,13 @@ def test_a_command_not_found_or_not_executable_reads_in_chinese() -> None:
     assert reason_zh(JobOutcome(126, None, "nonzero_exit").describe()) == "退出码 126（没有执行权限）"
 
 
+def test_an_end_after_the_deadline_reads_in_chinese() -> None:
+    now_s = 1_796_126_400.0  # 2026-12-01T12:00:00Z
+    late = reasons.ends_after_deadline(now_s + 14 * 3600, now_s + 10 * 3600, now_s, "UTC")
+
+    assert reason_zh(late) == "预计 明天 02:00 左右结束，晚于截止时间 22:00"
+
+
 def _refusal(check) -> str:  # `check` raises the scheduler's own error
     try:
         check()

@@ -187,6 +187,16 @@ def test_a_running_tasks_explanation_shows_its_expected_end() -> None:
     assert "expected end" not in _text(explain_panel({**running, "estimated_end": None}))
 
 
+def test_an_explanation_says_when_the_expected_end_is_after_the_deadline() -> None:
+    queued = {"task_id": 5, "status": "queued", "reason": "waiting for off-peak at 23:00"}
+    late = "expected to end around tomorrow 01:40, after its deadline 23:30"
+
+    text = _text(explain_panel({**queued, "deadline_warning": late}))
+
+    assert "deadline" in text and late in text
+    assert "deadline" not in _text(explain_panel({**queued, "deadline_warning": None}))
+
+
 def test_a_failed_tasks_explanation_shows_its_last_output_as_printed() -> None:
     failed = {"task_id": 7, "status": "failed", "reason": "exit code 1"}
     lines = ["Traceback (most recent call last):", "KeyError: '[bold]lr[/bold]'"]
