@@ -264,8 +264,9 @@ def summarize(
 def _quota_effect(
     spec: dict[str, Any], client: AssistantClient | None, minutes: float | None
 ) -> dict[str, Any] | None:
-    """What the task does to its team's day budget, as facts (`replies.quota_words` says them)."""
-    if client is None:
+    """What the task does to its team's day budget, as facts (`replies.quota_words` says them); nothing for a
+    CPU-only task, which uses no GPU-hours and no budget holds."""
+    if client is None or spec.get("gpus", 1) == 0:
         return None
     try:
         quota = client.quota()

@@ -96,3 +96,21 @@ def test_a_card_for_a_team_over_its_day_budget_says_it_would_wait(budget_cluster
     chinese = card_text(turn.cards[0], "zh")
     assert "• 配额: 团队 vision 今天的预算已用完（" in chinese
     assert "它会等到团队用量回落" in chinese
+
+
+def test_a_cpu_only_card_of_a_team_over_its_budget_starts_now_and_says_nothing_of_the_budget(
+    budget_cluster, tmp_path
+):
+    cluster = budget_cluster
+    token = _team_over_its_budget(cluster, tmp_path)
+
+    with TestClient(create_app(cluster)) as api:
+        client = AssistantClient("http://testserver", token, transport=AppTransport(api, new_endpoints))
+        assistant = Assistant(cluster.settings, client, now=lambda: NOW, user="alice", team="vision")
+        turn = assistant.ask("run `python preprocess.py` on 0 GPUs")
+        client.close()
+
+    summary = turn.cards[0]["summary"]
+    assert turn.cards[0]["spec"]["gpus"] == 0
+    assert summary.get("quota") is None and summary["wait_reason"] == "starts now"
+    assert "budget" not in card_text(turn.cards[0], "en")
