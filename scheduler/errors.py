@@ -77,9 +77,9 @@ class ServiceUnavailable(NightshiftError):
 class NodeDidNotAnswer(ServiceUnavailable):
     """Raised when the node that ran a task does not answer for its log (its worker is down or busy)."""
 
-    def __init__(self, task_id: int, node: str, waited_s: float) -> None:
+    def __init__(self, task_id: int, node: str, why: str) -> None:
         super().__init__(
-            f"the log of task {task_id} is on node {node}, whose worker did not answer in {waited_s:g} s "
+            f"the log of task {task_id} is on node {node}, whose worker {why} "
             "(is it running? `nightshift nodes`); it can be read there once it is back"
         )
 

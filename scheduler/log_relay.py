@@ -65,7 +65,7 @@ def request_log(
     answer = client.blpop([keys.log_reply(request_id)], timeout=timeout_s)
     if answer is None:
         client.delete(keys.log_reply(request_id))  # an answer that comes later expires on its own anyway
-        raise NodeDidNotAnswer(task_id, node, timeout_s)
+        raise NodeDidNotAnswer(task_id, node, f"did not answer in {timeout_s:g} s")
     body = json.loads(answer[1])
     return LogPiece(base64.b64decode(body["data"]), int(body["offset"]), bool(body["found"]))
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import logging
 
+from scheduler.clock import now_ms
 from scheduler.errors import NodeDidNotAnswer
-from scheduler.log_relay import request_log
+from scheduler.log_relay import ANSWER_TIMEOUT_S, LogPiece, request_log
 from scheduler.logs import LAST_OUTPUT_SCAN, last_output_in, log_exists, read_from, read_tail
+from scheduler.policy.reasons import human_duration
 from scheduler.service import Cluster
 from scheduler.store.tables import Task
 
@@ -22,7 +24,7 @@ def read_log_tail(cluster: Cluster, task: Task, lines: int | None) -> tuple[str,
     path = cluster.log_path(task.id)
     if task.node is None or log_exists(path):
         return read_tail(path, lines)
-    piece = request_log(cluster.queue.client, cluster.queue.keys, task.node, task.id, tail=lines)
+    piece = _ask_node(cluster, task, task.node, tail=lines)
     return piece.data.decode("utf-8", errors="replace"), piece.offset
 
 
@@ -31,7 +33,7 @@ def read_log_from(cluster: Cluster, task: Task, offset: int) -> tuple[bytes, int
     path = cluster.log_path(task.id)
     if task.node is None or log_exists(path):
         return read_from(path, offset)
-    piece = request_log(cluster.queue.client, cluster.queue.keys, task.node, task.id, offset=offset)
+    piece = _ask_node(cluster, task, task.node, offset=offset)
     return piece.data, piece.offset
 
 
@@ -43,12 +45,34 @@ def failure_lines(cluster: Cluster, task: Task, lines: int) -> list[str]:
         text, _ = read_tail(path, LAST_OUTPUT_SCAN)
     else:
         try:
-            piece = request_log(
-                cluster.queue.client, cluster.queue.keys, task.node, task.id, tail=LAST_OUTPUT_SCAN,
-                timeout_s=QUICK_ANSWER_S,
-            )  # fmt: skip
+            piece = _ask_node(cluster, task, task.node, tail=LAST_OUTPUT_SCAN, timeout_s=QUICK_ANSWER_S)
         except NodeDidNotAnswer as error:
             log.info("%s", error)
             return []
         text = piece.data.decode("utf-8", errors="replace")
     return last_output_in(text, lines)
+
+
+def _ask_node(
+    cluster: Cluster,
+    task: Task,
+    node: str,
+    *,
+    tail: int | None = None,
+    offset: int | None = None,
+    timeout_s: float = ANSWER_TIMEOUT_S,
+) -> LogPiece:
+    """`log_relay.request_log` of `node`, refused at once when the node's worker has not been heard from
+    (no heartbeat for `NODE_STALE_AFTER_MS`): nobody would answer."""
+    state = next((state for state in cluster.nodes.all() if state.name == node), None)
+    now = now_ms()
+    if state is None or not state.alive(now):
+        silent = (
+            "is not running"
+            if state is None
+            else f"has been silent for {human_duration((now - state.heartbeat_ms) / 1000)}"
+        )
+        raise NodeDidNotAnswer(task.id, node, silent)
+    return request_log(
+        cluster.queue.client, cluster.queue.keys, node, task.id, tail=tail, offset=offset, timeout_s=timeout_s
+    )

@@ -12,10 +12,12 @@ from pathlib import Path
 import pytest
 import redis
 
+from scheduler.clock import now_ms
 from scheduler.dispatcher import Dispatcher
 from scheduler.gpus import SimulatedGpus
 from scheduler.keys import RedisKeys
 from scheduler.log_relay import MAX_ANSWER_BYTES, answer_log_requests, answer_request, request_log
+from scheduler.nodes import NodeGpu
 from scheduler.service import Cluster
 from scheduler.worker import Worker
 from tests.api.conftest import bearer
@@ -149,3 +151,17 @@ def test_a_request_the_api_gave_up_on_is_not_answered(redis_url, tmp_path):
     assert (piece.data, piece.found) == (b"fresh\n", True)
     assert client.exists(keys.log_reply("old")) == 0
     client.close()
+
+
+def test_a_node_not_heard_from_is_not_even_asked(client, alice, box_b, tmp_path):
+    stop, remote = box_b
+    task_id = _run(client, alice, "echo hi", tmp_path)
+    stop.set()
+    wait_until(lambda: not any(t.name == "log-requests" for t in threading.enumerate()), 10)
+    ten_minutes_ago = now_ms() - 10 * 60_000
+    remote.nodes.publish(NODE, [NodeGpu(0, "SIM", 24 * 1024, 24 * 1024)], ten_minutes_ago, "simulated")
+
+    response = client.get(f"/api/v1/tasks/{task_id}/logs", headers=alice)
+
+    assert response.status_code == 503
+    assert f"is on node {NODE}, whose worker has been silent for ~10 min" in response.json()["detail"]
