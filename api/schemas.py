@@ -82,6 +82,8 @@ class TaskPublic(BaseModel):
     metrics: dict[str, Any] | None = None
     metrics_note: str | None = None
     usage: TaskUsagePublic | None = None  # GPU-hours, energy, cost, peak memory (ended attempts)
+    # what whoever submits or changes it should know, in words (a deadline it cannot meet); empty elsewhere
+    warnings: list[str] = []
 
     @classmethod
     def of(cls, task: Task, usage: TaskUsagePublic | None = None) -> TaskPublic:

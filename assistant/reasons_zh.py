@@ -43,6 +43,17 @@ _ENDED_ZH = {
 }
 
 
+def _out_of_reach_zh(m: re.Match[str]) -> str:
+    """`submission.deadline_out_of_reach`'s note in Chinese."""
+    held = {"not before": "按要求的最早开始时间", "off-peak window": "谷时窗口"}
+    start = "即使现在就开始" if m[2] == "now" else f"最早 {m[3]} 才能开始（{held[m[4]]}）"
+    words = f"它赶不上截止时间 {m[1]}：{start}"
+    if m[5]:
+        kind = "预计时长" if m[6] == "estimate" else "时间限制"
+        words += f"，按{kind}{duration_zh(m[5])}要到 {m[7]} 左右才结束"
+    return words
+
+
 _STATUS_ZH = {
     "succeeded": "成功完成",
     "failed": "失败",
@@ -164,6 +175,13 @@ _RULES: list[Rule] = [
     (
         re.compile(r"expected to end around (.+), after its deadline (.+)"),
         lambda m: f"预计 {m[1]} 左右结束，晚于截止时间 {m[2]}",
+    ),
+    (
+        re.compile(
+            r"it cannot finish by its deadline (.+?): the earliest it may start is (now|(.+) \((not before|"
+            r"off-peak window)\))(?:, and its (\S+ \S+) (estimate|time limit) ends it around (.+))?"
+        ),
+        _out_of_reach_zh,
     ),
     (re.compile(r"starts now"), lambda m: "马上就能开始"),
     (re.compile(r"finished successfully"), lambda m: "已成功完成"),

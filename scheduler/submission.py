@@ -11,6 +11,11 @@ from typing import Any
 
 from scheduler.errors import SpecError
 from scheduler.nodes import NodeState
+from scheduler.policy.aging import task_estimate_s
+from scheduler.policy.config import PolicyConfig
+from scheduler.policy.reasons import human_duration, local_time
+from scheduler.policy.types import QueuedTask
+from scheduler.policy.windows import offpeak_start_s, zone
 from scheduler.spec import TaskSpec
 from scheduler.store.tasks import NewTask
 
@@ -186,6 +191,41 @@ def _shown(moment: datetime, zone: tzinfo) -> str:
     with contextlib.suppress(OverflowError):  # a time near datetime.max cannot move to an eastern zone
         moment = moment.astimezone(zone)
     return moment.strftime("%Y-%m-%d %H:%M %Z").strip()
+
+
+def earliest_start(task: QueuedTask, config: PolicyConfig, now_s: float) -> tuple[float, str | None]:
+    """The first moment the scheduler may start `task` on an idle cluster, and what holds it until then
+    (`"not before"`, `"off-peak window"`; None: now), as `engine` holds it (the off-peak start for its
+    assumed run time)."""
+    start_s, why = now_s, None
+    if task.not_before_s is not None and task.not_before_s > start_s:
+        start_s, why = task.not_before_s, "not before"
+    if task.offpeak:
+        run_s = task_estimate_s(task, config)
+        offpeak_s = offpeak_start_s(config.offpeak_windows, start_s, zone(config.timezone), run_s)
+        if offpeak_s is not None and offpeak_s > start_s:
+            start_s, why = offpeak_s, "off-peak window"
+    return start_s, why
+
+
+def deadline_out_of_reach(task: QueuedTask, config: PolicyConfig, now_s: float) -> str | None:
+    """A note when `task` cannot finish by its deadline even on an idle cluster: its earliest start plus
+    the run time it gave (estimate, else time limit; none: the start alone) falls after it. A deadline is a
+    goal, not a limit: the task is accepted all the same, and the note says so to whoever submits it."""
+    if task.deadline_s is None:
+        return None
+    start_s, why = earliest_start(task, config, now_s)
+    run_s, kind = (task.estimated_s, "estimate") if task.estimated_s else (task.time_limit_s, "time limit")
+    end_s = start_s + (run_s or 0.0)
+    if end_s <= task.deadline_s:
+        return None
+    tz = config.timezone
+    start = f"{local_time(start_s, now_s, tz)} ({why})" if why else "now"
+    note = f"it cannot finish by its deadline {local_time(task.deadline_s, now_s, tz)}: the earliest it may "
+    note += f"start is {start}"
+    if run_s:
+        note += f", and its {human_duration(run_s)} {kind} ends it around {local_time(end_s, now_s, tz)}"
+    return note
 
 
 def resolve(spec: TaskSpec, zone: tzinfo, default_workdir: str) -> NewTask:

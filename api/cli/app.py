@@ -348,6 +348,7 @@ def submit(
         )
     else:
         console.print(f"submitted task [bold]{task['id']}[/] ({task['name']}): {task['status']}")
+        _warning_notes(task)
         _budget_note(cpu_only=task["gpus"] == 0)
     if wait:
         _wait_then_exit([task["id"]], as_json)
@@ -356,6 +357,13 @@ def submit(
 def _wait_then_exit(task_ids: list[int], as_json: bool) -> None:
     """`submit --wait`: wait for what was just submitted, then exit with `nightshift wait`'s code."""
     raise typer.Exit(_with_client(lambda client: wait_and_report(client, task_ids, None, as_json)))
+
+
+def _warning_notes(task: dict[str, Any]) -> None:
+    """What the API's answer to a submit or a change warns of (a deadline the task cannot meet), as `note:`
+    lines on stderr: the task is queued all the same."""
+    for warning in task.get("warnings") or []:
+        err_console.print(f"note: {warning}", markup=False)
 
 
 def _budget_note(cpu_only: bool = False) -> None:
@@ -534,6 +542,7 @@ def change(
         print_json(task)
     else:
         console.print(change_line(task_id, diff), highlight=False)
+        _warning_notes(task)
 
 
 def _change_task(

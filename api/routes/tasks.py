@@ -11,12 +11,15 @@ from fastapi.responses import PlainTextResponse, StreamingResponse
 
 from api.deps import ClusterDep, IdentityDep, QueuedCap, TaskId, submission_queue
 from api.schemas import TaskPublic, TasksPublic, TaskUsagePublic
+from scheduler.clock import now_s
 from scheduler.edits import EDITABLE_FIELDS
 from scheduler.errors import NodeDidNotAnswer, NotFoundError, PermissionDenied
+from scheduler.policy_input import queued_task_of
 from scheduler.service import Cluster
 from scheduler.spec import TaskSpec
 from scheduler.store.identity import Identity, team_id_by_name, team_of_user
-from scheduler.store.tables import FINAL_STATUSES
+from scheduler.store.tables import FINAL_STATUSES, Task
+from scheduler.submission import deadline_out_of_reach
 from scheduler.task_logs import read_log_from, read_log_tail
 from scheduler.telemetry.store import TelemetryStore
 
@@ -34,16 +37,27 @@ async def submit_task(
     idempotency_key: Annotated[str | None, Header(max_length=128)] = None,
 ) -> Response:
     """Submit a task. The same `Idempotency-Key` from the same user returns the first task (200).
+    `warnings` says when it cannot finish by its deadline (it is queued all the same).
 
     Concurrent submissions share one SQL transaction and one Redis round trip (`api.submissions`).
     """
     task, created = await submission_queue(request, cluster).submit(who, spec, idempotency_key)
     # serialized here, once (the model is built from our own row: no second validation of the answer)
     return Response(
-        TaskPublic.of(task).model_dump_json(),
+        _with_warnings(cluster, task).model_dump_json(),
         status_code=201 if created else 200,
         media_type="application/json",
     )
+
+
+def _with_warnings(cluster: Cluster, task: Task) -> TaskPublic:
+    """The task as the answer to its submission or change: with a note when it cannot finish by its
+    deadline even if it started as early as it may (accepted all the same: a deadline is a goal)."""
+    public = TaskPublic.of(task)
+    if task.status == "queued":
+        note = deadline_out_of_reach(queued_task_of(task), cluster.policy_config, now_s())
+        public.warnings = [note] if note else []
+    return public
 
 
 @router.get("", response_model=TasksPublic)
@@ -104,9 +118,10 @@ def change_task(task_id: TaskId, changes: Changes, cluster: ClusterDep, who: Ide
     """Change a queued task's priority, start window, limits, retries, name or tags; it keeps its age.
 
     422 names a field that cannot change (command, GPUs, memory, node, ...: submit it again with
-    `--like ID` instead); 409 when the task is no longer queued.
+    `--like ID` instead); 409 when the task is no longer queued. `warnings` says when it can no longer
+    finish by its deadline.
     """
-    return TaskPublic.of(cluster.update(who, task_id, changes))
+    return _with_warnings(cluster, cluster.update(who, task_id, changes))
 
 
 @router.post("/{task_id}/cancel", response_model=TaskPublic)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 from tests.api.conftest import bearer
 
 
@@ -127,3 +129,28 @@ def test_depending_on_a_task_that_was_cancelled_is_refused_and_writes_nothing(cl
         f"depends_on names task {parent}, which was cancelled: this task could never start"
     )
     assert cluster.tasks.count_by_status() == {"cancelled": 1, "queued": 1}
+
+
+def test_a_task_that_cannot_meet_its_deadline_is_queued_with_a_warning_that_says_why(client, alice):
+    now = datetime.now(UTC)
+    start = now + timedelta(hours=2)
+    spec = {"command": "python eval.py", "not_before": start.isoformat(), "estimated_minutes": 60}
+
+    late = client.post(
+        "/api/v1/tasks", json={**spec, "deadline": (start + timedelta(minutes=30)).isoformat()}, headers=alice
+    )
+    in_time = client.post(
+        "/api/v1/tasks", json={**spec, "deadline": (start + timedelta(hours=2)).isoformat()}, headers=alice
+    )
+    path = f"/api/v1/tasks/{in_time.json()['id']}"
+    changed = client.patch(path, json={"estimated_minutes": 180}, headers=alice)
+
+    assert (late.status_code, late.json()["status"]) == (201, "queued")  # a deadline is a goal: accepted
+    [warning] = late.json()["warnings"]
+    assert warning.startswith("it cannot finish by its deadline ")
+    assert "(not before), and its ~60 min estimate ends it around " in warning
+    assert in_time.json()["warnings"] == []
+    assert (
+        changed.status_code == 200 and "its ~3.0 h estimate ends it around" in changed.json()["warnings"][0]
+    )
+    assert client.get(path, headers=alice).json()["warnings"] == []  # said to whoever submits or changes

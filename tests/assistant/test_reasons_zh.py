@@ -20,7 +20,7 @@ from scheduler.policy.engine import decide
 from scheduler.policy.quotas import budget_status
 from scheduler.policy.types import GpuSlot
 from scheduler.spec import parse_spec
-from scheduler.submission import check_against_cluster
+from scheduler.submission import check_against_cluster, deadline_out_of_reach
 from tests.policy.builders import make_gpus, make_task
 
 GB = 1024
@@ -127,6 +127,22 @@ def test_an_end_after_the_deadline_reads_in_chinese() -> None:
     late = reasons.ends_after_deadline(now_s + 14 * 3600, now_s + 10 * 3600, now_s, "UTC")
 
     assert reason_zh(late) == "预计 明天 02:00 左右结束，晚于截止时间 22:00"
+
+
+def test_a_deadline_out_of_reach_reads_in_chinese() -> None:
+    now_s = 1_796_126_400.0  # 2026-12-01T12:00:00Z
+    config = PolicyConfig(offpeak="23:00-07:00", timezone="UTC")
+    tonight = make_task(offpeak=True, estimated_s=None, deadline_s=now_s + 1800)
+    later = make_task(not_before_s=now_s + 3600, estimated_s=7200, deadline_s=now_s + 7200)
+    limit = make_task(estimated_s=None, time_limit_s=3 * 3600, deadline_s=now_s + 3600)
+
+    assert [
+        reason_zh(deadline_out_of_reach(task, config, now_s) or "") for task in (tonight, later, limit)
+    ] == [
+        "它赶不上截止时间 12:30：最早 23:00 才能开始（谷时窗口）",
+        "它赶不上截止时间 14:00：最早 13:00 才能开始（按要求的最早开始时间），按预计时长约 2.0 小时要到 15:00 左右才结束",
+        "它赶不上截止时间 13:00：即使现在就开始，按时间限制约 3.0 小时要到 15:00 左右才结束",
+    ]
 
 
 def _refusal(check) -> str:  # `check` raises the scheduler's own error
