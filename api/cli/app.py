@@ -308,6 +308,7 @@ def submit(
     as_json: JsonOpt = False,
 ) -> None:
     """Submit a task: `nightshift submit --gpus 2 -- python train.py`; `--like 12`: task 12 again."""
+    _refuse_option_as_name(name)
     settings = get_settings()
     now = datetime.now().astimezone()
     again = _with_client(lambda client: spec_again(client.get_task(like)["spec"], now)) if like else None
@@ -352,6 +353,17 @@ def submit(
         _budget_note(cpu_only=task["gpus"] == 0)
     if wait:
         _wait_then_exit([task["id"]], as_json)
+
+
+def _refuse_option_as_name(name: str | None) -> None:
+    """Exit 2 on a `--name` that starts with `-`: it took the next option or the `--` before the command
+    as its value (`--name -- python x.py`)."""
+    if name is not None and name.startswith("-"):
+        _fail(
+            f"--name got {name!r}, which looks like an option: a name cannot start with '-'; give one "
+            "before `--` (e.g. --name baseline -- python train.py)",
+            code=2,
+        )
 
 
 def _wait_then_exit(task_ids: list[int], as_json: bool) -> None:
@@ -526,6 +538,7 @@ def change(
         "estimated_minutes": estimate, "retries": retries, "name": name,
     }  # fmt: skip
     _one_target(task_id, sweep)
+    _refuse_option_as_name(name)
     try:
         changes = task_changes(overrides, after, deadline, start_now, cli_zone(get_settings()))
     except NightshiftError as exc:
