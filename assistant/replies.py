@@ -574,7 +574,16 @@ def _explain(data: dict[str, Any], lang: str, now: datetime | None) -> str:
         )
     if status == "running" and info.get("estimated_end"):
         text += _running_end(info["estimated_end"], lang, now)
+    if info.get("deadline_warning"):
+        text += _deadline_words(unwrap(info["deadline_warning"]), lang)
     return text
+
+
+def _deadline_words(warning: str, lang: str) -> str:
+    """The explain answer's `deadline_warning` ("expected to end around tomorrow 01:40, after its deadline
+    23:30") as a sentence of the reply: the deadline is a goal, so it is said, and the task runs all the
+    same."""
+    return _t(lang, f" It is {warning}.", f"{reason_zh(warning)}。")
 
 
 def _held_or_released(data: dict[str, Any], lang: str) -> str:

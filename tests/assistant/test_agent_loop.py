@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from datetime import datetime, timedelta
 
 import pytest
@@ -403,6 +404,26 @@ def test_why_a_task_failed_quotes_its_last_output_in_both_languages(make_assista
         tool_result["explain"]["last_output"]
         == "<data>Traceback (most recent call last):\nKeyError: 'lr'</data>"
     )
+
+
+def test_why_and_when_a_task_ends_after_its_deadline_says_so_in_both_languages(make_assistant, cluster):
+    # Given a queued task whose 2-hour estimate ends well after its deadline half an hour from now (the API's
+    # clock): the deadline is a goal, so it is queued all the same
+    assistant = make_assistant()
+    deadline = (datetime.now().astimezone() + timedelta(minutes=30)).isoformat()
+    tid = assistant.client.submit(
+        {"command": "python train.py", "gpus": 1, "estimated_minutes": 120, "deadline": deadline}
+    )["id"]
+
+    why, when, chinese = (
+        assistant.ask(text).reply for text in (f"why isn't {tid} running?", f"when will {tid} finish?",
+                                                f"{tid}号什么时候跑完？")
+    )  # fmt: skip
+
+    late = r"expected to end around (?:tomorrow )?\d\d:\d\d, after its deadline (?:tomorrow )?\d\d:\d\d"
+    assert re.search(rf"\. It is {late}\.$", why), why
+    assert when == why
+    assert re.search(r"。预计 .+ 左右结束，晚于截止时间 .+。$", chinese), chinese
 
 
 def test_how_last_night_went_counts_what_ended_and_says_why_each_failure_failed(make_assistant, cluster):

@@ -96,6 +96,29 @@ def test_why_a_task_waits_reads_as_sentences() -> None:
     )
 
 
+def test_a_task_expected_to_end_after_its_deadline_says_so_in_the_persons_language() -> None:
+    late = "expected to end around tomorrow 01:40, after its deadline 23:30"
+    queued = {"task_id": 31, "status": "queued", "position": 2, "reason": "all GPUs are busy"}
+    waiting = json.dumps({"explain": {**queued, "deadline_warning": late}})
+    running = json.dumps(
+        {"explain": {"task_id": 31, "status": "running", "reason": "running on n0 since 12:00",
+                     "estimated_end": "2026-12-02T01:40:00+00:00", "deadline_warning": late}}
+    )  # fmt: skip
+    in_time = json.dumps({"explain": {**queued, "deadline_warning": None}})
+
+    assert reply_for("explain_task", waiting, "en", NOW) == (
+        "Task #31 is queued, number 2 in the queue: all GPUs are busy. It is expected to end around "
+        "tomorrow 01:40, after its deadline 23:30."
+    )
+    assert reply_for("explain_task", waiting, "zh", NOW).endswith(
+        "所有卡都在忙。预计 明天 01:40 左右结束，晚于截止时间 23:30。"
+    )
+    assert reply_for("explain_task", running, "en", NOW).endswith(
+        "(by its estimate or time limit). It is expected to end around tomorrow 01:40, after its deadline 23:30."
+    )
+    assert "deadline" not in reply_for("explain_task", in_time, "en", NOW)
+
+
 def _explained(status: str, reason: str) -> str:
     return json.dumps({"explain": {"task_id": 4, "status": status, "position": None, "reason": reason}})
 
