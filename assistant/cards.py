@@ -10,6 +10,7 @@ from __future__ import annotations
 import secrets
 import shlex
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
@@ -20,9 +21,10 @@ from assistant.client import AssistantClient
 from scheduler.errors import SpecError
 from scheduler.nodes import NodeGpu, NodeState
 from scheduler.policy.config import PolicyConfig
-from scheduler.policy.windows import offpeak_start_s, parse_windows
+from scheduler.policy.types import QueuedTask
+from scheduler.policy.windows import offpeak_start_s, parse_windows, zone
 from scheduler.spec import TaskSpec, parse_spec
-from scheduler.submission import check_against_cluster, check_times_ahead, resolve
+from scheduler.submission import check_against_cluster, check_times_ahead, deadline_out_of_reach, resolve
 from scheduler.sweeps import expand
 
 SWEEP_EXAMPLES = 3
@@ -103,6 +105,60 @@ def start_label(
     if days == 1 and start.hour < 7 and why:
         day = "tonight"
     return f"{day} {start:%H:%M}" + (f", {why}" if why else "")
+
+
+def zone_name(moment: datetime) -> str:
+    """The IANA name of `moment`'s zone, as the policy reads one: its own (`Asia/Shanghai`), else `Etc/GMT-8`
+    for a fixed UTC+08:00; `UTC` for an offset no such name holds (part of an hour)."""
+    key = getattr(moment.tzinfo, "key", None)
+    if key:
+        return str(key)
+    hours, rest = divmod((moment.utcoffset() or timedelta(0)).total_seconds(), 3600)
+    name = f"Etc/GMT{-int(hours):+d}" if hours and not rest else "UTC"
+    try:
+        zone(name)
+    except ValueError:
+        return "UTC"
+    return name
+
+
+def _epoch_s(value: Any, now: datetime) -> float | None:
+    """A spec time (ISO 8601 text or datetime) in epoch seconds; one without an offset is read on the clock
+    of `now` (the cluster's zone), as the API reads it."""
+    if not value:
+        return None
+    moment = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+    return (moment if moment.tzinfo else moment.replace(tzinfo=now.tzinfo)).timestamp()
+
+
+def _minutes_s(value: Any) -> float | None:
+    """Minutes of a spec (`estimated_minutes`, `time_limit_minutes`) in seconds; None when not given."""
+    return float(value) * 60 if value else None
+
+
+def deadline_warnings(spec: Mapping[str, Any], now: datetime, offpeak_windows: str) -> list[str]:
+    """What the API will answer in `warnings` when this spec is submitted (or a queued task changed to it):
+    `submission.deadline_out_of_reach`'s note when it cannot finish by its deadline even if it started as
+    early as it may; [] when it can, or has no deadline (a deadline is a goal: the card may still be
+    confirmed)."""
+    deadline_s = _epoch_s(spec.get("deadline"), now)
+    if deadline_s is None:
+        return []
+    task = QueuedTask(
+        task_id=0,
+        team="",
+        user="",
+        gpus=int(spec.get("gpus", 1)),
+        enqueued_at_s=now.timestamp(),
+        estimated_s=_minutes_s(spec.get("estimated_minutes")),
+        time_limit_s=_minutes_s(spec.get("time_limit_minutes")),
+        not_before_s=_epoch_s(spec.get("not_before"), now),
+        deadline_s=deadline_s,
+        offpeak=bool(spec.get("offpeak")),
+    )
+    config = PolicyConfig(offpeak=offpeak_windows, timezone=zone_name(now))
+    note = deadline_out_of_reach(task, config, now.timestamp())
+    return [note] if note else []
 
 
 def cli_equivalent(spec: dict[str, Any]) -> str:

@@ -183,6 +183,7 @@ def card_text(card: dict[str, Any], lang: str, now: datetime | None = None) -> s
             )
         ]
         lines += [f"• {label}: {old} → {new}" for label, old, new in change_rows(card, lang, now)]
+        lines += [f"• {warning_words(warning, lang)}" for warning in card.get("warnings") or []]
         lines.append(
             _t(
                 lang,
@@ -217,8 +218,17 @@ def card_text(card: dict[str, Any], lang: str, now: datetime | None = None) -> s
         lines.append(line)
     if summary.get("quota"):
         lines.append(f"• {_t(lang, 'quota', '配额')}: {quota_words(summary['quota'], lang)}")
+    lines += [f"• {warning_words(warning, lang)}" for warning in card.get("warnings") or []]
     lines.append(_t(lang, "Nothing is submitted until you confirm.", "确认之前不会提交。"))
     return "\n".join(lines)
+
+
+def warning_words(warning: str, lang: str) -> str:
+    """A warning the API answers a submit or change with, or one a card foresees (`cards.deadline_warnings`),
+    as a sentence in the person's language: `⚠ It cannot finish by its deadline 12:30: the earliest it may
+    start is 23:00 (off-peak window).`, `⚠ 它赶不上截止时间 12:30：最早 23:00 才能开始（谷时窗口）。`"""
+    text = chat_words(unwrap(warning), lang)
+    return "⚠ " + _t(lang, f"{text[:1].upper()}{text[1:]}.", f"{text}。")
 
 
 def _cancel_text(card: dict[str, Any], lang: str) -> str:

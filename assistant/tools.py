@@ -21,9 +21,16 @@ from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field, ValidationError
 
 from api.client import ClientError
-from assistant.cards import ActionStore, CardError, summarize, sweep_preview, validated_spec
+from assistant.cards import (
+    ActionStore,
+    CardError,
+    deadline_warnings,
+    summarize,
+    sweep_preview,
+    validated_spec,
+)
 from assistant.client import AssistantClient, Unavailable
-from scheduler.edits import spec_differences
+from scheduler.edits import changed_spec, spec_differences
 from scheduler.errors import SpecError
 from scheduler.resubmit import spec_again, with_command
 from scheduler.spec import Priority, SweepGrid, SweepList
@@ -224,6 +231,13 @@ def _guard(fn: Callable[..., str]) -> Callable[..., str]:
     return run
 
 
+def _add_warnings(card: dict[str, Any], warnings: list[str]) -> None:
+    """Put on a card what the API will warn of once it is confirmed (a deadline it cannot meet), so the
+    person may fix it first; a card with nothing to warn of has no `warnings`."""
+    if warnings:
+        card["warnings"] = warnings
+
+
 def submit_task(ctx: ToolContext, **args: Any) -> str:
     """Prepare a task for submission: validates it and returns a card the person must confirm."""
     now = ctx.now()
@@ -252,6 +266,7 @@ def submit_task(ctx: ToolContext, **args: Any) -> str:
     if like is not None:
         summary["like_task"] = {"task_id": like, "passed": passed}
     card: dict[str, Any] = {"kind": "submit", "spec": spec, "summary": summary}
+    _add_warnings(card, deadline_warnings(spec, now, ctx.offpeak))
     preview = sweep_preview(spec)
     if preview is not None:  # one card for the whole sweep
         card["sweep"] = preview
@@ -298,6 +313,8 @@ def change_task(ctx: ToolContext, task_id: int, start_now: bool = False, **field
     if not diff:
         return _error(f"task {task_id} already has {', '.join(f'{k}: {v}' for k, v in changes.items())}")
     card = {"kind": "change", "task_id": task_id, "task": task_view(task), "changes": diff}
+    after = changed_spec(task_id, task.get("spec") or {}, changes).model_dump(mode="json")
+    _add_warnings(card, deadline_warnings(after, ctx.now(), ctx.offpeak))
     ctx.actions.add("change", card, {"task_id": task_id, "changes": {key: changes[key] for key in diff}})
     return _result(pending_action=card, note="Nothing has been changed: the person must confirm the card.")
 

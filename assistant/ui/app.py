@@ -27,6 +27,7 @@ CSS = """
 .ns-card-table td { overflow-wrap: anywhere; }
 .ns-card-table th { text-align: left; padding-right: 12px; white-space: nowrap; }
 .ns-card-note { font-style: italic; }
+.ns-card-warning { font-weight: 600; }
 .ns-quota { border: 1px solid var(--border-color-primary); border-radius: 8px; padding: 8px 12px; }
 .ns-quota svg { max-width: 100%; height: auto; }
 .ns-chart-note { font-style: italic; }

@@ -25,6 +25,7 @@ from assistant.replies import (
     start_label_words,
     status_zh,
     unwrap,
+    warning_words,
 )
 
 MIB_PER_GB = 1024
@@ -264,7 +265,17 @@ def card_html(card: dict[str, Any], zone: tzinfo | None = None, lang: str = "en"
     return (
         f'<div class="ns-card"><h3>{html.escape(title)}</h3>'
         f'<table class="ns-card-table">{"".join(rows)}</table>'
+        f"{_warnings_html(card, lang)}"
         f'<p class="ns-card-note">{html.escape(note)}</p></div>'
+    )
+
+
+def _warnings_html(card: dict[str, Any], lang: str) -> str:
+    """What the API will warn of once the card is confirmed (a deadline it cannot meet), one line each, so
+    the person may change the card first ("" when there is nothing to warn of)."""
+    return "".join(
+        f'<p class="ns-card-warning">{html.escape(warning_words(warning, lang))}</p>'
+        for warning in card.get("warnings") or []
     )
 
 

@@ -10,10 +10,11 @@ from datetime import datetime, timedelta
 import pytest
 from langchain_core.messages import AIMessage
 
+from assistant.replies import card_text
 from scheduler.gpus import SimulatedGpus
 from scheduler.policy.tariff import estimate_cost
 from scheduler.worker import Worker
-from tests.assistant.conftest import ScriptedChatModel, tool_call
+from tests.assistant.conftest import NOW, ScriptedChatModel, tool_call
 
 
 @pytest.fixture(autouse=True)
@@ -216,6 +217,50 @@ def test_a_change_shows_before_and_after_on_a_card_and_happens_only_once_confirm
     assert (untouched.priority, untouched.spec["not_before"]) == ("normal", "2030-01-01T09:00:00+00:00")
     assert result["ok"] and result["message"] == f"Changed task #{tid} (priority, not_before): queued."
     assert (changed.priority, changed.spec["not_before"], changed.enqueued_at) == ("urgent", None, enqueued)
+
+
+def test_a_card_whose_deadline_cannot_be_met_says_so_before_it_is_confirmed(make_assistant, cluster):
+    # Given requests that may start at 21:00 at the earliest, run for 2 hours and should be done by 22:00
+    assistant = make_assistant()
+
+    english = assistant.ask("run `python train.py` after 9pm, done by 10pm, takes about 2 hours")
+    chinese = assistant.ask("晚上9点以后跑 `python train.py`，10点前跑完，预计2小时")
+    in_time = assistant.ask("run `python train.py` after 9pm, done by 11:30pm, takes about 2 hours")
+
+    # Then the card says what the API would warn of, as the API words it, and the person may fix it first
+    note = (
+        "it cannot finish by its deadline 22:00: the earliest it may start is 21:00 (not before), and its "
+        "~2.0 h estimate ends it around 23:00"
+    )
+    assert english.cards[0]["warnings"] == chinese.cards[0]["warnings"] == [note]
+    assert f"\n• ⚠ I{note[1:]}.\nNothing is submitted until you confirm." in english.reply
+    assert (
+        "• ⚠ 它赶不上截止时间 22:00：最早 21:00 才能开始（按要求的最早开始时间），按预计时长约 2.0 小时"
+        in chinese.reply
+    )
+    assert "warnings" not in in_time.cards[0] and "⚠" not in in_time.reply
+    assert cluster.tasks.count_by_status() == {}
+
+
+def test_a_change_card_says_when_the_changed_task_cannot_meet_its_deadline(make_assistant, cluster):
+    model = ScriptedChatModel(messages=iter([AIMessage(content="-")]))
+    assistant = make_assistant(model=model)
+    tid = assistant.client.submit(
+        {"command": "python train.py", "gpus": 1, "not_before": "2030-01-01T09:00:00Z",
+         "deadline": "2030-01-01T12:00:00Z", "estimated_minutes": 60}
+    )["id"]  # fmt: skip
+    model.messages = iter(
+        [tool_call("change_task", {"task_id": tid, "estimated_minutes": 240}), AIMessage("-")]
+    )
+
+    card = assistant.ask(f"{tid} will take 4 hours").cards[0]
+
+    assert card["warnings"] == [
+        "it cannot finish by its deadline 2030-01-01 12:00: the earliest it may start is 2030-01-01 09:00 "
+        "(not before), and its ~4.0 h estimate ends it around 2030-01-01 13:00"
+    ]
+    assert "\n• ⚠ It cannot finish by its deadline 2030-01-01 12:00" in card_text(card, "en", NOW)
+    assert cluster.tasks.get_any(tid).spec["estimated_minutes"] == 60  # the card alone changes nothing
 
 
 def test_raise_my_priority_asks_which_task_and_the_number_alone_makes_the_card(make_assistant):

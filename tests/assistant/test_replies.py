@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
+from assistant.cards import deadline_warnings
 from assistant.replies import canned, card_text, energy_words, quota_words, reply_for
 
 NOW = datetime(2026, 12, 1, 13, 0, tzinfo=UTC)
@@ -416,3 +417,33 @@ def test_a_cancel_card_in_chinese_names_the_status_in_chinese() -> None:
     # the status was left in English: "要取消任务 #3 (train.py, queued) 吗？"
     assert card_text(card, "zh", NOW).startswith("要取消任务 #3（train.py，排队中）吗？")
     assert card_text(card, "en", NOW).startswith("Cancel task #3 (train.py, queued)?")
+
+
+def test_a_card_foresees_the_apis_note_on_a_deadline_it_cannot_meet_and_says_it() -> None:
+    # off-peak from 23:00: a task that must be done by 22:00 cannot be, whatever the queue
+    spec = {"command": "python train.py", "gpus": 1, "offpeak": True, "deadline": "2026-12-01T22:00:00+00:00"}
+    limit = {**spec, "offpeak": False, "not_before": "2026-12-01T21:00:00+00:00", "time_limit_minutes": 120}
+    shanghai = datetime.fromisoformat("2026-12-01T21:00:00+08:00")  # a fixed offset: the same hour there
+
+    notes = deadline_warnings(spec, NOW, "23:00-07:00")
+    card = {"kind": "submit", "spec": spec, "summary": {}, "warnings": notes}
+
+    assert notes == [
+        "it cannot finish by its deadline 22:00: the earliest it may start is 23:00 (off-peak window)"
+    ]
+    assert deadline_warnings(limit, NOW, "23:00-07:00") == [
+        "it cannot finish by its deadline 22:00: the earliest it may start is 21:00 (not before), and its "
+        "~2.0 h time limit ends it around 23:00"
+    ]
+    assert deadline_warnings(limit, shanghai, "23:00-07:00") == [
+        "it cannot finish by its deadline tomorrow 06:00: the earliest it may start is tomorrow 05:00 (not "
+        "before), and its ~2.0 h time limit ends it around tomorrow 07:00"
+    ]
+    assert deadline_warnings({**spec, "deadline": "2026-12-02T08:00:00+00:00"}, NOW, "23:00-07:00") == []
+    assert deadline_warnings({**spec, "deadline": None}, NOW, "23:00-07:00") == []
+    assert "\n• ⚠ It cannot finish by its deadline 22:00: the earliest it may start is 23:00 (off-peak " in (
+        card_text(card, "en", NOW)
+    )
+    assert "\n• ⚠ 它赶不上截止时间 22:00：最早 23:00 才能开始（谷时窗口）。\n确认之前不会提交。" in card_text(
+        card, "zh", NOW
+    )

@@ -471,6 +471,22 @@ def test_a_request_in_chinese_gets_a_chinese_card_and_a_chinese_confirmation(
     expect(card).to_be_hidden()
 
 
+def test_a_card_whose_deadline_cannot_be_met_says_so_before_it_is_confirmed(
+    live_server: LiveServer, page: Any
+) -> None:
+    from playwright.sync_api import expect
+
+    token = live_server.token("nia", "vision")
+    sign_in(page, live_server, token, "nia")
+
+    # a 2-hour run that may start at HH:00 and should be done by HH:30
+    hour = (datetime.now(UTC).hour + 3) % 24
+    say(page, f"run `python train.py` after {hour:02d}:00, done by {hour:02d}:30, takes about 2 hours")
+    warning = page.locator("#confirm-card .ns-card-warning")
+    expect(warning).to_contain_text("⚠ It cannot finish by its deadline", timeout=STEP_TIMEOUT_MS)
+    expect(warning).to_contain_text(f"{hour:02d}:00 (not before), and its ~2.0 h estimate ends it around")
+
+
 def test_the_chat_served_alone_signs_in_and_submits_through_the_api_it_is_pointed_at(
     live_server: LiveServer, page: Any, make_settings: Callable[..., Settings], tmp_path: Path
 ) -> None:

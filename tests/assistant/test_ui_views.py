@@ -518,3 +518,27 @@ def test_the_submit_card_shows_the_deadline_in_the_clusters_time_as_the_estimate
     html = views.card_html(submit_card(deadline="2026-03-03T08:00:00+00:00"), ZONE)
 
     assert "<th>deadline</th><td>2026-03-03 08:00</td>" in html  # was the raw "2026-03-03T08:00:00+00:00"
+
+
+def test_a_card_whose_deadline_cannot_be_met_says_so_in_the_language_of_the_conversation() -> None:
+    late = "it cannot finish by its deadline 22:00: the earliest it may start is 23:00 (off-peak window)"
+    card = {**submit_card(deadline="2026-03-02T22:00:00+00:00"), "warnings": [late]}
+    change = {
+        "kind": "change",
+        "action_id": "act_2",
+        "task_id": 7,
+        "changes": {"priority": ["normal", "high"]},
+    }
+
+    english, chinese = views.card_html(card, ZONE), views.card_html(card, ZONE, "zh")
+    changed = views.card_html({**change, "warnings": [late]}, ZONE)
+
+    warning = (
+        "⚠ It cannot finish by its deadline 22:00: the earliest it may start is 23:00 (off-peak window)."
+    )
+    assert f'<p class="ns-card-warning">{warning}</p>' in english
+    assert (
+        '<p class="ns-card-warning">⚠ 它赶不上截止时间 22:00：最早 23:00 才能开始（谷时窗口）。</p>'
+        in chinese
+    )
+    assert warning in changed and "ns-card-warning" not in views.card_html(change, ZONE)
