@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 ANSWER_TIMEOUT_S = 3.0
 REQUEST_TTL_S = 10.0  # a request older than this is not answered: the API gave up on it
 MAX_ANSWER_BYTES = 4 * 1024 * 1024  # one answer's bytes; `logs -f` asks again from where it ended
-WAIT_S = 1.0  # how long the worker's loop blocks before it looks at its stop flag
+WAIT_S = 5.0  # the loop's block before it looks at its stop flag (a stopping worker wakes it at once)
 
 
 @dataclass(frozen=True, slots=True)
