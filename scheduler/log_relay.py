@@ -81,8 +81,11 @@ def answer_request(request: dict[str, Any], log_path: Callable[[int], Path]) -> 
     else:
         text, end = read_tail(path, request.get("tail"))
         data = text.encode()
-        if len(data) > MAX_ANSWER_BYTES:
-            data = data[-MAX_ANSWER_BYTES:]
+        if len(data) > MAX_ANSWER_BYTES:  # said in the style of nightshift's own lines, never silently
+            left_out = (
+                f"==> the first {len(data) - MAX_ANSWER_BYTES} bytes are left out: see the log on its node\n"
+            )
+            data = left_out.encode() + data[-MAX_ANSWER_BYTES:]
     return {"data": base64.b64encode(data).decode("ascii"), "offset": end, "found": found}
 
 

@@ -4,6 +4,7 @@ worker (another home) through the shared Redis, for the whole log, its last line
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import threading
@@ -126,9 +127,13 @@ def test_the_answer_reads_as_the_api_does(tmp_path):
     rest = answer_request({"task": 1, "offset": first["offset"]}, path)
     linked = answer_request({"task": 2, "tail": None, "offset": None}, path)
     missing = answer_request({"task": 3, "tail": 5, "offset": None}, path)
+    whole = base64.b64decode(answer_request({"task": 1, "tail": None, "offset": None}, path)["data"])
 
     assert first["offset"] == MAX_ANSWER_BYTES and rest["offset"] == MAX_ANSWER_BYTES + 10
     assert (linked["found"], linked["data"], missing["found"]) == (False, "", False)
+    head, rest = whole.split(b"\n", 1)  # a whole log past the answer's size says what it left out
+    assert head == b"==> the first 10 bytes are left out: see the log on its node"
+    assert rest == b"x" * MAX_ANSWER_BYTES
 
 
 def test_a_request_the_api_gave_up_on_is_not_answered(redis_url, tmp_path):
