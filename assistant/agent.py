@@ -27,7 +27,7 @@ from assistant.cards import ActionStore
 from assistant.client import AssistantClient
 from assistant.offline import OfflineChatModel
 from assistant.prompt_files import PROMPT_FILES, find_prompts_dir
-from assistant.replies import field_label, language_of, retired_cards_words, status_zh
+from assistant.replies import field_label, language_of, retired_cards_words, status_zh, warning_words
 from assistant.tools import CARD_TOOLS, ToolContext, make_tools
 from scheduler.clock import local_zone
 from scheduler.settings import Settings
@@ -85,6 +85,13 @@ class Turn:
     def as_json(self) -> dict[str, Any]:
         """The `nightshift ask --json` object."""
         return {"reply": self.reply, "tool_calls": self.tool_calls, "spec": self.spec, "error": self.error}
+
+
+def _with_warnings(text: str, task: dict[str, Any], lang: str) -> str:
+    """What a confirmed submit or change says, with each warning the API answered it with (a deadline it
+    cannot meet: it is queued all the same) in the person's language."""
+    notes = [warning_words(str(warning), lang) for warning in task.get("warnings") or []]
+    return ("" if lang == "zh" else " ").join([text, *notes])
 
 
 class Assistant:
@@ -250,6 +257,7 @@ class Assistant:
                     zh = f"任务 #{task['id']}：{status_zh(task['status'])}。"
         except ClientError as exc:
             return {"ok": False, "error": exc.message, "errors": exc.errors}
+        message, zh = _with_warnings(message, task, "en"), _with_warnings(zh, task, "zh")
         self.history.append(AIMessage(content=message))
         return {"ok": True, "task": task, "message": zh if self.language() == "zh" else message}
 

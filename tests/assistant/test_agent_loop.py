@@ -263,6 +263,32 @@ def test_a_change_card_says_when_the_changed_task_cannot_meet_its_deadline(make_
     assert cluster.tasks.get_any(tid).spec["estimated_minutes"] == 60  # the card alone changes nothing
 
 
+def test_a_confirmed_submit_or_change_passes_on_the_apis_warnings_in_the_persons_language(
+    make_assistant, cluster
+):
+    # Given a card for a 2-hour task that may start at 09:00 and should be done by 10:00
+    late = {"command": "python train.py", "gpus": 1, "not_before": "2030-01-01T09:00:00+00:00",
+            "deadline": "2030-01-01T10:00:00+00:00", "estimated_minutes": 120}  # fmt: skip
+    model = ScriptedChatModel(messages=iter([tool_call("submit_task", late), AIMessage("-")]))
+    assistant = make_assistant(model=model)
+    submitted = assistant.confirm(assistant.ask("run train.py at 9, done by 10, 2 h").cards[0]["action_id"])
+    tid = submitted["task"]["id"]
+    model.messages = iter([tool_call("change_task", {"task_id": tid, "priority": "high"}), AIMessage("-")])
+    changed = assistant.confirm(assistant.ask(f"把{tid}号改成高优先级").cards[0]["action_id"])
+
+    # Then the API queued it all the same, and the confirmation says what it warned of
+    assert submitted["message"] == (
+        f"Submitted task #{tid} (train.py): queued. ⚠ It cannot finish by its deadline 2030-01-01 10:00: the "
+        "earliest it may start is 2030-01-01 09:00 (not before), and its ~2.0 h estimate ends it around "
+        "2030-01-01 11:00."
+    )
+    assert changed["message"] == (
+        f"已修改任务 #{tid}（优先级）：排队中。⚠ 它赶不上截止时间 2030-01-01 10:00：最早 2030-01-01 09:00 才能"
+        "开始（按要求的最早开始时间），按预计时长约 2.0 小时要到 2030-01-01 11:00 左右才结束。"
+    )
+    assert submitted["task"]["warnings"] and changed["task"]["warnings"]
+
+
 def test_raise_my_priority_asks_which_task_and_the_number_alone_makes_the_card(make_assistant):
     assistant = make_assistant()
     tid = assistant.client.submit(

@@ -471,7 +471,7 @@ def test_a_request_in_chinese_gets_a_chinese_card_and_a_chinese_confirmation(
     expect(card).to_be_hidden()
 
 
-def test_a_card_whose_deadline_cannot_be_met_says_so_before_it_is_confirmed(
+def test_a_card_whose_deadline_cannot_be_met_says_so_before_and_after_it_is_confirmed(
     live_server: LiveServer, page: Any
 ) -> None:
     from playwright.sync_api import expect
@@ -485,6 +485,10 @@ def test_a_card_whose_deadline_cannot_be_met_says_so_before_it_is_confirmed(
     warning = page.locator("#confirm-card .ns-card-warning")
     expect(warning).to_contain_text("⚠ It cannot finish by its deadline", timeout=STEP_TIMEOUT_MS)
     expect(warning).to_contain_text(f"{hour:02d}:00 (not before), and its ~2.0 h estimate ends it around")
+
+    # and once confirmed, the task is queued all the same and the chat passes on the API's own warning
+    page.locator("#confirm-button").click()
+    expect(page.locator("#chat")).to_contain_text("): queued. ⚠ It cannot finish by its deadline")
 
 
 def test_the_chat_served_alone_signs_in_and_submits_through_the_api_it_is_pointed_at(
