@@ -199,7 +199,7 @@ TASK_ID = re.compile(
 # ASCII neighbours only: Chinese runs words and numbers together ("31为什么还没跑"), and `\w` would match 为
 BARE_NUMBER = re.compile(
     r"(?<![A-Za-z0-9_.])(?<![A-Za-z0-9]-)(?P<n>\d{1,7})"  # nor the 9 of a name ("gpu-box-9")
-    r"(?![A-Za-z0-9_.]|\s*(?:gb|g\b|gpus?|hours?|h\b|min|%|days?|卡|张|块|个|小时|分钟|天|点|号))",
+    r"(?![A-Za-z0-9_]|\.\d|\s*(?:gb|g\b|gpus?|hours?|h\b|min|%|days?|卡|张|块|个|小时|分钟|天|点|号))",
     re.I,
 )
 

@@ -527,7 +527,7 @@ def _question(rest: str) -> Reading | None:
     lists."""
     if NIGHT.search(rest) and not task_ids(rest):
         return _tool("night_summary")
-    if POSITION.search(rest):
+    if POSITION.search(rest) and not LOGS.search(rest):  # "where is the output of #12?": its logs
         return _tool("queue_position", task_id=_first_id(rest))
     if QUOTA.search(rest) and not re.search(r"显存|\bmemory\b|\bvram\b", rest, _I):
         return _tool("quota_status", team=_team(rest))

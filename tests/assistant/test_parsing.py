@@ -496,3 +496,26 @@ def test_a_span_of_time_is_a_start_and_a_deadline_on_one_day(text, not_before, d
         not_before,
         deadline,
     )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # was: queue_position (the "where is" of a place in the queue)
+        "where is the output of #12?",
+        "where are the logs of task 12?",
+        "where is 12's output?",
+        # was: the logs pointer without the task (a number ending the sentence was read as a decimal)
+        "Show me the output of 12.",
+        "show me the output of 12",
+    ],
+)
+def test_where_a_tasks_output_is_is_the_logs_answer_for_that_task(text):
+    reading = understand(text, NOW)
+
+    assert (reading.kind, reading.reason, reading.args) == ("help", "logs", {"task_id": 12})
+
+
+def test_where_a_task_is_in_the_queue_is_still_its_position():
+    assert understand("where is task 12?", NOW).tool == "queue_position"
+    assert understand("where is my job in the queue?", NOW).args == {}
