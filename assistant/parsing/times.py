@@ -26,8 +26,9 @@ _ZH_HOUR = r"\d{1,2}|[零一二两三四五六七八九十]{1,3}"
 CLOCK = re.compile(
     rf"(?:(?P<day>{_DAY})\s*)?(?:(?P<part>{_PART})\s*)?(?:(?P<prep>{_PREP})\s+)?(?:(?P<day_b>{_DAY})\s*)?"
     rf"(?:(?P<part_b>{_PART})\s*)?"
-    r"(?:(?P<h1>\d{1,2})[:：](?P<m1>\d{2})(?!\d)\s*(?P<ap1>[ap]\.?m\b\.?)?"
-    r"|(?P<h2>\d{1,2})\s*(?P<ap2>[ap]\.?m\b\.?)"
+    # am/pm ends at an ASCII neighbour only: Chinese runs on after it ("9am-5pm跑"), and `\b` would not end it
+    r"(?:(?P<h1>\d{1,2})[:：](?P<m1>\d{2})(?!\d)\s*(?P<ap1>[ap]\.?m(?![A-Za-z0-9_])\.?)?"
+    r"|(?P<h2>\d{1,2})\s*(?P<ap2>[ap]\.?m(?![A-Za-z0-9_])\.?)"
     rf"|(?P<h3>{_ZH_HOUR})\s*[点點时](?!间|长|限)(?P<zm>半|一刻|三刻|\s*\d{{1,2}}\s*分?|[零一二三四五六七八九十]{{1,3}}\s*分)?"
     r"|\b(?P<word>midnight|noon)\b"
     r"|(?(prep)(?P<h4>[01]?\d|2[0-4])\b"  # an hour of the day: "after 44" is a task id (fields.DEPENDS)

@@ -486,6 +486,10 @@ def test_the_number_of_a_host_name_is_no_task_id(text, tool, args):
         ("run python a.py 9am - 5pm tomorrow", "2026-12-04T09:00:00+08:00", "2026-12-04T17:00:00+08:00"),
         ("run python a.py 10pm-6am", "2026-12-03T22:00:00+08:00", "2026-12-04T06:00:00+08:00"),
         ("run python a.py 9:00-17:00 tomorrow", "2026-12-04T09:00:00+08:00", "2026-12-04T17:00:00+08:00"),
+        # was: no deadline, and a start at 09:00 only by luck ("5pm跑": Chinese right after am/pm)
+        ("明天9am-5pm跑 python a.py", "2026-12-04T09:00:00+08:00", "2026-12-04T17:00:00+08:00"),
+        ("明天9am到5pm跑 python a.py", "2026-12-04T09:00:00+08:00", "2026-12-04T17:00:00+08:00"),
+        ("今晚10pm-6am跑 python a.py", "2026-12-03T22:00:00+08:00", "2026-12-04T06:00:00+08:00"),
     ],
 )
 def test_a_span_of_time_is_a_start_and_a_deadline_on_one_day(text, not_before, deadline):
@@ -519,3 +523,17 @@ def test_where_a_tasks_output_is_is_the_logs_answer_for_that_task(text):
 def test_where_a_task_is_in_the_queue_is_still_its_position():
     assert understand("where is task 12?", NOW).tool == "queue_position"
     assert understand("where is my job in the queue?", NOW).args == {}
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "moment"),
+    [
+        # was: tomorrow 08:00 (the morning's default: "9am跑" was no clock)
+        ("明天9am跑 python a.py", "not_before", "2026-12-04T09:00:00+08:00"),
+        ("明天9:30pm跑 python a.py", "not_before", "2026-12-04T21:30:00+08:00"),
+        # was: no deadline
+        ("明天8am前跑完 python a.py", "deadline", "2026-12-04T08:00:00+08:00"),
+    ],
+)
+def test_am_and_pm_are_read_with_chinese_right_after_them(text, field, moment):
+    assert understand(text, THU_DEC_3).args.get(field) == moment
