@@ -96,7 +96,8 @@ ESTIMATE = [
         re.I,
     ),
     re.compile(
-        rf"(?:预计|大概|大约|估计|需要|要跑|约|跑)\s*(?:大概|大约|约)?\s*(?P<d>{_DUR})(?!\s*(?:以后|之后|后))\s*(?:左右)?"
+        rf"(?:预计|大概|大约|估计|需要|要跑|约|跑)\s*(?:大概|大约|约)?\s*(?:要|需要)?\s*(?P<d>{_DUR})"
+        r"(?!\s*(?:以后|之后|后))\s*(?:左右)?"
     ),
     re.compile(rf"(?:~|about|around|roughly)\s*(?P<d>{_DUR})", re.I),
     re.compile(rf"(?P<d>{_DUR})\s*(?:estimated|expected|est\.?)(?![a-z])", re.I),  # "4h estimated"

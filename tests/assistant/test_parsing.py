@@ -170,6 +170,7 @@ def test_questions_name_the_right_tool_and_arguments(text: str, tool: str, args:
         ("run python train.py tonight at 2", "submit_task", {"not_before": "2026-03-03T02:00"}),
         ("等#42跑完跑 python eval.py", "submit_task", {"depends_on": [42]}),
         ("run python train.py, 4h estimated, 6h limit", "submit_task", {"estimated_minutes": 240}),
+        ("跑 python x.py，大概要2小时", "submit_task", {"estimated_minutes": 120}),
         ("run python train.py with 80GB A100s x2", "submit_task", {"gpus": 2, "gpu_model": "A100"}),
         ("gpu usage over the past 3 weeks", "utilization_report", {"days": 21}),
         ("how's 88 doing?", "explain_task", {"task_id": 88}),
