@@ -54,7 +54,7 @@ def _with_warnings(cluster: Cluster, task: Task) -> TaskPublic:
     """The task as the answer to its submission or change: with a note when it cannot finish by its
     deadline even if it started as early as it may (accepted all the same: a deadline is a goal)."""
     public = TaskPublic.of(task)
-    if task.status == "queued":
+    if task.status == "queued" and task.spec.get("deadline"):  # the common case costs nothing
         note = deadline_out_of_reach(queued_task_of(task), cluster.policy_config, now_s())
         public.warnings = [note] if note else []
     return public
