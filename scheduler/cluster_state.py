@@ -10,7 +10,14 @@ from scheduler.clock import now_ms, now_s, to_epoch_s
 from scheduler.nodes import NodeState, nodes_from_raw
 from scheduler.policy.config import PolicyConfig, TeamUsage
 from scheduler.policy.estimate import DurationHistory, estimate_duration_s, with_typical_run
-from scheduler.policy.rolling import WEEK_S, FinishedSpan, team_spans, used_up_teams, with_budget_frees
+from scheduler.policy.rolling import (
+    WEEK_S,
+    FinishedSpan,
+    team_spans,
+    used_up_teams,
+    with_budget_frees,
+    with_running_to,
+)
 from scheduler.policy.types import GpuSlot, QueuedTask, RunningTask
 from scheduler.policy_input import gpu_slots, holder_of, queued_task_of, running_task_of
 from scheduler.service import Cluster
@@ -60,6 +67,7 @@ class UsageCache:
         self._refreshing = False
         self._at = -1e9
         self._usage: dict[str, TeamUsage] = {}
+        self._usage_at_s = 0.0  # the clock time `_usage` was computed for
         self._history = DurationHistory()
         self._finished: list[FinishedSpan] = []
 
@@ -79,13 +87,19 @@ class UsageCache:
             usage, history, finished = self._compute(now)
             with self._lock:
                 self._usage, self._history, self._finished = usage, history, finished
-                self._at = time.monotonic()
+                self._usage_at_s, self._at = now, time.monotonic()
         finally:
             with self._lock:
                 self._refreshing = False
 
     def get(self, now: float) -> tuple[dict[str, TeamUsage], DurationHistory]:
         """The cached usage and history, refreshed when stale."""
+        usage, history, _ = self.get_with_time(now)
+        return usage, history
+
+    def get_with_time(self, now: float) -> tuple[dict[str, TeamUsage], DurationHistory, float]:
+        """`get`, with the clock time the usage was computed for (`rolling.with_running_to` brings it to
+        now)."""
         with self._lock:
             stale = time.monotonic() - self._at >= USAGE_CACHE_S
             if stale and self.background and self._at > 0:
@@ -94,11 +108,11 @@ class UsageCache:
                     threading.Thread(
                         target=self._refresh_in_background, args=(now,), name="usage-refresh", daemon=True
                     ).start()
-                return self._usage, self._history
+                return self._usage, self._history, self._usage_at_s
             if stale:
                 self._usage, self._history, self._finished = self._compute(now)
-                self._at = time.monotonic()
-            return self._usage, self._history
+                self._usage_at_s, self._at = now, time.monotonic()
+            return self._usage, self._history, self._usage_at_s
 
     def finished_spans(self) -> list[FinishedSpan]:
         """The GPU work of the last week that had ended at the last refresh (with the usage `get` gives)."""
@@ -215,7 +229,7 @@ def gather_state(
     ]
     for task_id in stale:
         queue.remove(task_id)
-    usage, history = usage_cache.get(now)
+    usage, history, usage_at_s = usage_cache.get_with_time(now)
     config = cluster.policy_config
     queued = [
         with_learned_estimate(queued_task_of(rows_by_id[task_id]), history, config)
@@ -223,6 +237,7 @@ def gather_state(
         if task_id not in stale
     ]
     holders = _holders(cluster, now)
+    usage = _used_by_now(usage, holders, usage_at_s, now, config)
     return _state(cluster, now, queued, holders, usage, history, usage_cache.finished_spans())
 
 
@@ -253,6 +268,20 @@ def _state(
     )
 
 
+def _used_by_now(
+    usage: dict[str, TeamUsage],
+    holders: list[RunningTask],
+    usage_at_s: float,
+    now: float,
+    config: PolicyConfig,
+) -> dict[str, TeamUsage]:
+    """Where budgets are set, the cached usage with the running work since it was read (up to 10 s of it:
+    without it a team could start more for as long just after its budget ran out)."""
+    if not config.day_budget_gpu_h and not config.week_budget_gpu_h:
+        return usage
+    return with_running_to(usage, holders, usage_at_s, now)
+
+
 def _with_budget_frees(
     usage: dict[str, TeamUsage],
     finished: list[FinishedSpan],
@@ -281,7 +310,7 @@ def _gather_cached(cluster: Cluster, usage_cache: UsageCache, window: int, rows:
     for task_id in head:
         if task_id not in views:
             queue.remove(task_id)
-    usage, history = usage_cache.get(now)
+    usage, history, usage_at_s = usage_cache.get_with_time(now)
     config = cluster.policy_config
     queued = rows.with_learned_estimates(
         [views[task_id] for task_id in head if task_id in views], history, config
@@ -296,6 +325,7 @@ def _gather_cached(cluster: Cluster, usage_cache: UsageCache, window: int, rows:
         holders.append(holder_of(views[task_id], node, gpu_indices, now))
     rows.prune(set(views), {holder.task_id for holder in holders})
     finished = usage_cache.finished_spans()
+    usage = _used_by_now(usage, holders, usage_at_s, now, config)
     state = _state(cluster, now, queued, holders, usage, history, finished, nodes_from_raw(snap.nodes))
     state.next_lease_expiry_ms = snap.next_lease_expiry_ms
     return state

@@ -300,14 +300,15 @@ def quota_status(cluster: Cluster, usage: UsageCache, team: str) -> dict[str, An
     if team_id_by_name(cluster.factory, team) is None:
         raise NotFoundError(f"team {team!r} not found")
     config = cluster.policy_config
-    usage_by_team, _ = usage.get(now_s())
+    # as the scheduler sees it: running work counted up to now, and when a used-up budget frees (as the
+    # team's work, running tasks to their expected ends, ages out); one queued task read, not the queue
+    usage_by_team = gather_state(cluster, usage, 1).usage
     used = usage_by_team.get(team, TeamUsage(team))
     in_use = sum(task.gpus for task in cluster.tasks.with_status("running") if task.team.name == team)
     status = budget_status(team, usage_by_team, config)
     new_starts_at = None
-    if status.level == "exhausted":  # when its work, running tasks to their expected ends, ages out enough
-        frees_at = gather_state(cluster, usage, 1).usage.get(team, used).budget_frees_at_s  # not the queue
-        new_starts_at = _iso(frees_at) if frees_at is not None else None
+    if status.level == "exhausted" and used.budget_frees_at_s is not None:
+        new_starts_at = _iso(used.budget_frees_at_s)
     return {
         "team": team,
         "gpu_cap": config.team_cap(team),

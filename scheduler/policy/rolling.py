@@ -104,6 +104,28 @@ def used_up_teams(usage: Mapping[str, TeamUsage], config: PolicyConfig) -> set[s
     return {team for team in usage if budget_status(team, usage, config).level == "exhausted"}
 
 
+def with_running_to(
+    usage: Mapping[str, TeamUsage], running: Iterable[RunningTask], usage_at_s: float, now_s: float
+) -> dict[str, TeamUsage]:
+    """`usage` as computed at `usage_at_s` (running work counted up to then), with the running work since
+    added up to `now_s`: a budget is checked against what has been used by now, not by its last reading,
+    so a team cannot start more for the seconds that reading is old."""
+    extra: dict[str, float] = {}
+    for task in running:
+        held_s = now_s - max(task.started_at_s, usage_at_s)
+        if held_s > 0:
+            extra[task.team] = extra.get(task.team, 0.0) + len(task.gpu_indices) * held_s
+    if not extra:
+        return dict(usage)
+    out = dict(usage)
+    for team, gpu_s in extra.items():
+        now = out.get(team, TeamUsage(team))
+        out[team] = replace(
+            now, gpu_s_last_day=now.gpu_s_last_day + gpu_s, gpu_s_last_week=now.gpu_s_last_week + gpu_s
+        )
+    return out
+
+
 def team_spans(
     teams: Set[str],
     finished: Iterable[FinishedSpan],
