@@ -29,12 +29,12 @@ def estimate(
     who: IdentityDep,
     task_id: Annotated[int | None, Query(description="a queued task; or describe a new one below")] = None,
     gpus: Annotated[int, Query(ge=0, le=64)] = 1,
-    gpu_memory_gb: Annotated[float | None, Query(gt=0, le=4096)] = None,
-    estimated_minutes: Annotated[float | None, Query(gt=0, le=60 * 24 * 60)] = None,
+    gpu_memory_gb: Annotated[float | None, Query(gt=0, le=4096, allow_inf_nan=False)] = None,
+    estimated_minutes: Annotated[float | None, Query(gt=0, le=60 * 24 * 60, allow_inf_nan=False)] = None,
     priority: Literal["low", "normal", "high", "urgent"] = "normal",
     offpeak: Annotated[bool, Query(description="starts only in an off-peak window")] = False,
     not_before: Annotated[datetime | None, Query(description="starts no earlier (ISO 8601)")] = None,
-    time_limit_minutes: Annotated[float | None, Query(gt=0, le=60 * 24 * 60)] = None,
+    time_limit_minutes: Annotated[float | None, Query(gt=0, le=60 * 24 * 60, allow_inf_nan=False)] = None,
     name: Annotated[
         str | None, Query(max_length=120, description="its name: the run time is learned from your past runs")
     ] = None,
