@@ -510,21 +510,25 @@ def _estimate(data: dict[str, Any], lang: str, now: datetime | None) -> str:
     asked = _asked_task(data.get("asked"), lang)
     label = f"#{data['task_id']} " if data.get("task_id") else (asked + _t(lang, ": ", "：") if asked else "")
     wait_s = est.get("wait_s")
+    late = _deadline_words(unwrap(est["deadline_warning"]), lang) if est.get("deadline_warning") else ""
     if wait_s is not None and wait_s < 60:
         if data.get("task_id"):
-            return _t(lang, f"Task #{data['task_id']} would start now.", f"{label}现在就能开始。")
+            return _t(lang, f"Task #{data['task_id']} would start now.", f"{label}现在就能开始。") + late
         return _t(lang, f"{asked or 'It'} would start now.", f"{asked}现在就能开始。")
     low, high = when(est.get("low"), now, lang), when(est.get("high"), now, lang)
     rng_en = f" (range {low}–{high})" if low != high else ""
     rng_zh = f"（范围 {low}–{high}）" if low != high else ""
     wait = duration(wait_s, lang)
     reason = unwrap(est.get("reason") or "")
-    return _t(
-        lang,
-        f"{label}Estimated start {when(est['start'], now, lang)}{rng_en}, a wait of about {wait}"
-        + (f" — {chat_words(reason, lang)}." if reason else "."),
-        f"{label}预计 {when(est['start'], now, lang)} 开始{rng_zh}，大约要等 {wait}"
-        + (f"（{chat_words(reason, lang)}）。" if reason else "。"),
+    return (
+        _t(
+            lang,
+            f"{label}Estimated start {when(est['start'], now, lang)}{rng_en}, a wait of about {wait}"
+            + (f" — {chat_words(reason, lang)}." if reason else "."),
+            f"{label}预计 {when(est['start'], now, lang)} 开始{rng_zh}，大约要等 {wait}"
+            + (f"（{chat_words(reason, lang)}）。" if reason else "。"),
+        )
+        + late
     )
 
 

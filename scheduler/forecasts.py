@@ -220,6 +220,7 @@ def estimate_wait(
             "position": answer.get("position"),
             "status": answer["status"],  # a task that runs or ended has no start to wait for
             "end": answer.get("estimated_end"),
+            "deadline_warning": answer.get("deadline_warning"),
         }
     state = _state(cluster, usage)
     what_if = QueuedTask(

@@ -178,6 +178,7 @@ def test_explain_says_when_a_task_is_expected_to_end_after_its_deadline(client, 
 
     explained = client.get(f"/api/v1/tasks/{late}/explain", headers=alice).json()
     made_it = client.get(f"/api/v1/tasks/{fine}/explain", headers=alice).json()
+    estimated = client.get("/api/v1/estimate", params={"task_id": late}, headers=alice).json()
 
     end = datetime.fromisoformat(explained["estimated_end"])
     assert end == start + timedelta(hours=1)  # its not_before plus its estimate: 30 min after the deadline
@@ -187,6 +188,7 @@ def test_explain_says_when_a_task_is_expected_to_end_after_its_deadline(client, 
     )
     assert explained["deadline_warning"].startswith("expected to end around ")
     assert made_it["deadline_warning"] is None
+    assert estimated["deadline_warning"] == explained["deadline_warning"]  # "when will it start?" says it too
 
 
 def test_an_estimate_gives_the_energy_and_its_cost_from_the_expected_start(

@@ -120,6 +120,22 @@ def test_a_task_expected_to_end_after_its_deadline_says_so_in_the_persons_langua
     assert "deadline" not in reply_for("explain_task", in_time, "en", NOW)
 
 
+def test_when_will_a_queued_task_start_says_its_deadline_will_be_missed() -> None:
+    late = "expected to end around tomorrow 01:40, after its deadline 23:30"
+    estimate = {"start": "2026-12-01T23:00:00+00:00", "low": "2026-12-01T23:00:00+00:00",
+                "high": "2026-12-01T23:00:00+00:00", "wait_s": 3600.0, "reason": "all GPUs are busy",
+                "status": "queued", "deadline_warning": late}  # fmt: skip
+    content = json.dumps({"task_id": 31, "estimate": estimate})
+
+    english = reply_for("estimate_wait", content, "en", NOW)
+    chinese = reply_for("estimate_wait", content, "zh", NOW)
+
+    assert english.startswith("#31 Estimated start") and english.endswith(
+        "It is expected to end around tomorrow 01:40, after its deadline 23:30."
+    )
+    assert chinese.endswith("预计 明天 01:40 左右结束，晚于截止时间 23:30。")
+
+
 def _explained(status: str, reason: str) -> str:
     return json.dumps({"explain": {"task_id": 4, "status": status, "position": None, "reason": reason}})
 
