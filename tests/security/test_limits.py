@@ -12,10 +12,11 @@ from tests.security.conftest import TestClient, bearer
 
 @pytest.fixture
 def limited(make_settings, redis_url, tmp_path):
-    """A cluster whose settings allow 1 request/s in bursts of 3 and 2 queued tasks per team."""
+    """A cluster whose settings allow bursts of 3 requests, refilled at one per 100 s (so a slow machine
+    cannot refill the bucket between requests a test sends in a row), and 2 queued tasks per team."""
     settings = make_settings(
         database_url=f"sqlite:///{tmp_path / 'limited.db'}",
-        rate_limit_per_s=1.0,
+        rate_limit_per_s=0.01,
         rate_limit_burst=3,
         max_queued_per_team=2,
     )
