@@ -333,7 +333,9 @@ def submit(
             console.print(sweep_line(sweep))
         elif not wait:  # with --wait, the ended tasks are printed instead
             print_json(sweep)
-        if not as_json:
+        if not as_json:  # the tasks of a sweep share their times: each warning once
+            warned = dict.fromkeys(w for task in sweep["tasks"] for w in task.get("warnings") or [])
+            _warning_notes({"warnings": list(warned)})
             _budget_note()
         if wait:
             _wait_then_exit([task["id"] for task in sweep["tasks"]], as_json)

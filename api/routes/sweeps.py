@@ -8,8 +8,10 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Header, Path, Query, Request, Response
 
 from api.deps import ClusterDep, IdentityDep, QueuedCap, forget_queued_estimate
+from api.routes.tasks import task_as_submitted
 from api.schemas_sweeps import BatchCreate, Goal, ResultsPublic, SweepPublic
 from scheduler.batches import (
+    SweepView,
     cancel_sweep,
     change_sweep,
     get_sweep,
@@ -20,6 +22,7 @@ from scheduler.batches import (
     sweep_results,
     tag_results,
 )
+from scheduler.service import Cluster
 from scheduler.spec import TaskSpec
 
 router = APIRouter(prefix="/sweeps", tags=["sweeps"])
@@ -50,7 +53,7 @@ def create_sweep(
     forget_queued_estimate(request, who)
     if not created:
         response.status_code = 200
-    return SweepPublic.of(view)
+    return _as_submitted(cluster, view)
 
 
 @batch_router.post("/batch", status_code=201, response_model=SweepPublic, dependencies=[QueuedCap])
@@ -67,7 +70,14 @@ def create_batch(
     forget_queued_estimate(request, who)
     if not created:
         response.status_code = 200
-    return SweepPublic.of(view)
+    return _as_submitted(cluster, view)
+
+
+def _as_submitted(cluster: Cluster, view: SweepView) -> SweepPublic:
+    """The answer to a sweep or batch: each task with its deadline `warnings`, as a single submit has."""
+    public = SweepPublic.of(view)
+    public.tasks = [task_as_submitted(cluster, task) for task in view.tasks]
+    return public
 
 
 @router.get("/{sweep_id}", response_model=SweepPublic)

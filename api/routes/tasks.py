@@ -44,15 +44,16 @@ async def submit_task(
     task, created = await submission_queue(request, cluster).submit(who, spec, idempotency_key)
     # serialized here, once (the model is built from our own row: no second validation of the answer)
     return Response(
-        _with_warnings(cluster, task).model_dump_json(),
+        task_as_submitted(cluster, task).model_dump_json(),
         status_code=201 if created else 200,
         media_type="application/json",
     )
 
 
-def _with_warnings(cluster: Cluster, task: Task) -> TaskPublic:
-    """The task as the answer to its submission or change: with a note when it cannot finish by its
-    deadline even if it started as early as it may (accepted all the same: a deadline is a goal)."""
+def task_as_submitted(cluster: Cluster, task: Task) -> TaskPublic:
+    """The task as the answer to its submission (alone, in a sweep or a batch) or change: with a note when
+    it cannot finish by its deadline even if it started as early as it may (accepted all the same: a
+    deadline is a goal)."""
     public = TaskPublic.of(task)
     if task.status == "queued" and task.spec.get("deadline"):  # the common case costs nothing
         note = deadline_out_of_reach(queued_task_of(task), cluster.policy_config, now_s())
@@ -121,7 +122,7 @@ def change_task(task_id: TaskId, changes: Changes, cluster: ClusterDep, who: Ide
     `--like ID` instead); 409 when the task is no longer queued. `warnings` says when it can no longer
     finish by its deadline.
     """
-    return _with_warnings(cluster, cluster.update(who, task_id, changes))
+    return task_as_submitted(cluster, cluster.update(who, task_id, changes))
 
 
 @router.post("/{task_id}/cancel", response_model=TaskPublic)

@@ -154,3 +154,25 @@ def test_a_task_that_cannot_meet_its_deadline_is_queued_with_a_warning_that_says
         changed.status_code == 200 and "its ~3.0 h estimate ends it around" in changed.json()["warnings"][0]
     )
     assert client.get(path, headers=alice).json()["warnings"] == []  # said to whoever submits or changes
+
+
+def test_a_sweep_or_batch_that_cannot_meet_its_deadline_says_so_for_each_task(client, alice):
+    start = datetime.now(UTC) + timedelta(hours=2)
+    late = {
+        "not_before": start.isoformat(),
+        "estimated_minutes": 60,
+        "deadline": (start + timedelta(minutes=30)).isoformat(),
+    }
+    sweep = client.post(
+        "/api/v1/sweeps",
+        json={"command": "python t.py --lr {lr}", "sweep": {"lr": [1, 2]}, **late},
+        headers=alice,
+    )
+    batch = client.post(
+        "/api/v1/tasks/batch", json={"specs": [{"command": "a", **late}, {"command": "b"}]}, headers=alice
+    )
+
+    assert sweep.status_code == batch.status_code == 201, sweep.text + batch.text
+    assert [len(task["warnings"]) for task in sweep.json()["tasks"]] == [1, 1]
+    assert [len(task["warnings"]) for task in batch.json()["tasks"]] == [1, 0]
+    assert sweep.json()["tasks"][0]["warnings"][0].startswith("it cannot finish by its deadline ")

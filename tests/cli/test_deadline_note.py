@@ -3,7 +3,7 @@ early as it may: it is queued all the same (a deadline is a goal), and the perso
 
 from __future__ import annotations
 
-from tests.cli.conftest import cli_as
+from tests.cli.conftest import cli_as, lr_sweep_file
 
 
 def test_a_deadline_out_of_reach_is_noted_after_the_submit_and_the_change(
@@ -24,3 +24,19 @@ def test_a_deadline_out_of_reach_is_noted_after_the_submit_and_the_change(
     assert longer.exit_code == 0, longer.output
     assert f"task {task_id} changed: estimated_minutes 60.0 -> 180.0" in longer.output
     assert "note: it cannot finish by its deadline " in longer.output
+
+
+def test_a_sweep_that_cannot_meet_its_deadline_is_noted_once(
+    cluster, a100_node, make_identity, monkeypatch, tmp_path
+):
+    _, token = make_identity("alice", "vision")
+    monkeypatch.chdir(tmp_path)
+    with cli_as(cluster, token, monkeypatch, tmp_path / "client-home") as nightshift:
+        swept = nightshift(
+            "submit", "--after", "+2h", "--deadline", "+150m", "--estimate", "60",
+            str(lr_sweep_file(tmp_path, "[0.1, 0.01]")),
+        )  # fmt: skip
+
+    assert swept.exit_code == 0, swept.output
+    assert "submitted sweep" in swept.output
+    assert swept.output.count("note: it cannot finish by its deadline ") == 1
