@@ -189,19 +189,11 @@ def serve(settings: Settings, *, api: bool, scheduler: bool, worker: bool, host:
                 monitor.close()
 
 
-def in_cluster_zone(settings: Settings) -> Settings:
-    """`settings` with the zone the API reports when they name none, so that the chat served apart reads
-    "tonight" and "9am" where the GPUs are, as the chat at the API's own /ui does."""
-    from api.cli.zone import reported_zone_name
-
-    cluster_zone = None if settings.timezone else reported_zone_name(settings.api_url)
-    return settings.model_copy(update={"timezone": cluster_zone}) if cluster_zone else settings
-
-
 def serve_assistant(settings: Settings, *, host: str, port: int) -> None:
     """Serve the chat UI alone (`nightshift assistant`) until SIGINT/SIGTERM, calling the API at
     `settings.api_url`; refuses to start when the port is taken, and warns when that API does not answer
     yet (it may start later: each sign-in calls it afresh)."""
+    from api.cli.zone import in_cluster_zone
     from assistant.ui.standalone import api_health, assistant_app
 
     check_port_free(host, port, "nightshift assistant", "NIGHTSHIFT_ASSISTANT_PORT")
@@ -211,7 +203,7 @@ def serve_assistant(settings: Settings, *, host: str, port: int) -> None:
         log.warning("the API is %s: people cannot sign in until it answers (set NIGHTSHIFT_API_URL)", health)
     else:
         log.info("the chat UI calls the API at %s", settings.api_url)
-    settings = in_cluster_zone(settings)
+    settings = in_cluster_zone(settings)  # the chat reads "tonight" where the GPUs are, as at /ui
     config = uvicorn.Config(
         assistant_app(settings), host=host, port=port, log_level="info", timeout_graceful_shutdown=5
     )

@@ -277,7 +277,7 @@ def _used_by_now(
 ) -> dict[str, TeamUsage]:
     """Where budgets are set, the cached usage with the running work since it was read (up to 10 s of it:
     without it a team could start more for as long just after its budget ran out)."""
-    if not config.day_budget_gpu_h and not config.week_budget_gpu_h:
+    if not config.has_budgets:
         return usage
     return with_running_to(usage, holders, usage_at_s, now)
 

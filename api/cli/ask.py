@@ -10,7 +10,8 @@ from typing import Annotated, Any
 
 import typer
 
-from api.cli.zone import cli_zone, cluster_zone_name
+from api.cli.zone import in_cluster_zone
+from scheduler.clock import local_zone
 from scheduler.errors import NightshiftError
 from scheduler.settings import get_settings
 
@@ -74,15 +75,12 @@ def ask_command(
     from assistant.agent import Assistant
     from assistant.client import AssistantClient
 
-    settings = get_settings()
+    settings = in_cluster_zone(get_settings())
     try:
-        zone = cli_zone(settings) if cluster_zone_name(settings) else None
-        moment = resolve_now(now, zone)
+        moment = resolve_now(now, local_zone(settings.timezone) if settings.timezone else None)
     except NightshiftError as exc:
         typer.echo(f"error: {exc.message}", err=True)
         raise typer.Exit(2) from None
-    if zone:  # the assistant reads "tonight" where the GPUs are, as the chat on the server does
-        settings = settings.model_copy(update={"timezone": str(zone)})
     timeout_s = DRY_RUN_TIMEOUT_S if dry_run else 30.0
     client = AssistantClient(settings.api_url, find_token(settings), timeout_s=timeout_s)
     try:

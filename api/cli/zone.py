@@ -12,21 +12,22 @@ from scheduler.errors import SpecError
 from scheduler.settings import Settings
 
 
-def cluster_zone_name(settings: Settings) -> str | None:
-    """`NIGHTSHIFT_TIMEZONE` when this shell sets one, else the zone the API reports; None when neither
-    says (the API cannot be reached or is older)."""
-    return settings.timezone or reported_zone_name(settings.api_url)
-
-
 def cli_zone(settings: Settings) -> tzinfo:
-    """The cluster's zone (`cluster_zone_name`); this machine's when none is known, or when the API names
-    a zone this machine does not know."""
+    """`NIGHTSHIFT_TIMEZONE` when this shell sets one, else the zone the API reports (`in_cluster_zone`);
+    this machine's when neither says, or when the API names a zone this machine does not know."""
     try:
-        return local_zone(cluster_zone_name(settings) or "")
+        return local_zone(in_cluster_zone(settings).timezone)
     except SpecError:
         if settings.timezone:
             raise  # a typo in this shell's own setting is the person's to fix
         return local_zone("")
+
+
+def in_cluster_zone(settings: Settings) -> Settings:
+    """`settings` with the zone the API reports when they name none: the chat served apart and `nightshift
+    ask` read "tonight" and "9am" where the GPUs are, as the chat at the API's own /ui does."""
+    reported = None if settings.timezone else reported_zone_name(settings.api_url)
+    return settings.model_copy(update={"timezone": reported}) if reported else settings
 
 
 @lru_cache(maxsize=4)

@@ -125,6 +125,11 @@ class PolicyConfig:
         """True when short-job, fair-share and deadline credits apply (the `nightshift` policy)."""
         return self.policy == "nightshift"
 
+    @property
+    def has_budgets(self) -> bool:
+        """True when any team has a day or week GPU-hour budget (else no budget is ever checked)."""
+        return bool(self.day_budget_gpu_h or self.week_budget_gpu_h)
+
     def max_credit_s(self) -> float:
         """The most a task can be moved forward by credits (0 for fifo/backfill)."""
         if not self.credits_on:

@@ -197,7 +197,7 @@ def _offpeak_reason(ps: _Pass, task: QueuedTask) -> str | None:
 
 def _budget_reason(ps: _Pass, team: str) -> str | None:
     """The exhausted-budget message of `team` (with when it frees, where known), cached for the pass."""
-    if not ps.config.day_budget_gpu_h and not ps.config.week_budget_gpu_h:
+    if not ps.config.has_budgets:
         return None
     if team not in ps.budget_msgs:
         status = budget_status(team, ps.usage, ps.config)

@@ -99,7 +99,7 @@ def budget_frees_at_s(
 
 def used_up_teams(usage: Mapping[str, TeamUsage], config: PolicyConfig) -> set[str]:
     """The teams whose day or week budget is used up."""
-    if not config.day_budget_gpu_h and not config.week_budget_gpu_h:
+    if not config.has_budgets:
         return set()
     return {team for team in usage if budget_status(team, usage, config).level == "exhausted"}
 

@@ -145,9 +145,7 @@ def simulate_jobs(
     jobs = [j for j in jobs if why[j.index] is None]  # the replay would end with the others still queued
     by_id = {j.index: j for j in jobs}
     history = DurationHistory(cfg.history_runs)
-    tracker = UsageTracker(
-        cfg.fairshare_half_life_s, rolling=bool(cfg.day_budget_gpu_h or cfg.week_budget_gpu_h), config=cfg
-    )
+    tracker = UsageTracker(cfg.fairshare_half_life_s, rolling=cfg.has_budgets, config=cfg)
     sim = Replay(
         gpus,
         cfg,

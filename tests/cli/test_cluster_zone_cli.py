@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 import httpx
 import pytest
 
-from api.server import in_cluster_zone
+from api.cli.zone import in_cluster_zone
 from scheduler.settings import get_settings
 from scheduler.store.identity import create_token
 from tests.cli.conftest import cli_as
