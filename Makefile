@@ -35,8 +35,11 @@ up: $(STAMP)
 	$(BIN)/nightshift up
 
 ## Run the whole test suite (starts its own redis-server; uses PostgreSQL on 127.0.0.1:5432 when present).
+## Most tests wait on processes they started, so they run side by side (TEST_WORKERS=0: one at a time);
+## each xdist worker has its own redis-server and PostgreSQL database.
+TEST_WORKERS ?= 3
 test: $(STAMP) system-deps
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check scheduler api assistant tests bench

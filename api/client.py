@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +64,8 @@ class NightshiftClient:
             raise ClientError(
                 0,
                 f"cannot reach the nightshift API at {self.http.base_url}: {exc}. "
-                "Is it running (`nightshift up`)?",
+                "Is it running (`nightshift up`)? On another machine or port, set NIGHTSHIFT_API_URL "
+                "(or NIGHTSHIFT_PORT, the port `nightshift up` binds here)",
             ) from None
         if response.status_code >= 400:
             raise _error_of(response)
@@ -105,6 +106,12 @@ class NightshiftClient:
         result: dict[str, Any] = self._call("POST", "/tasks/batch", json=body, headers=headers)
         return result
 
+    def list_sweeps(self, limit: int = 50, user: str | None = None) -> dict[str, Any]:
+        """GET /sweeps: the newest sweeps the caller may see (`user`: that person's only)."""
+        params: dict[str, Any] = {"limit": limit, **({"user": user} if user else {})}
+        result: dict[str, Any] = self._call("GET", "/sweeps", params=params)
+        return result
+
     def cancel_sweep(self, sweep_id: int) -> dict[str, Any]:
         """POST /sweeps/{id}/cancel."""
         result: dict[str, Any] = self._call("POST", f"/sweeps/{int(sweep_id)}/cancel")
@@ -141,11 +148,22 @@ class NightshiftClient:
     def list_tasks(
         self, status: str | None = None, team: str | None = None, limit: int = 200, user: str | None = None
     ) -> list[dict[str, Any]]:
-        """GET /tasks."""
-        filters = {"status": status, "team": team, "limit": limit, "user": user}
-        params = {k: v for k, v in filters.items() if v is not None}
-        tasks: list[dict[str, Any]] = self._call("GET", "/tasks", params=params)["tasks"]
+        """GET /tasks: the tasks of the first page."""
+        filters = {"status": status, "team": team, "user": user}
+        tasks: list[dict[str, Any]] = self.task_page(filters, limit)["tasks"]
         return tasks
+
+    def task_page(
+        self, filters: Mapping[str, str | None], limit: int = 200, offset: int = 0
+    ) -> dict[str, Any]:
+        """GET /tasks with any of its filters (`status`, `team`, `user`, `since`, `until` as ISO 8601,
+        `name`, `tag`, `node`; None: not given): `{"tasks": [...], "count": the page's length, "total": how
+        many match}`."""
+        params: dict[str, Any] = {k: v for k, v in filters.items() if v is not None}
+        page: dict[str, Any] = self._call(
+            "GET", "/tasks", params={**params, "limit": limit, "offset": offset}
+        )
+        return page
 
     def get_task(self, task_id: int) -> dict[str, Any]:
         """GET /tasks/{id}."""

@@ -1,8 +1,9 @@
 """FastAPI dependencies: the cluster of this process and the caller's identity (authorization lives here).
 
 Every route that needs a caller takes `IdentityDep`, so the checks made here hold for every endpoint:
-the token (401 when missing, unknown or revoked), the per-token rate limit (429, `api.ratelimit`), and on
-task submission the per-team cap on queued tasks (429).
+the token (401 when missing, unknown or revoked), the per-token rate limit (429, `api.ratelimit`), the
+per-address limit on SQL lookups of tokens not cached (429), and on task submission the per-team cap on
+queued tasks (429).
 
 The hot path runs on the event loop without a thread hop: the identity comes from `TokenCache` (SQL at
 most every 2 s per token; a revocation in another process is honoured within those 2 s, one in this
@@ -22,9 +23,9 @@ from api.ratelimit import SharedTokenBuckets, TokenBuckets, retry_after_s
 from api.submissions import SubmissionQueue
 from scheduler.admission import QueuedEstimate
 from scheduler.cluster_state import UsageCache
-from scheduler.errors import PermissionDenied, RateLimited
+from scheduler.errors import NotFoundError, PermissionDenied, RateLimited
 from scheduler.service import Cluster
-from scheduler.store.identity import Identity, TokenCache
+from scheduler.store.identity import Identity, TokenCache, team_of_user
 
 bearer = HTTPBearer(auto_error=False, description="an API token from `nightshift token create`")
 
@@ -73,6 +74,35 @@ async def enforce_rate_limit(request: Request, cluster: Cluster, who: Identity) 
         raise RateLimited(
             f"too many requests with this token (limit {cluster.settings.rate_limit_per_s:g}/s, bursts of "
             f"{cluster.settings.rate_limit_burst}); retry in {seconds} s",
+            retry_after_s=seconds,
+        )
+
+
+# Token lookups in SQL (a token not in this process's cache: a new or unknown one) per client address: a
+# bucket of LOOKUP_BURST refilled at LOOKUP_RATE_PER_S, in each API process's memory. Known tokens stay
+# cached for seconds, so honest clients spend almost none; a client guessing or retrying a wrong token gets
+# 429s instead of one SQL query per request.
+LOOKUP_RATE_PER_S = 20.0
+LOOKUP_BURST = 100
+
+
+async def enforce_lookup_limit(request: Request, cluster: Cluster) -> None:
+    """429 with Retry-After when this client address has looked up too many uncached tokens; off with the
+    rate limit (`rate_limit_per_s` 0)."""
+    if cluster.settings.rate_limit_per_s <= 0:
+        return
+    state = request.app.state
+    lookups: TokenBuckets | None = getattr(state, "token_lookups", None)
+    if lookups is None:
+        lookups = state.token_lookups = TokenBuckets(LOOKUP_RATE_PER_S, LOOKUP_BURST)
+    address = request.client.host if request.client is not None else "unknown"
+    wait_s = lookups.take(address)
+    if wait_s > 0:
+        seconds = retry_after_s(wait_s)
+        raise RateLimited(
+            f"too many unknown or new tokens from {address} (limit {LOOKUP_RATE_PER_S:g}/s, bursts of "
+            f"{LOOKUP_BURST}); check the token you send (`nightshift token create` makes one), retry in "
+            f"{seconds} s",
             retry_after_s=seconds,
         )
 
@@ -134,6 +164,8 @@ async def current_identity(
     cache = token_cache(request, cluster)
     who = cache.cached(token)
     if who is None:  # SQL: in a worker thread, off the event loop
+        if token:
+            await enforce_lookup_limit(request, cluster)
         who = await run_in_threadpool(cache.authenticate, token)
     await enforce_rate_limit(request, cluster, who)
     return who
@@ -175,3 +207,12 @@ def admin_identity(who: IdentityDep) -> Identity:
 
 
 AdminDep = Annotated[Identity, Depends(admin_identity)]
+
+
+def refuse_user_out_of_sight(cluster: Cluster, who: Identity, user: str) -> None:
+    """404 for a `user=` filter naming someone who does not exist or (for a member) is in another team:
+    whether they exist elsewhere is not said (`GET /tasks`, `GET /sweeps`)."""
+    user_team = team_of_user(cluster.factory, user)
+    if user_team is None or (user_team != who.team_id and not who.is_admin):
+        where = "" if who.is_admin else f" in team {who.team}"
+        raise NotFoundError(f"no user {user!r}{where}")

@@ -6,6 +6,7 @@ from fastapi import APIRouter, FastAPI
 from fastapi.responses import JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from api.body_limit import BodySizeLimit
 from api.errors import install_error_handlers
 from api.routes import cluster as cluster_routes
 from api.routes import forecasts as forecast_routes
@@ -21,7 +22,7 @@ from scheduler.metrics import registry_for
 from scheduler.service import Cluster
 
 ERROR_RESPONSES: dict[int | str, dict[str, object]] = {
-    code: {"model": ErrorPublic} for code in (401, 404, 409, 422, 429, 503)
+    code: {"model": ErrorPublic} for code in (401, 404, 409, 413, 422, 429, 503)
 }
 
 
@@ -35,6 +36,7 @@ def create_app(cluster: Cluster, *, ui: bool = True) -> FastAPI:
     app.state.cluster = cluster
     app.state.usage = UsageCache(cluster)
     install_error_handlers(app)
+    app.add_middleware(BodySizeLimit, max_mb=cluster.settings.max_request_mb)
 
     v1 = APIRouter(prefix="/api/v1", responses=ERROR_RESPONSES)
     v1.include_router(sweep_routes.batch_router)  # before /tasks/{task_id}
@@ -59,19 +61,28 @@ def create_app(cluster: Cluster, *, ui: bool = True) -> FastAPI:
     @app.get("/healthz", tags=["health"])
     def healthz() -> JSONResponse:
         """200 when the database and Redis answer, 503 otherwise; with the cluster's zone, in which clients
-        read and show times (`--after 23:00` is 23:00 where the GPUs are, as the chat reads it)."""
+        read and show times (`--after 23:00` is 23:00 where the GPUs are, as the chat reads it), and
+        whether a scheduler runs (said, not a 503: `nightshift api` alone is healthy, and a scheduler
+        may wait for the API to be healthy before it starts)."""
         checks = {"database": "ok", "redis": "ok"}
+        scheduler = "unknown"
         try:
             cluster.tasks.count_by_status()
         except Exception as exc:
             checks["database"] = f"error: {type(exc).__name__}"
         try:
             cluster.queue.client.ping()
+            scheduler = "running" if cluster.queue.scheduler_running() else "none running"
         except Exception as exc:
             checks["redis"] = f"error: {type(exc).__name__}"
         healthy = all(value == "ok" for value in checks.values())
         return JSONResponse(
-            {"status": "ok" if healthy else "degraded", **checks, "timezone": cluster_zone_name},
+            {
+                "status": "ok" if healthy else "degraded",
+                **checks,
+                "scheduler": scheduler,
+                "timezone": cluster_zone_name,
+            },
             status_code=200 if healthy else 503,
         )
 

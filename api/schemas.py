@@ -76,6 +76,7 @@ class TaskPublic(BaseModel):
     message: str | None
     cancel_requested: bool
     held_by: str | None = None  # a queued task someone holds back (`POST /tasks/{id}/hold`) until released
+    waits_for_slot: bool = False  # queued, its sweep runs at most `max_running` at once: waits for one to end
     spec: dict[str, Any]
     sweep_id: int | None = None
     params: dict[str, Any] | None = None
@@ -110,6 +111,7 @@ class TaskPublic(BaseModel):
             message=task.message,
             cancel_requested=task.cancel_requested,
             held_by=task.held_by,
+            waits_for_slot=bool(task.waits_for_slot),
             spec=task.spec,
             sweep_id=task.sweep_id,
             params=task.params,
@@ -119,10 +121,11 @@ class TaskPublic(BaseModel):
 
 
 class TasksPublic(BaseModel):
-    """A page of tasks."""
+    """A page of tasks: `count` is its length, `total` how many tasks pass the filters in all."""
 
     tasks: list[TaskPublic]
     count: int
+    total: int
 
 
 class QueueEntry(BaseModel):
@@ -139,6 +142,8 @@ class QueuePublic(BaseModel):
 
     length: int
     entries: list[QueueEntry]
+    # set while no scheduler runs: the entries' starts and reasons assume one does
+    scheduler_warning: str | None = None
 
 
 class GpuPublic(BaseModel):

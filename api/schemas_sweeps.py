@@ -8,9 +8,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.schemas import TaskPublic
-from scheduler.batches import SweepView
+from scheduler.batches import SweepSummary, SweepView
 from scheduler.results import Comparison
-from scheduler.spec import TaskSpec
+from scheduler.spec import MAX_RUNNING_LIMIT, TaskSpec
+from scheduler.store.sweeps import SweepTally
+from scheduler.store.tables import Sweep
 from scheduler.sweeps import MAX_SWEEP_TASKS
 
 Goal = Literal["min", "max"]
@@ -23,10 +25,17 @@ class BatchCreate(BaseModel):
 
     specs: list[TaskSpec] = Field(min_length=1, max_length=MAX_SWEEP_TASKS)
     name: str | None = Field(default=None, max_length=120, description="a label for the group")
+    max_running: int | None = Field(
+        default=None,
+        strict=True,  # a number, not `true` or "4"
+        ge=1,
+        le=MAX_RUNNING_LIMIT,
+        description="run at most this many of the batch's tasks at once; the others wait for a slot",
+    )
 
 
-class SweepPublic(BaseModel):
-    """A sweep or batch: its tasks, grouped under one id."""
+class SweepFields(BaseModel):
+    """What every view of a sweep or batch says: who submitted it, and its tasks counted by status."""
 
     id: int
     kind: str
@@ -39,29 +48,70 @@ class SweepPublic(BaseModel):
     tasks_count: int
     counts: dict[str, int]
     held: int = Field(description="queued tasks held back (`POST /sweeps/{id}/hold`) until released")
+    max_running: int | None = Field(
+        default=None, description="at most this many tasks run at once (`PATCH /sweeps/{id}`); null: no limit"
+    )
+    waiting: int = Field(default=0, description="queued tasks waiting for a slot (`max_running`)")
+
+
+def _sweep_fields(sweep: Sweep, status: str, tally: SweepTally) -> dict[str, Any]:
+    """The `SweepFields` of a sweep row, given its counted tasks."""
+    return {
+        "id": sweep.id,
+        "kind": sweep.kind,
+        "name": sweep.name,
+        "command": sweep.command,
+        "team": sweep.team.name,
+        "user": sweep.user.name,
+        "created_at": sweep.created_at,
+        "status": status,
+        "tasks_count": sweep.tasks_count,
+        "counts": tally.counts,
+        "held": tally.held,
+        "max_running": sweep.max_running,
+        "waiting": tally.waiting,
+    }
+
+
+class SweepPublic(SweepFields):
+    """A sweep or batch: its tasks, grouped under one id."""
+
     params: list[str]
     tasks: list[TaskPublic]
 
     @classmethod
     def of(cls, view: SweepView) -> SweepPublic:
         """Build from a sweep and its task rows."""
-        sweep = view.sweep
         names = dict.fromkeys(name for task in view.tasks for name in (task.params or {}))
         return cls(
-            id=sweep.id,
-            kind=sweep.kind,
-            name=sweep.name,
-            command=sweep.command,
-            team=sweep.team.name,
-            user=sweep.user.name,
-            created_at=sweep.created_at,
-            status=view.status,
-            tasks_count=sweep.tasks_count,
-            counts=view.counts,
-            held=view.held,
+            **_sweep_fields(view.sweep, view.status, view.tally),
             params=list(names),
             tasks=[TaskPublic.of(task) for task in view.tasks],
         )
+
+
+class SweepSummaryPublic(SweepFields):
+    """A sweep in a list: `SweepPublic` without its tasks and parameter names, with the span of its task
+    ids (`first_task`-`last_task`)."""
+
+    first_task: int | None = None
+    last_task: int | None = None
+
+    @classmethod
+    def of(cls, summary: SweepSummary) -> SweepSummaryPublic:
+        """Build from a sweep and its counted tasks."""
+        return cls(
+            **_sweep_fields(summary.sweep, summary.status, summary.tally),
+            first_task=summary.tally.first_task,
+            last_task=summary.tally.last_task,
+        )
+
+
+class SweepsPublic(BaseModel):
+    """`GET /sweeps`: the sweeps, newest first, and how many the list holds."""
+
+    sweeps: list[SweepSummaryPublic]
+    count: int
 
 
 class ResultRowPublic(BaseModel):

@@ -26,6 +26,7 @@ from scheduler.gpus import open_gpu_monitor
 from scheduler.node_owner import NodeTaken
 from scheduler.notify.jobs import ClusterJobs
 from scheduler.notify.notifier import Notifier
+from scheduler.private_files import write_private_text
 from scheduler.redis_server import EmbeddedRedis
 from scheduler.service import Cluster
 from scheduler.settings import Settings
@@ -66,8 +67,8 @@ def redis_for(settings: Settings, may_start: bool) -> Iterator[str]:
     if not may_start:
         raise SystemExit("no Redis: set NIGHTSHIFT_REDIS_URL, or start `nightshift up` on this machine first")
     server = EmbeddedRedis(settings.home / "redis", stop_with_parent=True).start()
-    url_file.write_text(server.url, encoding="utf-8")
-    log.info("started embedded redis-server at %s (AOF in %s)", server.url, server.data_dir)
+    write_private_text(url_file, server.url)  # it carries the password
+    log.info("started embedded redis-server on 127.0.0.1:%d (AOF in %s)", server.port, server.data_dir)
     try:
         yield server.url
     finally:

@@ -1,10 +1,11 @@
 """The chat agent: a LangChain `create_agent` loop over the tools, for one person's session.
 
 `Assistant.ask(text)` runs one turn and returns what was said and which tools were called; cards for
-submissions, cancellations and changes wait in `Assistant.actions` until `Assistant.confirm(action_id)`
-performs them through the API with the person's own client (the model has no way to confirm); a new
-request for a card (submit, cancel or change, even one refused) drops the cards waiting from before it.
-Holding a queued task back and releasing it act at once, as the Tasks tab's buttons do: each undoes the other.
+submissions, cancellations and changes (of a task or a whole sweep) wait in `Assistant.actions` until
+`Assistant.confirm(action_id)` performs them through the API with the person's own client (the model has no
+way to confirm); a new request for a card (submit, cancel or change, even one refused) drops the cards
+waiting from before it. Holding a queued task (or a sweep's) back and releasing it act at once, as the Tasks
+tab's buttons do: each undoes the other.
 """
 
 from __future__ import annotations
@@ -27,7 +28,15 @@ from assistant.cards import ActionStore
 from assistant.client import AssistantClient
 from assistant.offline import OfflineChatModel
 from assistant.prompt_files import PROMPT_FILES, find_prompts_dir
-from assistant.replies import field_label, language_of, retired_cards_words, status_zh, warning_words
+from assistant.replies import (
+    field_label,
+    language_of,
+    retired_cards_words,
+    status_zh,
+    sweep_cancelled_words,
+    sweep_changed_words,
+    warning_words,
+)
 from assistant.tools import CARD_TOOLS, ToolContext, make_tools
 from scheduler.clock import local_zone
 from scheduler.settings import Settings
@@ -94,6 +103,13 @@ def _with_warnings(text: str, task: dict[str, Any], lang: str) -> str:
     return ("" if lang == "zh" else " ").join([text, *notes])
 
 
+def _sweep_warnings(sweep: dict[str, Any]) -> list[str]:
+    """The warnings a sweep change's answer carries on its tasks (a deadline they cannot meet), each once."""
+    return list(
+        dict.fromkeys(str(w) for task in sweep.get("tasks") or [] for w in task.get("warnings") or [])
+    )
+
+
 class Assistant:
     """One person's chat session: model, tools bound to their client, history and pending actions."""
 
@@ -131,6 +147,7 @@ class Assistant:
             default_workdir=default_workdir or str(settings.home / "work"),
             max_task_gpus=settings.max_task_gpus,
             dry_run=dry_run,
+            zone=zone,
         )
 
         @dynamic_prompt
@@ -241,6 +258,14 @@ class Assistant:
                 task = self.client.submit(action.payload["spec"], idempotency_key=action.action_id)
                 message = f"Submitted task #{task['id']} ({task['name']}): {task['status']}."
                 zh = f"已提交任务 #{task['id']}（{task['name']}）：{status_zh(task['status'])}。"
+            elif action.kind == "cancel_sweep":
+                task = self.client.cancel_sweep(int(action.payload["sweep_id"]))
+                message, zh = sweep_cancelled_words(task, "en"), sweep_cancelled_words(task, "zh")
+            elif action.kind == "change_sweep":
+                task = self.client.change_sweep(int(action.payload["sweep_id"]), action.payload["changes"])
+                fields = list(action.payload["changes"])
+                message, zh = sweep_changed_words(task, fields, "en"), sweep_changed_words(task, fields, "zh")
+                task = {**task, "warnings": _sweep_warnings(task)}
             elif action.kind == "change":
                 task = self.client.change(int(action.payload["task_id"]), action.payload["changes"])
                 fields = ", ".join(action.payload["changes"])

@@ -1,4 +1,5 @@
-"""Pending actions: what a submit, cancel or change *would* do, shown as a card that the person confirms.
+"""Pending actions: what a submit, cancel (of a task or a sweep) or change *would* do, shown as a card that
+the person confirms.
 
 Nothing here changes the cluster. `build_submit_card` validates the spec locally (`parse_spec`, the
 cluster's limits) and, where the server has them, asks the estimate and quota endpoints; `ActionStore`
@@ -21,6 +22,7 @@ from assistant.client import AssistantClient
 from scheduler.errors import SpecError
 from scheduler.nodes import NodeGpu, NodeState
 from scheduler.policy.config import PolicyConfig
+from scheduler.policy.reasons import amount
 from scheduler.policy.types import QueuedTask
 from scheduler.policy.windows import offpeak_start_s, parse_windows, zone
 from scheduler.spec import TaskSpec, parse_spec
@@ -28,14 +30,16 @@ from scheduler.submission import check_against_cluster, check_times_ahead, deadl
 from scheduler.sweeps import expand
 
 SWEEP_EXAMPLES = 3
+PARENT_FIELDS = frozenset({"depends_on", "depends_on_any"})  # a 422 on these: no such parent (or not yours)
 
 FALLBACK_GPU_POWER_W = 300.0
-ActionKind = Literal["submit", "cancel", "change"]
+ActionKind = Literal["submit", "cancel", "change", "cancel_sweep", "change_sweep"]
 
 
 @dataclass
 class PendingAction:
-    """A submit, cancel or change waiting for the person's click; `payload` is exactly what will be sent."""
+    """A submit, cancel, change, sweep cancel or sweep change waiting for the person's click; `payload` is
+    exactly what will be sent."""
 
     action_id: str
     kind: ActionKind
@@ -189,6 +193,8 @@ def cli_equivalent(spec: dict[str, Any]) -> str:
         parts += ["--deadline", shlex.quote(str(spec["deadline"]))]
     for parent in spec.get("depends_on") or []:
         parts += ["--depends-on", str(parent)]
+    for parent in spec.get("depends_on_any") or []:
+        parts += ["--after-any", str(parent)]
     return " ".join([*parts, "--", words_to_paste(spec.get("command", ""))])
 
 
@@ -241,13 +247,16 @@ def validated_spec(
         check_times_ahead(spec, tz, now)
     except SpecError as exc:
         raise CardError(exc.message, exc.errors) from None
-    return dict(resolve(spec, tz, default_workdir).spec)
+    resolved = dict(resolve(spec, tz, default_workdir).spec)
+    if spec.max_running is not None:  # the sweep's, which a task's row leaves out: the card submits it
+        resolved["max_running"] = spec.max_running
+    return resolved
 
 
 def _energy(
-    spec: dict[str, Any], gpus_view: dict[str, Any] | None, minutes: float | None
+    spec: dict[str, Any], gpus_view: dict[str, Any] | None, minutes: float | None, tasks: int = 1
 ) -> dict[str, Any] | None:
-    """The task's energy by its estimate, as facts (`replies.energy_words` says them)."""
+    """The energy of the spec's `tasks` (a sweep's) by the estimate, as facts (`replies.energy_words`)."""
     if not minutes or not spec.get("gpus"):
         return None
     try:
@@ -257,8 +266,8 @@ def _energy(
         power = gpu_power_w(names[0]) if names else FALLBACK_GPU_POWER_W
     except ImportError:  # pragma: no cover - the policy package is optional for the assistant
         power = FALLBACK_GPU_POWER_W
-    kwh = spec["gpus"] * power * minutes * 60 / 3.6e6
-    return {"kwh": kwh, "gpus": spec["gpus"], "power_w": power, "minutes": float(minutes)}
+    kwh = tasks * spec["gpus"] * power * minutes * 60 / 3.6e6
+    return {"kwh": kwh, "gpus": spec["gpus"], "power_w": power, "minutes": float(minutes), "tasks": tasks}
 
 
 def summarize(
@@ -267,10 +276,12 @@ def summarize(
     offpeak_windows: str,
     client: AssistantClient | None,
     gpus_view: dict[str, Any] | None,
+    tasks: int = 1,
 ) -> dict[str, Any]:
     """Start label, estimate, energy and quota effect of a spec (each only when known); CardError when the
-    API's estimate refuses its `depends_on` (a task that does not exist, or another team's), as submitting
-    it would."""
+    API's estimate refuses its `depends_on` or `depends_on_any` (a task that does not exist, or another
+    team's), as submitting it would. For a sweep of `tasks`, the start and end are its first task's, the
+    energy, cost and GPU-hours all of its tasks'."""
     summary: dict[str, Any] = {}
     minutes = spec.get("estimated_minutes") or spec.get("time_limit_minutes")
     est: dict[str, Any] = {}
@@ -285,9 +296,11 @@ def summarize(
                 time_limit_minutes=spec.get("time_limit_minutes"),
                 name=spec.get("name"),  # the scheduler learns run times by user, name and size
                 depends_on=spec.get("depends_on") or None,  # it starts only after its parents succeed
+                depends_on_any=spec.get("depends_on_any") or None,  # ... or end, however they end
+                deadline=spec.get("deadline"),  # the warning a submit would answer, queue included
             )
         except ClientError as exc:  # no estimate: the card says what it knows
-            if exc.status_code == 422 and any(e.get("field") == "depends_on" for e in exc.errors):
+            if exc.status_code == 422 and any(e.get("field") in PARENT_FIELDS for e in exc.errors):
                 raise CardError(exc.message, exc.errors) from None  # no such parent (or not yours)
     if est.get("estimated_run_s") and est.get("estimate_source"):  # the run time the scheduler will assume
         minutes = float(est["estimated_run_s"]) / 60
@@ -300,25 +313,27 @@ def summarize(
     estimated_start: datetime | None = start
     if est:
         summary["wait_reason"] = est.get("reason")
+        if est.get("wait_s"):  # it waits for other work: what that does to its deadline, only the API knows
+            summary["deadline_warning"] = est.get("deadline_warning")
         if est.get("start"):
             estimated_start = max(start, datetime.fromisoformat(est["start"]).astimezone(now.tzinfo))
         elif est.get("reason"):  # it cannot start as things stand (a used-up budget, no such GPU)
             estimated_start = None
         if est.get("energy_cost") is not None and minutes:  # priced from the expected start
             currency = est.get("currency") or ""
-            summary["energy_cost"] = f"~{float(est['energy_cost']):.2f} {currency}".strip()
+            summary["energy_cost"] = f"~{amount(tasks * float(est['energy_cost']), 2)} {currency}".strip()
     if estimated_start is not None:
         summary["estimated_start"] = estimated_start.isoformat()
         if minutes:
             summary["estimated_end"] = (estimated_start + timedelta(minutes=float(minutes))).isoformat()
-    summary["energy"] = _energy(spec, gpus_view, minutes)
-    summary["quota"] = _quota_effect(spec, client, minutes)
+    summary["energy"] = _energy(spec, gpus_view, minutes, tasks)
+    summary["quota"] = _quota_effect(spec, client, minutes, tasks)
     summary["cli"] = cli_equivalent(spec)
     return {key: value for key, value in summary.items() if value is not None}
 
 
 def _quota_effect(
-    spec: dict[str, Any], client: AssistantClient | None, minutes: float | None
+    spec: dict[str, Any], client: AssistantClient | None, minutes: float | None, tasks: int = 1
 ) -> dict[str, Any] | None:
     """What the task does to its team's day budget, as facts (`replies.quota_words` says them); nothing for a
     CPU-only task, which uses no GPU-hours and no budget holds."""
@@ -335,7 +350,7 @@ def _quota_effect(
         "budget_gpu_h": None if budget is None else float(budget),
         "used_gpu_h": float(day.get("used_gpu_h") or 0),
         "state": day.get("state"),
-        "uses_gpu_h": (spec.get("gpus", 1) * float(minutes) / 60) if minutes else None,
+        "uses_gpu_h": (tasks * spec.get("gpus", 1) * float(minutes) / 60) if minutes else None,
     }
 
 
@@ -349,4 +364,5 @@ def sweep_preview(spec: dict[str, Any]) -> dict[str, Any] | None:
         "params": list(dict.fromkeys(name for task in tasks for name in task.params)),
         "examples": [task.spec.command for task in tasks[:SWEEP_EXAMPLES]],
         "more": max(0, len(tasks) - SWEEP_EXAMPLES),
+        "max_running": spec.get("max_running"),
     }

@@ -1,7 +1,7 @@
 """The assistant's view of the HTTP API: `NightshiftClient` plus the newer read endpoints.
 
-Endpoints a server may not have yet (explain, estimate, quota, utilization, summary) raise `Unavailable`, so
-the tools can say so (or fall back) instead of failing the whole turn.
+Endpoints a server may not have yet (explain, estimate, quota, utilization, summary, a sweep) raise
+`Unavailable`, so the tools can say so (or fall back) instead of failing the whole turn.
 """
 
 from __future__ import annotations
@@ -46,9 +46,12 @@ class AssistantClient(NightshiftClient):
         time_limit_minutes: float | None = None,
         name: str | None = None,
         depends_on: list[int] | None = None,
+        deadline: str | None = None,
+        depends_on_any: list[int] | None = None,
     ) -> dict[str, Any]:
         """GET /estimate for a task, or for a hypothetical one of that size (and start window); with a
-        `name`, its run time is learned from your past runs of that name and size."""
+        `name`, its run time is learned from your past runs of that name and size; with a `deadline`,
+        `deadline_warning` says when it would not make it behind the queue."""
         if task_id is not None:
             return self._read("/estimate", task_id=task_id)
         return self._read(
@@ -61,6 +64,8 @@ class AssistantClient(NightshiftClient):
             time_limit_minutes=time_limit_minutes,
             name=name,
             depends_on=depends_on or None,
+            depends_on_any=depends_on_any or None,
+            deadline=deadline,
         )
 
     def quota(self, team: str | None = None) -> dict[str, Any]:
@@ -74,6 +79,15 @@ class AssistantClient(NightshiftClient):
     def night_summary(self, hours: float | None = None) -> dict[str, Any]:
         """GET /reports/summary: the tasks that ended last night (or in the last `hours`)."""
         return self._read("/reports/summary", hours=hours)
+
+    def sweep(self, sweep_id: int) -> dict[str, Any]:
+        """GET /sweeps/{id}: a sweep with its tasks and how many are in each status."""
+        return self._read(f"/sweeps/{int(sweep_id)}")
+
+    def sweeps(self, limit: int = 20, user: str | None = None) -> list[dict[str, Any]]:
+        """GET /sweeps: the newest sweeps the person may see (`user`: that person's), newest first."""
+        found: list[dict[str, Any]] = self._read("/sweeps", limit=limit, user=user)["sweeps"]
+        return found
 
 
 def client_for(

@@ -124,6 +124,9 @@ class OfflineChatModel(BaseChatModel):
             r"\s*(?:task|job|#|任务)?\s*#?\d+\s*号?\s*", text
         ):
             return f"{request} task {task_ids(text)[0]}"
+        if meta.get("reason") == "need_sweep_id":
+            number = re.fullmatch(r"\s*(?:sweep|扫参)?\s*#?(\d+)\s*号?\s*", text, re.I)
+            return f"{request} sweep {number[1]}" if number else text
         return text
 
     def _message_for(self, reading: Reading, text: str, lang: str) -> AIMessage:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 Rule = tuple[re.Pattern[str], Callable[[re.Match[str]], str]]
 
-_PERIOD = {"day": "今日", "week": "本周"}
+_PERIOD = {"day": "日", "week": "周"}  # rolling: the last 24 h, the last 7 days
 
 
 def duration_zh(text: str) -> str:
@@ -43,6 +43,15 @@ _ENDED_ZH = {
 }
 
 
+def counts_zh(text: str) -> str:
+    """A sweep's tasks by status as the API's messages say them (`1 failed, 3 succeeded`) in Chinese
+    (`失败 1 个、成功完成 3 个`)."""
+    parts = re.findall(r"(\d+) (\w+)", text)
+    if not parts or ", ".join(f"{n} {s}" for n, s in parts) != text.strip():
+        return text
+    return "、".join(f"{_STATUS_ZH.get(status, status)} {count} 个" for count, status in parts)
+
+
 def _out_of_reach_zh(m: re.Match[str]) -> str:
     """`submission.deadline_out_of_reach`'s note in Chinese."""
     held = {"not before": "按要求的最早开始时间", "off-peak window": "谷时窗口"}
@@ -65,6 +74,28 @@ _STATUS_ZH = {
 _RULES: list[Rule] = [
     (re.compile(r"task (\d+) not found"), lambda m: f"找不到任务 {m[1]}（或它不属于你的团队）"),
     (re.compile(r"sweep (\d+) not found"), lambda m: f"找不到扫参 {m[1]}"),
+    (re.compile(r"no sweep (\d+)"), lambda m: f"没有扫参 {m[1]}"),
+    (
+        re.compile(r"sweep (\d+)(?: has ended)?: nothing to cancel \((.*)\)"),
+        lambda m: f"扫参 {m[1]} 的任务都已结束，没有可取消的（{counts_zh(m[2])}）",
+    ),
+    (
+        re.compile(r"sweep (\d+) has no queued task to hold \((.*)\)"),
+        lambda m: f"扫参 {m[1]} 没有排队中的任务可暂停（{counts_zh(m[2])}）",
+    ),
+    (
+        re.compile(r"sweep (\d+) has no queued task (?:left: nothing )?to change \((.*)\)"),
+        lambda m: f"扫参 {m[1]} 没有排队中的任务可修改（{counts_zh(m[2])}）",
+    ),
+    (
+        re.compile(r"sweep (\d+) has no held task to release \((.*)\)"),
+        lambda m: f"扫参 {m[1]} 没有被暂停的任务可放行（{counts_zh(m[2])}）",
+    ),
+    (re.compile(r"no task carries the tag '(.*)'"), lambda m: f"没有任务带标签 {m[1]}"),
+    (
+        re.compile(r"say which runs to compare: .*"),
+        lambda m: "请说要比较哪些运行：一个扫参（编号）或一个标签，二选一",
+    ),
     (re.compile(r"task (\d+) already (\w+)"), lambda m: f"任务 {m[1]} 已经{_STATUS_ZH.get(m[2], m[2])}"),
     (re.compile(r"nothing to cancel"), lambda m: "没有可取消的"),
     (re.compile(r"task (\d+) is already held by (\S+)"), lambda m: f"任务 {m[1]} 已被 {m[2]} 暂停"),
@@ -85,6 +116,7 @@ _RULES: list[Rule] = [
     (re.compile(r"behind (\d+) higher-priority tasks?"), lambda m: f"前面还有 {m[1]} 个优先级更高的任务"),
     (re.compile(r"team (\S+) is at its (\d+)-GPU cap"), lambda m: f"团队 {m[1]} 已用满 {m[2]} 张卡的上限"),
     (re.compile(r"waiting for task (\d+) to succeed"), lambda m: f"等待任务 {m[1]} 成功完成"),
+    (re.compile(r"waiting for task (\d+) to end"), lambda m: f"等待任务 {m[1]} 结束（不论成功与否）"),
     (
         re.compile(r"task (\d+), which it depends on, did not succeed"),
         lambda m: f"它依赖的任务 {m[1]} 没有成功",
@@ -165,12 +197,23 @@ _RULES: list[Rule] = [
         lambda m: f"被 {m[1]} 暂停：运行 nightshift release {m[2]} 后才会开始",
     ),
     (
+        re.compile(r"waiting for a slot: sweep (\d+) runs at most (\d+) at a time"),
+        lambda m: f"等待空位：扫参 {m[1]} 同时最多运行 {m[2]} 个任务",
+    ),
+    (
         re.compile(r"team (\S+) has used (\d+)% of its (day|week) budget \((.+) GPU-h\)"),
         lambda m: f"团队 {m[1]} 已用掉{_PERIOD[m[3]]}预算的 {m[2]}%（{m[4]} GPU小时）",
     ),
     (
         re.compile(r"deep in the queue \(beyond the forecast window\)"),
         lambda m: "排在队列很后面（超出预测范围）",
+    ),
+    (
+        re.compile(
+            r"with the work queued ahead of it, it should start around (.+) and end around (.+), after its "
+            r"deadline (.+)"
+        ),
+        lambda m: f"按前面排队的任务，预计 {m[1]} 左右开始、{m[2]} 左右结束，晚于截止时间 {m[3]}",
     ),
     (
         re.compile(r"expected to end around (.+), after its deadline (.+)"),
@@ -189,6 +232,10 @@ _RULES: list[Rule] = [
     (re.compile(r"by (\S+)"), lambda m: f"操作人 {m[1]}"),
     (re.compile(r"on (\S+) GPUs ([\d,]+) since (.+)"), lambda m: f"在 {m[1]} 的 {m[2]} 号卡上，自 {m[3]} 起"),
     (re.compile(r"on (\S+) since (.+)"), lambda m: f"在 {m[1]} 上，自 {m[2]} 起"),
+    (
+        re.compile(r"stopped: its output passed the log size limit \((.+)\)"),
+        lambda m: f"输出超过日志大小上限被停止（{_how_it_ended(m[1])}）",
+    ),
     (
         re.compile(r"stopped at its time limit \((.+)\)"),
         lambda m: f"超过时间限制被停止（{_how_it_ended(m[1])}）",
@@ -226,6 +273,7 @@ _FIELD_ZH = {
     "not_before": "最早开始时间",
     "deadline": "截止时间",
     "depends_on": "依赖的任务",
+    "depends_on_any": "等其结束的任务",
     "node": "节点",
     "gpu_model": "GPU 型号",
     "conda_env": "conda 环境",
@@ -263,8 +311,10 @@ _SPEC_RULES: list[Rule] = [
     ),
     (re.compile(r"you asked for (\d+)"), lambda m: f"你要了 {m[1]} 张"),
     (
-        re.compile(r"no GPU on this cluster has ([\d.]+) GB \(the largest has (\d+) GB\)"),
-        lambda m: f"这个集群没有一张卡有 {m[1]} GB 显存（最大的 {m[2]} GB）",
+        re.compile(r"no GPU (?:on this cluster|on node (\S+)) has ([\d.]+) GB \(the largest has (\d+) GB\)"),
+        lambda m: (
+            f"{f'节点 {m[1]} 上' if m[1] else '这个集群'}没有一张卡有 {m[2]} GB 显存（最大的 {m[3]} GB）"
+        ),
     ),
     (re.compile(r"ask for fewer GPUs or less memory"), lambda m: "请少要几张卡或少要些显存"),
     (
@@ -276,8 +326,8 @@ _SPEC_RULES: list[Rule] = [
         lambda m: f"没有型号包含 {m[1]} 的卡（{f'节点 {m[2]} 上' if m[2] else '这里'}的型号：{m[3]}）",
     ),
     (
-        re.compile(r"depends_on names task (\d+), which does not exist"),
-        lambda m: f"依赖的任务 {m[1]} 不存在（或不属于你的团队）",
+        re.compile(r"(depends_on|depends_on_any) names task (\d+), which does not exist"),
+        lambda m: f"{_field_zh(m[1])} {m[2]} 不存在（或不属于你的团队）",
     ),
     (
         re.compile(r"(conda_env|docker_image) (.+) was requested but (\S+) is not installed on this node"),

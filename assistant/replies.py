@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime
+from datetime import date, datetime, time
 from typing import Any
 
 from assistant.reasons_zh import reason_zh
+from scheduler.policy.reasons import amount
 
 _DATA = re.compile(r"</?data>")
 CJK = re.compile(r"[\u3400-\u9fff]")
@@ -115,7 +116,28 @@ _CHANGE_FIELDS = {
     "retries": ("retries", "重试次数"),
     "name": ("name", "名称"),
     "tags": ("tags", "标签"),
+    "max_running": ("at most at once", "最多同时运行"),
 }
+
+
+def sweep_words(preview: dict[str, Any], lang: str) -> str:
+    """What a sweep card submits (`cards.sweep_preview`): `6 tasks over lr, bs, at most 2 at a time`."""
+    count, params = int(preview.get("tasks") or 0), ", ".join(str(p) for p in preview.get("params") or [])
+    at_once = preview.get("max_running")
+    en = f"{count} task{'s' if count != 1 else ''} over {params}"
+    zh = f"{count} 个任务，参数 {params}"
+    if at_once:
+        en += f", at most {at_once} at a time"
+        zh += f"，同时最多运行 {at_once} 个"
+    return _t(lang, en, zh)
+
+
+def sweep_examples_words(preview: dict[str, Any], lang: str) -> list[str]:
+    """The sweep's first commands, then `+3 more` (`+3 个`) when there are more."""
+    lines = [str(command) for command in preview.get("examples") or []]
+    if preview.get("more"):
+        lines.append(_t(lang, f"+{preview['more']} more", f"另外 {preview['more']} 个"))
+    return lines
 
 
 def resources_words(spec: dict[str, Any], lang: str, free: str = "") -> str:
@@ -192,14 +214,24 @@ def card_text(card: dict[str, Any], lang: str, now: datetime | None = None) -> s
             )
         )
         return "\n".join(lines)
+    if card.get("kind") == "change_sweep":
+        return _change_sweep_text(card, lang, now)
     if card.get("kind") == "cancel":
         return _cancel_text(card, lang)
+    if card.get("kind") == "cancel_sweep":
+        return _cancel_sweep_text(card, lang)
     spec = card.get("spec") or {}
     summary = card.get("summary") or {}
+    sweep = card.get("sweep")
     lines = [_t(lang, "Ready to submit (please confirm):", "准备提交（请确认）：")]
     if summary.get("like_task"):
         lines.append(f"• {_t(lang, 'based on', '基于')}: {like_task_words(summary['like_task'], lang, now)}")
     lines.append(f"• {_t(lang, 'command', '命令')}: `{unwrap(spec.get('command', ''))}`")
+    if sweep:  # one card for many tasks: say how many, and show the first ones
+        lines.append(f"• {_t(lang, 'sweep', '扫参')}: {sweep_words(sweep, lang)}")
+        examples = sweep.get("examples") or []
+        shown = [f"`{line}`" if line in examples else line for line in sweep_examples_words(sweep, lang)]
+        lines.append(f"• {_t(lang, 'first tasks', '前几个任务')}: " + _t(lang, "; ", "；").join(shown))
     lines.append(f"• {_t(lang, 'resources', '资源')}: {resources_words(spec, lang)}")
     if summary.get("start_label"):
         label = start_label_words(summary["start_label"], lang)
@@ -245,11 +277,60 @@ def _cancel_text(card: dict[str, Any], lang: str) -> str:
     )
 
 
+def _cancel_sweep_text(card: dict[str, Any], lang: str) -> str:
+    """A sweep's cancel card as text: what it cancels, stops and keeps; nothing happens before the confirm."""
+    sweep = card.get("sweep") or {}
+    name = unwrap(sweep.get("name") or "")
+    which = f"#{card.get('sweep_id')}" + (in_parentheses(name, lang) if name else "")
+    counts = {status: int(count) for status, count in (sweep.get("counts") or {}).items()}
+    queued, running = counts.get("queued", 0), counts.get("running", 0)
+    ended = sum(counts.values()) - queued - running
+    what = _t(
+        lang,
+        f" It cancels its queued tasks ({queued}) and stops its running ones ({running}); the ones that "
+        f"ended ({ended}) stay as they are.",
+        f"排队中的任务（{queued} 个）会被取消，运行中的（{running} 个）会被停止，"
+        f"已结束的（{ended} 个）保持不变。",
+    )
+    return (
+        _t(lang, f"Cancel sweep {which}?", f"要取消扫参 {which}吗？")
+        + (what if counts else "")  # without an API to ask (a dry run without a server): the sweep alone
+        + _t(lang, " Nothing happens until you confirm.", "确认之前不会有任何操作。")
+    )
+
+
+def _change_sweep_text(card: dict[str, Any], lang: str, now: datetime | None) -> str:
+    """A sweep's change card as text: which sweep, how many queued tasks change, each field before and after;
+    nothing happens before the confirm."""
+    name = unwrap((card.get("sweep") or {}).get("name") or "")
+    which = f"#{card.get('sweep_id')}" + (in_parentheses(name, lang) if name else "")
+    queued = card.get("queued")
+    lines = [
+        _t(
+            lang,
+            f"Change sweep {which}, its {queued} queued tasks (please confirm):",
+            f"修改扫参 {which}里排队中的 {queued} 个任务（请确认）：",
+        )
+    ]
+    lines += [f"• {label}: {old} → {new}" for label, old, new in change_rows(card, lang, now)]
+    lines += [f"• {warning_words(warning, lang)}" for warning in card.get("warnings") or []]
+    lines.append(
+        _t(
+            lang,
+            "Its running and ended tasks stay as they are. Nothing changes until you confirm.",
+            "运行中和已结束的任务保持不变。确认之前不会有任何改动。",
+        )
+    )
+    return "\n".join(lines)
+
+
 # what a dropped card leaves undone, by its kind (English, Chinese)
 DROPPED_WORDS = {
     "submit": ("submitted", "提交"),
     "cancel": ("cancelled", "取消"),
     "change": ("changed", "修改"),
+    "cancel_sweep": ("cancelled", "取消"),
+    "change_sweep": ("changed", "修改"),
 }
 
 
@@ -265,6 +346,10 @@ def _card_subject(card: dict[str, Any], lang: str) -> str:
     if kind == "submit":
         command = unwrap((card.get("spec") or {}).get("command", ""))
         return _t(lang, f"submit `{command}`", f"提交 `{command}`")
+    if kind == "cancel_sweep":
+        return _t(lang, f"cancel sweep #{card.get('sweep_id')}", f"取消扫参 #{card.get('sweep_id')}")
+    if kind == "change_sweep":
+        return _t(lang, f"change sweep #{card.get('sweep_id')}", f"修改扫参 #{card.get('sweep_id')}")
     verb_en, verb_zh = ("cancel", "取消") if kind == "cancel" else ("change", "修改")
     return _t(lang, f"{verb_en} task #{card.get('task_id')}", f"{verb_zh}任务 #{card.get('task_id')}")
 
@@ -338,6 +423,9 @@ def _spec_extras(spec: dict[str, Any], lang: str, now: datetime | None) -> list[
     if spec.get("depends_on"):
         ids = ", ".join(f"#{task_id}" for task_id in spec["depends_on"])
         extras.append(_t(lang, f"after task {ids} succeeds", f"等任务 {ids} 成功后"))
+    if spec.get("depends_on_any"):
+        ids = ", ".join(f"#{task_id}" for task_id in spec["depends_on_any"])
+        extras.append(_t(lang, f"after task {ids} ends, however it ends", f"等任务 {ids} 结束后（不论成败）"))
     if spec.get("deadline"):
         deadline = when(spec["deadline"], now, lang)
         extras.append(_t(lang, f"deadline {deadline}", f"截止 {deadline}"))
@@ -383,11 +471,12 @@ def minutes_words(minutes: float, lang: str) -> str:
 def energy_words(energy: dict[str, Any], lang: str) -> str:
     """A submit card's energy line: `~1.2 kWh (2 × 300 W for 120 min)` (facts from `cards`)."""
     kwh, gpus, power = energy["kwh"], energy["gpus"], energy["power_w"]
-    span = minutes_words(float(energy["minutes"]), lang)
+    span, tasks = minutes_words(float(energy["minutes"]), lang), int(energy.get("tasks") or 1)
+    each = _t(lang, f"{tasks} tasks × ", f"{tasks} 个任务 × ") if tasks > 1 else ""
     return _t(
         lang,
-        f"~{kwh:.1f} kWh ({gpus} × {power:.0f} W for {span})",
-        f"约 {kwh:.1f} kWh（{gpus} × {power:.0f} W，{span}）",
+        f"~{amount(kwh, 1)} kWh ({each}{gpus} × {power:.0f} W for {span})",
+        f"约 {amount(kwh, 1)} kWh（{each}{gpus} × {power:.0f} W，{span}）",
     )
 
 
@@ -405,21 +494,21 @@ def quota_words(quota: dict[str, Any], lang: str) -> str:
             lang,
             f"team {team}'s day budget is used up ({used:.2g} of {float(budget):g} GPU-h): "
             "it waits until the team's usage falls",
-            f"团队 {team} 今天的预算已用完（{used:.2g} / {float(budget):g} GPU小时）：它会等到团队用量回落",
+            f"团队 {team} 日预算已用完（{used:.2g} / {float(budget):g} GPU小时）：它会等到团队用量回落",
         )
     if uses is None:
         state = quota.get("state")
         return _t(
             lang,
-            f"team {team}: {left:.1f} of {float(budget):g} GPU-h left today ({state})",
-            f"团队 {team}：今天还剩 {left:.1f} / {float(budget):g} GPU小时"
+            f"team {team}: {left:.1f} of {float(budget):g} GPU-h left in its day budget ({state})",
+            f"团队 {team}：日预算还剩 {left:.1f} / {float(budget):g} GPU小时"
             + ("（已用过 80%）" if state == "warning" else ""),
         )
     after = left - uses
     head = _t(
         lang,
-        f"uses ~{uses:.1f} of the team's {left:.1f} GPU-h left today; ",
-        f"约用 {uses:.1f} GPU小时，团队今天还剩 {left:.1f}；",
+        f"uses ~{uses:.1f} of the {left:.1f} GPU-h left in the team's day budget; ",
+        f"约用 {uses:.1f} GPU小时，团队日预算还剩 {left:.1f}；",
     )
     if after < 0:  # it starts (never killed), and the team's next tasks wait
         return head + _t(
@@ -430,20 +519,92 @@ def quota_words(quota: dict[str, Any], lang: str) -> str:
     return head + _t(lang, f"{after:.1f} GPU-h left after it", f"运行后还剩 {after:.1f} GPU小时")
 
 
-def _tasks(data: dict[str, Any], lang: str) -> str:
+def _day_words(day: date, now: datetime | None, lang: str) -> str:
+    """`yesterday` / `今天` for a date near `now`, else `03-01`."""
+    names = {-1: ("yesterday", "昨天"), 0: ("today", "今天")}
+    delta = (day - now.date()).days if now is not None else None
+    if delta in names:
+        return names[delta][0 if lang == "en" else 1]
+    return f"{day:%m-%d}"
+
+
+def _moment(iso: Any, now: datetime | None) -> datetime | None:
+    """An ISO time from a tool result, on the clock of `now` (None when there is none)."""
+    try:
+        moment = datetime.fromisoformat(unwrap(iso)) if iso else None
+    except ValueError:
+        return None
+    if moment is not None and moment.tzinfo is not None and now is not None:
+        moment = moment.astimezone(now.tzinfo)
+    return moment
+
+
+def window_words(since: Any, until: Any, now: datetime | None, lang: str) -> str:
+    """When the tasks searched for were submitted: `submitted yesterday`, `submitted 02-23 – 03-01`,
+    `submitted since today 09:00` / `昨天提交`, `02-23 至 03-01 提交`, `今天 09:00 以来提交` (whole days by
+    their dates; "" when neither end is given)."""
+    start, end = _moment(since, now), _moment(until, now)
+    whole = (start is None or start.time() == time(0)) and (end is None or end.time() == time.max)
+    if whole and start is not None and end is not None:
+        if start.date() == end.date():
+            day = _day_words(start.date(), now, lang)
+            return _t(lang, f"submitted {day}", f"{day}提交")
+        first, last = f"{start:%m-%d}", f"{end:%m-%d}"
+        return _t(lang, f"submitted {first} – {last}", f"{first} 至 {last} 提交")
+
+    def words(moment: datetime) -> str:
+        return _day_words(moment.date(), now, lang) if whole else when(moment.isoformat(), now, lang)
+
+    if start is not None and end is not None:
+        return _t(lang, f"submitted {words(start)} – {words(end)}", f"{words(start)} 至 {words(end)} 提交")
+    if start is not None:
+        return _t(lang, f"submitted since {words(start)}", f"{words(start)} 以来提交")
+    if end is not None:
+        return _t(lang, f"submitted until {words(end)}", f"截至 {words(end)} 提交")
+    return ""
+
+
+def search_words(searched: dict[str, Any], now: datetime | None, lang: str) -> str:
+    """What a task search asked for: `failed, submitted yesterday, named train.py*, tagged exp7, ran on box-a`
+    / `失败、昨天提交、名称 train.py*、标签 exp7、在 box-a 上运行过` ("" for no filter)."""
+    parts = []
+    if searched.get("status"):
+        status = unwrap(searched["status"])
+        parts.append(status_zh(status) if lang == "zh" else status)
+    parts.append(window_words(searched.get("since"), searched.get("until"), now, lang))
+    labels = {"name": ("named", "名称 "), "tag": ("tagged", "标签 "), "node": ("ran on", "在 ")}
+    for key, (en, zh) in labels.items():
+        if searched.get(key):
+            value = unwrap(searched[key])
+            parts.append(_t(lang, f"{en} {value}", f"{zh}{value}{' 上运行过' if key == 'node' else ''}"))
+    return _t(lang, ", ", "、").join(part for part in parts if part)
+
+
+def _tasks(data: dict[str, Any], lang: str, now: datetime | None = None) -> str:
     tasks = data.get("tasks", [])
+    words = search_words(data.get("searched") or {}, now, lang)
+    where = (f" ({words})" if lang == "en" else f"（{words}）") if words else ""
     if not tasks:
+        if words:
+            return _t(lang, f"No task matches{where}.", f"没有符合条件的任务{where}。")
         return _t(lang, "You have no matching tasks.", "没有符合条件的任务。")
     shown = [f"#{t['id']} {unwrap(t.get('name', ''))} — {_task_status(t, lang)}" for t in tasks[:8]]
     more = len(tasks) - len(shown)
-    if data.get("more"):  # the answer holds only the newest ones: say so, not a total
+    total = data.get("total")
+    if total is not None and int(total) > len(tasks):  # the answer holds the newest: say how many in all
+        head = _t(
+            lang,
+            f"Showing {len(tasks)} of {total} tasks{where}, newest first (`nightshift ls` lists them all):",
+            f"共 {total} 个任务{where}，这里是最新的 {len(tasks)} 个（`nightshift ls` 可以全部列出）：",
+        )
+    elif data.get("more"):  # an answer without a total: say there are more, not how many
         head = _t(
             lang,
             f"Your {len(tasks)} newest tasks (there are more: `nightshift ls` lists them all):",
             f"你最近的 {len(tasks)} 个任务（还有更多：`nightshift ls` 可以全部列出）：",
         )
     else:
-        head = _t(lang, f"{len(tasks)} task(s):", f"共 {len(tasks)} 个任务：")
+        head = _t(lang, f"{len(tasks)} task(s){where}:", f"共 {len(tasks)} 个任务{where}：")
     tail = _t(lang, f"\n… and {more} more", f"\n……另有 {more} 个") if more > 0 else ""
     return head + "\n" + "\n".join(shown) + tail
 
@@ -667,9 +828,9 @@ def _night(data: dict[str, Any], lang: str, now: datetime | None) -> str:
     text = _t(
         lang,
         f"Since {since}: {len(done)} succeeded, {len(failed)} failed, {len(cancelled)} cancelled; "
-        f"{gpu_h:.2f} GPU-hours, {cost:.2f} {currency}.",
+        f"{amount(gpu_h, 2)} GPU-hours, {amount(cost, 2)} {currency}.",
         f"从 {since} 到现在：成功 {len(done)} 个，失败 {len(failed)} 个，取消 {len(cancelled)} 个；"
-        f"共 {gpu_h:.2f} GPU小时，{cost:.2f} {currency}。",
+        f"共 {amount(gpu_h, 2)} GPU小时，{amount(cost, 2)} {currency}。",
     )
     for task in failed[:6]:
         why = unwrap(task.get("message") or task.get("reason") or "")
@@ -748,9 +909,237 @@ def _quota(data: dict[str, Any], lang: str, now: datetime | None = None) -> str:
     if quota.get("new_starts_at"):
         at = when(quota["new_starts_at"], now, lang)
         again = _t(lang, f"; new starts again {at}", f"；{at} 起可以再启动新任务")
+    # the budgets are rolling windows, not a calendar day and week
+    day_part, week_part = part(day, "last 24 h", "过去 24 小时"), part(week, "last 7 days", "过去 7 天")
     if lang == "zh":
-        return f"{head}；{part(day, 'today', '今天')}；{part(week, 'this week', '本周')}{again}。"
-    return f"{head}; {part(day, 'today', '今天')}; {part(week, 'this week', '本周')}{again}."
+        return f"{head}；{day_part}；{week_part}{again}。"
+    return f"{head}; {day_part}; {week_part}{again}."
+
+
+# --- a whole sweep -----------------------------------------------------------------------------------
+
+_COUNT_ORDER = ("queued", "running", "succeeded", "failed", "cancelled")
+
+
+def counts_words(counts: dict[str, Any], lang: str) -> str:
+    """A sweep's tasks by status: `4 queued, 2 running, 3 succeeded` / `排队中 4 个、运行中 2 个`."""
+    order = [*_COUNT_ORDER, *sorted(set(counts) - set(_COUNT_ORDER))]
+    items = [(status, int(counts[status])) for status in order if counts.get(status)]
+    if lang == "zh":
+        return "、".join(f"{status_zh(status)} {count} 个" for status, count in items)
+    return ", ".join(f"{count} {status}" for status, count in items)
+
+
+def _value_words(value: Any) -> str:
+    """A metric's value as the CLI prints it (`0.31`, `1.23457e-05`); `—` when the run has none."""
+    if value is None:
+        return "—"
+    return f"{value:.6g}" if isinstance(value, float) else str(value)
+
+
+def _goal_words(goal: Any, lang: str) -> str:
+    """The API's goal in words: `min` is `smaller is better` (`越小越好`), `max` `larger is better`."""
+    if goal == "min":
+        return _t(lang, "smaller is better", "越小越好")
+    return _t(lang, "larger is better", "越大越好")
+
+
+def _sweep_title(sweep: dict[str, Any], lang: str, lower: bool = False) -> str:
+    """`Sweep #4 (train.py)` / `扫参 #4（train.py）` (`lower`: `sweep #4`, inside a sentence)."""
+    name = unwrap(sweep.get("name") or "")
+    word = "sweep" if lower else "Sweep"
+    return _t(lang, f"{word} #{sweep.get('id')}", f"扫参 #{sweep.get('id')}") + (
+        in_parentheses(name, lang) if name else ""
+    )
+
+
+def _best_words(best: dict[str, Any], lang: str) -> str:
+    """`task #12 (lr=0.001, seed=1), val_loss 0.31 (smaller is better)`: the best run and its value."""
+    params = unwrap(best.get("params") or "")
+    run = _t(lang, f"task #{best.get('task_id')}", f"任务 #{best.get('task_id')}")
+    run += in_parentheses(params, lang) if params else ""
+    metric = unwrap(best.get("metric") or "")
+    value = f"{metric} {_value_words(best.get('value'))}"
+    return run + _t(lang, ", ", "，") + value + in_parentheses(_goal_words(best.get("goal"), lang), lang)
+
+
+def _failed_words(sweep: dict[str, Any], lang: str) -> str:
+    """` Failed: #13, #15 (ask "why did 13 fail?").`: the failed tasks and how to hear why ("" for none)."""
+    failed = sweep.get("failed_tasks") or []
+    if not failed:
+        return ""
+    ids = ", ".join(f"#{task_id}" for task_id in failed)
+    return _t(
+        lang,
+        f' Failed: {ids} (ask "why did {failed[0]} fail?").',
+        f"失败的任务：{ids}（可以问“{failed[0]}号为什么失败”）。",
+    )
+
+
+def _sweep_status(data: dict[str, Any], lang: str) -> str:
+    """How a sweep is doing: its tasks by status, how many are left (and held), the best run so far; which
+    sweep it is when none was named (`latest`: the person's most recent)."""
+    sweep = data.get("sweep") or {}
+    counts, left, held = sweep.get("counts") or {}, int(sweep.get("left") or 0), int(sweep.get("held") or 0)
+    head, total = _sweep_title(sweep, lang), sweep.get("tasks")
+    if data.get("latest"):  # no number was given: say which sweep this is
+        head = _t(lang, "Your most recent sweep is ", "你最近的扫参是") + _sweep_title(
+            sweep, lang, lower=True
+        )
+    if left:
+        held_en, held_zh = (f" ({held} held)", f"（其中暂停 {held} 个）") if held else ("", "")
+        text = _t(
+            lang,
+            f"{head}: {total} tasks — {counts_words(counts, 'en')}; {left} left{held_en}.",
+            f"{head}：共 {total} 个任务——{counts_words(counts, 'zh')}；还剩 {left} 个{held_zh}。",
+        )
+    else:
+        text = _t(
+            lang,
+            f"{head}: all {total} tasks have ended — {counts_words(counts, 'en')}.",
+            f"{head}：{total} 个任务都已结束——{counts_words(counts, 'zh')}。",
+        )
+    text += _failed_words(sweep, lang)
+    best = data.get("best")
+    if best:
+        text += _t(
+            lang, f" Best so far: {_best_words(best, 'en')}.", f"目前最好的是{_best_words(best, 'zh')}。"
+        )
+    elif counts.get("succeeded"):
+        text += _t(lang, " No run has reported metrics yet.", "还没有运行报告指标。")
+    return text
+
+
+def _comparison_head(data: dict[str, Any], lang: str) -> str:
+    """Whose runs a comparison holds: `Sweep #4` (`扫参 #4`) or `The runs tagged exp7`."""
+    if data.get("sweep_id") is not None:
+        return _t(lang, f"Sweep #{data['sweep_id']}", f"扫参 #{data['sweep_id']}")
+    tag = unwrap(data.get("tag") or "")
+    return _t(lang, f"The runs tagged {tag}", f"标签 {tag} 的运行")
+
+
+def _result_line(row: dict[str, Any], lang: str) -> str:
+    """`★ #12 lr=0.001, seed=1: 0.31 (succeeded)`: one run of a comparison, the best one starred."""
+    mark = "★" if row.get("best") else " "
+    status = str(row.get("status") or "")
+    status = status_zh(status) if lang == "zh" else status
+    params = unwrap(row.get("params") or "")
+    value = _value_words(row.get("value"))
+    return _t(
+        lang,
+        f"{mark} #{row.get('task_id')} {params}: {value} ({status})",
+        f"{mark} #{row.get('task_id')} {params}：{value}（{status}）",
+    )
+
+
+def _comparison(data: dict[str, Any], lang: str) -> str:
+    """A comparison in the API's order (best first) with the best run named, or why it has no best."""
+    head, runs = _comparison_head(data, lang), int(data.get("runs") or 0)
+    metric = unwrap(data.get("sort") or "")
+    if not metric:
+        return _t(
+            lang,
+            f"{head}: none of its {runs} runs has reported metrics yet (a job writes them to metrics.json in "
+            "$NIGHTSHIFT_OUTPUT_DIR).",
+            f"{head}：{runs} 次运行都还没有报告指标"
+            "（任务把指标写到 $NIGHTSHIFT_OUTPUT_DIR 下的 metrics.json）。",
+        )
+    if not data.get("reported"):
+        reported = unwrap(data.get("metrics") or "") or "—"
+        return _t(
+            lang,
+            f"{head}: none of its {runs} runs reported {metric} (metrics reported: {reported}).",
+            f"{head}：{runs} 次运行都没有报告 {metric}（报告了的指标：{reported}）。",
+        )
+    goal = _goal_words(data.get("goal"), lang)
+    lines = [
+        _t(
+            lang,
+            f"{head}: {runs} runs, sorted by {metric} ({goal}):",
+            f"{head}：{runs} 次运行，按 {metric} 排序（{goal}）：",
+        )
+    ]
+    rows = data.get("rows") or []
+    lines += [_result_line(row, lang) for row in rows]
+    if runs > len(rows):
+        lines.append(_t(lang, f"… and {runs - len(rows)} more", f"……另有 {runs - len(rows)} 次"))
+    best = data.get("best")
+    if best:
+        best_words = _best_words({**best, "metric": metric, "goal": data.get("goal")}, lang)
+        lines.append(_t(lang, f"Best: {best_words}.", f"最好的是{best_words}。"))
+    else:
+        lines.append(
+            _t(
+                lang,
+                "No run that succeeded has a value yet, so none is best.",
+                "还没有成功完成且有该指标的运行，所以没有最好的一次。",
+            )
+        )
+    return "\n".join(lines)
+
+
+def _sweep_held_or_released(data: dict[str, Any], lang: str) -> str:
+    """What holding or releasing a whole sweep did, or what a dry run would have done."""
+    for key, hold in (("would_hold", True), ("would_release", False)):
+        if key in data:
+            sweep = data[key]
+            what = _t(lang, "held" if hold else "released", "暂停" if hold else "放行")
+            return _t(
+                lang,
+                f"Dry run: sweep #{sweep.get('id')}'s queued tasks would be {what}; nothing was changed.",
+                f"试运行：扫参 #{sweep.get('id')} 的排队任务会被{what}，没有做任何改动。",
+            )
+    if "held" in data:
+        sweep = data["held"]
+        sid, held = sweep.get("id"), sweep.get("held")
+        return _t(
+            lang,
+            f"Sweep #{sid}: {held} queued tasks are held: they stay queued, keep their place, and start only "
+            f'once you release them ("release sweep {sid}").',
+            f"扫参 #{sid} 的 {held} 个排队任务已暂停：仍在排队并保留排队时间，"
+            f"放行后才会开始（说“放行扫参{sid}”）。",
+        )
+    sweep = data.get("released") or {}
+    queued = (sweep.get("counts") or {}).get("queued", 0)
+    return _t(
+        lang,
+        f"Sweep #{sweep.get('id')} is released: its held tasks are queued again with the priority and age "
+        f"they had ({queued} queued now).",
+        f"扫参 #{sweep.get('id')} 已放行：暂停的任务按原来的优先级和排队时间重新排队"
+        f"（现在排队中 {queued} 个）。",
+    )
+
+
+def sweep_cancelled_words(sweep: dict[str, Any], lang: str) -> str:
+    """What a confirmed sweep cancel says (`POST /sweeps/{id}/cancel`'s answer): its tasks by status now,
+    and that the running ones are stopping."""
+    counts = sweep.get("counts") or {}
+    stopping = _t(
+        lang,
+        "; its running tasks are stopping (their stop signal is sent)",
+        "；运行中的任务正在停止（已发出停止信号）",
+    )
+    return (
+        _t(
+            lang,
+            f"Sweep #{sweep.get('id')} is cancelled: {counts_words(counts, 'en')}",
+            f"扫参 #{sweep.get('id')} 已取消：{counts_words(counts, 'zh')}",
+        )
+        + (stopping if counts.get("running") else "")
+        + _t(lang, ".", "。")
+    )
+
+
+def sweep_changed_words(sweep: dict[str, Any], fields: list[str], lang: str) -> str:
+    """What a confirmed sweep change says (`PATCH /sweeps/{id}`'s answer): which fields changed and its tasks
+    by status now."""
+    labels = _t(lang, ", ", "、").join(field_label(key, lang) for key in fields)
+    counts = counts_words(sweep.get("counts") or {}, lang)
+    return _t(
+        lang,
+        f"Changed sweep #{sweep.get('id')} ({labels}): {counts}.",
+        f"已修改扫参 #{sweep.get('id')}（{labels}）：{counts}。",
+    )
 
 
 def reply_for(tool: str, content: str, lang: str, now: datetime | None = None) -> str:
@@ -773,7 +1162,7 @@ def reply_for(tool: str, content: str, lang: str, now: datetime | None = None) -
     if "pending_action" in data:
         return card_text(data["pending_action"], lang, now)
     writers = {
-        "list_tasks": lambda: _tasks(data, lang),
+        "list_tasks": lambda: _tasks(data, lang, now),
         "queue_position": lambda: _position(data, lang),
         "estimate_wait": lambda: _estimate(data, lang, now),
         "explain_task": lambda: _explain(data, lang, now),
@@ -783,6 +1172,10 @@ def reply_for(tool: str, content: str, lang: str, now: datetime | None = None) -
         "utilization_report": lambda: _utilization(data, lang),
         "night_summary": lambda: _night(data, lang, now),
         "quota_status": lambda: _quota(data, lang, now),
+        "sweep_status": lambda: _sweep_status(data, lang),
+        "compare_results": lambda: _comparison(data, lang),
+        "hold_sweep": lambda: _sweep_held_or_released(data, lang),
+        "release_sweep": lambda: _sweep_held_or_released(data, lang),
     }
     writer = writers.get(tool)
     return writer() if writer else unwrap(json.dumps(data, ensure_ascii=False))[:500]
@@ -815,10 +1208,13 @@ QUESTIONS = {
         "我一次只取消一个任务，每个都需要你确认。先取消哪个任务编号？",
     ),
     "one_hold": (
-        "I hold or release one task at a time: which task number first? (`nightshift hold --sweep ID` does "
-        "a whole sweep.)",
-        "我一次只暂停或放行一个任务：先处理哪个任务编号？"
-        "（整个扫参可以用 `nightshift hold --sweep 扫参编号`。）",
+        'I hold or release one task at a time: which task number first? (Say "hold sweep 4" for a whole '
+        "sweep.)",
+        "我一次只暂停或放行一个任务：先处理哪个任务编号？（整个扫参可以说“暂停扫参4”。）",
+    ),
+    "need_sweep_id": (
+        'Which sweep? Please give its number (its confirmation said "Submitted sweep #N").',
+        "是哪个扫参？请告诉我扫参编号（提交确认时说的“已提交扫参 #N”）。",
     ),
     "unclear": (
         "I'm not sure what you need. I can submit tasks, show your queue position, wait estimates, "
@@ -865,30 +1261,12 @@ POINTERS = {
         "聊天里看不了日志：运行 `nightshift logs 任务编号`（加 `-f` 可以边跑边看），"
         "或在 “My tasks” 页打开这个任务。",
     ),
-    "cancel_sweep": (
-        "I can cancel single tasks only: `nightshift cancel --sweep SWEEP_ID` cancels every queued task of a "
-        "sweep and stops its running ones.",
-        "我只能取消单个任务：运行 `nightshift cancel --sweep 扫参编号` 可以取消一个扫参里所有排队的任务，"
-        "并停止正在运行的。",
-    ),
     "change_fixed": (
         'GPUs, memory, the node and the command cannot change once a task is queued: say "run 12 again '
         'on 4 GPUs" for a new task like it (then cancel the first). Its priority, start time, off-peak, '
         "deadline and limits can change.",
         "任务排队后，卡数、显存、节点和命令都不能改：可以说“12号再跑一遍，用4张卡”新建一个同样的任务"
         "（再取消原来的）。优先级、开始时间、谷时、截止时间和时间限制可以改。",
-    ),
-    "change_sweep": (
-        "I change single tasks only: `nightshift change --sweep SWEEP_ID --priority low` (or --tonight, "
-        "--after 23:00, --time-limit MIN) changes every queued task of a sweep.",
-        "我只能修改单个任务：运行 `nightshift change --sweep 扫参编号 --priority low`（或 --tonight、"
-        "--after 23:00、--time-limit 分钟）可以修改一个扫参里所有排队的任务。",
-    ),
-    "hold_sweep": (
-        "I hold and release single tasks only: `nightshift hold --sweep SWEEP_ID` holds every queued task "
-        "of a sweep, `nightshift release --sweep SWEEP_ID` lets them go.",
-        "我只能暂停或放行单个任务：运行 `nightshift hold --sweep 扫参编号` 可以暂停一个扫参里所有排队的任务，"
-        "`nightshift release --sweep 扫参编号` 放行。",
     ),
     "confirm_card": (
         "Press Confirm on the card to do it: nothing happens until you do (or tell me what to change).",
@@ -899,11 +1277,11 @@ POINTERS = {
         "点卡片上的 “Drop” 按钮就什么都不会发生；或者告诉我要改什么。",
     ),
     "results": (
-        "I can't compare results in the chat: run `nightshift compare SWEEP_ID --sort METRIC` (or `compare "
-        "TAG`) for parameters against metrics with the best row starred, or open the Results tab, which "
-        "charts them.",
-        "聊天里没法对比结果：运行 `nightshift compare 扫参编号 --sort 指标`（或 `compare 标签`）可以看到"
-        "参数和指标的对照表，最好的一行带星号；也可以打开 “Results” 页看图。",
+        'Which runs should I compare? Name a sweep or a tag: "compare sweep 4 by val_loss", "compare the '
+        'runs tagged exp7". (`nightshift compare SWEEP_ID --sort METRIC` does it in a shell; the Results tab '
+        "charts them.)",
+        "要比较哪些运行？请说扫参编号或标签，例如“按 val_loss 比较扫参4”“比较标签 exp7 的运行”。"
+        "（命令行里用 `nightshift compare 扫参编号 --sort 指标`；“Results” 页可以看图。）",
     ),
 }
 

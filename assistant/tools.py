@@ -1,20 +1,22 @@
-"""The assistant's tools (the brief's nine, change, hold and release of a queued task, and what ended last
-night): thin calls to the HTTP API with the chatting person's own client.
+"""The assistant's tools (the brief's nine, change, hold and release of a queued task, what ended last
+night, and a whole sweep's status, results, cancel, change, hold and release): thin calls to the HTTP API
+with the chatting person's own client.
 
 Identity is never an argument: each tool closes over the person's client (their token), so the API decides
-what they may see and do. `submit_task`, `cancel_task` and `change_task` do not act; they return a
-pending-action card that the person confirms (see `assistant.agent.Assistant.confirm`); `hold_task` and
-`release_task` act at once, as the Tasks tab's buttons do (each undoes the other). Text that users or
-jobs wrote (names, commands, messages, log lines) reaches the model wrapped in <data>…</data> and
-truncated.
+what they may see and do. `submit_task`, `cancel_task`, `change_task`, `cancel_sweep` and `change_sweep` do
+not act; they return a pending-action card that the person confirms (see `assistant.agent.Assistant.confirm`);
+`hold_task`/`release_task` and `hold_sweep`/`release_sweep` act at once, as the Tasks tab's buttons do
+(each undoes the other). Text that users or jobs wrote (names, commands, messages, log lines, parameters
+and metrics) reaches the model wrapped in <data>…</data> and truncated.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, tzinfo
 from typing import Any, Literal
 
 from langchain_core.tools import BaseTool, StructuredTool
@@ -30,6 +32,7 @@ from assistant.cards import (
     validated_spec,
 )
 from assistant.client import AssistantClient, Unavailable
+from assistant.parsing.history import resolve_since, resolve_until
 from scheduler.edits import changed_spec, spec_differences
 from scheduler.errors import SpecError
 from scheduler.resubmit import spec_again, with_command
@@ -60,6 +63,14 @@ class ToolContext:
     default_workdir: str = "/tmp"
     max_task_gpus: int = 8
     dry_run: bool = False  # `nightshift ask --dry-run`: tools that act at once (hold, release) only look
+    zone: tzinfo | None = None  # the cluster's, where times without an offset are read (else `now`'s)
+
+    def local_now(self) -> tuple[datetime, tzinfo]:
+        """The time now and the cluster's zone, for reading times people wrote."""
+        now = self.now()
+        zone = self.zone or now.tzinfo or now.astimezone().tzinfo
+        assert zone is not None
+        return now.astimezone(zone), zone
 
 
 def _result(**data: Any) -> str:
@@ -138,6 +149,9 @@ class SubmitArgs(BaseModel):
     docker_image: str | None = None
     env: dict[str, str] | None = None
     depends_on: list[int] | None = Field(default=None, description="start after these task ids succeed")
+    depends_on_any: list[int] | None = Field(
+        default=None, description="start after these task ids end: succeeded, failed or cancelled"
+    )
     tags: list[str] | None = None
     node: str | None = Field(default=None, description="run only on this node")
     gpu_model: str | None = Field(default=None, description="only GPUs whose model contains this, e.g. A100")
@@ -146,13 +160,15 @@ class SubmitArgs(BaseModel):
         description="one task per parameter set: a grid {name: [values]} (every combination) or a list "
         "of {name: value}; the command names each as {name}, e.g. python train.py --lr {lr}",
     )
+    max_running: int | None = Field(
+        default=None, description='with a sweep: run at most this many of its tasks at once ("2 at a time")'
+    )
     metrics_file: str | None = Field(default=None, description="results file in NIGHTSHIFT_OUTPUT_DIR")
 
 
-class ChangeArgs(BaseModel):
-    """A queued task of yours and what to change in it: only what the person asked for."""
+class ChangeFields(BaseModel):
+    """What may change in a queued task (of its own or of a sweep): only what the person asked for."""
 
-    task_id: int
     priority: Priority | None = None
     not_before: str | None = Field(default=None, description="ISO 8601 with offset: do not start before")
     start_now: bool = Field(default=False, description="drop its not-before time and off-peak wait")
@@ -161,7 +177,20 @@ class ChangeArgs(BaseModel):
     time_limit_minutes: float | None = None
     estimated_minutes: float | None = None
     retries: int | None = None
+
+
+class ChangeArgs(ChangeFields):
+    """A queued task of yours and what to change in it: only what the person asked for."""
+
+    task_id: int
     name: str | None = None
+
+
+class ChangeSweepArgs(ChangeFields):
+    """One of your sweeps and what to change in every queued task of it (and how many run at once)."""
+
+    sweep_id: int = Field(ge=1, description="the sweep's id (not a task id)")
+    max_running: int | None = Field(default=None, ge=1, description="run at most this many of it at once")
 
 
 class TaskIdArgs(BaseModel):
@@ -185,10 +214,25 @@ class EstimateArgs(BaseModel):
     estimated_minutes: float | None = None
 
 
+_PAST_WORDS = "ISO 8601, or words: yesterday, monday, last week, this month, last 3 days, 9am, 昨天, 上周"
+
+
 class ListArgs(BaseModel):
-    """An optional status filter."""
+    """Optional filters: status, when it was submitted, name, tag, node (all optional; none: the newest)."""
 
     status: Status | None = None
+    since: str | None = Field(default=None, description=f"submitted at or after: {_PAST_WORDS}")
+    until: str | None = Field(
+        default=None, description=f"submitted at or before ({_PAST_WORDS}; a day: until its end)"
+    )
+    name: str | None = Field(
+        default=None,
+        max_length=121,
+        description="task name, exact; a trailing * matches every name starting so (train.py* = the runs "
+        "of train.py, its sweeps' tasks too)",
+    )
+    tag: str | None = Field(default=None, max_length=64, description="tasks carrying this tag")
+    node: str | None = Field(default=None, max_length=128, description="tasks with an attempt on this node")
 
 
 class NoArgs(BaseModel):
@@ -212,6 +256,37 @@ class QuotaArgs(BaseModel):
     """Optional team (admins may ask about any team; others get their own)."""
 
     team: str | None = None
+
+
+class SweepIdArgs(BaseModel):
+    """One sweep id: the number its confirmation gave ("Submitted sweep #4")."""
+
+    sweep_id: int = Field(ge=1, description="the sweep's id (not a task id)")
+
+
+class SweepStatusArgs(BaseModel):
+    """A sweep id, or none for the person's most recent sweep ("how is my sweep doing?")."""
+
+    sweep_id: int | None = Field(
+        default=None,
+        ge=1,
+        description="the sweep's id (not a task id); omit it for the person's latest sweep",
+    )
+
+
+class CompareArgs(BaseModel):
+    """Whose runs to compare (a sweep or a tag: one of the two) and by which metric."""
+
+    sweep_id: int | None = Field(default=None, ge=1, description="the sweep's id")
+    tag: str | None = Field(default=None, min_length=1, max_length=64, description="the runs with this tag")
+    metric: str | None = Field(
+        default=None, min_length=1, max_length=64, description="sort by this metric (default: the first one)"
+    )
+    maximize: bool | None = Field(
+        default=None,
+        description="true: larger is better; false: smaller is better; default: smaller for names like "
+        "loss/error/time, larger otherwise",
+    )
 
 
 # --- the tools ----------------------------------------------------------------------------------------
@@ -260,14 +335,17 @@ def submit_task(ctx: ToolContext, **args: Any) -> str:
         )
     try:
         spec = validated_spec(args, now, ctx.default_workdir, ctx.max_task_gpus, gpus_view)
-        summary = summarize(spec, now, ctx.offpeak, ctx.client, gpus_view)
+        preview = sweep_preview(spec)
+        tasks = preview["tasks"] if preview is not None else 1
+        summary = summarize(spec, now, ctx.offpeak, ctx.client, gpus_view, tasks)
     except CardError as exc:
         return _error(exc.message, exc.errors)
     if like is not None:
         summary["like_task"] = {"task_id": like, "passed": passed}
     card: dict[str, Any] = {"kind": "submit", "spec": spec, "summary": summary}
-    _add_warnings(card, deadline_warnings(spec, now, ctx.offpeak))
-    preview = sweep_preview(spec)
+    # its windows and run time alone say it here; what the queue ahead of it does, only the server knows
+    behind_queue = summary.pop("deadline_warning", None)
+    _add_warnings(card, deadline_warnings(spec, now, ctx.offpeak) or ([behind_queue] if behind_queue else []))
     if preview is not None:  # one card for the whole sweep
         card["sweep"] = preview
         summary["cli"] = "nightshift submit SPEC.yaml  (a spec file with this sweep)"
@@ -289,10 +367,8 @@ def cancel_task(ctx: ToolContext, task_id: int) -> str:
     return _result(pending_action=card, note="Nothing has been cancelled: the person must confirm the card.")
 
 
-def change_task(ctx: ToolContext, task_id: int, start_now: bool = False, **fields: Any) -> str:
-    """Prepare a change to one of your queued tasks (priority, start time, off-peak, deadline, limits,
-    retries, name): returns a card the person must confirm. The task keeps its place in time; GPUs, memory
-    and the command cannot change (run it again with submit_task like_task instead)."""
+def _asked_changes(fields: Mapping[str, Any], start_now: bool) -> dict[str, Any] | str:
+    """The fields asked to change (`start_now`: no not-before time, no off-peak wait), or the error."""
     changes = {key: value for key, value in fields.items() if value is not None}
     if start_now:
         if changes.get("not_before") or changes.get("offpeak"):
@@ -300,6 +376,16 @@ def change_task(ctx: ToolContext, task_id: int, start_now: bool = False, **field
         changes.update(not_before=None, offpeak=False)
     if not changes:
         return _error("nothing to change: say what (priority, start time, off-peak, deadline, time limit)")
+    return changes
+
+
+def change_task(ctx: ToolContext, task_id: int, start_now: bool = False, **fields: Any) -> str:
+    """Prepare a change to one of your queued tasks (priority, start time, off-peak, deadline, limits,
+    retries, name): returns a card the person must confirm. The task keeps its place in time; GPUs, memory
+    and the command cannot change (run it again with submit_task like_task instead)."""
+    changes = _asked_changes(fields, start_now)
+    if isinstance(changes, str):
+        return changes
     task = _need_client(ctx).get_task(task_id)
     if task.get("status") != "queued":
         return _error(f"task {task_id} already {task.get('status')}; only a queued task can be changed")
@@ -378,11 +464,44 @@ def estimate_wait(
 LIST_LIMIT = 20  # tasks one list_tasks answer holds, newest first
 
 
-def list_tasks(ctx: ToolContext, status: str | None = None) -> str:
-    """Your team's tasks, newest first, optionally only one status."""
-    tasks = _need_client(ctx).list_tasks(status=status, limit=LIST_LIMIT + 1)  # one more: are there more?
-    shown = tasks[:LIST_LIMIT]
-    return _result(tasks=[task_view(t) for t in shown], count=len(shown), more=len(tasks) > LIST_LIMIT)
+def _search_window(ctx: ToolContext, since: str | None, until: str | None) -> dict[str, str | None]:
+    """`since` and `until` as ISO 8601 with offset: words ("yesterday", "last week", "上周") read against
+    the assistant's clock in the cluster's zone, a day as until its last moment; `SpecError` when unread."""
+    now, zone = ctx.local_now()
+    window: dict[str, str | None] = {"since": None, "until": None}
+    for key, text, read in (("since", since, resolve_since), ("until", until, resolve_until)):
+        if text is not None and text.strip():
+            try:
+                window[key] = read(text, now, zone).isoformat()
+            except SpecError as exc:
+                raise SpecError(f"{key}: {exc.message}", [{"field": key, "message": exc.message}]) from None
+    return window
+
+
+_TYPED = ("name", "tag", "node")  # what the person typed: data for the model
+
+
+def list_tasks(ctx: ToolContext, status: str | None = None, **search: str | None) -> str:
+    """Your team's tasks, newest first: optionally one status, submitted `since`/`until` (ISO 8601 or words
+    like yesterday, last week, 上周), a `name` (train.py* for every name starting so), a `tag`, a `node` one
+    of its attempts ran on. `total` says how many match in all; `searched` what was asked, times resolved."""
+    client = _need_client(ctx)
+    try:
+        window = _search_window(ctx, search.pop("since", None), search.pop("until", None))
+    except SpecError as exc:
+        return _error(exc.message, exc.errors)
+    filters = {"status": status, **window, **search}
+    page = client.task_page(filters, limit=LIST_LIMIT)
+    tasks = page.get("tasks", [])
+    total = int(page.get("total", len(tasks)))
+    searched = {key: value for key, value in filters.items() if value is not None}
+    return _result(
+        tasks=[task_view(t) for t in tasks],
+        count=len(tasks),
+        total=total,
+        more=total > len(tasks),
+        searched={key: as_data(v, 130) if key in _TYPED else v for key, v in searched.items()},
+    )
 
 
 def explain_task(ctx: ToolContext, task_id: int) -> str:
@@ -467,6 +586,238 @@ def quota_status(ctx: ToolContext, team: str | None = None) -> str:
     return _result(quota=_need_client(ctx).quota(team))
 
 
+# --- a whole sweep ------------------------------------------------------------------------------------
+
+SWEEP_ROWS = 10  # runs one comparison answer holds, best first (and failed task ids one status names)
+LEFT_STATUSES = ("queued", "running")
+
+
+@contextmanager
+def _sweep_named(sweep_id: int) -> Iterator[None]:
+    """A 404 about the sweep (missing, or another team's: the API answers both alike) as `no sweep N`."""
+    try:
+        yield
+    except Unavailable:
+        raise
+    except ClientError as exc:
+        if exc.status_code == 404:
+            raise ClientError(404, f"no sweep {sweep_id}") from None
+        raise
+
+
+def _left(counts: Mapping[str, int]) -> int:
+    """How many of a sweep's tasks have not ended (queued or running)."""
+    return sum(int(counts.get(status, 0)) for status in LEFT_STATUSES)
+
+
+def _counts_text(counts: Mapping[str, int]) -> str:
+    """`1 failed, 3 succeeded`: a sweep's tasks by status, as the API's messages say them."""
+    return ", ".join(f"{count} {status}" for status, count in sorted(counts.items()) if count)
+
+
+def sweep_view(sweep: dict[str, Any]) -> dict[str, Any]:
+    """A sweep as the model sees it: its tasks by status, how many are left and held, which failed; its
+    name and parameter names (users wrote them) as data."""
+    counts = {str(status): int(count) for status, count in (sweep.get("counts") or {}).items() if count}
+    view: dict[str, Any] = {
+        "id": sweep.get("id"),
+        "kind": sweep.get("kind"),
+        "name": as_data(sweep.get("name", ""), 120),
+        "status": sweep.get("status"),
+        "tasks": sweep.get("tasks_count"),
+        "counts": counts,
+        "left": _left(counts),
+        "held": sweep.get("held", 0),
+        "waiting": sweep.get("waiting", 0),
+        "max_running": sweep.get("max_running"),
+        "params": as_data(", ".join(map(str, sweep.get("params") or [])), 200),
+    }
+    failed = [task.get("id") for task in sweep.get("tasks") or [] if task.get("status") == "failed"]
+    if failed:
+        view["failed_tasks"] = failed[:SWEEP_ROWS]
+    return {key: value for key, value in view.items() if value is not None}
+
+
+def _pairs(mapping: Mapping[str, Any] | None) -> str:
+    """`lr=0.001, seed=1`: a run's parameters or metrics as one line of data (users and jobs wrote them)."""
+    return as_data(", ".join(f"{key}={value}" for key, value in (mapping or {}).items()), 200)
+
+
+def _number(value: Any) -> float | int | None:
+    """A metric's value when it is a number (a metric may also be text or a flag)."""
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def result_row(row: dict[str, Any], sort: str | None) -> dict[str, Any]:
+    """One run of a comparison: its task, status, whether it is the best, its value of the sorted metric,
+    and its parameters and metrics as data."""
+    return {
+        "task_id": row.get("task_id"),
+        "status": row.get("status"),
+        "best": bool(row.get("best")),
+        "value": _number((row.get("metrics") or {}).get(sort)) if sort else None,
+        "params": _pairs(row.get("params")),
+        "metrics": _pairs(row.get("metrics")),
+    }
+
+
+def comparison_view(table: dict[str, Any]) -> dict[str, Any]:
+    """The API's comparison as the model sees it, in the API's order with its best row (smaller- or
+    larger-is-better is the server's rule, never decided here): the first rows, how many runs there are
+    and how many reported the sorted metric."""
+    sort = table.get("sort")
+    rows = [result_row(row, sort) for row in table.get("rows") or []]
+    return {
+        "sort": as_data(sort, 64) if sort else None,
+        "goal": table.get("goal"),
+        "metrics": as_data(", ".join(map(str, table.get("metrics") or [])), 300),
+        "rows": rows[:SWEEP_ROWS],
+        "runs": len(rows),
+        "reported": sum(1 for row in rows if row["value"] is not None),
+        "best": next((row for row in rows if row["best"]), None),
+    }
+
+
+def sweep_status(ctx: ToolContext, sweep_id: int | None = None) -> str:
+    """How one of your sweeps is doing: its tasks by status, how many are left (queued or running) or
+    held, which failed, and the best run so far (by its first metric) when runs reported metrics. Without
+    `sweep_id`: your most recent sweep (`latest` says so; tell the person which one it is)."""
+    client = _need_client(ctx)
+    latest = sweep_id is None
+    if sweep_id is None:
+        sweep_id = _latest_sweep_id(client)
+        if sweep_id is None:
+            return _error("you have no sweeps yet: a spec with a `sweep` grid submits one")
+    with _sweep_named(sweep_id):
+        sweep = client.sweep(sweep_id)
+        reported = any(task.get("metrics") for task in sweep.get("tasks") or [])
+        table = comparison_view(client.results(sweep_id=sweep_id)) if reported else None
+    best = None
+    if table is not None and table["best"] is not None:
+        best = {**table["best"], "metric": table["sort"], "goal": table["goal"]}
+    return _result(sweep=sweep_view(sweep), best=best, **({"latest": True} if latest else {}))
+
+
+def _latest_sweep_id(client: AssistantClient) -> int | None:
+    """The id of the person's own most recent sweep (`GET /sweeps?user=<them>&limit=1`), or None."""
+    sweeps = client.sweeps(limit=1, user=client.get("/me")["user"])
+    return int(sweeps[0]["id"]) if sweeps else None
+
+
+def compare_results(
+    ctx: ToolContext,
+    sweep_id: int | None = None,
+    tag: str | None = None,
+    metric: str | None = None,
+    maximize: bool | None = None,
+) -> str:
+    """Compare the runs of one of your sweeps, or of your team's tasks with a tag: parameters against
+    metrics, sorted by `metric` (default: the first one reported; smaller is better for names like
+    loss/error/time, larger otherwise, unless `maximize` says), best first; `best` is the best run that
+    succeeded."""
+    if (sweep_id is None) == (tag is None):
+        return _error("say which runs to compare: a sweep (its number) or a tag, one of the two")
+    goal = None if maximize is None else ("max" if maximize else "min")
+    client = _need_client(ctx)
+    if sweep_id is None:
+        return _result(
+            tag=as_data(tag, 70), **comparison_view(client.results(tag=tag, sort=metric, goal=goal))
+        )
+    with _sweep_named(sweep_id):
+        table = client.results(sweep_id=sweep_id, sort=metric, goal=goal)
+    return _result(sweep_id=sweep_id, **comparison_view(table))
+
+
+def cancel_sweep(ctx: ToolContext, sweep_id: int) -> str:
+    """Prepare the cancellation of one of your sweeps (its queued tasks cancelled, its running ones
+    stopped, those that ended kept): returns a card the person must confirm. A sweep whose tasks have all
+    ended gets no card."""
+    sweep: dict[str, Any] | None = None
+    if ctx.client is not None:
+        with _sweep_named(sweep_id):
+            sweep = ctx.client.sweep(sweep_id)
+        counts = sweep.get("counts") or {}
+        if not _left(counts):
+            return _error(f"sweep {sweep_id} has ended: nothing to cancel ({_counts_text(counts)})")
+    card = {"kind": "cancel_sweep", "sweep_id": sweep_id, "sweep": sweep_view(sweep) if sweep else None}
+    ctx.actions.add("cancel_sweep", card, {"sweep_id": sweep_id})
+    return _result(pending_action=card, note="Nothing has been cancelled: the person must confirm the card.")
+
+
+def change_sweep(ctx: ToolContext, sweep_id: int, start_now: bool = False, **fields: Any) -> str:
+    """Prepare the same change to every queued task of one of your sweeps (priority, start time, off-peak,
+    deadline, limits, retries) and/or how many of it run at once (`max_running`): returns a card the person
+    must confirm. Running and ended tasks stay as they are; a sweep with no queued task left gets no card."""
+    changes = _asked_changes(fields, start_now)
+    if isinstance(changes, str):
+        return changes
+    with _sweep_named(sweep_id):
+        sweep = _need_client(ctx).sweep(sweep_id)
+    queued = [task for task in sweep.get("tasks") or [] if task.get("status") == "queued"]
+    if not queued:
+        counts = _counts_text(sweep.get("counts") or {})
+        return _error(f"sweep {sweep_id} has no queued task left: nothing to change ({counts})")
+    try:
+        diff = _sweep_differences(sweep, queued, changes)
+    except SpecError as exc:
+        return _error(exc.message, exc.errors)
+    if not diff:
+        return _error(f"sweep {sweep_id} already has {', '.join(f'{k}: {v}' for k, v in changes.items())}")
+    card = {
+        "kind": "change_sweep",
+        "sweep_id": sweep_id,
+        "sweep": sweep_view(sweep),
+        "queued": len(queued),
+        "changes": diff,
+    }
+    task_changes = {key: value for key, value in changes.items() if key != "max_running"}
+    after = changed_spec(queued[0]["id"], queued[0].get("spec") or {}, task_changes).model_dump(mode="json")
+    _add_warnings(card, deadline_warnings(after, ctx.now(), ctx.offpeak))
+    ctx.actions.add(
+        "change_sweep", card, {"sweep_id": sweep_id, "changes": {key: changes[key] for key in diff}}
+    )
+    return _result(pending_action=card, note="Nothing has been changed: the person must confirm the card.")
+
+
+def _sweep_differences(
+    sweep: Mapping[str, Any], queued: list[dict[str, Any]], changes: Mapping[str, Any]
+) -> dict[str, list[Any]]:
+    """Each field the change alters in some queued task (checked in each: `SpecError`), as [before, after]
+    in the first task it alters; `max_running` as the sweep's [before, after] when it differs."""
+    task_changes = {key: value for key, value in changes.items() if key != "max_running"}
+    diff: dict[str, list[Any]] = {}
+    for task in queued:
+        found = (
+            spec_differences(int(task["id"]), task.get("spec") or {}, task_changes) if task_changes else {}
+        )
+        for key, values in found.items():
+            diff.setdefault(key, list(values))
+    if "max_running" in changes and changes["max_running"] != sweep.get("max_running"):
+        diff["max_running"] = [sweep.get("max_running"), changes["max_running"]]
+    return diff
+
+
+def hold_sweep(ctx: ToolContext, sweep_id: int) -> str:
+    """Hold back every queued task of one of your sweeps: they stay queued, keep their age and start only
+    once released (running and ended ones go on). Acts at once (release_sweep undoes it)."""
+    client = _need_client(ctx)
+    with _sweep_named(sweep_id):
+        if ctx.dry_run:
+            return _result(would_hold=sweep_view(client.sweep(sweep_id)), note="dry run: nothing was changed")
+        return _result(held=sweep_view(client.hold_sweep(sweep_id)))
+
+
+def release_sweep(ctx: ToolContext, sweep_id: int) -> str:
+    """Let every held task of one of your sweeps start again, each with the priority and age it had. Acts
+    at once."""
+    client = _need_client(ctx)
+    with _sweep_named(sweep_id):
+        if ctx.dry_run:
+            view = sweep_view(client.sweep(sweep_id))
+            return _result(would_release=view, note="dry run: nothing was changed")
+        return _result(released=sweep_view(client.release_sweep(sweep_id)))
+
+
 def _bind(ctx: ToolContext, fn: Callable[..., str]) -> Callable[..., str]:
     def run(**kwargs: Any) -> str:
         return fn(ctx, **kwargs)
@@ -477,8 +828,8 @@ def _bind(ctx: ToolContext, fn: Callable[..., str]) -> Callable[..., str]:
 
 
 def make_tools(ctx: ToolContext) -> list[BaseTool]:
-    """The tools bound to one person's session: the brief's nine, change/hold/release of a queued task, and
-    `night_summary`."""
+    """The tools bound to one person's session: the brief's nine, change/hold/release of a queued task,
+    `night_summary`, and a whole sweep's status, results, cancel, change, hold and release."""
     specs: list[tuple[Callable[..., str], type[BaseModel]]] = [
         (submit_task, SubmitArgs),
         (queue_position, OptionalTaskArgs),
@@ -493,6 +844,12 @@ def make_tools(ctx: ToolContext) -> list[BaseTool]:
         (utilization_report, UtilizationArgs),
         (night_summary, NightArgs),
         (quota_status, QuotaArgs),
+        (sweep_status, SweepStatusArgs),
+        (compare_results, CompareArgs),
+        (cancel_sweep, SweepIdArgs),
+        (change_sweep, ChangeSweepArgs),
+        (hold_sweep, SweepIdArgs),
+        (release_sweep, SweepIdArgs),
     ]
     return [
         StructuredTool.from_function(
@@ -530,6 +887,12 @@ TOOL_NAMES = (
     "utilization_report",
     "night_summary",
     "quota_status",
+    "sweep_status",
+    "compare_results",
+    "cancel_sweep",
+    "change_sweep",
+    "hold_sweep",
+    "release_sweep",
 )
 # the tools that make a card to confirm: a call of one is a new request for an action
-CARD_TOOLS = frozenset({"submit_task", "cancel_task", "change_task"})
+CARD_TOOLS = frozenset({"submit_task", "cancel_task", "change_task", "cancel_sweep", "change_sweep"})

@@ -6,16 +6,19 @@ them.
                                                  transaction for all the tasks)
     cancel_sweep(cluster, who, sweep_id)      -> each queued task cancelled, each running one stopped
     hold_sweep / release_sweep                -> each queued task held back, or each held one let go
-    change_sweep(cluster, who, sweep_id, ch)  -> the same change to each queued task (`Cluster.update`)
+    change_sweep(cluster, who, sweep_id, ch)  -> the same change to each queued task (`Cluster.update`);
+                                                 `max_running` changes the sweep's limit instead
     sweep_results(cluster, who, sweep_id)     -> `results.compare()` over the sweep's tasks
+    list_sweeps(cluster, who, user, limit)    -> the newest sweeps the caller may see, each counted (two
+                                                 queries however many sweeps)
 
 Nothing reaches SQL before every spec is valid, fits the cluster and stays within the size cap, so a bad
-parameter set leaves no row behind.
+parameter set leaves no row behind. With `max_running` N only the first N tasks enter the queue; the others
+wait for a slot (`Cluster.admit_waiting`).
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,9 +28,9 @@ from scheduler.edits import changed_spec
 from scheduler.errors import ConflictError, NotFoundError, RateLimited, SpecError
 from scheduler.results import Comparison, Goal, ResultRow, compare
 from scheduler.service import Cluster
-from scheduler.spec import TaskSpec
+from scheduler.spec import MAX_RUNNING_LIMIT, TaskSpec
 from scheduler.store.identity import Identity
-from scheduler.store.sweeps import NewSweep, SweepStore
+from scheduler.store.sweeps import NewSweep, SweepStore, SweepTally, tally_of_tasks
 from scheduler.store.tables import FINAL_STATUSES, Sweep, Task
 from scheduler.submission import check_against_cluster, check_times_ahead, default_name, resolve
 from scheduler.sweeps import MAX_SWEEP_TASKS, expand_all, in_batch
@@ -41,22 +44,50 @@ class SweepView:
     tasks: list[Task]
 
     @property
+    def tally(self) -> SweepTally:
+        """Its tasks counted by status, held and waiting for a slot (as `GET /sweeps` counts them)."""
+        return tally_of_tasks(self.tasks)
+
+    @property
     def counts(self) -> dict[str, int]:
         """Tasks per status."""
-        return dict(Counter(task.status for task in self.tasks))
+        return self.tally.counts
 
     @property
     def held(self) -> int:
         """Queued tasks someone holds back (`hold_sweep`)."""
-        return sum(1 for task in self.tasks if _queued(task, held=True))
+        return self.tally.held
+
+    @property
+    def waiting(self) -> int:
+        """Queued tasks waiting for a slot (the sweep's `max_running`), not held."""
+        return self.tally.waiting
 
     @property
     def status(self) -> str:
         """`running` while any task is queued or running, else `done` (or `cancelled` when all were)."""
-        statuses = {task.status for task in self.tasks}
-        if statuses - FINAL_STATUSES:
-            return "running" if "running" in statuses else "queued"
-        return "cancelled" if statuses == {"cancelled"} else "done"
+        return group_status(set(self.counts))
+
+
+@dataclass(frozen=True, slots=True)
+class SweepSummary:
+    """A sweep with its tasks counted but not loaded (`GET /sweeps` lists many at once)."""
+
+    sweep: Sweep
+    tally: SweepTally
+
+    @property
+    def status(self) -> str:
+        """As `SweepView.status`, from the counts."""
+        return group_status(set(self.tally.counts))
+
+
+def group_status(statuses: set[str]) -> str:
+    """A sweep's status from its tasks' statuses: `running` while any runs, `queued` while any other has
+    not ended, else `done` (or `cancelled` when all were)."""
+    if statuses - FINAL_STATUSES:
+        return "running" if "running" in statuses else "queued"
+    return "cancelled" if statuses == {"cancelled"} else "done"
 
 
 def sweeps_of(cluster: Cluster) -> SweepStore:
@@ -84,8 +115,10 @@ def submit_group(
     kind: str,
     idempotency_key: str | None = None,
     name: str | None = None,
+    max_running: int | None = None,
 ) -> tuple[SweepView, bool]:
-    """Create every task of these specs (sweeps expanded) under one sweep id, all or nothing.
+    """Create every task of these specs (sweeps expanded) under one sweep id, all or nothing; with
+    `max_running` N, the first N are queued and the others wait for a slot.
 
     Returns (view, created); `created` is False when this user already used `idempotency_key` for a group.
     """
@@ -94,13 +127,16 @@ def submit_group(
         existing = store.by_key(who, idempotency_key)
         if existing is not None:
             return SweepView(existing, store.tasks_of(existing.id)), False
+    check_max_running(max_running)
+    if kind == "batch":
+        _refuse_limit_per_spec(specs)
     expanded = expand_all(specs, MAX_SWEEP_TASKS)
     nodes = cluster.nodes.all()
     for number, spec in enumerate(specs, 1):
         try:
             check_against_cluster(spec, nodes, cluster.settings.max_task_gpus)
             check_times_ahead(spec, cluster.zone, from_epoch_s(now_s()))
-            cluster.check_dependencies(who, spec.depends_on)
+            cluster.check_dependencies(who, spec.depends_on, spec.depends_on_any)
         except SpecError as exc:
             raise in_batch(exc, number, len(specs)) from None
     _check_queued_cap(cluster, who, len(expanded))
@@ -110,11 +146,12 @@ def submit_group(
     label = name or first.name or default_name(first.command)
     template = first.command if kind == "sweep" else None
     sweep, tasks, created = store.create(
-        who, NewSweep(kind, label[:120], template, new_tasks), idempotency_key
+        who, NewSweep(kind, label[:120], template, new_tasks, max_running), idempotency_key
     )
     if created:
-        # one Redis transaction and one round trip for the whole group
-        cluster.queue.enqueue_many(cluster.queue_entries([task for task in tasks if task.status == "queued"]))
+        # one Redis transaction and one round trip for the whole group; those waiting for a slot stay out
+        admitted = [task for task in tasks if task.status == "queued" and not task.waits_for_slot]
+        cluster.queue.enqueue_many(cluster.queue_entries(admitted))
     return SweepView(sweep, tasks), created
 
 
@@ -127,7 +164,27 @@ def submit_sweep(
             "this spec has no `sweep`: add a grid like {lr: [0.1, 0.01]} or submit it as one task",
             [{"field": "sweep", "message": "sweep is required here"}],
         )
-    return submit_group(cluster, who, [spec], "sweep", idempotency_key)
+    return submit_group(cluster, who, [spec], "sweep", idempotency_key, max_running=spec.max_running)
+
+
+def check_max_running(value: object) -> None:
+    """SpecError unless `value` is None (no limit) or a whole number from 1 to `MAX_RUNNING_LIMIT`."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_RUNNING_LIMIT:
+        message = f"max_running must be a whole number from 1 to {MAX_RUNNING_LIMIT}, or null for no limit"
+        raise SpecError(message, [{"field": "max_running", "message": message}])
+
+
+def _refuse_limit_per_spec(specs: Sequence[TaskSpec]) -> None:
+    """A batch has one `max_running`, beside its `name`: SpecError when a spec of it carries its own."""
+    for number, spec in enumerate(specs, 1):
+        if spec.max_running is not None:
+            message = (
+                f"spec {number} of the batch gives max_running: give it once for the whole batch, "
+                'beside "name" ({"specs": [...], "max_running": 4})'
+            )
+            raise SpecError(message, [{"field": f"specs.{number - 1}.max_running", "message": message}])
 
 
 def get_sweep(cluster: Cluster, who: Identity, sweep_id: int) -> SweepView:
@@ -135,6 +192,15 @@ def get_sweep(cluster: Cluster, who: Identity, sweep_id: int) -> SweepView:
     store = sweeps_of(cluster)
     sweep = store.get_for(who, sweep_id)
     return SweepView(sweep, store.tasks_of(sweep.id))
+
+
+def list_sweeps(cluster: Cluster, who: Identity, user: str | None, limit: int) -> list[SweepSummary]:
+    """The newest `limit` sweeps the caller may see (`user`: that person's only), newest first, each with
+    its tasks counted: one query for the sweeps, one for all their counts."""
+    store = sweeps_of(cluster)
+    sweeps = store.list_for(who, user, limit)
+    tallies = store.tallies([sweep.id for sweep in sweeps])
+    return [SweepSummary(sweep, tallies.get(sweep.id, SweepTally({}))) for sweep in sweeps]
 
 
 def cancel_sweep(cluster: Cluster, who: Identity, sweep_id: int) -> SweepView:
@@ -146,7 +212,7 @@ def cancel_sweep(cluster: Cluster, who: Identity, sweep_id: int) -> SweepView:
     if all(task.status in FINAL_STATUSES for task in view.tasks):
         raise ConflictError(f"sweep {sweep_id}: nothing to cancel ({_counts_text(view)})")
     _each(
-        view.tasks,
+        _waiting_first(view.tasks),
         lambda task: task.status not in FINAL_STATUSES,
         lambda task_id: cluster.cancel(who, task_id),
     )
@@ -161,7 +227,8 @@ def hold_sweep(cluster: Cluster, who: Identity, sweep_id: int) -> SweepView:
     view = get_sweep(cluster, who, sweep_id)
     if not any(task.status == "queued" for task in view.tasks):
         raise ConflictError(f"sweep {sweep_id} has no queued task to hold ({_counts_text(view)})")
-    _each(view.tasks, lambda task: _queued(task, held=False), lambda task_id: cluster.hold(who, task_id))
+    queued = [task for task in _waiting_first(view.tasks) if _queued(task, held=False)]
+    _each(queued, lambda task: True, lambda task_id: cluster.hold(who, task_id))
     return get_sweep(cluster, who, sweep_id)
 
 
@@ -181,13 +248,36 @@ def change_sweep(cluster: Cluster, who: Identity, sweep_id: int, changes: Mappin
     them all as they were.
     """
     view = get_sweep(cluster, who, sweep_id)
+    task_changes = {field: value for field, value in changes.items() if field != "max_running"}
+    if "max_running" in changes:
+        check_max_running(changes["max_running"])
+        if not task_changes:
+            return set_max_running(cluster, view, changes["max_running"])
     queued = [task for task in view.tasks if task.status == "queued"]
     if not queued:
         raise ConflictError(f"sweep {sweep_id} has no queued task to change ({_counts_text(view)})")
     for task in queued:
-        changed_spec(task.id, task.spec or {}, changes)
-    _each(queued, lambda task: True, lambda task_id: cluster.update(who, task_id, changes))
+        changed_spec(task.id, task.spec or {}, task_changes)
+    _each(queued, lambda task: True, lambda task_id: cluster.update(who, task_id, task_changes))
+    if "max_running" in changes:
+        return set_max_running(cluster, view, changes["max_running"])
     return get_sweep(cluster, who, sweep_id)
+
+
+def set_max_running(cluster: Cluster, view: SweepView, max_running: int | None) -> SweepView:
+    """Change how many of the sweep's tasks run at once (None: no limit), as Slurm's `scontrol update
+    ArrayTaskThrottle`: a higher limit (or none) admits waiting tasks at once; a lower one stops nothing
+    already admitted and applies as tasks end."""
+    cluster.sweeps.set_max_running(view.sweep.id, max_running)
+    cluster.admit_waiting(view.sweep.id)
+    store = sweeps_of(cluster)
+    return SweepView(store.get_any(view.sweep.id), store.tasks_of(view.sweep.id))
+
+
+def _waiting_first(tasks: Sequence[Task]) -> list[Task]:
+    """The tasks waiting for a slot first: cancelling or holding the admitted ones then frees slots that
+    no waiting task is left to take (it would be queued, maybe started, only to be stopped)."""
+    return sorted(tasks, key=lambda task: (not task.waits_for_slot, task.id))
 
 
 def _queued(task: Task, *, held: bool) -> bool:

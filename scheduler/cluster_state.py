@@ -253,7 +253,9 @@ def _state(
 ) -> ClusterState:
     if nodes is None:
         nodes = cluster.nodes.all()
-    parents = cluster.tasks.statuses({parent for task in queued for parent in task.depends_on})
+    parents = cluster.tasks.statuses(
+        {parent for task in queued for parent in (*task.depends_on, *task.depends_on_any)}
+    )
     return ClusterState(
         now_s=now,
         queued=queued,

@@ -16,6 +16,7 @@ import redis
 
 from scheduler.clock import now_ms
 from scheduler.cluster_state import ClusterState, RowCache, UsageCache, gather_state
+from scheduler.errors import NotFoundError
 from scheduler.held_key import HeldKey
 from scheduler.metrics import record_lease_expiries, record_pass
 from scheduler.policy import engine
@@ -52,9 +53,14 @@ class Dispatcher:
         state = gather_state(self.cluster, self.usage, self.config.window, self.rows)
         self.next_lease_expiry_ms = state.next_lease_expiry_ms
         decisions = self._decide(state)
-        for task_id, reason in decisions.fail.items():
-            if self.cluster.tasks.fail_queued(task_id, "dependency_failed", reason):
-                self.cluster.queue.remove(task_id)
+        failed = [
+            task_id
+            for task_id, reason in decisions.fail.items()
+            if self.cluster.tasks.fail_queued(task_id, "dependency_failed", reason)
+        ]
+        for task_id in failed:
+            self.cluster.queue.remove(task_id)
+        self.cluster.admit_after_endings(failed)  # their slots in a sweep with `max_running`
         stamp = now_ms()
         in_service = state.nodes_in_service(stamp)
         queued = {task.task_id: task for task in state.queued}
@@ -123,8 +129,10 @@ class Dispatcher:
         expired = self.cluster.queue.expired(now_ms())
         record_lease_expiries(self.cluster, len(expired))
         for task_id, token in expired:
+            node = self._node_of(task_id)
+            where = f" on node {node}" if node else ""
             status = self.cluster.settle_attempt(
-                task_id, token, "lost_worker", message="its worker stopped heartbeating"
+                task_id, token, "lost_worker", message=f"its worker{where} stopped heartbeating"
             )
             if status is not None:
                 account_lost_attempt(self.cluster, task_id, token)  # its worker metered nothing
@@ -132,11 +140,19 @@ class Dispatcher:
                 log.warning("task %s: its worker stopped heartbeating; now %s", task_id, status)
         return requeued
 
+    def _node_of(self, task_id: int) -> str | None:
+        """The node a task's attempt runs on, as SQL has it (one lookup: lost leases are rare)."""
+        try:
+            return self.cluster.tasks.get_any(task_id).node
+        except NotFoundError:
+            return None
+
     def _is_leader(self) -> bool:
         return self.leader.hold() is None
 
     def _reconcile_redis(self, last_reconcile: float) -> float:
-        """Rebuild Redis from SQL at once when it lost its data; once a minute, check it and repair it.
+        """Rebuild Redis from SQL at once when it lost its data; once a minute, check it and repair it (and
+        give a sweep's free slots to its waiting tasks, as the rebuild does).
 
         The minute's check compares ids only (SQL's queued and running tasks against the queue, the
         assignments and the leases); the full rebuild, which loads and rescores every queued row, runs only
@@ -146,6 +162,10 @@ class Dispatcher:
         if not lost and time.monotonic() - last_reconcile < FULL_RECONCILE_EVERY_S:
             return last_reconcile
         if not lost and not self._redis_suspects(None) and self.cluster.queue.indexes_agree():
+            # a sweep slot freed by an ending whose admission never ran (its process died after settling)
+            admitted = self.cluster.admit_all_waiting()
+            if admitted:
+                log.warning("admitted %d sweep task(s) into slots an ending left free", admitted)
             return time.monotonic()
         report = self.cluster.rebuild_redis()
         if lost or report.queued_restored or report.leases_restored:
@@ -194,12 +214,13 @@ class Dispatcher:
                     record_pass(self.cluster, time.perf_counter() - started)
                 else:
                     self.next_lease_expiry_ms = None  # the leader watches the leases
+                # inside the try: a Redis restart breaks this wait too, and must not end the loop
+                self.cluster.queue.wait_scheduler_doorbell(
+                    self._idle_wait_s(safety_s) if not stop.is_set() else 0.01
+                )
             except Exception:
                 log.exception("scheduling pass failed; retrying")
                 stop.wait(1.0)
-            self.cluster.queue.wait_scheduler_doorbell(
-                self._idle_wait_s(safety_s) if not stop.is_set() else 0.01
-            )
         with contextlib.suppress(redis.RedisError):  # so the next scheduler need not wait out the TTL
             self.leader.release()
 

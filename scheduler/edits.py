@@ -40,7 +40,12 @@ def check_changes(task_id: int, changes: Mapping[str, Any]) -> None:
     for field in changes:
         if field in EDITABLE_FIELDS:
             continue
-        if field in TaskSpec.model_fields:
+        if field == "max_running":  # a limit of the sweep, not of one of its tasks
+            message = (
+                "max_running limits how many of a sweep's tasks run at once: change it on the sweep, "
+                "PATCH /api/v1/sweeps/{id} or `nightshift change --sweep ID --max-running N`"
+            )
+        elif field in TaskSpec.model_fields:
             message = (
                 f"{field} cannot change once a task is queued (it decides what runs or where): submit it "
                 f"again with `nightshift submit --like {task_id} ...` and cancel task {task_id}"

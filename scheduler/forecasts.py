@@ -7,6 +7,7 @@ the live state, like Slurm's `squeue --start`.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -18,18 +19,19 @@ from scheduler.logs import LAST_OUTPUT_LINES
 from scheduler.policy import reasons
 from scheduler.policy.aging import static_score, task_estimate_s
 from scheduler.policy.config import PolicyConfig, TeamUsage
-from scheduler.policy.estimate import estimate_duration_s
+from scheduler.policy.estimate import estimate_duration_s, expected_end_s
 from scheduler.policy.explain import explain
 from scheduler.policy.forecast import StartEstimate, estimate_starts
 from scheduler.policy.placement import cpu_node
-from scheduler.policy.quotas import budget_status
+from scheduler.policy.quotas import budget_status, gpus_in_use
 from scheduler.policy.reasons import human_duration, local_time
 from scheduler.policy.tariff import estimate_cost, estimate_energy_kwh, gpu_power_w
 from scheduler.policy.types import MIB_PER_GB, GpuSlot, PriorityClass, QueuedTask
-from scheduler.policy_input import running_task_of
+from scheduler.policy_input import queued_task_of, running_task_of
 from scheduler.service import Cluster
 from scheduler.store.identity import Identity, team_id_by_name
 from scheduler.store.tables import Task
+from scheduler.submission import deadline_out_of_reach
 from scheduler.task_logs import failure_lines
 
 FORECAST_WINDOW = 500
@@ -44,7 +46,9 @@ def _state(cluster: Cluster, usage: UsageCache) -> ClusterState:
     return gather_state(cluster, usage, FORECAST_WINDOW)
 
 
-def _forecast(state: ClusterState, cluster: Cluster, targets: list[int] | None) -> dict[int, StartEstimate]:
+def _forecast(
+    state: ClusterState, cluster: Cluster, targets: list[int] | None, ranges: bool = True
+) -> dict[int, StartEstimate]:
     return estimate_starts(
         state.queued,
         state.running,
@@ -56,6 +60,7 @@ def _forecast(state: ClusterState, cluster: Cluster, targets: list[int] | None) 
         state.failed,
         targets=targets,
         finished=state.finished,
+        ranges=ranges,
     )
 
 
@@ -71,6 +76,45 @@ def deadline_warning(end_s: float | None, deadline_s: float | None, timezone: st
     if end_s is None or deadline_s is None or not math.isfinite(end_s) or end_s <= deadline_s:
         return None
     return reasons.ends_after_deadline(end_s, deadline_s, now_s(), timezone)
+
+
+def deadline_notes_in_queue(cluster: Cluster, usage: UsageCache, tasks: Sequence[Task]) -> dict[int, str]:
+    """Task id -> a note for each of these queued tasks that the forecast, behind the work queued ahead of
+    it, expects to end after its deadline (`reasons.queue_ends_after_deadline`): what a submit or change
+    answers in `warnings` when an idle cluster would have made it. One read of the cluster and one replay
+    for them all; a held task, one beyond the forecast window or with no start in sight gets no note."""
+    deadlines = {task.id: _deadline_s(task) for task in tasks if task.status == "queued" and not task.held_by}
+    wanted = {task_id: deadline for task_id, deadline in deadlines.items() if deadline is not None}
+    if not wanted:
+        return {}
+    state = _state(cluster, usage)
+    queued = {task.task_id: task for task in state.queued if task.task_id in wanted}
+    if not queued:
+        return {}
+    config = state.policy_config(cluster.policy_config)
+    notes: dict[int, str] = {}
+    for task_id, estimate in _forecast(state, cluster, list(queued), ranges=False).items():
+        run_s = task_estimate_s(queued[task_id], config)
+        note = _late_behind_queue(estimate.start_s, run_s, wanted[task_id], state.now_s, config.timezone)
+        if note is not None:
+            notes[task_id] = note
+    return notes
+
+
+def _late_behind_queue(
+    start_s: float, run_s: float, deadline_s: float | None, now_s: float, timezone: str
+) -> str | None:
+    """`reasons.queue_ends_after_deadline` when a forecast start plus the run time ends after the deadline
+    (None: no deadline, no start in sight, or it makes it)."""
+    end_s = start_s + run_s
+    if deadline_s is None or not math.isfinite(end_s) or end_s <= deadline_s:
+        return None
+    return reasons.queue_ends_after_deadline(start_s, end_s, deadline_s, now_s, timezone)
+
+
+def scheduler_warning(cluster: Cluster) -> str | None:
+    """`reasons.no_scheduler` while no scheduler runs (every expected start assumes one), else None."""
+    return None if cluster.queue.scheduler_running() else reasons.no_scheduler()
 
 
 def _stranded(task: QueuedTask, in_service: list[str]) -> str | None:
@@ -147,6 +191,8 @@ def explain_task(cluster: Cluster, usage: UsageCache, who: Identity, task_id: in
     if task.held_by is not None:  # out of the queue until released: no place, no start
         reason = reasons.held(task.held_by, task_id)
         return {**base, "task_id": task_id, "status": "queued", "position": None, "reason": reason}
+    if task.waits_for_slot and task.sweep_id is not None:  # out of the queue until its sweep admits it
+        return {**base, **_explain_waiting_for_slot(cluster, usage, task, task.sweep_id)}
     state = _state(cluster, usage)
     queued = next((queued for queued in state.queued if queued.task_id == task_id), None)
     if queued is None:
@@ -172,6 +218,7 @@ def explain_task(cluster: Cluster, usage: UsageCache, who: Identity, task_id: in
         "estimated_start_high": None if stranded else _iso(answer.estimate.high_s),
         "estimated_end": _iso(end_s),
         "deadline_warning": deadline_warning(end_s, queued.deadline_s, config.timezone),
+        "scheduler_warning": scheduler_warning(cluster),  # the start above assumes a scheduler runs
         "estimated_run_s": answer.estimated_run_s,
         "aging_bound_s": answer.aging_bound_s,
         "priority": {
@@ -184,6 +231,94 @@ def explain_task(cluster: Cluster, usage: UsageCache, who: Identity, task_id: in
             "effective_s": parts.total_s,
         },
     }
+
+
+def _explain_waiting_for_slot(
+    cluster: Cluster, usage: UsageCache, task: Task, sweep_id: int
+) -> dict[str, Any]:
+    """A task waiting for a slot of its sweep: the reason, and when it should start, by a replay in which
+    the sweep's waiting tasks take its slots as they free (`slot_chain`), behind the rest of the queue."""
+    limit = cluster.sweeps.get_any(sweep_id).max_running
+    answer: dict[str, Any] = {
+        "task_id": task.id,
+        "status": "queued",
+        "position": None,
+        "reason": reasons.waiting_for_slot(sweep_id, limit),
+    }
+    if limit is None:  # the limit was just lifted: the next admission lets it in
+        return answer
+    state = _state(cluster, usage)
+    config = state.policy_config(cluster.policy_config)
+    _, history = usage.get(state.now_s)
+    waiting: list[QueuedTask] = []
+    for row, parent in slot_chain(cluster.sweeps.tasks_of(sweep_id), limit, task.id, state, config):
+        view = with_learned_estimate(queued_task_of(row), history, config)
+        if parent is not None:  # it starts once the task holding its slot has ended
+            view = replace(view, depends_on_any=(*view.depends_on_any, parent))
+        waiting.append(view)
+    if not waiting or waiting[-1].task_id != task.id:
+        return answer
+    state.queued = [*state.queued, *waiting]
+    estimate = _forecast(state, cluster, [task.id]).get(task.id)
+    if estimate is None or not math.isfinite(estimate.start_s):
+        return answer
+    end_s = estimate.start_s + task_estimate_s(waiting[-1], config)
+    return {
+        **answer,
+        "estimated_start": _iso(estimate.start_s),
+        "estimated_start_low": _iso(estimate.low_s),
+        "estimated_start_high": _iso(estimate.high_s),
+        "estimated_end": _iso(end_s),
+        "deadline_warning": deadline_warning(end_s, _deadline_s(task), config.timezone),
+        "scheduler_warning": scheduler_warning(cluster),
+    }
+
+
+def slot_chain(
+    siblings: Sequence[Task], limit: int, target_id: int, state: ClusterState, config: PolicyConfig
+) -> list[tuple[Task, int | None]]:
+    """The sweep's tasks waiting for a slot, lowest id first up to `target_id`, each with the task whose
+    end frees the slot it will take (None: a slot is free now).
+
+    Admission hands a freed slot to the lowest waiting id. The slots' holders (running tasks, and queued
+    ones neither held nor waiting) free them soonest first: running ones by their expected end, then
+    queued ones by id. With more holders than `limit` (it was lowered) the first slot frees when all but
+    `limit - 1` of them have ended. Each waiting task then holds its slot for the one `limit` places after.
+    """
+    ends = {
+        running.task_id: expected_end_s(running, state.now_s, config, config.forecast_overrun_factor)
+        for running in state.running
+    }
+    holders = sorted(
+        (
+            row
+            for row in siblings
+            if row.status == "running"
+            or (row.status == "queued" and row.held_by is None and not row.waits_for_slot)
+        ),
+        key=lambda row: (row.id not in ends, ends.get(row.id, 0.0), row.id),
+    )
+    lanes: list[int | None] = [row.id for row in holders[-limit:]] + [None] * max(0, limit - len(holders))
+    waiting = sorted(
+        (row for row in siblings if row.status == "queued" and row.waits_for_slot and row.held_by is None),
+        key=lambda row: row.id,
+    )
+    chain: list[tuple[Task, int | None]] = []
+    for index, row in enumerate(row for row in waiting if row.id <= target_id):
+        lane = index % limit
+        chain.append((row, lanes[lane]))
+        lanes[lane] = row.id
+    return chain
+
+
+def _add_parent_statuses(cluster: Cluster, state: ClusterState, parents: tuple[int, ...]) -> None:
+    """Put the what-if task's parents that ended into `state.succeeded` / `state.failed` (cancelled ones
+    too), as the scheduler's pass sees them."""
+    for parent, status in cluster.tasks.statuses(parents).items():
+        if status == "succeeded":
+            state.succeeded.add(parent)
+        elif status in ("failed", "cancelled"):
+            state.failed.add(parent)
 
 
 def estimate_wait(
@@ -201,11 +336,15 @@ def estimate_wait(
     name: str | None = None,
     time_limit_minutes: float | None = None,
     depends_on: tuple[int, ...] = (),
+    depends_on_any: tuple[int, ...] = (),
+    deadline_s: float | None = None,
 ) -> dict[str, Any]:
     """When a task (existing, or one like this submitted now) should start, with a range and a reason; for
     one like this, also its energy and cost, and the run time assumed with where it came from (`name`
     lets it be learned from your finished tasks of that name and size, as the scheduler would; with
-    `depends_on` it waits for those tasks, as it would once submitted)."""
+    `depends_on` it waits for those tasks to succeed, with `depends_on_any` for them to end, as it would once
+    submitted; with `deadline_s`, the note a
+    submit would answer when it is expected to end after it behind the queue)."""
     if task_id is not None:
         answer = explain_task(cluster, usage, who, task_id)
         start = answer.get("estimated_start")
@@ -237,14 +376,12 @@ def estimate_wait(
         not_before_s=not_before_s,
         name=name or "",
         depends_on=tuple(depends_on),
+        depends_on_any=tuple(depends_on_any),
+        deadline_s=deadline_s,
     )
-    if depends_on:  # a parent of another team answers like a missing one (SpecError, 422)
-        cluster.check_dependencies(who, list(depends_on))
-        for parent, status in cluster.tasks.statuses(depends_on).items():
-            if status == "succeeded":
-                state.succeeded.add(parent)
-            elif status in ("failed", "cancelled"):
-                state.failed.add(parent)
+    if depends_on or depends_on_any:  # a parent of another team answers like a missing one (SpecError, 422)
+        cluster.check_dependencies(who, depends_on, depends_on_any)
+        _add_parent_statuses(cluster, state, (*depends_on, *depends_on_any))
     config = cluster.policy_config
     history = usage.get(state.now_s)[1]
     source = estimate_duration_s(what_if, history, config).source
@@ -256,9 +393,15 @@ def estimate_wait(
         estimate = replace(estimate, start_s=math.inf, low_s=math.inf, high_s=math.inf, reason=stranded)
     wait_s = None if math.isinf(estimate.start_s) else max(0.0, estimate.start_s - state.now_s)
     run_s = task_estimate_s(what_if, config)
+    end_s = estimate.start_s + run_s
+    late = deadline_out_of_reach(what_if, config, state.now_s)  # even on an idle cluster: the plainer why
+    if late is None:
+        late = _late_behind_queue(estimate.start_s, run_s, deadline_s, state.now_s, config.timezone)
     return {
         **_energy_and_cost(what_if, state.gpus, estimate.start_s, run_s, config),
         "start": _iso(estimate.start_s),
+        "end": _iso(end_s),
+        "deadline_warning": late,  # what a submit would answer now (a deadline is a goal: said)
         "low": _iso(estimate.low_s),
         "high": _iso(estimate.high_s),
         "wait_s": wait_s,
@@ -303,9 +446,12 @@ def quota_status(cluster: Cluster, usage: UsageCache, team: str) -> dict[str, An
     config = cluster.policy_config
     # as the scheduler sees it: running work counted up to now, and when a used-up budget frees (as the
     # team's work, running tasks to their expected ends, ages out); one queued task read, not the queue
-    usage_by_team = gather_state(cluster, usage, 1).usage
+    state = gather_state(cluster, usage, 1)
+    usage_by_team = state.usage
     used = usage_by_team.get(team, TeamUsage(team))
-    in_use = sum(task.gpus for task in cluster.tasks.with_status("running") if task.team.name == team)
+    # as the cap counts them: tasks assigned or starting hold their GPUs too, a shared GPU its fraction
+    held = round(gpus_in_use(state.running).get(team, 0.0), 2)
+    in_use: float | int = int(held) if held.is_integer() else held
     status = budget_status(team, usage_by_team, config)
     new_starts_at = None
     if status.level == "exhausted" and used.budget_frees_at_s is not None:

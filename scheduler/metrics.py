@@ -16,7 +16,7 @@ from sqlalchemy import func, select
 
 from scheduler.clock import now_ms
 from scheduler.service import Cluster
-from scheduler.store.tables import Task, Team
+from scheduler.store.tables import Attempt, Task, Team
 from scheduler.telemetry.metrics import TelemetryCollector
 
 WAIT_BUCKETS_S = (1.0, 10.0, 60.0, 300.0, 900.0, 3600.0, 4 * 3600.0, 12 * 3600.0, 86400.0, 3 * 86400.0)
@@ -94,18 +94,21 @@ class ClusterCollector(Collector):
             for status, reason, count in finished:
                 outcomes.add_metric([status, reason], count)
             times = session.execute(
-                select(Task.submitted_at, Task.started_at, Task.finished_at).where(
-                    Task.started_at.is_not(None)
-                )
+                select(Task.started_at, Task.finished_at).where(Task.started_at.is_not(None))
             ).all()
-        waits = [(started - submitted).total_seconds() for submitted, started, _ in times if started]
-        runs = [
-            (finished - started).total_seconds() for _, started, finished in times if started and finished
-        ]
+            firsts = session.execute(
+                select(Task.submitted_at, Attempt.started_at)
+                .join(Attempt, Attempt.task_id == Task.id)
+                .where(Attempt.number == 1)
+            ).all()
+        # a wait ends at the first start, as the utilization report counts it: a retried task's earlier
+        # attempts ran, they did not wait
+        waits = [(started - submitted).total_seconds() for submitted, started in firsts]
+        runs = [(finished - started).total_seconds() for started, finished in times if started and finished]
         yield queued
         yield running
         yield outcomes
-        yield _histogram("nightshift_task_wait_seconds", "Submit to (last) start", waits, WAIT_BUCKETS_S)
+        yield _histogram("nightshift_task_wait_seconds", "Submit to first start", waits, WAIT_BUCKETS_S)
         yield _histogram("nightshift_task_run_seconds", "Start to end of finished tasks", runs, RUN_BUCKETS_S)
 
     def _gpus(self) -> Iterator[GaugeMetricFamily]:

@@ -38,6 +38,7 @@ def queued_task_of(task: Task) -> QueuedTask:
         offpeak=bool(spec.get("offpeak")),
         name=task.name,
         depends_on=tuple(spec.get("depends_on") or ()),
+        depends_on_any=tuple(spec.get("depends_on_any") or ()),
         node=spec.get("node"),
         gpu_model=spec.get("gpu_model"),
         revision=task.revision,

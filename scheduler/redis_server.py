@@ -6,6 +6,7 @@ nightshift only ever stops a server it started itself; it never flushes or stops
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -18,6 +19,7 @@ import redis
 
 from scheduler.errors import ServiceUnavailable
 from scheduler.executor.parent_death import die_with_parent, pdeathsig_prefix
+from scheduler.private_files import private_folder, write_private_text
 
 START_TIMEOUT_S = 15.0
 
@@ -56,6 +58,9 @@ class EmbeddedRedis:
     ) -> None:
         self.data_dir = data_dir
         self.port = port or free_port()
+        # Jobs run on this machine (as their users' accounts): without a password any of them could
+        # rewrite the queue, cancel flags, leases and log replies of every team.
+        self.password = secrets.token_hex(24)
         self.appendonly = appendonly
         # SIGTERM (a clean shutdown that writes the AOF) when the thread that started it dies, even by
         # SIGKILL: `nightshift up` leaves no redis-server behind. Only for a thread that lives as long as
@@ -65,14 +70,21 @@ class EmbeddedRedis:
 
     @property
     def url(self) -> str:
-        """The redis:// URL of this server."""
-        return f"redis://127.0.0.1:{self.port}/0"
+        """The redis:// URL of this server, its password included (keep it private)."""
+        return f"redis://:{self.password}@127.0.0.1:{self.port}/0"
+
+    def _write_config(self) -> Path:
+        """The password in an owner-only config file: on the command line, `ps` would show it to all."""
+        config = self.data_dir / "redis.conf"
+        write_private_text(config, f"requirepass {self.password}\n")
+        return config
 
     def start(self) -> EmbeddedRedis:
         """Start the server and wait until it answers PING."""
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        private_folder(self.data_dir)  # the AOF holds every team's queue entries
         argv = [
             find_redis_server(),
+            str(self._write_config()),
             "--port", str(self.port),
             "--bind", "127.0.0.1",
             "--dir", str(self.data_dir),
@@ -98,7 +110,7 @@ class EmbeddedRedis:
             start_new_session=self.stop_with_parent,
         )
         deadline = time.monotonic() + START_TIMEOUT_S
-        client = redis.Redis(port=self.port, socket_connect_timeout=0.5)
+        client = redis.Redis(port=self.port, password=self.password, socket_connect_timeout=0.5)
         try:
             while time.monotonic() < deadline:
                 if self.process.poll() is not None:

@@ -7,6 +7,7 @@ import math
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime, tzinfo
 from typing import Any, Literal
 
 from sqlalchemy import or_, select
@@ -15,12 +16,15 @@ from sqlalchemy.orm import Session, sessionmaker
 from scheduler.clock import from_epoch_s, to_epoch_s
 from scheduler.policy.config import PolicyConfig
 from scheduler.policy.tariff import gpu_power_w
+from scheduler.policy.windows import zone
 from scheduler.store.tables import Attempt, Task, Team, User
 from scheduler.telemetry.report import (
+    Measured,
     by_day,
     measured_usage,
     offpeak_share_s,
     quota_use,
+    sampled_power_w,
     span_cpu_s,
     span_energy,
 )
@@ -29,6 +33,7 @@ GroupBy = Literal["team", "user", "gpu"]
 DAY_S = 86400.0
 MAX_REPORT_DAYS = 366  # the longest window a utilization report covers (API and UI)
 HOUR_S = 3600.0
+ENERGY_DIGITS = 4  # kWh and cost, in rows and totals alike, so the rows add up to the totals
 
 
 @dataclass
@@ -128,23 +133,34 @@ def _percentile(sorted_values: list[float], pct: float) -> float:
     return sorted_values[min(rank, len(sorted_values)) - 1]
 
 
-def waits_over_time(spans: Iterable[AttemptSpan], since_s: float, days: float) -> dict[str, Any]:
+def _bucket_start(t_s: float, bucket_s: float, tz: tzinfo) -> datetime:
+    """The local hour (or day, for `bucket_s` of a day) in `tz` that holds `t_s`."""
+    local = datetime.fromtimestamp(t_s, tz).replace(minute=0, second=0, microsecond=0)
+    return local.replace(hour=0) if bucket_s >= DAY_S else local
+
+
+def waits_over_time(
+    spans: Iterable[AttemptSpan], since_s: float, days: float, tz_name: str = "UTC"
+) -> dict[str, Any]:
     """p50 and p90 of the waits (submit to first start) per hour (windows up to 2 days) or per day.
 
-    Buckets are whole UTC hours or days; each first attempt counts in the one where it started (or where
-    the window begins, when it started before); buckets without starts are left out.
+    Buckets are whole hours or days of the cluster's zone `tz_name` (the days of `by_day`), each point's
+    `start` with its offset; each first attempt counts in the one where it started (or where the window
+    begins, when it started before); buckets without starts are left out.
     """
     bucket_s = HOUR_S if days <= 2 else DAY_S
-    buckets: dict[int, list[float]] = {}
+    tz = zone(tz_name)
+    buckets: dict[datetime, list[float]] = {}
     for span in spans:
         if span.wait_s is not None:
-            buckets.setdefault(int(max(span.start_s, since_s) // bucket_s), []).append(max(0.0, span.wait_s))
+            start = _bucket_start(max(span.start_s, since_s), bucket_s, tz)
+            buckets.setdefault(start, []).append(max(0.0, span.wait_s))
     points = []
-    for number, waits in sorted(buckets.items()):
+    for start, waits in sorted(buckets.items()):
         waits.sort()
         points.append(
             {
-                "start": from_epoch_s(number * bucket_s).isoformat(),
+                "start": start.isoformat(),
                 "tasks": len(waits),
                 "p50_wait_s": round(_percentile(waits, 50), 1),
                 "p90_wait_s": round(_percentile(waits, 90), 1),
@@ -171,83 +187,113 @@ def utilization_report(
     """
     since_s = now_s - days * DAY_S
     rows: dict[str, _Row] = {}
+    total = _Row()  # every span once, whatever the grouping (a CPU-only task has no GPU row by GPU)
     spans = _spans(factory, since_s, now_s, team)
     measured = measured_usage(factory, (span.task_id for span in spans))
+    sampled = sampled_power_w(
+        factory,
+        ((s.task_id, s.node, s.start_s) for s in spans if s.gpus and (s.task_id, s.attempt) not in measured),
+    )
     energy: list[tuple[float, float]] = []  # (kWh, cost) of each span: measured when stored, else estimated
     for span in spans:
-        duration_s = span.end_s - span.start_s
-        power_w = statistics.fmean(
-            [gpu_power_w(gpu_models.get(f"{span.node}:{index}", "")) for index in span.gpus] or [0.0]
-        )
+        power_w = _span_power_w(span, gpu_models, sampled, config)
         stored = measured.get((span.task_id, span.attempt))
-        span_kwh, span_cost = span_energy(span, len(span.gpus), power_w, stored, config)
-        energy.append((span_kwh, span_cost))
-        offpeak_s = offpeak_share_s(span, config)
+        use = _SpanUse(*span_energy(span, len(span.gpus), power_w, stored, config),
+                       offpeak_share_s(span, config), stored)  # fmt: skip
+        energy.append((use.kwh, use.cost))
+        _add_span(total, span, len(span.gpus), use)
         for key, gpus in _keys(span, by):
-            row = rows.setdefault(key, _Row())
-            share = gpus / max(1, len(span.gpus))
-            row.gpu_s += gpus * duration_s
-            row.energy_kwh += span_kwh * share
-            row.cost += span_cost * share
-            row.offpeak_gpu_s += gpus * offpeak_s
-            cpu_s = span_cpu_s(span, gpus, stored)
-            if cpu_s is not None:
-                row.cpu_s = (row.cpu_s or 0.0) + cpu_s
-            row.tasks.add(span.task_id)
-            if span.status == "succeeded":
-                row.succeeded.add(span.task_id)
-            elif span.status == "failed":
-                row.failed.add(span.task_id)
-            if span.wait_s is not None:
-                row.waits_s.append(span.wait_s)
-    total_gpu_h = sum(row.gpu_s for row in rows.values()) / 3600.0
+            _add_span(rows.setdefault(key, _Row()), span, gpus, use)
+    total_gpu_h = total.gpu_s / 3600.0
     capacity_gpu_h = capacity_gpus * days * 24.0
     return {
         "days": days,
         "by": by,
         "team": team,
-        "rows": [
-            {
-                "key": key,
-                "gpu_hours": round(row.gpu_s / 3600.0, 6),
-                "tasks": len(row.tasks),
-                "succeeded": len(row.succeeded),
-                "failed": len(row.failed),
-                "mean_wait_s": round(statistics.fmean(row.waits_s), 1) if row.waits_s else None,
-                "energy_kwh": round(row.energy_kwh, 3),
-                "cost": round(row.cost, 2),
-                "offpeak_share": round(row.offpeak_gpu_s / row.gpu_s, 4) if row.gpu_s else None,
-                "cpu_hours": None if row.cpu_s is None else round(row.cpu_s / 3600.0, 6),
-            }
-            for key, row in sorted(rows.items(), key=lambda item: -item[1].gpu_s)
-        ],
+        "rows": [_row_json(key, row) for key, row in sorted(rows.items(), key=lambda item: -item[1].gpu_s)],
         "total_gpu_hours": round(total_gpu_h, 6),
         "capacity_gpu_hours": round(capacity_gpu_h, 3),
         "utilization": round(total_gpu_h / capacity_gpu_h, 4) if capacity_gpu_h else None,
         "currency": config.tariff.currency,
-        "waits_over_time": waits_over_time(spans, since_s, days),
-        **accounting_totals(rows.values(), spans, energy, config),
+        "waits_over_time": waits_over_time(spans, since_s, days, config.timezone),
+        **accounting_totals(total, spans, energy, config),
         "quota": quota_use(factory, now_s, config, team),
         "quota_warn_fraction": config.budget_warn_fraction,
     }
 
 
-def accounting_totals(
-    rows: Iterable[_Row], spans: list[AttemptSpan], energy: list[tuple[float, float]], config: PolicyConfig
-) -> dict[str, Any]:
-    """Energy, cost and off-peak share over the whole window, and the same per local day and team."""
-    rows = list(rows)
-    gpu_s = sum(row.gpu_s for row in rows)
+def _span_power_w(
+    span: AttemptSpan, gpu_models: dict[str, str], sampled: dict[tuple[int, int], float], config: PolicyConfig
+) -> float:
+    """Mean power of one of the span's GPUs, for an attempt without stored usage: its samples' mean when
+    its worker stored some, else its model's power from the site's table (`gpu_power_w` setting)."""
+    return statistics.fmean(
+        [
+            gpu_power_w(
+                gpu_models.get(f"{span.node}:{index}", ""),
+                sampled.get((span.task_id, index)),
+                config.gpu_power_w,
+            )
+            for index in span.gpus
+        ]
+        or [0.0]
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _SpanUse:
+    """What one span used: energy and cost (all its GPUs), seconds off-peak, the attempt's stored usage."""
+
+    kwh: float
+    cost: float
+    offpeak_s: float
+    stored: Measured | None
+
+
+def _add_span(row: _Row, span: AttemptSpan, gpus: int, use: _SpanUse) -> None:
+    """Add `gpus` of the span's GPUs (its share of energy, cost and CPU time) and its task to `row`."""
+    share = gpus / len(span.gpus) if span.gpus else 1.0
+    row.gpu_s += gpus * (span.end_s - span.start_s)
+    row.energy_kwh += use.kwh * share
+    row.cost += use.cost * share
+    row.offpeak_gpu_s += gpus * use.offpeak_s
+    cpu_s = span_cpu_s(span, gpus, use.stored)
+    if cpu_s is not None:
+        row.cpu_s = (row.cpu_s or 0.0) + cpu_s
+    row.tasks.add(span.task_id)
+    if span.status == "succeeded":
+        row.succeeded.add(span.task_id)
+    elif span.status == "failed":
+        row.failed.add(span.task_id)
+    if span.wait_s is not None:
+        row.waits_s.append(span.wait_s)
+
+
+def _row_json(key: str, row: _Row) -> dict[str, Any]:
+    """One report row as JSON, rounded as the totals are."""
     return {
-        "total_energy_kwh": round(sum(row.energy_kwh for row in rows), 4),
-        "total_cost": round(sum(row.cost for row in rows), 4),
-        "total_cpu_hours": _total_cpu_hours(rows),
-        "offpeak_share": round(sum(row.offpeak_gpu_s for row in rows) / gpu_s, 4) if gpu_s else None,
-        "by_day": by_day(spans, energy, config),
+        "key": key,
+        "gpu_hours": round(row.gpu_s / 3600.0, 6),
+        "tasks": len(row.tasks),
+        "succeeded": len(row.succeeded),
+        "failed": len(row.failed),
+        "mean_wait_s": round(statistics.fmean(row.waits_s), 1) if row.waits_s else None,
+        "energy_kwh": round(row.energy_kwh, ENERGY_DIGITS),
+        "cost": round(row.cost, ENERGY_DIGITS),
+        "offpeak_share": round(row.offpeak_gpu_s / row.gpu_s, 4) if row.gpu_s else None,
+        "cpu_hours": None if row.cpu_s is None else round(row.cpu_s / 3600.0, 6),
     }
 
 
-def _total_cpu_hours(rows: list[_Row]) -> float | None:
-    """CPU-hours of the rows that know theirs; None when none does."""
-    known = [row.cpu_s for row in rows if row.cpu_s is not None]
-    return round(sum(known) / 3600.0, 6) if known else None
+def accounting_totals(
+    total: _Row, spans: list[AttemptSpan], energy: list[tuple[float, float]], config: PolicyConfig
+) -> dict[str, Any]:
+    """Energy, cost, CPU-hours and off-peak share over the whole window (`total`: every span once), and
+    the same per local day and team."""
+    return {
+        "total_energy_kwh": round(total.energy_kwh, ENERGY_DIGITS),
+        "total_cost": round(total.cost, ENERGY_DIGITS),
+        "total_cpu_hours": None if total.cpu_s is None else round(total.cpu_s / 3600.0, 6),
+        "offpeak_share": round(total.offpeak_gpu_s / total.gpu_s, 4) if total.gpu_s else None,
+        "by_day": by_day(spans, energy, config),
+    }

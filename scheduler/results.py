@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from scheduler.private_files import restrict
+
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session, sessionmaker
 
@@ -71,6 +73,7 @@ def prepare_output_dir(home: Path, task: Task, account: OsAccount | None = None)
     folder.mkdir(parents=True, exist_ok=True)
     if account is not None:
         os.chown(folder, account.uid, account.gid)
+    restrict(folder)  # the job's account only: another team's job on this node must not read its results
     with contextlib.suppress(ValueError, OSError):
         parts = metrics_path_parts(task.spec.get("metrics_file"))
         if len(parts) == 1:  # a file right in the folder (never follow a job's folder links as root)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,9 +25,12 @@ from scheduler.spec import TaskSpec, parse_spec
 from scheduler.store.db import create_db_engine, make_session_factory, migrate
 from scheduler.store.identity import Identity
 from scheduler.store.queue import RedisQueue
+from scheduler.store.sweeps import SweepStore
 from scheduler.store.tables import FINAL_STATUSES, Task
 from scheduler.store.tasks import Finish, NewTask, TaskStore
 from scheduler.submission import check_against_cluster, check_times_ahead, resolve
+
+log = logging.getLogger(__name__)
 
 _PENDING = Exception("not stored yet")  # a placeholder of `Cluster.submit_many`, always replaced
 
@@ -91,6 +95,7 @@ class Cluster:
         self.engine = engine
         self.factory: sessionmaker[Session] = make_session_factory(engine)
         self.tasks = TaskStore(self.factory)
+        self.sweeps = SweepStore(self.factory)
         self.queue = queue
         self.nodes = NodeRegistry(queue.client, queue.keys)
         self.zone = local_zone(settings.timezone)
@@ -164,6 +169,7 @@ class Cluster:
         elif (
             task.status == "queued"
             and task.held_by is None
+            and not task.waits_for_slot
             and self.queue.restore_queued(task.id, self.score(task), self.due(task))
         ):
             self.queue.ring_scheduler()  # repairs a lost entry; never re-queues a claimed task
@@ -207,29 +213,46 @@ class Cluster:
                 "(`nightshift submit FILE` and the chat do that by themselves)",
                 [{"field": "sweep", "message": "use POST /api/v1/sweeps for a sweep"}],
             )
+        if parsed.max_running is not None:
+            message = (
+                "max_running limits how many of a sweep's tasks run at once; a single task has nothing to "
+                "limit: give it beside `sweep` in a sweep spec, or beside `name` in POST /api/v1/tasks/batch"
+            )
+            raise SpecError(message, [{"field": "max_running", "message": message}])
         self.check_fits(parsed)
         check_times_ahead(parsed, self.zone, from_epoch_s(now_s()))
-        self.check_dependencies(who, parsed.depends_on)
+        self.check_dependencies(who, parsed.depends_on, parsed.depends_on_any)
         return resolve(parsed, self.zone, self.default_workdir())
 
-    def check_dependencies(self, who: Identity, depends_on: list[int]) -> None:
-        """422 when `depends_on` names a task that does not exist for this caller (or another team's), or one
-        that already failed or was cancelled: the new task could never start (as Slurm refuses it)."""
+    def check_dependencies(
+        self, who: Identity, depends_on: Sequence[int], depends_on_any: Sequence[int] = ()
+    ) -> None:
+        """422 when `depends_on` or `depends_on_any` names a task that does not exist for this caller (or
+        another team's), or when `depends_on` names one that already failed or was cancelled: the new task
+        could never start (as Slurm refuses it). A `depends_on_any` parent that already ended is fine: it
+        no longer holds the task back."""
         for parent in depends_on:
-            try:
-                row = self.tasks.get_for(who, parent)
-            except NotFoundError:
-                raise SpecError(
-                    f"depends_on names task {parent}, which does not exist",
-                    [{"field": "depends_on", "message": f"task {parent} does not exist"}],
-                ) from None
+            row = self._parent_row(who, parent, "depends_on")
             if row.status in ("failed", "cancelled"):
                 ended = "failed" if row.status == "failed" else "was cancelled"
                 raise SpecError(
                     f"depends_on names task {parent}, which {ended}: this task could never start "
-                    f"(run {parent} again and depend on the new one, or leave it out)",
+                    f"(run {parent} again and depend on the new one, leave it out, or wait for it to end "
+                    "however it ends with depends_on_any)",
                     [{"field": "depends_on", "message": f"task {parent} {row.status}"}],
                 )
+        for parent in depends_on_any:
+            self._parent_row(who, parent, "depends_on_any")
+
+    def _parent_row(self, who: Identity, parent: int, field: str) -> Task:
+        """Task `parent` as `who` may see it; SpecError on `field` when it does not exist for them."""
+        try:
+            return self.tasks.get_for(who, parent)
+        except NotFoundError:
+            raise SpecError(
+                f"{field} names task {parent}, which does not exist",
+                [{"field": field, "message": f"task {parent} does not exist"}],
+            ) from None
 
     def cancel(self, who: Identity, task_id: int) -> Task:
         """Cancel a queued task at once, or ask the worker of a running one to stop it."""
@@ -240,6 +263,7 @@ class Cluster:
             self.queue.remove(task_id)
             self.queue.unassign(task_id)
             self.queue.ring_scheduler()
+            self._admit_in_sweep_of(task)
             return self.tasks.get_any(task_id)
         task = self.tasks.request_cancel(task_id)
         if task.status == "running" and task.node:
@@ -262,6 +286,7 @@ class Cluster:
         self.queue.remove(task_id)
         self.queue.unassign(task_id)
         self.queue.ring_scheduler()
+        self._admit_in_sweep_of(task)  # its slot, if it held one, goes to the next waiting task
         return self.tasks.get_any(task_id)
 
     def update(self, who: Identity, task_id: int, changes: Mapping[str, Any]) -> Task:
@@ -278,7 +303,7 @@ class Cluster:
         if changes.get("deadline") is not None:  # one that passed while it waited stays as it was
             check_times_ahead(spec, self.zone, from_epoch_s(now_s()))
         new = resolve(spec, self.zone, self.default_workdir())
-        if task.held_by is None:
+        if _in_redis(task):
             # out of the queue and its node's inbox first, so no node can claim it while it changes
             self.queue.remove(task_id)
             self.queue.unassign(task_id)
@@ -291,13 +316,14 @@ class Cluster:
             now = self.tasks.get_any(task_id).status
             raise ConflictError(f"task {task_id} already {now}; only a queued task can be changed")
         updated = self.tasks.get_any(task_id)
-        if updated.held_by is None:
+        if _in_redis(updated):
             score, due = self.score(updated), self.due(updated)
             # rescored where a release meanwhile queued it again (with its old score); else queued again,
             # unless Redis holds it elsewhere (assigned or claimed after that release)
             self.queue.rescore(task_id, score, due)
             self.queue.restore_queued(task_id, score, due)
             self.queue.ring_scheduler()
+        self._admit_in_sweep_of(updated)
         return updated
 
     def requeue_waiting(self, task_ids: Sequence[int]) -> None:
@@ -305,21 +331,59 @@ class Cluster:
         Redis holds nowhere: a node refused to start them because their row changed after the scheduler
         decided to (`TaskStore.mark_running_many`)."""
         rows = self.tasks.by_ids(task_ids).values()
-        waiting = [
-            row for row in rows if row.status == "queued" and row.held_by is None and not row.cancel_requested
-        ]
+        waiting = [row for row in rows if _in_redis(row) and not row.cancel_requested]
         restored = [self.queue.restore_queued(row.id, self.score(row), self.due(row)) for row in waiting]
         if any(restored):
             self.queue.ring_scheduler()
 
     def release(self, who: Identity, task_id: int) -> Task:
-        """Let a held task start again, with the priority and age it had."""
+        """Let a held task start again, with the priority and age it had.
+
+        It is queued again unless a node's claim of it, made before the hold, is still in flight: that
+        node's start now goes on (the row is no longer held), or, refused, `requeue_waiting` queues it.
+        """
         task = self.tasks.get_for(who, task_id)
-        if not self.tasks.release(task_id):
+        limited = task.sweep_id is not None and self.sweeps.get_any(task.sweep_id).max_running is not None
+        if not self.tasks.release(task_id, wait_for_slot=limited):
             raise ConflictError(f"task {task_id} is not held ({task.status}); nothing to release")
+        if limited:  # it takes a slot only if one is free, else it waits for one
+            self._admit_in_sweep_of(task)
+            return self.tasks.get_any(task_id)
         released = self.tasks.get_any(task_id)
-        self.queue.enqueue(task_id, self.score(released), self.due(released))
+        if self.queue.restore_queued(task_id, self.score(released), self.due(released)):
+            self.queue.ring_scheduler()
         return released
+
+    # --- a sweep's slots (`max_running`) -------------------------------------------------------------
+
+    def admit_waiting(self, sweep_id: int) -> int:
+        """Give the sweep's free slots to its tasks waiting for one (SQL, one transaction), then queue those
+        in Redis with their scores and ring the scheduler; how many were admitted.
+
+        One whose claim by a node is still in flight (claimed, then held and released to wait) is not
+        queued a second time: that node's start goes on, or, refused, `requeue_waiting` queues it.
+        """
+        admitted = self.sweeps.admit_waiting(sweep_id)
+        if admitted:
+            self.queue.restore_queued_many(self.queue_entries(admitted))
+            self.queue.ring_scheduler()
+        return len(admitted)
+
+    def _admit_in_sweep_of(self, task: Task) -> None:
+        """`admit_waiting` for the task's sweep, if it has one."""
+        if task.sweep_id is not None:
+            self.admit_waiting(task.sweep_id)
+
+    def admit_after_endings(self, task_ids: Sequence[int]) -> None:
+        """After these tasks ended for good: admit waiting tasks into the slots they freed. A failure is
+        logged, not raised (the endings are settled); the next rebuild from SQL admits them then."""
+        if not task_ids:
+            return
+        try:
+            for sweep_id in sorted(self.sweeps.limited_sweeps_of(task_ids)):
+                self.admit_waiting(sweep_id)
+        except Exception:
+            log.exception("admitting waiting sweep tasks after tasks %s ended failed", list(task_ids))
 
     def settle_attempt(
         self, task_id: int, token: str, reason: str, exit_code: int | None = None, message: str | None = None
@@ -327,7 +391,8 @@ class Cluster:
         """After an attempt ended: mark it succeeded, cancelled or failed, or requeue it (retry policy).
 
         Only the holder of `token` changes anything. Returns the task's new status, or None when the claim
-        was no longer ours. The lease is released either way, which wakes the scheduler.
+        was no longer ours. The lease is released either way, which wakes the scheduler, except after
+        `lost_lease` (a job its worker killed because its lease ran out): the reaper takes that one.
         """
         return self.settle_attempts([Settlement(task_id, token, reason, exit_code, message)])[0]
 
@@ -339,9 +404,18 @@ class Cluster:
         policy one by one.
         """
         try:
-            return self._settle_many(settlements)
+            statuses = self._settle_many(settlements)
+            ended = [item.task_id for item, status in zip(settlements, statuses, strict=True)]
+            self.admit_after_endings(
+                [task_id for task_id, status in zip(ended, statuses, strict=True) if status in FINAL_STATUSES]
+            )
+            return statuses
         finally:
-            self.queue.release_many([(item.task_id, item.token) for item in settlements])
+            # a lost lease is left to run out, so the reaper requeues its task: released here, it would
+            # leave the task running in SQL with no lease anywhere to expire
+            self.queue.release_many(
+                [(item.task_id, item.token) for item in settlements if item.reason != "lost_lease"]
+            )
 
     def _settle_many(self, settlements: Sequence[Settlement]) -> list[str | None]:
         statuses: list[str | None] = [None] * len(settlements)
@@ -362,9 +436,14 @@ class Cluster:
         return statuses
 
     def _settle_failure(self, item: Settlement) -> str | None:
-        """A failed attempt: requeue it when the retry policy says so, else fail the task."""
+        """A failed attempt: requeue it when the retry policy says so, else fail the task; a task someone
+        asked to cancel is cancelled instead (a retry would be refused by every node, and lost)."""
         tasks, task_id, token = self.tasks, item.task_id, item.token
         task = tasks.get_any(task_id)
+        if task.cancel_requested:
+            code, why = item.exit_code, item.message
+            done = tasks.finish(task_id, token, "cancelled", exit_code=code, reason="cancelled", message=why)
+            return "cancelled" if done else None
         previous = tasks.attempt_reasons(task_id, excluding_token=token)
         decision = decide_retry(previous, item.reason, task.retries, self.settings.retry_backoff_s)
         if decision.retry:
@@ -415,16 +494,23 @@ class Cluster:
         queued = restored_leases = 0
         expires = now_ms() + int(self.settings.lease_ttl_s * 1000)
         for task in self.tasks.with_status("queued", "running"):
-            if task.status == "queued" and task.held_by is None:
+            if task.status == "queued" and _in_redis(task):
                 queued += self.queue.restore_queued(task.id, self.score(task), self.due(task))
             elif task.lease_token and task.node is not None:
                 restored_leases += self.queue.restore_lease(
                     task.id, task.lease_token, task.node, task.gpu_indices or [], expires
                 )
         stale = self._drop_stale_queue_entries()
+        queued += self.admit_all_waiting()
         if queued or restored_leases:
             self.queue.ring_scheduler()
         return RebuildReport(queued, restored_leases, stale)
+
+    def admit_all_waiting(self) -> int:
+        """`admit_waiting` for every sweep with a task waiting for a slot: repairs an admission that a
+        failure after a task's ending left undone (the rebuild and the scheduler's minute check call it).
+        How many were admitted."""
+        return sum(self.admit_waiting(sweep_id) for sweep_id in sorted(self.sweeps.sweeps_with_waiting()))
 
     def _drop_stale_queue_entries(self) -> int:
         in_redis = self.queue.queued_ids()
@@ -433,3 +519,8 @@ class Cluster:
         for task_id in stale:
             self.queue.remove(task_id)
         return len(stale)
+
+
+def _in_redis(task: Task) -> bool:
+    """True when a queued task belongs in Redis: nobody holds it and its sweep gave it a slot."""
+    return task.status == "queued" and task.held_by is None and not task.waits_for_slot

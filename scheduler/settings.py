@@ -43,7 +43,10 @@ class Settings(BaseSettings):
 
     host: str = "127.0.0.1"
     port: int = 8000
-    api_url: str = "http://127.0.0.1:8000"
+    api_url: str = Field(
+        default="http://127.0.0.1:8000",
+        description="where clients call the API; unset: this machine's `host` and `port` (`nightshift up`)",
+    )
     assistant_port: int = Field(
         default=7860, description="port of the chat UI served alone (`nightshift assistant`)"
     )
@@ -58,6 +61,19 @@ class Settings(BaseSettings):
     lease_ttl_s: float = Field(default=30.0, gt=0, description="a claim expires this long after a heartbeat")
     heartbeat_interval_s: float = Field(default=5.0, gt=0)
     kill_grace_s: float = Field(default=10.0, ge=0, description="SIGTERM → SIGKILL delay when stopping a job")
+    max_request_mb: float = Field(
+        default=32.0,
+        gt=0,
+        allow_inf_nan=False,
+        description="the largest request body the API reads (413 above it): a batch of 1,000 specs is ~1 MB",
+    )
+    max_log_mb: float = Field(
+        default=4096.0,
+        ge=0,
+        allow_inf_nan=False,
+        description="an attempt whose output passes this many MB is stopped (a job printing without end "
+        "would fill the disk of every team's jobs); 0: no limit",
+    )
     scheduler_safety_pass_s: float = Field(default=5.0, gt=0, description="periodic pass besides events")
     retry_backoff_s: float = Field(default=30.0, ge=0, description="first retry delay, doubling")
     policy: Literal["fifo", "backfill", "nightshift"] = "nightshift"
@@ -185,6 +201,18 @@ class Settings(BaseSettings):
     def model_post_init(self, __context: Any) -> None:
         if self.llm_api_key in {"", "changeme", "changethis"}:
             self.llm_api_key = None
+        if "api_url" not in self.model_fields_set:  # `NIGHTSHIFT_PORT=8771 make up &`: the CLI calls 8771
+            self.api_url = local_api_url(self.host, self.port)
+
+
+def local_api_url(host: str, port: int) -> str:
+    """The URL a client on this machine calls a server bound to `host`:`port` at (an address of every
+    interface is called on loopback)."""
+    if host in {"", "0.0.0.0", "::"}:
+        host = "127.0.0.1"
+    elif ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{port}"
 
 
 @lru_cache(maxsize=1)

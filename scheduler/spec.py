@@ -11,7 +11,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from scheduler.errors import SpecError
 
@@ -19,13 +27,19 @@ Priority = Literal["low", "normal", "high", "urgent"]
 StopSignal = Literal["TERM", "INT", "USR1"]
 
 MAX_COMMAND_CHARS = 16_000
+MAX_ENV_VARS = 256
+MAX_ENV_VALUE_CHARS = 32_768  # a quarter of Linux's limit on one variable (MAX_ARG_STRLEN, 128 KiB)
 MAX_GPUS_ANY_CLUSTER = 64
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _NAME = re.compile(r"^[\w.\-+@:/ ]{1,120}$")
 _CONDA_ENV = re.compile(r"[\w.+/][\w.\-+/]{0,199}")
 _DOCKER_IMAGE = re.compile(r"^[a-z0-9][a-z0-9._\-/:@]{0,254}$")
 _RESERVED_ENV_PREFIX = "NIGHTSHIFT_"
+# which GPUs a job sees, and in what order: nightshift sets them to the GPUs it placed the task on (docker's
+# runtime reads NVIDIA_VISIBLE_DEVICES; CUDA numbers GPUs as NVML does only in PCI_BUS_ID order)
+_GPU_SELECTION_ENV = frozenset({"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"})
 MAX_GRACE_SECONDS = 3600
+MAX_RUNNING_LIMIT = 10_000  # the largest `max_running` of a sweep
 LATEST_PLACEHOLDER = "{latest}"
 _NODE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]{0,127}$")
 _GPU_MODEL = re.compile(r"^[\w .\-]{1,64}$")
@@ -62,6 +76,9 @@ class TaskSpec(BaseModel):
     docker_image: str | None = None
     env: dict[str, str] = Field(default_factory=dict)
     depends_on: list[int] = Field(default_factory=list, max_length=100)
+    depends_on_any: list[int] = Field(
+        default_factory=list, max_length=100, description="start once these tasks ended, however they ended"
+    )
     tags: list[str] = Field(default_factory=list, max_length=32)
     resume_arg: str | None = Field(
         default=None,
@@ -89,6 +106,14 @@ class TaskSpec(BaseModel):
         default=None,
         description="expand into one task per parameter set: a grid {name: [values]} (every combination) "
         "or a list of {name: value} sets; the command names them as {name}",
+    )
+    max_running: int | None = Field(
+        default=None,
+        strict=True,  # a number, not `true` or "4"
+        ge=1,
+        le=MAX_RUNNING_LIMIT,
+        description="with `sweep`: run at most this many of its tasks at once (Slurm's --array=0-99%4); "
+        "the others wait for a slot",
     )
     metrics_file: str | None = Field(
         default=None,
@@ -150,21 +175,29 @@ class TaskSpec(BaseModel):
     @field_validator("env")
     @classmethod
     def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
-        for key in value:
-            if not _ENV_NAME.fullmatch(key):
+        if len(value) > MAX_ENV_VARS:
+            raise ValueError(f"env has {len(value)} variables; at most {MAX_ENV_VARS}")
+        for key, item in value.items():
+            if not _ENV_NAME.fullmatch(key) or len(key) > 128:
                 raise ValueError(
-                    f"env name {key!r} must be letters, digits and _ (not starting with a digit)"
+                    f"env name {key[:128]!r} must be at most 128 letters, digits and _ "
+                    "(not starting with a digit)"
                 )
-            if key.startswith(_RESERVED_ENV_PREFIX) or key == "CUDA_VISIBLE_DEVICES":
+            if len(item) > MAX_ENV_VALUE_CHARS or "\x00" in item:
+                raise ValueError(
+                    f"env.{key} must be at most {MAX_ENV_VALUE_CHARS} characters, without NUL bytes "
+                    "(a process cannot be given one)"
+                )
+            if key.startswith(_RESERVED_ENV_PREFIX) or key in _GPU_SELECTION_ENV:
                 raise ValueError(f"env name {key!r} is set by nightshift itself and cannot be overridden")
         return value
 
-    @field_validator("depends_on")
+    @field_validator("depends_on", "depends_on_any")
     @classmethod
-    def _positive_ids(cls, value: list[int]) -> list[int]:
+    def _positive_ids(cls, value: list[int], info: ValidationInfo) -> list[int]:
         for task_id in value:
             if task_id <= 0:
-                raise ValueError(f"depends_on holds task ids, which are positive; got {task_id}")
+                raise ValueError(f"{info.field_name} holds task ids, which are positive; got {task_id}")
         return sorted(set(value))
 
     @field_validator("tags")
@@ -343,6 +376,8 @@ _UNITS = {
     "estimated_minutes": "minutes",
     "gpu_memory_gb": "GB",
     "grace_seconds": "seconds",
+    "days": "days",  # the look-back of GET /reports/utilization
+    "hours": "hours",  # and of GET /reports/summary
 }
 
 

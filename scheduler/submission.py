@@ -140,14 +140,11 @@ def check_against_cluster(spec: TaskSpec, nodes: Sequence[NodeState], max_task_g
         largest_mib = max((gpu.memory_total_mib for node in live for gpu in node.gpus), default=0)
         if largest_mib and spec.gpu_memory_gb * MIB_PER_GB > largest_mib:
             largest_gb = largest_mib / MIB_PER_GB
+            # a pinned task is refused for its node's GPUs, not the cluster's (which may be larger)
+            where = f"on node {spec.node}" if spec.node else "on this cluster"
             raise SpecError(
-                f"no GPU on this cluster has {spec.gpu_memory_gb:g} GB (the largest has {largest_gb:.0f} GB)",
-                [
-                    {
-                        "field": "gpu_memory_gb",
-                        "message": f"at most {largest_gb:.0f} GB per GPU on this cluster",
-                    }
-                ],
+                f"no GPU {where} has {spec.gpu_memory_gb:g} GB (the largest has {largest_gb:.0f} GB)",
+                [{"field": "gpu_memory_gb", "message": f"at most {largest_gb:.0f} GB per GPU {where}"}],
             )
         need_mib = spec.gpu_memory_gb * MIB_PER_GB
         most_big = max(
@@ -231,6 +228,7 @@ def deadline_out_of_reach(task: QueuedTask, config: PolicyConfig, now_s: float) 
 def resolve(spec: TaskSpec, zone: tzinfo, default_workdir: str) -> NewTask:
     """The row to insert: naive times read in the cluster's zone, name and workdir filled in."""
     data: dict[str, Any] = spec.model_dump(mode="json")
+    data.pop("max_running", None)  # the sweep's, not the task's (`sweeps.max_running`)
     not_before = _localize(spec.not_before, zone)
     deadline = _localize(spec.deadline, zone)
     data["not_before"] = not_before.isoformat() if not_before else None

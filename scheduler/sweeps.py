@@ -158,7 +158,7 @@ def expand(spec: TaskSpec, limit: int = MAX_SWEEP_TASKS) -> list[Expanded]:
         return [Expanded(spec, {})]
     sets = parameter_sets(spec.sweep, limit)
     _check_usage(spec, sets)
-    base: dict[str, Any] = spec.model_dump(exclude={"sweep"}, exclude_none=True)
+    base: dict[str, Any] = spec.model_dump(exclude={"sweep", "max_running"}, exclude_none=True)
     expanded = []
     for params in sets:
         data = dict(base)

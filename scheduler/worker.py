@@ -53,7 +53,7 @@ from scheduler.errors import ExecutorError, NightshiftError
 from scheduler.executor.cgroups import JobCgroups
 from scheduler.executor.exit_watch import ExitWatcher
 from scheduler.executor.launch import LaunchRequest, job_base_env, start_job, warm_up
-from scheduler.executor.outcome import StopReason
+from scheduler.executor.outcome import JobOutcome, StopReason
 from scheduler.executor.process import RunningJob
 from scheduler.executor.reaper import (
     find_run_tokens,
@@ -70,6 +70,7 @@ from scheduler.log_relay import answer_log_requests, wake_answerer
 from scheduler.logs import ATTEMPT_END, ATTEMPT_HEADER, append_note
 from scheduler.node_owner import NodeOwnership
 from scheduler.nodes import NodeGpu
+from scheduler.private_files import restrict
 from scheduler.results import collect_metrics, prepare_output_dir
 from scheduler.service import Cluster, Settlement
 from scheduler.store.queue import Claim, RenewResult
@@ -180,6 +181,9 @@ class Worker:
         self._stop = threading.Event()
         self._ttl_ms = int(self.settings.lease_ttl_s * 1000)
         self._ttl_s = self.settings.lease_ttl_s
+        # the keepalive's last tick, and the end of its last gap long enough for the sentinel to kill the jobs
+        self._alive_at = time.monotonic()
+        self._silence_ended_at: float | None = None
         self.listeners: list[JobListener] = []
         self.out_of_service: dict[int, str] = {}  # GPU index -> why it takes no new tasks (watchdogs)
         self._publish_lock = threading.Lock()
@@ -217,6 +221,14 @@ class Worker:
         self.publish_node()
         heartbeat = threading.Thread(target=self._heartbeat_loop, args=(stop,), name="heartbeat", daemon=True)
         heartbeat.start()
+        # the sentinel may now act on a silence: this loop tells it the worker runs (a worker driven step by
+        # step, as tests do, has no such loop and leaves it unarmed)
+        self.sentinel.silence_s = self.sentinel_silence_s()
+        stopped = threading.Event()  # after the shutdown: a graceful stop of the jobs may outlast a TTL
+        keepalive = threading.Thread(
+            target=self._sentinel_keepalive_loop, args=(stopped,), name="sentinel-keepalive", daemon=True
+        )
+        keepalive.start()
         queue = self.cluster.queue
         log_requests = threading.Thread(  # the API asks here for the logs it cannot read itself
             target=answer_log_requests,
@@ -229,13 +241,25 @@ class Worker:
         ring_when_set(stop, lambda: wake_answerer(queue.client, queue.keys, self.node), "log-requests")
         try:
             while not stop.is_set():
-                self.step()
-                timeout_s = 0.5 if self.jobs else 2.0
-                queue.wait_node_doorbell(self.node, timeout_s)
+                self._step_and_wait(stop)
         finally:
             self.shutdown()
+            stopped.set()
             heartbeat.join(timeout=5)
+            keepalive.join(timeout=5)
             log_requests.join(timeout=5)
+
+    def _step_and_wait(self, stop: threading.Event) -> None:
+        """One step, then wait for the doorbell. An error (Redis restarting, the database away for a
+        moment) is logged and the step tried again a second later: the jobs keep running, as they would if
+        the worker had not looked, and their leases cover the gap. Ending the loop would stop them all as
+        at a shutdown while the heartbeat thread kept the node looking alive."""
+        try:
+            self.step()
+            self.cluster.queue.wait_node_doorbell(self.node, 0.5 if self.jobs else 2.0)
+        except Exception:
+            log.exception("worker step failed on node %s; trying again in 1 s", self.node)
+            stop.wait(1.0)
 
     def step(self) -> None:
         """One pass: react to finished, cancelled and overdue jobs, then claim new assignments."""
@@ -438,7 +462,13 @@ class Worker:
         except ExecutorError as exc:
             reason = str(exc.details.get("reason") or "executor")
             log.warning("task %s could not start (%s): %s", claim.task_id, reason, exc.message)
-            self.cluster.settle_attempt(claim.task_id, claim.token, reason, message=exc.message)
+            message = exc.message.replace("on this node", f"on node {self.node}")  # read from the cluster
+            self.cluster.settle_attempt(claim.task_id, claim.token, reason, message=message)
+            return None
+        except Exception as exc:  # one task's spec must never take the node's worker down with it
+            log.exception("task %s could not start", claim.task_id)
+            message = f"nightshift could not start it: {type(exc).__name__}: {exc}"
+            self.cluster.settle_attempt(claim.task_id, claim.token, "executor", message=message[:500])
             return None
         return ActiveJob(task=task, claim=claim, attempt=attempt, job=job)
 
@@ -472,6 +502,7 @@ class Worker:
         checkpoint_dir.mkdir(parents=True, exist_ok=True)
         if account is not None:
             os.chown(checkpoint_dir, account.uid, account.gid)
+        restrict(checkpoint_dir)  # the job's account only, as its output folder
         output_dir = prepare_output_dir(self.settings.home, task, account)
         command = task.command
         resume_from = None
@@ -480,11 +511,13 @@ class Worker:
             resume_from = newest_checkpoint(checkpoint_dir, spec.get("checkpoint_glob"))
             if resume_from is not None:
                 command = f"{command} {str(resume_arg).replace('{latest}', shlex.quote(str(resume_from)))}"
+        workdir = str(spec.get("workdir") or self.cluster.default_workdir())
         return LaunchRequest(
             task_id=task.id,
             attempt=attempt,
             command=command,
-            workdir=Path(spec.get("workdir") or self.cluster.default_workdir()),
+            workdir=Path(workdir),
+            default_workdir=workdir == self.cluster.default_workdir(),
             log_path=self.cluster.log_path(task.id),
             gpu_indices=claim.gpu_indices,
             env=dict(spec.get("env") or {}),
@@ -497,6 +530,8 @@ class Worker:
             resume_from=resume_from,
             docker_images_allowed=tuple(self.settings.docker_images_allowed),
             output_dir=output_dir,
+            node=self.node,
+            max_log_bytes=int(self.settings.max_log_mb * 1024 * 1024) if self.settings.max_log_mb else None,
         )
 
     def grace_of(self, task: Task) -> float:
@@ -567,7 +602,7 @@ class Worker:
 
     def _check_jobs(self) -> None:
         """Poll the jobs whose leader was seen to exit (all of them every `FULL_CHECK_S`, a safety net),
-        settle those that ended, and stop those past their time limit."""
+        settle those that ended, and stop those past their time limit or their log's size limit."""
         now = time.monotonic()
         full = now - self._full_check_at >= FULL_CHECK_S
         with self._lock:
@@ -588,6 +623,8 @@ class Worker:
         for item in items:
             if item.job.outcome is None and item.job.time_limit_exceeded(now):
                 self._request_stop(item.claim.task_id, "timeout")
+            elif full and item.job.outcome is None and item.job.output_limit_exceeded():  # a stat each
+                self._request_stop(item.claim.task_id, "output_limit")
         if ended:
             self._finish_many(ended)
 
@@ -603,20 +640,29 @@ class Worker:
         for item in ready:
             outcome = item.job.outcome
             assert outcome is not None
+            reason, message = item.settle_as or outcome.reason, item.settle_message or outcome.describe()
+            if item.settle_as is None and self._killed_by_sentinel(item, outcome):
+                reason = "lost_lease"  # not the task's fault: its lease goes to the reaper, which retries it
+                message = "its worker was stopped (paused) for most of a lease TTL: its sentinel killed it"
             settlements.append(
-                Settlement(
-                    item.claim.task_id,
-                    item.claim.token,
-                    item.settle_as or outcome.reason,
-                    outcome.exit_code,
-                    item.settle_message or outcome.describe(),
-                )
+                Settlement(item.claim.task_id, item.claim.token, reason, outcome.exit_code, message)
             )
         statuses = self.cluster.settle_attempts(settlements)
         with self._lock:
             for item in ready:
                 self.jobs.pop(item.claim.task_id, None)
         self._emit("jobs_ended", list(zip(ready, statuses, strict=True)))
+
+    def _killed_by_sentinel(self, item: ActiveJob, outcome: JobOutcome) -> bool:
+        """Whether a job's SIGKILL came from the sentinel: this worker was silent for the silence it allows
+        (`sentinel_silence_s`) while the job ran, by the keepalive's ticks (a gap now, before the keepalive
+        has run again, or one that ended after the job started)."""
+        silence_s = self.sentinel.silence_s
+        if outcome.signal != signal.SIGKILL or silence_s is None:
+            return False
+        silent_now = time.monotonic() - self._alive_at >= silence_s
+        ended = self._silence_ended_at
+        return silent_now or (ended is not None and item.job.started_at < ended)
 
     def _emit(self, hook: str, batch: object) -> None:
         for listener in self.listeners:
@@ -641,6 +687,24 @@ class Worker:
         return True
 
     # --- heartbeat ------------------------------------------------------------------------------------
+
+    def sentinel_silence_s(self) -> float:
+        """How long the job sentinel may hear nothing before it kills this worker's jobs: a little less
+        than a lease TTL, so a stopped worker's jobs are dead before their tasks may start elsewhere."""
+        return self._ttl_s - min(self.settings.heartbeat_interval_s, self._ttl_s / 4)
+
+    def _sentinel_keepalive_loop(self, stopped: threading.Event) -> None:
+        """Tell the sentinel every heartbeat interval that this process still runs, until the worker has
+        stopped (its jobs' graceful stop included). A thread of its own, apart from the heartbeat's Redis
+        calls: the sentinel is to notice a stopped process (Ctrl-Z, a frozen VM), not a slow Redis, which
+        the worker's own lease fencing handles."""
+        self._alive_at = time.monotonic()
+        while not stopped.wait(self.settings.heartbeat_interval_s):
+            now = time.monotonic()
+            if now - self._alive_at >= self.sentinel_silence_s():  # stopped that long: the jobs were killed
+                self._silence_ended_at = now
+            self._alive_at = now
+            self.sentinel.alive()
 
     def _heartbeat_loop(self, stop: threading.Event) -> None:
         while not stop.wait(self.settings.heartbeat_interval_s):

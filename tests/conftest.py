@@ -20,6 +20,7 @@ import psutil
 import pytest
 import redis
 import uvicorn
+from hypothesis import settings as hypothesis_settings
 
 from api.main import create_app
 from scheduler.errors import ServiceUnavailable
@@ -40,6 +41,13 @@ os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 # The suite runs as root in CI containers: jobs of unmapped users may run as root here (tests/security
 # checks the refusal with allow_root_jobs=False explicitly). Subprocesses (`nightshift up`) inherit it.
 os.environ.setdefault("NIGHTSHIFT_ALLOW_ROOT_JOBS", "true")
+
+# Property tests: in CI the same examples on the same code (a red run is the change's, not a new draw's, and
+# reruns the same); locally a new draw each run, which is how new edge cases are found (then kept as
+# `@example`s).
+hypothesis_settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+hypothesis_settings.register_profile("explore", print_blob=True)
+hypothesis_settings.load_profile("ci" if IN_CI else "explore")
 
 
 def stops_with_test_run() -> list[str]:

@@ -38,10 +38,14 @@ def test_a_minimal_spec_gets_the_documented_defaults():
         ({"command": "x", "docker_image": "--privileged"}, "docker_image"),
         ({"command": "x", "conda_env": "-n"}, "conda_env"),
         ({"command": "x", "env": {"NIGHTSHIFT_TOKEN": "1"}}, "cannot be overridden"),
+        ({"command": "x", "env": {"NVIDIA_VISIBLE_DEVICES": "all"}}, "'NVIDIA_VISIBLE_DEVICES' is set by"),
+        ({"command": "x", "env": {"CUDA_DEVICE_ORDER": "FASTEST_FIRST"}}, "'CUDA_DEVICE_ORDER' is set by"),
         ({"command": "x", "env": {"1A": "1"}}, "env name"),
         ({"command": "x", "workdir": "relative/path"}, "absolute"),
         ({"command": "x", "gpus": 0, "gpu_memory_gb": 10}, "CPU-only"),
         ({"command": "x", "depends_on": [0]}, "positive"),
+        ({"command": "x", "depends_on_any": [0]}, "depends_on_any holds task ids, which are positive; got 0"),
+        ({"command": "x", "depends_on_any": list(range(1, 102))}, "depends_on_any"),
         ({"command": "x", "not_before": "2026-12-02T00:00:00Z", "deadline": "2026-12-01T00:00:00Z"}, "after"),
         ({"command": "a\x00b"}, "NUL"),
     ],
@@ -50,6 +54,14 @@ def test_bad_specs_are_refused_with_a_message_naming_the_problem(data, expected)
     with pytest.raises(SpecError) as caught:
         parse_spec(data)
     assert expected in caught.value.message
+
+
+def test_depends_on_any_sits_beside_depends_on_as_sorted_unique_ids():
+    spec = parse_spec({"command": "x", "depends_on": [3], "depends_on_any": [9, 4, 9]})
+    fields = list(spec.model_dump())
+
+    assert spec.depends_on_any == [4, 9]
+    assert fields.index("depends_on_any") == fields.index("depends_on") + 1
 
 
 def test_a_spec_that_is_not_a_mapping_is_refused():

@@ -15,6 +15,7 @@ import typer
 
 from api.cli.ask import ask_command
 from api.cli.command_line import command_from_words
+from api.cli.listing import list_command
 from api.cli.render import (
     change_line,
     console,
@@ -30,10 +31,9 @@ from api.cli.render import (
     simulation_table,
     stopping_line,
     task_detail,
-    tasks_table,
 )
 from api.cli.report import report_command
-from api.cli.sweeps import compare_command, sweep_counts_line, sweep_line
+from api.cli.sweeps import compare_command, sweep_counts_line, sweep_line, sweeps_command
 from api.cli.waiting import wait_and_report, wait_command
 from api.cli.zone import cli_zone
 from api.client import ClientError, NightshiftClient
@@ -184,16 +184,22 @@ def token_create(
 
 
 @token_app.command("revoke")
-def token_revoke(token: Annotated[str, typer.Argument(help="the token, or its first 10 characters")]) -> None:
-    """Revoke a token: the API refuses it within 2 s (its token cache)."""
+def token_revoke(
+    token: Annotated[str | None, typer.Argument(help="the token, or its first 10 characters")] = None,
+    user: Annotated[str | None, typer.Option("--user", help="every token of this user instead")] = None,
+) -> None:
+    """Revoke a token, or with --user every token of a user: the API refuses them within 2 s."""
     from scheduler.store.db import create_db_engine, make_session_factory, migrate
-    from scheduler.store.identity import revoke_token
+    from scheduler.store.identity import revoke_token, revoke_user_tokens
 
+    if (token is None) == (user is None):
+        _fail("give a token (or its first 10 characters), or --user NAME for all of a user's tokens", 2)
     settings = get_settings()
     engine = create_db_engine(settings.resolved_database_url)
     try:
         migrate(engine)
-        count = revoke_token(make_session_factory(engine), token)
+        factory = make_session_factory(engine)
+        count = revoke_token(factory, token) if token is not None else revoke_user_tokens(factory, str(user))
         console.print(f"revoked {count} token(s); the API refuses them within 2 s")
     except NightshiftError as exc:
         _fail(exc.message)
@@ -284,11 +290,18 @@ def submit(
     conda: Annotated[str | None, typer.Option("--conda", help="conda environment")] = None,
     docker: Annotated[str | None, typer.Option("--docker", help="docker image")] = None,
     retries: Annotated[int | None, typer.Option(help="retries after a failure")] = None,
+    max_running: Annotated[
+        int | None, typer.Option("--max-running", help="a sweep: run at most N of its tasks at once")
+    ] = None,
     name: Annotated[str | None, typer.Option(help="a short name")] = None,
     gpu_model: Annotated[str | None, typer.Option("--gpu-model", help="only GPUs of this model")] = None,
     node: Annotated[str | None, typer.Option("--node", help="run on this node only")] = None,
     depends_on: Annotated[
         list[int] | None, typer.Option("--depends-on", help="start after task ID succeeds")
+    ] = None,
+    after_any: Annotated[
+        list[int] | None,
+        typer.Option("--after-any", help="start after task ID ends: succeeded, failed or cancelled (repeat)"),
     ] = None,
     env: Annotated[list[str] | None, typer.Option("--env", help="NAME=VALUE for the job (repeat)")] = None,
     tag: Annotated[list[str] | None, typer.Option("--tag", help="a label to find it by (repeat)")] = None,
@@ -316,7 +329,8 @@ def submit(
         "gpus": gpus, "gpu_memory_gb": gpu_mem, "priority": priority, "offpeak": True if tonight else None,
         "time_limit_minutes": time_limit, "estimated_minutes": estimate, "conda_env": conda,
         "docker_image": docker, "retries": retries, "name": name, "depends_on": depends_on or None,
-        "gpu_model": gpu_model, "node": node, "tags": tag or None, "workdir": workdir,
+        "depends_on_any": after_any or None, "gpu_model": gpu_model, "node": node, "tags": tag or None,
+        "workdir": workdir, "max_running": max_running,
     }  # fmt: skip
     try:
         overrides["env"] = env_from_options(env)
@@ -397,30 +411,7 @@ def _budget_note(cpu_only: bool = False) -> None:
         err_console.print(f"note: {quota.get('message')} (`nightshift quota`)", markup=False)
 
 
-@app.command("ls")
-def list_command(
-    status: Annotated[
-        str | None, typer.Option(help="queued | running | succeeded | failed | cancelled")
-    ] = None,
-    team: Annotated[str | None, typer.Option(help="(admins) one team's tasks")] = None,
-    user: Annotated[str | None, typer.Option(help="one person's tasks")] = None,
-    mine: Annotated[bool, typer.Option("--mine", help="only your own tasks")] = False,
-    limit: Annotated[int, typer.Option(help="at most this many")] = 50,
-    as_json: JsonOpt = False,
-) -> None:
-    """List tasks, newest first: your team's (an admin's: every team's)."""
-    if mine and user:
-        _fail("give --mine or --user NAME, not both", code=2)
-
-    def fetch(client: NightshiftClient) -> list[dict[str, Any]]:
-        who = client.get("/me")["user"] if mine else user
-        return client.list_tasks(status, team, limit, user=who)
-
-    tasks = _with_client(fetch)
-    if as_json:
-        print_json(tasks)
-    else:
-        console.print(tasks_table(tasks))
+app.command("ls")(list_command)  # api/cli/listing.py
 
 
 @app.command()
@@ -491,9 +482,15 @@ def _print_cancelled(task: dict[str, Any], as_json: bool) -> None:
 
 
 def task_changes(
-    overrides: Mapping[str, Any], after: str | None, deadline: str | None, start_now: bool, zone: tzinfo
+    overrides: Mapping[str, Any],
+    after: str | None,
+    deadline: str | None,
+    start_now: bool,
+    zone: tzinfo,
+    more: bool = False,
 ) -> dict[str, Any]:
-    """The PATCH body of `nightshift change`: the options given, times read as `--after` reads them."""
+    """The PATCH body of `nightshift change`: the options given, times read as `--after` reads them
+    (`more`: something else is changed too, so none of these is fine)."""
     changes = {key: value for key, value in overrides.items() if value is not None}
     now = datetime.now().astimezone()
     if start_now and (after or changes.get("offpeak")):
@@ -504,7 +501,7 @@ def task_changes(
         changes["not_before"] = parse_when(after, now, zone).isoformat()
     if deadline:
         changes["deadline"] = parse_when(deadline, now, zone).isoformat()
-    if not changes:
+    if not changes and not more:
         raise NightshiftError(
             "nothing to change: give --priority, --after, --now, --tonight, ... (see --help)"
         )
@@ -529,11 +526,20 @@ def change(
     estimate: Annotated[float | None, typer.Option("--estimate", help="expected minutes")] = None,
     retries: Annotated[int | None, typer.Option(help="retries after a failure")] = None,
     name: Annotated[str | None, typer.Option(help="a short name")] = None,
+    max_running: Annotated[
+        int | None,
+        typer.Option(
+            "--max-running",
+            min=0,
+            max=10000,
+            help="with --sweep: at most N of its tasks at once (0: no limit)",
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Change a queued task's priority, start window, limits, retries or name; it keeps its age.
 
-    With --sweep ID, every queued task of that sweep.
+    With --sweep ID, every queued task of that sweep (and --max-running, how many of them run at once).
     GPUs, memory or the command: `nightshift submit --like ID ...`, then cancel ID."""
     overrides = {
         "priority": priority, "offpeak": tonight, "time_limit_minutes": time_limit,
@@ -541,10 +547,14 @@ def change(
     }  # fmt: skip
     _one_target(task_id, sweep)
     _refuse_option_as_name(name)
+    if max_running is not None and sweep is None:
+        _fail("--max-running limits how many of a sweep's tasks run at once: give it with --sweep ID", code=2)
+    limit = {} if max_running is None else {"max_running": max_running or None}  # 0 lifts the limit
     try:
-        changes = task_changes(overrides, after, deadline, start_now, cli_zone(get_settings()))
+        changes = task_changes(overrides, after, deadline, start_now, cli_zone(get_settings()), bool(limit))
     except NightshiftError as exc:
         _fail(exc.message, code=2)
+    changes.update(limit)
     if sweep is not None:
         group = _with_client(lambda client: client.change_sweep(sweep, changes))
         print_json(group) if as_json else console.print(
@@ -705,6 +715,9 @@ def estimate(
     depends_on: Annotated[
         list[int] | None, typer.Option("--depends-on", help="it waits for task ID to succeed")
     ] = None,
+    after_any: Annotated[
+        list[int] | None, typer.Option("--after-any", help="it waits for task ID to end, however it ends")
+    ] = None,
     tonight: Annotated[bool, typer.Option("--tonight", help="start only in the off-peak window")] = False,
     after: Annotated[str | None, typer.Option(help="not before: 23:00, tomorrow 9am, +2h, ISO")] = None,
     as_json: JsonOpt = False,
@@ -720,6 +733,7 @@ def estimate(
         "task_id": task_id, "gpus": gpus, "gpu_memory_gb": gpu_mem, "estimated_minutes": minutes,
         "offpeak": "true" if tonight else None, "not_before": not_before,
         "time_limit_minutes": time_limit, "name": name, "depends_on": depends_on or None,
+        "depends_on_any": after_any or None,
     }  # fmt: skip
     data = _with_client(lambda client: client.get("/estimate", **params))
     if as_json:
@@ -793,6 +807,7 @@ def simulate(
 
 app.command("ask")(ask_command)
 app.command("compare")(compare_command)
+app.command("sweeps")(sweeps_command)
 app.command("report")(report_command)
 app.command("wait")(wait_command)
 

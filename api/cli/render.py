@@ -16,12 +16,23 @@ from rich.table import Table
 from rich.text import Text
 
 from api.cli.zone import cli_zone
-from scheduler.policy.reasons import gpu_hours
+from scheduler.policy.reasons import amount, human_duration
 from scheduler.settings import get_settings
 
 # Piped output (scripts, CI logs) gets wide lines instead of columns squeezed to 80 characters.
 console = Console(width=None if sys.stdout.isatty() else 200)
 err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
+
+# C0/C1 control characters but tab and newline (escape sequences: a window title, a cleared screen, the
+# clipboard through OSC 52), and the bidi overrides that show text in another order than it runs.
+_UNPRINTABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def plain(value: object) -> str:
+    """Text a person or a job wrote (names, commands, tags, messages, metrics, job output), ready for a rich
+    table: control characters shown as `?` instead of reaching the terminal, `[markup]` shown as typed."""
+    return escape(_UNPRINTABLE.sub("?", str(value)))
+
 
 STATUS_STYLE = {
     "queued": "yellow",
@@ -65,7 +76,7 @@ def change_line(task_id: int, diff: Mapping[str, tuple[Any, Any]]) -> str:
     if not diff:
         return f"task {task_id}: nothing to change, it already is so"
     parts = [
-        f"{field} {_spec_value(field, old)} -> {_spec_value(field, new)}"
+        f"{field} {plain(_spec_value(field, old))} -> {plain(_spec_value(field, new))}"
         for field, (old, new) in diff.items()
     ]
     return f"task {task_id} changed: {', '.join(parts)}"
@@ -75,13 +86,23 @@ def _spec_value(field: str, value: Any) -> str:
     if value is None or value == []:
         return "none"
     if field in ("not_before", "deadline"):
-        return _short_time(str(value))
+        return short_time(str(value))
     if isinstance(value, list):
         return ",".join(str(item) for item in value)
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def _short_time(value: str | None) -> str:
+TIME_FIELDS = frozenset({"submitted_at", "started_at", "finished_at"})
+
+
+def _long_time(value: str) -> str:
+    """`2026-12-03 18:40:32 CST`: an API time in the cluster's zone, as `show` prints it."""
+    zone = cli_zone(get_settings())
+    return datetime.fromisoformat(value).astimezone(zone).strftime("%Y-%m-%d %H:%M:%S %Z").strip()
+
+
+def short_time(value: str | None) -> str:
+    """A time as the CLI's tables show it (month-day and clock, in the CLI's zone); "-" for none."""
     if not value:
         return "-"
     zone = cli_zone(get_settings())
@@ -95,6 +116,8 @@ def _status(task: dict[str, Any]) -> str:
         text += f" [dim]({task['reason']})[/]"
     if status == "queued" and task.get("held_by"):
         text += f" [dim](held by {escape(str(task['held_by']))})[/]"
+    elif status == "queued" and task.get("waits_for_slot"):  # its sweep's `max_running`
+        text += f" [dim](waiting for a slot in sweep {task.get('sweep_id')})[/]"
     return text
 
 
@@ -109,16 +132,18 @@ def tasks_table(tasks: list[dict[str, Any]], title: str = "tasks") -> Table:
     for task in tasks:
         indices = ",".join(map(str, task.get("gpu_indices") or []))
         where = "-" if not task.get("node") else f"{task['node']}:{indices}" if indices else str(task["node"])
+        if task.get("status") == "queued":  # queued again after an attempt: that attempt's is in `show`
+            where, task = "-", {**task, "started_at": None}
         table.add_row(
             str(task["id"]),
-            str(task["name"]),
+            plain(task["name"]),
             _status(task),
             str(task["gpus"]),
             f"{task['team']}/{task['user']}",
             where,
-            _short_time(task.get("submitted_at")),
-            _short_time(task.get("started_at")),
-            _short_time(task.get("finished_at")),
+            short_time(task.get("submitted_at")),
+            short_time(task.get("started_at")),
+            short_time(task.get("finished_at")),
         )
     return table
 
@@ -155,14 +180,37 @@ def task_detail(task: dict[str, Any]) -> Table:
         if value is None or value == "":
             continue
         text = json.dumps(value) if isinstance(value, dict) else str(value)
-        table.add_row(key, _status(task) if key == "status" else text)
+        if key in TIME_FIELDS:  # as ls shows them: in the cluster's zone, to the second
+            text = _long_time(str(value))
+        table.add_row(key, _status(task) if key == "status" else plain(text))
     spec = task.get("spec") or {}
     extras = {k: v for k, v in spec.items() if v not in (None, [], {}, False) and k not in task}
     for key, value in extras.items():
-        table.add_row(key, json.dumps(value) if isinstance(value, dict | list) else str(value))
-    for key, text in usage_rows(task.get("usage")):
+        table.add_row(key, plain(json.dumps(value) if isinstance(value, dict | list) else value))
+    rows = usage_rows(task.get("usage"))
+    running = running_attempt_row(task, datetime.now().astimezone())
+    if running is not None:  # what ended attempts used, then the one that runs now
+        rows = [("used before" if key == "used" else key, text) for key, text in rows] + [running]
+    for key, text in rows:
         table.add_row(key, text)
     return table
+
+
+def running_attempt_row(task: Mapping[str, Any], now: datetime) -> tuple[str, str] | None:
+    """`("running now", "~25 min on 2 GPUs so far: 0.83 GPU-h")` for a running task (the usage of its
+    attempts is recorded as each ends, so without this a running task's figures look like nothing)."""
+    started = task.get("started_at")
+    if task.get("status") != "running" or not started:
+        return None
+    elapsed_s = max(0.0, (now - datetime.fromisoformat(str(started).replace("Z", "+00:00"))).total_seconds())
+    gpus = int(task.get("gpus") or 0)
+    if gpus == 0:
+        return ("running now", f"{human_duration(elapsed_s)} on CPU only so far")
+    return (
+        "running now",
+        f"{human_duration(elapsed_s)} on {gpus} GPU{'s' if gpus > 1 else ''} so far: "
+        f"{_amount(gpus * elapsed_s / 3600)} GPU-h",
+    )
 
 
 def _amount(value: float) -> str:
@@ -175,7 +223,7 @@ def _amount(value: float) -> str:
 def gpu_hours_text(value: float | None) -> str:
     """GPU-hours used or budgeted, to two decimals (`-` for none): a 0.02 GPU-h budget reads 0.02, never 0
     or 0.0; what would read as 0.00 but is not gets two significant digits (0.0038)."""
-    return "-" if value is None else gpu_hours(float(value), decimals=2)
+    return "-" if value is None else amount(float(value), decimals=2)
 
 
 def usage_rows(usage: Mapping[str, Any] | None) -> list[tuple[str, str]]:
@@ -213,16 +261,20 @@ def queue_table(queue: dict[str, Any]) -> Table:
         table.add_row(
             str(entry["position"]),
             str(task["id"]),
-            task["name"],
+            plain(task["name"]),
             task["priority"],
             str(task["gpus"]),
             f"{task['team']}/{task['user']}",
-            _short_time(task["submitted_at"]),
-            entry.get("reason") or "",
+            short_time(task["submitted_at"]),
+            plain(entry.get("reason") or ""),
         )
     hidden = queue["length"] - len(queue["entries"])
+    caption = Text()
     if hidden > 0:  # positions count them: say why the numbers skip
-        table.caption = f"{hidden} more not shown (other teams' tasks, or past the end of the list)"
+        caption.append(f"{hidden} more not shown (other teams' tasks, or past the end of the list)")
+    if queue.get("scheduler_warning"):  # the reasons above assume a scheduler runs
+        caption.append(("\n" if caption else "") + str(queue["scheduler_warning"]), style="yellow")
+    table.caption = caption if caption else None
     return table
 
 
@@ -250,7 +302,7 @@ def gpus_table(data: dict[str, Any]) -> Table:
 
 
 def _when(value: str | None) -> str:
-    return _short_time(value) if value else "unknown"
+    return short_time(value) if value else "unknown"
 
 
 def explain_panel(data: dict[str, Any]) -> Table:
@@ -258,7 +310,7 @@ def explain_panel(data: dict[str, Any]) -> Table:
     table = Table(show_header=False, title=f"task {data['task_id']}: {data['status']}", title_justify="left")
     table.add_column("what", style="bold")
     table.add_column("value")
-    table.add_row("why", str(data.get("reason")))
+    table.add_row("why", plain(data.get("reason")))
     if data.get("position"):
         table.add_row("position", f"{data['position']} of {data.get('queued_total', '?')}")
     if data.get("estimated_start"):
@@ -268,10 +320,12 @@ def explain_panel(data: dict[str, Any]) -> Table:
         table.add_row("expected end", _when(data.get("estimated_end")))
     elif data.get("status") == "running" and data.get("estimated_end"):  # by its estimate or time limit
         table.add_row("expected end", _when(data["estimated_end"]))
+    if data.get("scheduler_warning"):  # the expected start assumes a scheduler runs
+        table.add_row("scheduler", Text(str(data["scheduler_warning"]), style="yellow"))
     if data.get("deadline_warning"):  # the deadline is a soft goal: said, never enforced
         table.add_row("deadline", Text(str(data["deadline_warning"]), style="yellow"))
     if data.get("last_output"):  # a failed task's last lines: the error, mostly
-        table.add_row("last output", escape("\n".join(data["last_output"])))
+        table.add_row("last output", plain("\n".join(data["last_output"])))
     if data.get("status") in ("failed", "running"):  # where to look next
         table.add_row(
             "output", f"nightshift logs {data['task_id']}" + (" -f" if data["status"] == "running" else "")
@@ -309,8 +363,8 @@ def estimate_line(data: dict[str, Any]) -> str:
     if data.get("estimated_run_s") is not None and data.get("estimate_source"):  # a new task's run time
         line += f"; assumed run {duration_words(float(data['estimated_run_s']))} ({data['estimate_source']})"
     if data.get("energy_cost") is not None:  # priced at the tariff's rates from that start
-        cost = f"~{data['energy_cost']:.2f} {data.get('currency') or ''}".rstrip()
-        line += f"; energy ~{data['energy_kwh']:.1f} kWh, {cost}"
+        cost = f"~{amount(data['energy_cost'], 2)} {data.get('currency') or ''}".rstrip()
+        line += f"; energy ~{amount(data['energy_kwh'], 1)} kWh, {cost}"
     return line
 
 
@@ -341,17 +395,17 @@ def quota_table(data: dict[str, Any]) -> Table:
     elif cap is not None and in_use == cap:
         cap_state = "at its cap"
     table.add_row("GPUs now", f"{in_use:g}", "-" if cap is None else str(cap), cap_state)
-    for period in ("day", "week"):
+    for period, window in (("day", "last 24 h"), ("week", "last 7 days")):  # rolling, not calendar
         item = data[period]
         budget = item["budget_gpu_h"]
         table.add_row(
-            f"GPU-hours ({period})",
+            f"GPU-hours ({window})",
             gpu_hours_text(item["used_gpu_h"]),
             gpu_hours_text(budget),
             item["state"],
         )
     if data.get("new_starts_at"):
-        table.caption = f"new starts again at {_short_time(data['new_starts_at'])}, as its use ages out"
+        table.caption = f"new starts again at {short_time(data['new_starts_at'])}, as its use ages out"
         table.caption_justify = "left"
     return table
 

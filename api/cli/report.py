@@ -3,6 +3,7 @@ night's summary."""
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any, Literal
 
 import typer
@@ -18,7 +19,14 @@ SUMMARY_MAX_DAYS = 31  # GET /reports/summary takes up to 31 days of hours
 
 
 def _num(value: Any, digits: int = 2) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
+    """`digits` decimals (`-` for none); what would read as 0.00 but is not gets two significant digits
+    (a short task's 0.0038 kWh), so a row that used something never shows 0 beside a total that is not."""
+    if value is None:
+        return "-"
+    number = float(value)
+    if number == 0 or abs(number) >= 0.5 * 10**-digits:
+        return f"{number:.{digits}f}"
+    return f"{number:.{1 - math.floor(math.log10(abs(number)))}f}"
 
 
 def _pct(value: Any) -> str:
@@ -108,12 +116,15 @@ def report_command(
     by: Annotated[
         Literal["team", "user", "gpu"] | None, typer.Option(help="group by team, user or gpu [default: team]")
     ] = None,
+    team: Annotated[str | None, typer.Option(help="one team's usage (admins: any team)")] = None,
     summary: Annotated[bool, typer.Option("--summary", help="last night's tasks instead")] = False,
     hours: Annotated[float | None, typer.Option(help="with --summary: look back this many hours")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON for scripts")] = False,
 ) -> None:
     """GPU-hours, energy, cost, off-peak share, waits and quota use; `--summary`: last night's tasks."""
-    problem = _options_problem(days, by, summary, hours)
+    problem = _options_problem(days, by, summary, hours) or (
+        "--team goes with the usage report (without --summary)" if summary and team else None
+    )
     if problem:
         print_error(problem)
         raise typer.Exit(2)
@@ -124,7 +135,9 @@ def report_command(
         if summary:
             data = client.get("/reports/summary", hours=hours)
         else:
-            data = client.get("/reports/utilization", days=7 if days is None else days, by=by or "team")
+            data = client.get(
+                "/reports/utilization", days=7 if days is None else days, by=by or "team", team=team
+            )
     except ClientError as exc:
         print_error(exc.message, exc.errors)
         raise typer.Exit(1) from None

@@ -1,4 +1,5 @@
-"""`nightshift compare SWEEP|TAG`: parameters vs metrics of a sweep's (or a tag's) tasks, best row marked."""
+"""`nightshift compare SWEEP|TAG`: parameters vs metrics of a sweep's (or a tag's) tasks, best row marked;
+`nightshift sweeps`: the team's sweeps, newest first, each with its tasks by status."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from api.cli.render import STATUS_STYLE, console, err_console, print_error
+from api.cli.render import STATUS_STYLE, console, err_console, plain, print_error, print_json, short_time
 
 BEST_MARK = "★"
 
@@ -20,7 +21,7 @@ def _cell(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, float):
         return f"{value:.6g}"
-    return str(value)
+    return plain(value)  # a job's metrics.json may hold any short string
 
 
 def results_table(data: dict[str, Any], title: str) -> Table:
@@ -30,10 +31,10 @@ def results_table(data: dict[str, Any], title: str) -> Table:
     table.add_column("task", no_wrap=True)
     table.add_column("status", no_wrap=True)
     for name in data["params"]:
-        table.add_column(name, style="cyan")
+        table.add_column(plain(name), style="cyan")
     for name in data["metrics"]:
         arrow = (" ↓" if data["goal"] == "min" else " ↑") if name == data.get("sort") else ""
-        table.add_column(f"{name}{arrow}", justify="right")
+        table.add_column(f"{plain(name)}{arrow}", justify="right")
     for row in data["rows"]:
         status = str(row["status"])
         cells = [
@@ -48,23 +49,86 @@ def results_table(data: dict[str, Any], title: str) -> Table:
 
 
 def sweep_line(sweep: dict[str, Any]) -> str:
-    """`submitted sweep 3 (train): 6 tasks, 11-16`."""
-    ids = [task["id"] for task in sweep["tasks"]]
-    span = f"{ids[0]}-{ids[-1]}" if len(ids) > 1 else str(ids[0])
-    return f"submitted {sweep['kind']} [bold]{sweep['id']}[/] ({sweep['name']}): {len(ids)} tasks, {span}"
+    """`submitted sweep 3 (train): 6 tasks, 11-16`, and `, at most 2 at a time` with `max_running`."""
+    line = f"submitted {sweep['kind']} [bold]{sweep['id']}[/] ({sweep['name']}): {task_span(sweep)}"
+    return line + _limit_words(sweep)
+
+
+def task_span(sweep: dict[str, Any]) -> str:
+    """`6 tasks, 11-16`: how many tasks and their ids, from a sweep's tasks or (a listed sweep's) the
+    span `first_task`-`last_task`."""
+    ids = [task["id"] for task in sweep.get("tasks") or []]
+    first, last = (ids[0], ids[-1]) if ids else (sweep.get("first_task"), sweep.get("last_task"))
+    span = f"{first}-{last}" if first != last else str(first)
+    return f"{len(ids) or sweep.get('tasks_count', 0)} tasks, {span}"
+
+
+def _limit_words(sweep: dict[str, Any]) -> str:
+    """`, at most 2 at a time` for a sweep with `max_running`, else nothing."""
+    limit = sweep.get("max_running")
+    return f", at most {limit} at a time" if limit is not None else ""
 
 
 def sweep_counts_line(sweep: dict[str, Any], running: str = "running") -> str:
-    """`sweep 3: 4 held, 2 running`: its tasks by status, held ones apart from the other queued ones;
-    `running` words the running ones (`stopping` after a cancel)."""
+    """`sweep 3: 4 held, 2 running`: its tasks by status, held ones and those waiting for a slot apart
+    from the other queued ones (`; at most 2 at a time` with `max_running`); `running` words the running
+    ones (`stopping` after a cancel)."""
+    return f"sweep {sweep['id']}: {counts_words(sweep, running)}"
+
+
+def counts_words(sweep: dict[str, Any], running: str = "running") -> str:
+    """`4 held, 2 running`: `sweep_counts_line` without the sweep's id (a column of `nightshift sweeps`)."""
     counts = dict(sweep["counts"])
-    held = sweep.get("held", 0)
-    if held:
-        counts["queued"] = counts.get("queued", 0) - held
-        counts["held"] = held
-    words = {"running": running}
+    for apart in ("held", "waiting"):
+        number = sweep.get(apart, 0)
+        if number:
+            counts["queued"] = counts.get("queued", 0) - number
+            counts[apart] = number
+    words = {"running": running, "waiting": "waiting for a slot"}
     parts = [f"{count} {words.get(status, status)}" for status, count in sorted(counts.items()) if count]
-    return f"sweep {sweep['id']}: {', '.join(parts)}"
+    limit = sweep.get("max_running")
+    at_most = f"; at most {limit} at a time" if limit is not None else ""
+    return f"{', '.join(parts)}{at_most}"
+
+
+def sweeps_table(sweeps: list[dict[str, Any]]) -> Table:
+    """One row per sweep, newest first: id, kind, name, who, when, its tasks and how they stand."""
+    table = Table(title="sweeps", title_justify="left")
+    for column in ("id", "kind", "name", "team/user", "submitted", "tasks", "status", "counts"):
+        table.add_column(column, overflow="fold", no_wrap=column in ("id", "status"))
+    for sweep in sweeps:
+        status = str(sweep["status"])
+        table.add_row(
+            str(sweep["id"]),
+            sweep["kind"],
+            plain(sweep["name"]),
+            f"{sweep['team']}/{sweep['user']}",
+            short_time(sweep.get("created_at")),
+            task_span(sweep),
+            f"[{STATUS_STYLE.get(status, 'white')}]{status}[/]",
+            counts_words(sweep),
+        )
+    return table
+
+
+def sweeps_command(
+    mine: Annotated[bool, typer.Option("--mine", help="only your own sweeps")] = False,
+    limit: Annotated[int, typer.Option(help="at most this many")] = 20,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON for scripts")] = False,
+) -> None:
+    """List sweeps and batches, newest first: your team's (an admin's: every team's), each with its tasks
+    by status (`nightshift compare ID` compares one's runs)."""
+    from api.cli.app import _with_client
+
+    data: dict[str, Any] = _with_client(
+        lambda client: client.list_sweeps(limit=limit, user=client.get("/me")["user"] if mine else None)
+    )
+    if as_json:
+        print_json(data["sweeps"])
+    elif data["sweeps"]:
+        console.print(sweeps_table(data["sweeps"]))
+    else:
+        err_console.print("no sweeps yet: nightshift submit SPEC.yaml (a spec with a sweep)", markup=False)
 
 
 def compare_command(

@@ -9,9 +9,8 @@ from datetime import datetime
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 
-from api.cli.render import console, duration_words, err_console, print_error, print_json
+from api.cli.render import console, duration_words, err_console, plain, print_error, print_json
 from api.client import ClientError, NightshiftClient
 from scheduler.settings import get_settings
 
@@ -109,7 +108,7 @@ def wait_and_report(
 
     def say(task: dict[str, Any]) -> None:
         if not as_json:
-            console.print(escape(ended_line(task)), highlight=False)
+            console.print(plain(ended_line(task)), highlight=False)
 
     unreachable_said = False
 

@@ -10,7 +10,7 @@ from api.deps import ClusterDep, IdentityDep, UsageDep
 from api.routes.nodes import node_public
 from api.schemas import GpuPublic, GpusPublic, QueueEntry, QueuePublic, TaskPublic
 from scheduler.clock import now_ms
-from scheduler.forecasts import queue_forecast
+from scheduler.forecasts import queue_forecast, scheduler_warning
 
 router = APIRouter(tags=["cluster"])
 
@@ -36,7 +36,9 @@ def queue(
         for task_id, info in ordered
         if task_id in rows and (who.is_admin or rows[task_id].team_id == who.team_id)
     ]
-    return QueuePublic(length=cluster.queue.length(), entries=entries)
+    return QueuePublic(
+        length=cluster.queue.length(), entries=entries, scheduler_warning=scheduler_warning(cluster)
+    )
 
 
 @router.get("/gpus", response_model=GpusPublic)

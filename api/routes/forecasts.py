@@ -41,19 +41,34 @@ def estimate(
     depends_on: Annotated[
         list[int] | None, Query(max_length=64, description="tasks it waits for (repeat the parameter)")
     ] = None,
+    depends_on_any: Annotated[
+        list[int] | None,
+        Query(max_length=64, description="tasks it waits to end, however they end (repeat the parameter)"),
+    ] = None,
+    deadline: Annotated[
+        datetime | None,
+        Query(description="should finish by (ISO 8601): `deadline_warning` says when it would not"),
+    ] = None,
 ) -> dict[str, Any]:
     """How long a task waits: an existing one by id, or one like this if submitted now; with its energy
     and its cost at the tariff's rates from the expected start, and the run time assumed
     (`estimated_run_s`) with where it came from (`estimate_source`: your estimate, the median of your
-    recent runs of that name and size, the time limit, or the default)."""
+    recent runs of that name and size, or of its sweep's other settings, the time limit, or the default).
+    With a `deadline`, `deadline_warning` is what a submit would answer now: it cannot make it even on an
+    idle cluster, or not behind the work queued ahead of it."""
     if not_before is not None and not_before.tzinfo is None:
         not_before = not_before.replace(tzinfo=cluster.zone)
+    if deadline is not None and deadline.tzinfo is None:
+        deadline = deadline.replace(tzinfo=cluster.zone)
     check_within_reach("not_before", not_before, cluster.zone, from_epoch_s(now_s()))
+    check_within_reach("deadline", deadline, cluster.zone, from_epoch_s(now_s()))
     return estimate_wait(
         cluster, usage, who, task_id=task_id, gpus=gpus, gpu_memory_gb=gpu_memory_gb,
         estimated_minutes=estimated_minutes, priority=priority, offpeak=offpeak,
         not_before_s=not_before.timestamp() if not_before is not None else None,
         name=name, time_limit_minutes=time_limit_minutes, depends_on=tuple(depends_on or ()),
+        depends_on_any=tuple(depends_on_any or ()),
+        deadline_s=deadline.timestamp() if deadline is not None else None,
     )  # fmt: skip
 
 

@@ -9,8 +9,11 @@ from fastapi import APIRouter, Query
 
 from api.deps import ClusterDep, IdentityDep
 from scheduler.clock import now_s
+from scheduler.errors import NotFoundError, PermissionDenied
 from scheduler.notify.summary import morning_summary
 from scheduler.reports import MAX_REPORT_DAYS, utilization_report
+from scheduler.service import Cluster
+from scheduler.store.identity import Identity, team_id_by_name
 from scheduler.task_logs import failure_lines
 
 router = APIRouter(prefix="/reports", tags=["reports"])
@@ -20,17 +23,33 @@ router = APIRouter(prefix="/reports", tags=["reports"])
 def utilization(
     cluster: ClusterDep,
     who: IdentityDep,
-    days: Annotated[float, Query(gt=0, le=MAX_REPORT_DAYS)] = 7,
+    days: Annotated[float, Query(gt=0, le=MAX_REPORT_DAYS, allow_inf_nan=False)] = 7,
     by: Literal["team", "user", "gpu"] = "team",
+    team: Annotated[
+        str | None, Query(max_length=64, description="one team (admins: any; others: theirs)")
+    ] = None,
 ) -> dict[str, Any]:
-    """Who used how many GPU-hours over the last `days`; admins see every team, others their own."""
+    """Who used how many GPU-hours over the last `days`; admins see every team (or the one they name),
+    others their own: another team's name is refused (403), as `/quota` does."""
     nodes = cluster.nodes.all()
     models = {f"{node.name}:{gpu.index}": gpu.name for node in nodes for gpu in node.gpus}
     capacity = sum(len(node.gpus) for node in nodes)
     return utilization_report(
         cluster.factory, now_s(), days, by, cluster.policy_config, models, capacity,
-        team=None if who.is_admin else who.team,
+        team=_report_team(cluster, who, team),
     )  # fmt: skip
+
+
+def _report_team(cluster: Cluster, who: Identity, team: str | None) -> str | None:
+    """The one team a report covers (None: all, for an admin who named none); PermissionDenied for a member
+    naming another team, NotFoundError for an admin naming one that does not exist."""
+    if not who.is_admin:
+        if team is not None and team != who.team:
+            raise PermissionDenied("you can see only your own team's usage")
+        return who.team
+    if team is not None and team_id_by_name(cluster.factory, team) is None:
+        raise NotFoundError(f"team {team!r} not found")
+    return team
 
 
 @router.get("/summary")
@@ -38,7 +57,8 @@ def summary(
     cluster: ClusterDep,
     who: IdentityDep,
     hours: Annotated[
-        float | None, Query(gt=0, le=24 * 31, description="look back; default: last night")
+        float | None,
+        Query(gt=0, le=24 * 31, allow_inf_nan=False, description="look back; default: last night"),
     ] = None,
 ) -> dict[str, Any]:
     """The morning summary: tasks that ended last night (since 18:00 yesterday), failures and why, cost."""

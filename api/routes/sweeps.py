@@ -1,5 +1,5 @@
-"""/api/v1/sweeps and /api/v1/tasks/batch: many tasks at once (all or nothing); cancel, hold and release
-them together; their results."""
+"""/api/v1/sweeps and /api/v1/tasks/batch: many tasks at once (all or nothing); list them; cancel, hold and
+release them together; their results."""
 
 from __future__ import annotations
 
@@ -7,21 +7,30 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Header, Path, Query, Request, Response
 
-from api.deps import ClusterDep, IdentityDep, QueuedCap, forget_queued_estimate
-from api.routes.tasks import task_as_submitted
-from api.schemas_sweeps import BatchCreate, Goal, ResultsPublic, SweepPublic
+from api.deps import (
+    ClusterDep,
+    IdentityDep,
+    QueuedCap,
+    UsageDep,
+    forget_queued_estimate,
+    refuse_user_out_of_sight,
+)
+from api.schemas_sweeps import BatchCreate, Goal, ResultsPublic, SweepPublic, SweepsPublic, SweepSummaryPublic
+from api.submitted import tasks_as_submitted
 from scheduler.batches import (
     SweepView,
     cancel_sweep,
     change_sweep,
     get_sweep,
     hold_sweep,
+    list_sweeps,
     release_sweep,
     submit_group,
     submit_sweep,
     sweep_results,
     tag_results,
 )
+from scheduler.cluster_state import UsageCache
 from scheduler.service import Cluster
 from scheduler.spec import TaskSpec
 
@@ -40,6 +49,7 @@ GoalQuery = Annotated[
 def create_sweep(
     spec: TaskSpec,
     cluster: ClusterDep,
+    usage: UsageDep,
     who: IdentityDep,
     request: Request,
     response: Response,
@@ -53,31 +63,50 @@ def create_sweep(
     forget_queued_estimate(request, who)
     if not created:
         response.status_code = 200
-    return _as_submitted(cluster, view)
+    return _as_submitted(cluster, usage, view)
 
 
 @batch_router.post("/batch", status_code=201, response_model=SweepPublic, dependencies=[QueuedCap])
 def create_batch(
     batch: BatchCreate,
     cluster: ClusterDep,
+    usage: UsageDep,
     who: IdentityDep,
     request: Request,
     response: Response,
     idempotency_key: IdempotencyKey = None,
 ) -> SweepPublic:
     """Submit several specs at once: every task is created or none, grouped under one sweep id."""
-    view, created = submit_group(cluster, who, batch.specs, "batch", idempotency_key, batch.name)
+    view, created = submit_group(
+        cluster, who, batch.specs, "batch", idempotency_key, batch.name, batch.max_running
+    )
     forget_queued_estimate(request, who)
     if not created:
         response.status_code = 200
-    return _as_submitted(cluster, view)
+    return _as_submitted(cluster, usage, view)
 
 
-def _as_submitted(cluster: Cluster, view: SweepView) -> SweepPublic:
+def _as_submitted(cluster: Cluster, usage: UsageCache, view: SweepView) -> SweepPublic:
     """The answer to a sweep or batch: each task with its deadline `warnings`, as a single submit has."""
     public = SweepPublic.of(view)
-    public.tasks = [task_as_submitted(cluster, task) for task in view.tasks]
+    public.tasks = tasks_as_submitted(cluster, usage, view.tasks)
     return public
+
+
+@router.get("", response_model=SweepsPublic)
+def list_all(
+    cluster: ClusterDep,
+    who: IdentityDep,
+    limit: Annotated[int, Query(ge=1, le=1000, description="at most this many, newest first")] = 50,
+    user: Annotated[str | None, Query(max_length=64, description="only this user's sweeps")] = None,
+) -> SweepsPublic:
+    """Your team's sweeps and batches, newest first (an admin sees every team's, as `GET /tasks`), each
+    with its tasks counted by status but not listed (`GET /sweeps/{id}` has them). A `user` outside the
+    teams one may see answers 404, as `GET /tasks?user=` does."""
+    if user is not None:
+        refuse_user_out_of_sight(cluster, who, user)
+    sweeps = [SweepSummaryPublic.of(summary) for summary in list_sweeps(cluster, who, user, limit)]
+    return SweepsPublic(sweeps=sweeps, count=len(sweeps))
 
 
 @router.get("/{sweep_id}", response_model=SweepPublic)
@@ -98,11 +127,14 @@ def change(
     sweep_id: SweepId,
     changes: Annotated[dict[str, Any], Body(description="as for PATCH /tasks/{id}: the fields to change")],
     cluster: ClusterDep,
+    usage: UsageDep,
     who: IdentityDep,
 ) -> SweepPublic:
     """The same change (priority, start window, limits, ...) to every queued task of the sweep; a refused
-    change (422) leaves them all as they were."""
-    return SweepPublic.of(change_sweep(cluster, who, sweep_id, changes))
+    change (422) leaves them all as they were. `max_running` changes how many of its tasks run at once
+    (null: no limit): a higher limit admits waiting tasks at once, a lower one applies as tasks end.
+    Each task carries its deadline `warnings`, as a single change's answer does."""
+    return _as_submitted(cluster, usage, change_sweep(cluster, who, sweep_id, changes))
 
 
 @router.post("/{sweep_id}/hold", response_model=SweepPublic)

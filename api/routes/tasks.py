@@ -4,28 +4,38 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, tzinfo
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Header, Query, Request, Response
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import PlainTextResponse, StreamingResponse
+from pydantic import TypeAdapter, ValidationError
 
-from api.deps import ClusterDep, IdentityDep, QueuedCap, TaskId, submission_queue
+from api.deps import (
+    ClusterDep,
+    IdentityDep,
+    QueuedCap,
+    TaskId,
+    UsageDep,
+    refuse_user_out_of_sight,
+    submission_queue,
+)
 from api.schemas import TaskPublic, TasksPublic, TaskUsagePublic
-from scheduler.clock import now_s
+from api.submitted import tasks_as_submitted
 from scheduler.edits import EDITABLE_FIELDS
-from scheduler.errors import NodeDidNotAnswer, NotFoundError, PermissionDenied
-from scheduler.policy_input import queued_task_of
-from scheduler.service import Cluster
+from scheduler.errors import NodeDidNotAnswer, NotFoundError, PermissionDenied, SpecError
 from scheduler.spec import TaskSpec
-from scheduler.store.identity import Identity, team_id_by_name, team_of_user
-from scheduler.store.tables import FINAL_STATUSES, Task
-from scheduler.submission import deadline_out_of_reach
+from scheduler.store.identity import team_id_by_name
+from scheduler.store.tables import FINAL_STATUSES
+from scheduler.store.task_filter import TaskFilter
 from scheduler.task_logs import read_log_from, read_log_tail
 from scheduler.telemetry.store import TelemetryStore
 
 router = APIRouter(prefix="/tasks", tags=["tasks"])
 Status = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 FOLLOW_POLL_S = 0.25
+FOLLOW_SILENT_POLL_S = 1.0  # while the followed node does not answer (each try may wait 3 s)
 
 
 @router.post("", status_code=201, response_model=TaskPublic, dependencies=[QueuedCap])
@@ -33,32 +43,36 @@ async def submit_task(
     spec: TaskSpec,
     request: Request,
     cluster: ClusterDep,
+    usage: UsageDep,
     who: IdentityDep,
     idempotency_key: Annotated[str | None, Header(max_length=128)] = None,
 ) -> Response:
     """Submit a task. The same `Idempotency-Key` from the same user returns the first task (200).
-    `warnings` says when it cannot finish by its deadline (it is queued all the same).
+    `warnings` says when it cannot finish by its deadline, even on an idle cluster or behind the work
+    queued ahead of it (it is queued all the same).
 
     Concurrent submissions share one SQL transaction and one Redis round trip (`api.submissions`).
     """
     task, created = await submission_queue(request, cluster).submit(who, spec, idempotency_key)
+    if spec.deadline is None:  # the common case: no forecast, nothing to leave the event loop for
+        public = tasks_as_submitted(cluster, usage, [task])[0]
+    else:  # a forecast replays the queue: off the event loop
+        public = (await run_in_threadpool(tasks_as_submitted, cluster, usage, [task]))[0]
     # serialized here, once (the model is built from our own row: no second validation of the answer)
     return Response(
-        task_as_submitted(cluster, task).model_dump_json(),
-        status_code=201 if created else 200,
-        media_type="application/json",
+        public.model_dump_json(), status_code=201 if created else 200, media_type="application/json"
     )
 
 
-def task_as_submitted(cluster: Cluster, task: Task) -> TaskPublic:
-    """The task as the answer to its submission (alone, in a sweep or a batch) or change: with a note when
-    it cannot finish by its deadline even if it started as early as it may (accepted all the same: a
-    deadline is a goal)."""
-    public = TaskPublic.of(task)
-    if task.status == "queued" and task.spec.get("deadline"):  # the common case costs nothing
-        note = deadline_out_of_reach(queued_task_of(task), cluster.policy_config, now_s())
-        public.warnings = [note] if note else []
-    return public
+Moment = Annotated[
+    str | None,
+    Query(
+        max_length=64,
+        description="ISO 8601 (2026-12-01, 2026-12-01T09:00+08:00); without an offset, the cluster's zone",
+        json_schema_extra={"format": "date-time"},
+    ),
+]
+_DATETIME = TypeAdapter(datetime)  # pydantic reads these as it reads a spec's `not_before` and `deadline`
 
 
 @router.get("", response_model=TasksPublic)
@@ -70,30 +84,69 @@ def list_tasks(
     limit: Annotated[int, Query(ge=1, le=1000)] = 200,
     offset: Annotated[int, Query(ge=0, le=2**62)] = 0,
     user: Annotated[str | None, Query(max_length=64, description="only this user's tasks")] = None,
+    since: Moment = None,
+    until: Moment = None,
+    name: Annotated[
+        str | None,
+        Query(min_length=1, max_length=121, description="this exact name; `train*`: every name starting so"),
+    ] = None,
+    tag: Annotated[
+        str | None, Query(min_length=1, max_length=64, description="tasks carrying this tag")
+    ] = None,
+    node: Annotated[
+        str | None, Query(min_length=1, max_length=128, description="tasks that ran there")
+    ] = None,
 ) -> TasksPublic:
     """Your team's tasks, newest first (an admin sees every team's, or one `team`'s; `user`: one person's),
-    each with its usage once it has run (one query for the page). Another team's asked for by a member
-    answers 403, as `/quota?team=` does (not their own tasks in its place); a user outside the teams one
-    may see, 404 (whether they exist elsewhere is not said)."""
+    each with its usage once it has run (one query for the page). `since`/`until` bound the submission
+    time (both included); `name`, `tag` and `node` narrow further. `count` is the page's length, `total`
+    how many tasks pass the filters in all. Another team's asked for by a member answers 403, as
+    `/quota?team=` does (not their own tasks in its place); a user outside the teams one may see, 404
+    (whether they exist elsewhere is not said); a window that ends before it starts, 422."""
     if team is not None and team != who.team and not who.is_admin:
         raise PermissionDenied(
             f"you can see only your own team's tasks (team {who.team}); only admins may list another team's"
         )
     if team is not None and who.is_admin and team_id_by_name(cluster.factory, team) is None:
         raise NotFoundError(f"team {team!r} not found")
-    if user is not None and _user_out_of_sight(cluster, who, user):
-        where = "" if who.is_admin else f" in team {who.team}"
-        raise NotFoundError(f"no user {user!r}{where}")
-    rows = cluster.tasks.list_for(who, status=status, team=team, limit=limit, offset=offset, user=user)
-    usage = TelemetryStore(cluster.factory).usage_rows(row.id for row in rows)
-    tasks = [TaskPublic.of(row, usage=TaskUsagePublic.of(usage.get(row.id, []))) for row in rows]
-    return TasksPublic(tasks=tasks, count=len(rows))
+    if user is not None:
+        refuse_user_out_of_sight(cluster, who, user)
+    since_utc, until_utc = submission_window(since, until, cluster.zone)
+    filters = TaskFilter(status, team, user, since_utc, until_utc, name=name, tag=tag, node=node)
+    page = cluster.tasks.page_for(who, filters, limit=limit, offset=offset)
+    usage = TelemetryStore(cluster.factory).usage_rows(row.id for row in page.tasks)
+    tasks = [TaskPublic.of(row, usage=TaskUsagePublic.of(usage.get(row.id, []))) for row in page.tasks]
+    return TasksPublic(tasks=tasks, count=len(tasks), total=page.total)
 
 
-def _user_out_of_sight(cluster: Cluster, who: Identity, user: str) -> bool:
-    """True when `user` does not exist, or (for a member) is not in the caller's team."""
-    user_team = team_of_user(cluster.factory, user)
-    return user_team is None or (user_team != who.team_id and not who.is_admin)
+def submission_window(
+    since: str | None, until: str | None, zone: tzinfo
+) -> tuple[datetime | None, datetime | None]:
+    """`since` and `until` in UTC (a time without an offset is the cluster's, as `not_before` is); a
+    window that ends before it starts, or a time UTC cannot hold, is refused with what to fix."""
+    since_utc, until_utc = _in_utc("since", since, zone), _in_utc("until", until, zone)
+    if since_utc is not None and until_utc is not None and since_utc > until_utc:
+        raise SpecError(
+            f"since ({since_utc.isoformat()}) is after until ({until_utc.isoformat()}): no task can match; "
+            "give the earlier time as since",
+            [{"field": "since", "message": "must not be after until"}],
+        )
+    return since_utc, until_utc
+
+
+def _in_utc(field: str, text: str | None, zone: tzinfo) -> datetime | None:
+    """`text` read as a spec's times are, in UTC; refused with an example of what is understood."""
+    if text is None:
+        return None
+    try:
+        moment = _DATETIME.validate_python(text)
+        return (moment if moment.tzinfo is not None else moment.replace(tzinfo=zone)).astimezone(UTC)
+    except ValidationError:
+        why = f"cannot read {text!r} as a time"
+    except OverflowError:
+        why = f"{text} is out of range (years 1 to 9999, UTC)"
+    message = f"{field}: {why}: use ISO 8601, e.g. 2026-12-01 or 2026-12-01T09:00+08:00"
+    raise SpecError(message, [{"field": field, "message": message}]) from None
 
 
 @router.get("/{task_id}", response_model=TaskPublic)
@@ -115,14 +168,16 @@ Changes = Annotated[
 
 
 @router.patch("/{task_id}", response_model=TaskPublic)
-def change_task(task_id: TaskId, changes: Changes, cluster: ClusterDep, who: IdentityDep) -> TaskPublic:
+def change_task(
+    task_id: TaskId, changes: Changes, cluster: ClusterDep, usage: UsageDep, who: IdentityDep
+) -> TaskPublic:
     """Change a queued task's priority, start window, limits, retries, name or tags; it keeps its age.
 
     422 names a field that cannot change (command, GPUs, memory, node, ...: submit it again with
     `--like ID` instead); 409 when the task is no longer queued. `warnings` says when it can no longer
     finish by its deadline.
     """
-    return task_as_submitted(cluster, cluster.update(who, task_id, changes))
+    return tasks_as_submitted(cluster, usage, [cluster.update(who, task_id, changes)])[0]
 
 
 @router.post("/{task_id}/cancel", response_model=TaskPublic)
@@ -154,23 +209,34 @@ async def task_logs(
     ] = None,
     follow: Annotated[bool, Query(description="keep streaming until the task ends")] = False,
 ) -> Response:
-    """The task's output (stdout and stderr, every attempt), read here or, when its log is not here, from
-    the node that ran it (503 when that node's worker does not answer)."""
+    """The task's output (stdout and stderr, every attempt in order), each attempt's part read here or,
+    when its log is not here, from the node that ran it: a node that does not answer leaves a line naming
+    it (503 only when no part could be read). `tail` counts over all attempts; `follow` reads on from
+    the current attempt's node, and through its silence (a dead worker: the task comes back) until the
+    task ends."""
     task = cluster.tasks.get_for(who, task_id)
-    text, offset = await asyncio.to_thread(read_log_tail, cluster, task, tail)
+    text, cursor = await asyncio.to_thread(read_log_tail, cluster, task, tail)
     if not follow or task.status in FINAL_STATUSES:
         return PlainTextResponse(text)
 
     async def stream() -> AsyncIterator[bytes]:
-        position = offset
+        position = cursor  # in the current attempt's file; `read_log_from` moves it to a new attempt's
         yield text.encode()
+        said_silent = False  # the followed node's silence is said once, not at every poll
         while True:
             now = await asyncio.to_thread(cluster.tasks.get_any, task_id)  # it may have started since
             try:
                 chunk, position = await asyncio.to_thread(read_log_from, cluster, now, position)
             except NodeDidNotAnswer as error:
-                yield f"\n==> {error}\n".encode()
-                return
+                if now.status in FINAL_STATUSES:
+                    yield f"\n==> {error}\n".encode()
+                    return
+                if not said_silent:  # its worker died or restarts: the task comes back, here or elsewhere
+                    yield f"\n==> {error}; following on until task {task_id} ends\n".encode()
+                    said_silent = True
+                await asyncio.sleep(FOLLOW_SILENT_POLL_S)
+                continue
+            said_silent = said_silent and not chunk
             if chunk:
                 yield chunk
             if now.status in FINAL_STATUSES:

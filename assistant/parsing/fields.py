@@ -156,6 +156,20 @@ DEPENDS = [
     ),
     re.compile(r"依赖(?:于)?\s*(?:任务|作业)?\s*#?(?P<n>\d+)\s*号?\s*(?:任务|作业)?"),
 ]
+# Words that make a dependency wait for the parent to end however it ends (`depends_on_any`, afterany):
+# "after 12 finishes, whatever happens", "after task 12 ends, pass or fail", "12 跑完后（不管成功失败）"
+EITHER_WAY = re.compile(
+    r"\b(?:whatever\s+happens|whatever\s+(?:the\s+)?(?:outcome|result)|either\s+way|however\s+it\s+ends"
+    r"|regardless\s+of\s+(?:the\s+)?(?:outcome|result|how\s+it\s+ends|whether\s+it\s+(?:succeeds|fails|passes))"
+    r"|no\s+matter\s+(?:what|how\s+it\s+ends|whether\s+it\s+(?:succeeds|fails|passes)|if\s+it\s+(?:fails|succeeds))"
+    r"|even\s+if\s+it\s+(?:fails|crashes|(?:is|gets)\s+cancell?ed)"
+    r"|whether\s+or\s+not\s+it\s+(?:succeeds|passes|works)"
+    r"|whether\s+(?:it\s+)?(?:succeeds|passes|fails|works)(?:\s+or\s+(?:not|fails|succeeds|passes))?"
+    r"|(?:success|pass|succeeds?|passes)\s+or\s+(?:fail|failure|fails))\b"
+    r"|(?:不管|无论|不论)\s*(?:它|任务)?\s*(?:是否)?\s*(?:成功|失败|成败|结果|怎样|如何)[^，,。；;）)]*"
+    r"|成功与否|成败都?|成功失败都|(?:即使|就算|哪怕)\s*它?\s*失败了?也?",
+    re.I,
+)
 # A GPU model named as where to run: "on an A100", "using H100s", "on the 4090 box", "用 A100", "在 H100 上".
 # Digits alone count only next to a GPU word ("4090 card"), so "batch 2048" or "v2 config" are no model.
 _MODEL = r"(?:[AHVB]\d{2,4}|L40S?|[LT]4|GH200|RTX\s?\d{4}|\d{4}(?=\s*(?:gpus?|cards?|box|卡|显卡)))"
@@ -237,18 +251,33 @@ def _blank(text: str, match: re.Match[str], found: Fields) -> str:
     return text[: match.start()] + " " * (match.end() - match.start()) + text[match.end() :]
 
 
+def _read_parents(text: str, found: Fields) -> str:
+    """The tasks a request waits for: `depends_on` (they must succeed), or `depends_on_any` when it says to
+    go on however they end ("whatever happens", "不管成功失败"); `text` with what was read blanked."""
+    match = _first(DEPENDS, text)
+    if not match:
+        return text
+    listed = _group(match, "l")
+    ids = [int(n) for n in re.findall(r"\d+", listed)] if listed else []
+    ids = ids or [int(_group(match, "n", "h", "m", "w") or 0)]
+    text = _blank(text, match, found)
+    either = EITHER_WAY.search(text)
+    if either is None:
+        found.values["depends_on"] = ids
+        return text
+    found.values["depends_on_any"] = ids
+    return _blank(text, either, found)
+
+
 def read_fields(text: str) -> tuple[Fields, str]:
     """Spec fields found in `text` (the command already removed), and the text with them blanked."""
     found = Fields()
-    for key, patterns in (("depends_on", DEPENDS), ("time_limit_minutes", TIME_LIMIT), ("retries", RETRIES)):
+    text = _read_parents(text, found)
+    for key, patterns in (("time_limit_minutes", TIME_LIMIT), ("retries", RETRIES)):
         match = _first(patterns, text)
         if not match:
             continue
-        if key == "depends_on":
-            listed = _group(match, "l")
-            ids = [int(n) for n in re.findall(r"\d+", listed)] if listed else []
-            found.values[key] = ids or [int(_group(match, "n", "h", "m", "w") or 0)]
-        elif key == "time_limit_minutes":
+        if key == "time_limit_minutes":
             minutes = duration_minutes(_group(match, "d", "e", "f") or "")
             if minutes is not None:  # "时间限制 0 分钟" too: the spec refuses it, with the reason
                 found.values[key] = tidy(minutes)

@@ -9,7 +9,9 @@ from typing import Any, Literal
 
 from assistant.parsing.commands import fenced_commands, find_command, remove_span
 from assistant.parsing.fields import BARE_NUMBER, TASK_ID, read_fields, task_ids
+from assistant.parsing.history import plain_words, read_search
 from assistant.parsing.numbers import NUMBER, to_int
+from assistant.parsing.sweeps import SWEEP_REF, SWEEP_WORD, metric_args, sweep_id_of, tag_of
 from assistant.parsing.times import blank_dates, read_times
 from scheduler.edits import EDITABLE_FIELDS
 
@@ -78,14 +80,15 @@ TASK_STATE = re.compile(
 )
 # the logs of a task: not one of the tools; the reply says where to find them
 LOGS = re.compile(r"\blogs?\b|\boutput\b|\bstdout\b|\bstderr\b|日志|输出", _I)
-# a sweep's results side by side: not one of the tools either; the reply says where they are compared
+# runs side by side (a sweep's, a tag's): compare_results
 RESULTS = re.compile(
     r"\bcompare\b|\bsweep\b.*\b(?:results?|best|metrics?)\b|\b(?:results?|best|metrics?)\b.*\bsweep\b"
     r"|对比|比较|扫参.*(?:结果|最好|指标)|(?:结果|指标).*扫参|哪组.*最好|最好的一组",
     _I,
 )
-# a sweep by its id ("sweep 5", "扫参5"): its number is no task id
-SWEEP_REF = re.compile(r"\bsweeps?\s*(?:id\s*)?#?\s*\d+|扫参\s*#?\s*\d+|第\s*\d+\s*(?:个|组)?扫参", _I)
+BEST = re.compile(r"\bbest\b|\bwinner\b|最好|最优", _I)
+# "all" of one's own sweep ("cancel all tasks of sweep 4", "取消扫参4的所有任务"): no one else's
+ALL_OF = re.compile(r"\ball\b|\bevery\b|全部|所有(?!人)|一切", _I)
 ESTIMATE = re.compile(
     r"how\s+long\b.*\b(?:wait|until|till|before|queue|take\s+to\s+start)|\bwait(?:ing)?\s+time\b|\beta\b|how\s+soon"
     r"|when\s+(?:will|would|does|can|could|do|is)\b.*\b(?:start|run|begin|get\s+(?:a\s+)?gpus?|go|be\s+scheduled|launch)"
@@ -163,12 +166,14 @@ SUBMIT_VERB = re.compile(
     r"|跑|运行|执行|提交|训练|启动",
     _I,
 )
+# "cancelled tasks", "上周取消的任务": a status, where CANCEL_VERB would read an order to cancel
+CANCELLED = re.compile(r"cancell?ed|取消了|取消的|被取消|已取消", _I)
 STATUS_WORDS: list[tuple[str, re.Pattern[str]]] = [
     ("failed", re.compile(r"fail|crash|error|broke|失败|挂了|出错|报错|崩", _I)),
     ("running", re.compile(r"running|in\s+progress|在跑|运行中|正在运行|正在跑", _I)),
     ("queued", re.compile(r"queued|waiting|pending|in\s+(?:the|my|our)\s+queue|排队|等待", _I)),
     ("succeeded", re.compile(r"succeed|finished|completed|\bdone\b|成功|完成|跑完", _I)),
-    ("cancelled", re.compile(r"cancell?ed|取消了|被取消|已取消", _I)),
+    ("cancelled", CANCELLED),
 ]
 DAYS: list[tuple[int, re.Pattern[str]]] = [
     (1, re.compile(r"\btoday\b|\byesterday\b|24\s*hours|今天|昨天|一天", _I)),
@@ -259,7 +264,7 @@ def _refusal(text: str) -> Reading | None:
         return Reading("refusal", reason="injection")
     if PRIVILEGE.search(text):
         return Reading("refusal", reason="privilege")
-    if CANCEL_VERB.search(text) and BULK_OTHERS.search(text):
+    if CANCEL_VERB.search(text) and BULK_OTHERS.search(text) and not _one_own_sweep(text):
         if OWN.search(text) and not re.search(
             r"team\s+[\w.\-]+|[\w.\-]+\s*(?:组|团队)的|别人|others?|everyone", text, _I
         ):
@@ -270,20 +275,49 @@ def _refusal(text: str) -> Reading | None:
     return None
 
 
+def _one_own_sweep(text: str) -> bool:
+    """True when a bulk-sounding cancel is of one sweep by its number and of no one else's ("cancel all
+    tasks of sweep 4", "取消扫参4的所有任务"): the sweep's card, not a refusal."""
+    return SWEEP_REF.search(text) is not None and not BULK_OTHERS.search(ALL_OF.sub(" ", text))
+
+
 def _about_a_sweep(text: str, now: datetime) -> Reading | None:
-    """A request about a sweep by id ("cancel sweep 5" is no task 5): the chat has no sweep tool, so the
-    reply says which command does it (cancel, hold, release or change it, or compare its results)."""
-    if not SWEEP_REF.search(text):
-        return None
+    """A request about a sweep by its number ("cancel sweep 5" is no task 5), or about the runs of a tag:
+    release, cancel (a card), hold, change its queued tasks (a card), compare its runs, or how it is doing.
+    A sweep named without its number: its status is the latest sweep's; for anything else, which one?"""
+    sweep_id = sweep_id_of(text)
+    if sweep_id is None:
+        return _about_runs(text)
+    if RELEASE.search(text):
+        return _tool("release_sweep", sweep_id=sweep_id)
     if CANCEL_VERB.search(text):
-        return Reading("help", reason="cancel_sweep")
-    if HOLD.search(text) or RELEASE.search(text):
-        return Reading("help", reason="hold_sweep")
-    if CHANGE_VERB.search(text) and (
-        PRIORITY_UP.search(text) or PRIORITY_DOWN.search(text) or _spec_args(text, now)
-    ):
-        return Reading("help", reason="change_sweep")
-    return Reading("help", reason="results")
+        return _tool("cancel_sweep", sweep_id=sweep_id)
+    if HOLD.search(text):
+        return _tool("hold_sweep", sweep_id=sweep_id)
+    if CHANGE_VERB.search(text):
+        change = _change_reading(SWEEP_REF.sub(" ", text), now, "change_sweep", sweep_id=sweep_id)
+        if change is not None:
+            return change
+    wanted = metric_args(text)
+    if RESULTS.search(text) or BEST.search(text) or "metric" in wanted:
+        return _tool("compare_results", sweep_id=sweep_id, **wanted)
+    return _tool("sweep_status", sweep_id=sweep_id)
+
+
+def _about_runs(text: str) -> Reading | None:
+    """The runs of a tag compared ("compare the runs tagged exp7 by val_loss"); how one's latest sweep is
+    doing when asked without its number ("how is my sweep doing?", "我的扫参怎么样了"); a question back
+    for any other act on a sweep named without its number ("cancel my sweep"); None for anything else."""
+    acts = [CANCEL_VERB, HOLD, RELEASE, RESULTS, BEST]
+    if SWEEP_WORD.search(text):
+        if any(pattern.search(text) for pattern in acts):
+            return Reading("question", reason="need_sweep_id")
+        if TASK_STATE.search(text):
+            return _tool("sweep_status")
+    tag = tag_of(text)
+    if tag is not None and (RESULTS.search(text) or BEST.search(text)):
+        return _tool("compare_results", tag=tag, **metric_args(text))
+    return None
 
 
 def _team(text: str) -> str | None:
@@ -411,7 +445,8 @@ def _rerun(rest: str, command: str | None, now: datetime) -> Reading | None:
     if named is None:  # "run it again": which one? (with a command, it is a new task of its own)
         return Reading("question", reason="need_task_id") if command is None else None
     task_id = int(next(g for g in named.groups() if g))
-    if task_id in read_fields(text)[0].values.get("depends_on", []):  # "run X again after 12": a parent
+    parents = read_fields(text)[0].values
+    if task_id in [*parents.get("depends_on", []), *parents.get("depends_on_any", [])]:  # "again after 12"
         return None
     args = _spec_args(text[: named.start()] + " " + text[named.end() :], now)
     return _tool("submit_task", like_task=task_id, command=command, **args)
@@ -439,22 +474,55 @@ def _change(rest: str, now: datetime) -> Reading | None:
         return Reading("question", reason="need_task_id")  # "raise my priority": of which task?
     if len(ids) != 1:
         return None
-    args = _spec_args(rest, now)
-    if "priority" not in args and PRIORITY_UP.search(rest):
-        args["priority"] = "urgent" if re.search(r"\bhighest\b|\btop\b|最高", rest, _I) else "high"
-    elif "priority" not in args and PRIORITY_DOWN.search(rest):
+    return _change_reading(rest, now, "change_task", task_id=ids[0])
+
+
+def _change_reading(text: str, now: datetime, tool: str, **which: int) -> Reading | None:
+    """The change a request asks of a queued task or of a sweep's (`tool` with `which` one and the fields
+    read); a pointer when it asks to change what runs or where; None when it asks no change."""
+    args = _spec_args(text, now)
+    if "priority" not in args and PRIORITY_UP.search(text):
+        args["priority"] = "urgent" if re.search(r"\bhighest\b|\btop\b|最高", text, _I) else "high"
+    elif "priority" not in args and PRIORITY_DOWN.search(text):
         args["priority"] = "low"
     if args.keys() - set(EDITABLE_FIELDS):
         return Reading("help", reason="change_fixed")
-    start_now = bool(RIGHT_AWAY.search(rest)) and not {"not_before", "offpeak"} & args.keys()
+    start_now = bool(RIGHT_AWAY.search(text)) and not {"not_before", "offpeak"} & args.keys()
     if not args and not start_now:
         return None
-    return _tool("change_task", task_id=ids[0], start_now=True if start_now else None, **args)
+    return _tool(tool, **which, start_now=True if start_now else None, **args)
+
+
+def _status(text: str) -> str | None:
+    """The task status a list asks for ("failed", "在跑的"), or None for all."""
+    return next((name for name, pattern in STATUS_WORDS if pattern.search(text)), None)
 
 
 def _status_reading(text: str) -> Reading:
-    status = next((name for name, pattern in STATUS_WORDS if pattern.search(text)), None)
-    return _tool("list_tasks", status=status)
+    return _tool("list_tasks", status=_status(text))
+
+
+def _history(text: str, rest: str, command: str | None, now: datetime) -> Reading | None:
+    """A search of the tasks sent before ("what did I run yesterday?", "runs of train.py last week", "上周的
+    train.py", "tasks tagged exp7"): list_tasks with its span of time, name, tag or node (and a status); None
+    when the request is no such search, or is one another tool answers (last night, usage, quota)."""
+    if NIGHT.search(rest) or UTILIZATION.search(rest) or QUOTA.search(rest):
+        return None
+    if CANCEL_VERB.search(rest) and not CANCELLED.search(rest):
+        return None
+    search = read_search(text, command, now, listing=bool(LIST.search(rest)))
+    if search is None or task_ids(search.without_period(rest)):  # "what did 12 do yesterday": one task
+        return None
+    status = _status(plain_words(text))
+    return Reading("tool", "list_tasks", {**({"status": status} if status else {}), **search.args(now)})
+
+
+def _cancel(rest: str) -> Reading | None:
+    """A cancellation of the task `rest` names (a question when it names none); None when it asks none."""
+    if not CANCEL_VERB.search(rest):
+        return None
+    ids = task_ids(rest)
+    return _tool("cancel_task", task_id=ids[0]) if ids else Reading("question", reason="need_task_id")
 
 
 def understand(text: str, now: datetime) -> Reading:
@@ -482,11 +550,10 @@ def understand(text: str, now: datetime) -> Reading:
         and not (ESTIMATE.search(rest) or LOGS.search(rest))
     ):
         return _tool("explain_task", task_id=_first_id(rest))
-    if CANCEL_VERB.search(rest) and not found:
-        task_ids_found = task_ids(rest)
-        if task_ids_found:
-            return _tool("cancel_task", task_id=task_ids_found[0])
-        return Reading("question", reason="need_task_id")
+    listing = _history(text, rest, found.command if found else None, now)
+    order = listing or (_cancel(rest) if not found else None)
+    if order is not None:
+        return order
     if ESTIMATE.search(rest):
         return _estimate(rest)
     again = _rerun(rest, found.command if found else None, now)

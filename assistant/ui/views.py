@@ -15,6 +15,7 @@ import pandas as pd
 from assistant.reasons_zh import reason_zh
 from assistant.replies import (
     change_rows,
+    counts_words,
     energy_words,
     in_parentheses,
     like_task_words,
@@ -24,6 +25,8 @@ from assistant.replies import (
     run_estimate_words,
     start_label_words,
     status_zh,
+    sweep_examples_words,
+    sweep_words,
     unwrap,
     warning_words,
 )
@@ -59,7 +62,8 @@ def tasks_frame(tasks: list[dict[str, Any]], zone: tzinfo | None = None) -> pd.D
             task.get("user", ""),
             task.get("gpus", 0),
             short_time(task.get("submitted_at"), zone),
-            short_time(task.get("started_at"), zone),
+            # a task queued again after an attempt has not started this time
+            short_time(task.get("started_at") if task.get("status") != "queued" else None, zone),
             short_time(task.get("finished_at"), zone),
             f"held by {task['held_by']}"
             if task.get("held_by")
@@ -211,7 +215,24 @@ def _row(label: str, value: Any) -> str:
     return f"<tr><th>{html.escape(label)}</th><td>{html.escape(str(value))}</td></tr>"
 
 
+def _lines_row(label: str, lines: list[str]) -> str:
+    """A row whose value is several lines (each escaped)."""
+    value = "<br>".join(html.escape(line) for line in lines)
+    return f"<tr><th>{html.escape(label)}</th><td>{value}</td></tr>"
+
+
 # The confirm card's words in Chinese (labels, titles, notes); values stay as the spec has them.
+# the spec fields a submit card shows as rows of their own, in this order
+CARD_SPEC_ROWS = (
+    "time_limit_minutes",
+    "retries",
+    "conda_env",
+    "docker_image",
+    "depends_on",
+    "depends_on_any",
+    "deadline",
+)
+
 _CARD_ZH = {
     "task": "任务",
     "based on": "基于",
@@ -229,15 +250,24 @@ _CARD_ZH = {
     "conda env": "conda 环境",
     "docker image": "docker 镜像",
     "depends on": "依赖任务",
+    "depends on any": "等其结束的任务",
     "deadline": "截止时间",
     "energy": "能耗",
     "energy cost": "电费",
     "quota": "配额",
     "cli": "命令行",
     "Cancel this task?": "取消这个任务？",
+    "Cancel this sweep?": "取消这个扫参？",
+    "tasks": "任务数",
+    "by status": "各状态",
+    "what happens": "会怎样",
     "Nothing is cancelled until you confirm.": "确认之前不会取消。",
     "Submit this task?": "提交这个任务？",
+    "sweep": "扫参",
+    "first tasks": "前几个任务",
     "Change this task?": "修改这个任务？",
+    "Change this sweep?": "修改这个扫参？",
+    "queued tasks changed": "要修改的排队任务",
     "Nothing is changed until you confirm.": "确认之前不会修改。",
     "Nothing is submitted until you confirm.": "确认之前不会提交。",
 }
@@ -253,6 +283,12 @@ def card_html(card: dict[str, Any], zone: tzinfo | None = None, lang: str = "en"
     if card.get("kind") == "cancel":
         rows = _cancel_rows(card, words, lang)
         title, note = words("Cancel this task?"), words("Nothing is cancelled until you confirm.")
+    elif card.get("kind") == "cancel_sweep":
+        rows = _cancel_sweep_rows(card, words, lang)
+        title, note = words("Cancel this sweep?"), words("Nothing is cancelled until you confirm.")
+    elif card.get("kind") == "change_sweep":
+        rows = _change_sweep_rows(card, words, lang, zone)
+        title, note = words("Change this sweep?"), words("Nothing is changed until you confirm.")
     elif card.get("kind") == "change":
         rows = [_row(words("task"), f"#{card.get('task_id')}")]
         rows += [
@@ -261,13 +297,22 @@ def card_html(card: dict[str, Any], zone: tzinfo | None = None, lang: str = "en"
         title, note = words("Change this task?"), words("Nothing is changed until you confirm.")
     else:
         rows = _submit_rows(card, zone, lang, words)
-        title, note = words("Submit this task?"), words("Nothing is submitted until you confirm.")
+        title, note = _submit_title(card, lang, words), words("Nothing is submitted until you confirm.")
     return (
         f'<div class="ns-card"><h3>{html.escape(title)}</h3>'
         f'<table class="ns-card-table">{"".join(rows)}</table>'
         f"{_warnings_html(card, lang)}"
         f'<p class="ns-card-note">{html.escape(note)}</p></div>'
     )
+
+
+def _submit_title(card: dict[str, Any], lang: str, words: Callable[[str], str]) -> str:
+    """`Submit this task?`; for a sweep `Submit this sweep of 6 tasks?` (the count is what is confirmed)."""
+    sweep = card.get("sweep")
+    if not sweep:
+        return words("Submit this task?")
+    count = int(sweep.get("tasks") or 0)
+    return f"提交这个扫参（{count} 个任务）？" if lang == "zh" else f"Submit this sweep of {count} tasks?"
 
 
 def _warnings_html(card: dict[str, Any], lang: str) -> str:
@@ -291,6 +336,40 @@ def _cancel_rows(card: dict[str, Any], words: Callable[[str], str], lang: str) -
     return rows
 
 
+def _cancel_sweep_rows(card: dict[str, Any], words: Callable[[str], str], lang: str) -> list[str]:
+    """A sweep cancel card's rows: the sweep, its name, its tasks by status and what the cancel does to
+    them (queued ones cancelled, running ones stopped, ended ones kept)."""
+    sweep = card.get("sweep") or {}
+    rows = [_row(words("sweep"), f"#{card.get('sweep_id')}")]
+    if sweep.get("name"):
+        rows.append(_row(words("name"), unwrap(sweep["name"])))
+    counts = sweep.get("counts") or {}
+    if counts:
+        rows.append(_row(words("tasks"), str(sweep.get("tasks") or sum(counts.values()))))
+        rows.append(_row(words("by status"), counts_words(counts, lang)))
+        what = (
+            "排队中的任务会被取消，运行中的会被停止，已结束的保持不变"
+            if lang == "zh"
+            else "queued tasks are cancelled, running ones stopped, ended ones kept"
+        )
+        rows.append(_row(words("what happens"), what))
+    return rows
+
+
+def _change_sweep_rows(
+    card: dict[str, Any], words: Callable[[str], str], lang: str, zone: tzinfo | None
+) -> list[str]:
+    """A sweep change card's rows: the sweep, its name, how many queued tasks change, each field before and
+    after (running and ended tasks stay as they are)."""
+    sweep = card.get("sweep") or {}
+    rows = [_row(words("sweep"), f"#{card.get('sweep_id')}")]
+    if sweep.get("name"):
+        rows.append(_row(words("name"), unwrap(sweep["name"])))
+    rows.append(_row(words("queued tasks changed"), str(card.get("queued"))))
+    changes = change_rows(card, lang, datetime.now(zone))
+    return rows + [_row(label, f"{old} → {new}") for label, old, new in changes]
+
+
 def _submit_rows(
     card: dict[str, Any], zone: tzinfo | None, lang: str, words: Callable[[str], str]
 ) -> list[str]:
@@ -301,8 +380,11 @@ def _submit_rows(
         if summary.get("like_task")
         else []
     )
+    rows.append(_row(words("command"), unwrap(spec.get("command", ""))))
+    if card.get("sweep"):  # one card for many tasks: how many, and the first ones
+        rows.append(_row(words("sweep"), sweep_words(card["sweep"], lang)))
+        rows.append(_lines_row(words("first tasks"), sweep_examples_words(card["sweep"], lang)))
     rows += [
-        _row(words("command"), unwrap(spec.get("command", ""))),
         _row(words("name"), spec.get("name", "")),
         _row(words("workdir"), spec.get("workdir", "")),
         _row(words("resources"), resources),
@@ -321,7 +403,7 @@ def _submit_rows(
         if summary.get("run_estimate"):  # the person gave no run time: say what was assumed
             finish += in_parentheses(run_estimate_words(summary["run_estimate"], lang), lang)
         rows.append(_row(words("estimated finish"), finish))
-    for key in ("time_limit_minutes", "retries", "conda_env", "docker_image", "depends_on", "deadline"):
+    for key in CARD_SPEC_ROWS:
         if spec.get(key) not in (None, [], 0, ""):  # a deadline in the cluster's time, as the estimates
             value = short_time(spec[key], zone) if key == "deadline" else spec[key]
             rows.append(_row(words(key.replace("_", " ")), value))

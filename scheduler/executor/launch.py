@@ -15,6 +15,7 @@ import functools
 import logging
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -34,6 +35,7 @@ from scheduler.executor.process import RunningJob
 from scheduler.executor.reaper import TOKEN_VAR, check_run_token
 from scheduler.executor.sentinel import JobSentinel
 from scheduler.executor.spares import SpareShell, SpareShells, setup_script
+from scheduler.private_files import private_folder
 
 Which = Callable[[str], str | None]
 log = logging.getLogger(__name__)
@@ -78,6 +80,15 @@ class LaunchRequest:
     resume_from: Path | None = None  # the checkpoint this attempt resumes from (NIGHTSHIFT_RESUME_FROM)
     docker_images_allowed: tuple[str, ...] = ()  # glob patterns; empty: any image
     output_dir: Path | None = None  # where the job writes results (NIGHTSHIFT_OUTPUT_DIR, metrics.json)
+    node: str | None = None  # named in the log's attempt header: a retried task's attempts may run apart
+    max_log_bytes: int | None = None  # this attempt's output beyond it stops the job (None: no limit)
+    # the workdir is nightshift's own default folder (not one the spec named): entered before the switch
+    default_workdir: bool = False
+
+    @property
+    def workdir_entered_as_account(self) -> bool:
+        """Whether the job's account, not the worker, enters the workdir (a folder the spec named)."""
+        return self.run_as is not None and not self.default_workdir
 
 
 def container_name(request: LaunchRequest) -> str:
@@ -190,6 +201,8 @@ def _job_env(request: LaunchRequest, clean_env: Mapping[str, str]) -> dict[str, 
             raise ExecutorError(
                 f"env name {name!r} must be letters, digits and _ (not starting with a digit)"
             )
+        if "\x00" in value:  # a spec stored before TaskSpec refused it: exec cannot pass it on
+            raise ExecutorError(f"env.{name} holds a NUL byte, which no process can be given")
         env[name] = value
     gpus = _gpu_list(request)
     # NVML numbers GPUs in PCI bus order; CUDA's default order (fastest first) may differ on mixed machines.
@@ -211,8 +224,27 @@ def _job_env(request: LaunchRequest, clean_env: Mapping[str, str]) -> dict[str, 
     return env
 
 
-# The job's shell waits for the worker to move it into its cgroup (one line on stdin), then reads no more.
-JOIN_CGROUP_FIRST = "read -r _; exec </dev/null"
+# A directly started job's first line: it waits for the worker's go (one line on stdin, once the job is in
+# its cgroup and its sentinel knows it: a worker killed in between leaves nothing of it running), then reads
+# no more.
+HOLD_UNTIL_RELEASED = "read -r _; exec </dev/null"
+# Tells the job sentinel of a job (its leader's pid, its cgroup) before the job runs anything.
+WatchJob = Callable[[int, JobCgroup | None], None]
+ENTER_WORKDIR_EXIT_CODE = 126  # as a shell's "found but cannot run"
+
+
+def enter_workdir_line(request: LaunchRequest) -> str:
+    """The shell line that enters the workdir once the job runs as its account: the kernel then checks
+    that the account may reach it, every folder above it included. (`Popen(cwd=...)` changes folder
+    before the account switch, as root: a job could then read a folder that sits inside another user's
+    private one.) A folder that is missing and one the account may not enter read the same."""
+    folder = shlex.quote(str(request.workdir))
+    who = request.run_as.name if request.run_as is not None else "this account"
+    message = shlex.quote(
+        f"==> nightshift: {who} cannot enter the workdir {request.workdir} "
+        "(it does not exist on this node, or that account may not enter it)"
+    )
+    return f"cd -- {folder} 2>/dev/null || {{ echo {message} >&2; exit {ENTER_WORKDIR_EXIT_CODE}; }}"
 
 
 def _prefixed(argv: list[str], lines: list[str]) -> list[str]:
@@ -240,7 +272,8 @@ def _guarded(argv: list[str], parent_pid: int, lines: list[str]) -> list[str] | 
 
 
 def _header(request: LaunchRequest) -> str:
-    where = f"on GPUs {_gpu_list(request)}" if request.gpu_indices else "on CPU only (no GPU)"
+    where = f"GPUs {_gpu_list(request)}" if request.gpu_indices else "CPU only (no GPU)"
+    where = f"on {request.node} {where}" if request.node else f"on {where}"
     if request.conda_env is not None:
         where += f" in conda env {request.conda_env}"
     if request.docker_image is not None:
@@ -272,7 +305,7 @@ def start_job(
     in a shell started and moved into its cgroup ahead of time (`spares.py`), and the next one is started.
     """
     check_run_token(request.run_token)
-    if not request.workdir.is_dir():
+    if not request.workdir_entered_as_account and not request.workdir.is_dir():  # else the account checks
         raise ExecutorError(
             f"workdir {str(request.workdir)!r} does not exist or is not a folder on this node"
         )
@@ -281,15 +314,23 @@ def start_job(
     env = _job_env(request, clean_env)
     log_offset = _write_header(request)
     spare_env = clean_env if spares is not None and request.run_as is None else None
-    spare = None
-    if spares is not None and spare_env is not None:
-        spare = _start_in_spare(request, argv, env, spare_env, spares)
-    popen, cgroup = (spare.popen, spare.cgroup) if spare is not None else _spawn(request, argv, env, cgroups)
     cleanup = (
         [argv[0], "rm", "--force", container_name(request)] if request.docker_image is not None else None
     )
-    if sentinel is not None:
-        sentinel.watch(request.run_token, popen.pid, cleanup, cgroup.path if cgroup is not None else None)
+
+    def watch(group: int, cgroup: JobCgroup | None) -> None:
+        if sentinel is not None:
+            sentinel.watch(request.run_token, group, cleanup, cgroup.path if cgroup is not None else None)
+
+    spare = None
+    if spares is not None and spare_env is not None:
+        spare = _start_in_spare(request, argv, env, spare_env, spares, watch)
+    popen: subprocess.Popen[bytes]
+    cgroup: JobCgroup | None
+    if spare is not None:
+        popen, cgroup = spare.popen, spare.cgroup
+    else:
+        popen, cgroup = _spawn(request, argv, env, cgroups, watch)
     if spares is not None and spare_env is not None:
         warm_up(spares, spare_env)
     return RunningJob(
@@ -311,7 +352,7 @@ def warm_up(spares: SpareShells, spare_env: Mapping[str, str]) -> None:
 def _write_header(request: LaunchRequest) -> int:
     """Append the attempt's header to its log; return the offset the job's output starts at."""
     try:
-        request.log_path.parent.mkdir(parents=True, exist_ok=True)
+        private_folder(request.log_path.parent)  # other teams' jobs run here too: logs are the service's
         with open(request.log_path, "ab") as log:
             log.write(_header(request).encode())
             return log.tell()
@@ -325,8 +366,10 @@ def _start_in_spare(
     env: Mapping[str, str],
     spare_env: Mapping[str, str],
     spares: SpareShells,
+    watch: WatchJob,
 ) -> SpareShell | None:
-    """The job in a spare shell (already in its cgroup); None when there is none to use."""
+    """The job in a spare shell (already in its cgroup), watched before it runs; None when there is none
+    to use."""
     spare = spares.take(spare_env)
     if spare is None:
         return None
@@ -335,19 +378,27 @@ def _start_in_spare(
         spares.discard(spare)
         return None
     script = setup_script(str(request.workdir), str(request.log_path), env, spare_env, argv)
+    watch(spare.popen.pid, spare.cgroup)  # a spare that turns out dead is watched again as its replacement
     return spare if spares.hand_over(spare, script) else None
 
 
 def _spawn(
-    request: LaunchRequest, argv: list[str], env: Mapping[str, str], cgroups: JobCgroups | None
+    request: LaunchRequest,
+    argv: list[str],
+    env: Mapping[str, str],
+    cgroups: JobCgroups | None,
+    watch: WatchJob,
 ) -> tuple[subprocess.Popen[bytes], JobCgroup | None]:
-    """Start the job's process now (joining its cgroup before it runs anything, with `cgroups`)."""
+    """Start the job's process now; it runs nothing before it joined its cgroup (with `cgroups`) and was
+    watched."""
     try:
         log = open(request.log_path, "ab")  # noqa: SIM115 - closed below once the child holds its own copy
     except OSError as error:
         raise ExecutorError(f"cannot open log file {str(request.log_path)!r}: {error}") from error
     cgroup = cgroups.create(request.run_token) if cgroups is not None else None
-    lines = [JOIN_CGROUP_FIRST] if cgroup is not None else []
+    lines = [HOLD_UNTIL_RELEASED]  # first: an early exit must not race the join
+    if request.workdir_entered_as_account:
+        lines.append(enter_workdir_line(request))
     with log:
         account: dict[str, Any] = {}
         if request.run_as is not None:
@@ -359,21 +410,21 @@ def _spawn(
         # without a change of account, the parent-death signal is set by `setpriv` in the child (vfork, fast);
         # with one, by `die_with_parent` after the switch (a change of credentials clears it)
         guarded = _guarded(argv, os.getpid(), lines) if request.run_as is None else None
-        hold_r, hold_w = os.pipe() if cgroup is not None else (subprocess.DEVNULL, -1)
+        hold_r, hold_w = os.pipe()
         try:
             popen = subprocess.Popen(
                 [*default_signals_prefix(), *(guarded or _prefixed(argv, lines))],
                 stdin=hold_r,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                cwd=request.workdir,
+                cwd="/" if request.workdir_entered_as_account else request.workdir,
                 env=env,
                 start_new_session=True,
                 preexec_fn=None if guarded else die_with_parent(os.getpid()),
                 close_fds=True,
                 **account,
             )
-        except (OSError, subprocess.SubprocessError) as error:
+        except (OSError, ValueError, subprocess.SubprocessError) as error:  # ValueError: a NUL in argv
             log.write(f"==> nightshift could not start the job: {error}\n".encode())
             _release(hold_r, hold_w)
             if cgroup is not None:
@@ -383,14 +434,15 @@ def _spawn(
         cgroups.usable = False  # the same refusal would come for every job: run them without
         cgroup.remove()
         cgroup = None
-    _release(hold_r, hold_w)
+    try:
+        watch(popen.pid, cgroup)
+    finally:
+        _release(hold_r, hold_w)
     return popen, cgroup
 
 
 def _release(hold_r: int, hold_w: int) -> None:
-    """Let a job waiting to join its cgroup go on (its shell reads one line), and close the pipe here."""
-    if hold_w < 0:
-        return
+    """Let a job held at its start go on (its shell reads one line), and close the pipe here."""
     for step in (lambda: os.close(hold_r), lambda: os.write(hold_w, b"\n"), lambda: os.close(hold_w)):
         with contextlib.suppress(OSError):
             step()

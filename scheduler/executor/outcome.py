@@ -23,11 +23,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-StopReason = Literal["timeout", "cancelled", "lost_lease", "worker_shutdown"]
+StopReason = Literal["timeout", "output_limit", "cancelled", "lost_lease", "worker_shutdown"]
 OutcomeReason = Literal[
-    "exit", "nonzero_exit", "timeout", "cancelled", "lost_lease", "worker_shutdown", "signal", "oom"
+    "exit",
+    "nonzero_exit",
+    "timeout",
+    "output_limit",
+    "cancelled",
+    "lost_lease",
+    "worker_shutdown",
+    "signal",
+    "oom",
 ]
-STOP_REASONS: frozenset[str] = frozenset({"timeout", "cancelled", "lost_lease", "worker_shutdown"})
+STOP_REASONS: frozenset[str] = frozenset(
+    {"timeout", "output_limit", "cancelled", "lost_lease", "worker_shutdown"}
+)
 
 OOM_TAIL_BYTES = 64 * 1024
 OOM_TAIL_LINES = 50
@@ -73,6 +83,7 @@ _SHELL_EXIT_WORDS = {127: "command not found", 126: "not executable"}
 
 _REASON_WORDS = {
     "timeout": "stopped at its time limit",
+    "output_limit": "stopped: its output passed the log size limit",
     "cancelled": "cancelled",
     "lost_lease": "stopped: its worker lost the task's lease",
     "worker_shutdown": "stopped: its worker is shutting down; the task goes back to the queue",

@@ -125,6 +125,18 @@ class RunningJob:
         limit = self.request.time_limit_s
         return limit is not None and now_monotonic >= self.started_at + limit
 
+    def output_limit_exceeded(self) -> bool:
+        """True once this attempt has written more to its log than `max_log_bytes` (never, without one): a
+        job printing without end would fill the disk every team's jobs write to."""
+        limit = self.request.max_log_bytes
+        if limit is None:
+            return False
+        try:
+            size = os.stat(self.request.log_path).st_size
+        except OSError:
+            return False
+        return size - self._log_offset > limit
+
     def poll(self, snapshot: ProcessSnapshot | None = None) -> int | None:
         """The return code once the job is over and swept (negative: killed by that signal), else None.
 

@@ -15,6 +15,13 @@ has only the empty cgroups to remove.
 
 One sentinel per worker, started with the first job; it runs in its own session, so a Ctrl-C meant for the
 worker does not reach it, and the pipe's write end stays in the worker (close-on-exec), never in a job.
+
+A worker that is alive but stopped (Ctrl-Z, SIGSTOP, a frozen VM, a hung interpreter) writes nothing and
+renews no lease: after a lease TTL its tasks are started elsewhere while its jobs still run. So the worker
+says how long its silence may last (`silence_s`: a little less than the lease TTL) when it starts the
+sentinel, and that it is alive every heartbeat interval (`alive`); a sentinel that hears nothing for that
+long kills the watched jobs (not the spare shells, which a resumed
+worker may use), before their leases run out, and goes on listening.
 """
 
 from __future__ import annotations
@@ -22,12 +29,13 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import queue
 import signal
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -63,7 +71,8 @@ class Watched:
 class JobSentinel:
     """The worker's side: starts the sentinel process on first use and keeps it told what runs."""
 
-    def __init__(self) -> None:
+    def __init__(self, silence_s: float | None = None) -> None:
+        self.silence_s = silence_s  # None: the sentinel acts only when the worker is gone
         self._lock = threading.Lock()
         self._process: subprocess.Popen[str] | None = None
         self._watched: dict[str, WatchedJob] = {}  # by run token
@@ -93,6 +102,13 @@ class JobSentinel:
             self._cgroups = cgroups
             if self._process is not None:
                 self._send(_cgroups_message(cgroups))
+
+    def alive(self) -> None:
+        """Tell a running sentinel that the worker is alive: it kills the watched jobs once it hears nothing
+        for `silence_s` (the worker stopped: their leases are about to run out). Starts nothing."""
+        with self._lock:
+            if self._process is not None and self.silence_s is not None:
+                self._send({"alive": self.silence_s})
 
     def forget(self, run_token: str) -> None:
         """The job is over (and swept): nothing of it is left to kill."""
@@ -147,6 +163,8 @@ class JobSentinel:
                 text=True,
             )
             assert process.stdin is not None
+            if self.silence_s is not None:  # from its first moment: the worker may stop right after a start
+                process.stdin.write(json.dumps({"alive": self.silence_s}) + "\n")
             if self._cgroups is not None:
                 process.stdin.write(json.dumps(_cgroups_message(self._cgroups)) + "\n")
             for token, job in self._watched.items():
@@ -172,37 +190,97 @@ def _is_cgroups_message(message: dict[str, object]) -> bool:
     return valid_folder and isinstance(owner, str) and isinstance(spares, str) and bool(spares)
 
 
-def serve(lines: IO[str]) -> Watched:
-    """The sentinel's side: follow the worker's messages until end-of-file; return what is still watched."""
+def _follow(lines: IO[str], inbox: queue.Queue[str | None]) -> None:
+    """Put each line of the worker's pipe into `inbox`, then None at end-of-file."""
+    try:
+        for line in lines:
+            inbox.put(line)
+    finally:
+        inbox.put(None)
+
+
+def serve(
+    lines: IO[str],
+    on_silence: Callable[[Watched, float], None] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> Watched:
+    """The sentinel's side: follow the worker's messages until end-of-file; return what is still watched.
+
+    After an `alive` message, a silence of its length while jobs are watched calls `on_silence` (with what
+    is watched and how long it was silent), which ends those jobs; they are then no longer watched."""
     watched = Watched({})
-    for line in lines:
+    inbox: queue.Queue[str | None] = queue.Queue()
+    threading.Thread(target=_follow, args=(lines, inbox), name="pipe", daemon=True).start()
+    silence_s: float | None = None
+    heard = clock()
+    while True:
+        wait_s = None if silence_s is None or not watched.jobs else max(0.0, heard + silence_s - clock())
         try:
-            message = json.loads(line)
-        except ValueError:
+            line = inbox.get(timeout=wait_s)
+        except queue.Empty:  # the worker said it would speak by now: it is stopped or hung
+            if on_silence is not None:
+                on_silence(watched, clock() - heard)
+            watched.jobs.clear()
             continue
-        if not isinstance(message, dict):
-            continue
-        if isinstance(message.get("watch"), str):
-            group, cleanup, cgroup = message.get("group"), message.get("cleanup"), message.get("cgroup")
-            valid = isinstance(cleanup, list) and all(isinstance(word, str) for word in cleanup)
-            watched.jobs[message["watch"]] = WatchedJob(
-                group if isinstance(group, int) and group > 1 else None,
-                cgroup if isinstance(cgroup, str) and cgroup.startswith("/") else None,
-                cleanup if valid else None,
-            )
-        elif isinstance(message.get("forget"), str):
-            watched.jobs.pop(message["forget"], None)
-        elif _is_cgroups_message(message):
-            watched.cgroups = JobCgroups(Path(message["cgroups"]), message["owner"])
-            watched.spare_prefix = message["spares"]
-    return watched
+        if line is None:
+            return watched
+        heard = clock()
+        silence = _handle(line, watched)
+        if silence is not None:
+            silence_s = silence
+
+
+def _handle(line: str, watched: Watched) -> float | None:
+    """Apply one message of the worker to `watched`; the silence it allows when it is an `alive`."""
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(message, dict):
+        return None
+    if isinstance(message.get("watch"), str):
+        group, cleanup, cgroup = message.get("group"), message.get("cleanup"), message.get("cgroup")
+        valid = isinstance(cleanup, list) and all(isinstance(word, str) for word in cleanup)
+        watched.jobs[message["watch"]] = WatchedJob(
+            group if isinstance(group, int) and group > 1 else None,
+            cgroup if isinstance(cgroup, str) and cgroup.startswith("/") else None,
+            cleanup if valid else None,
+        )
+    elif isinstance(message.get("forget"), str):
+        watched.jobs.pop(message["forget"], None)
+    elif _is_cgroups_message(message):
+        watched.cgroups = JobCgroups(Path(message["cgroups"]), message["owner"])
+        watched.spare_prefix = message["spares"]
+    elif isinstance(message.get("alive"), int | float) and message["alive"] > 0:
+        return float(message["alive"])
+    return None
+
+
+def kill_silent_workers_jobs(told: Watched, silent_s: float) -> None:
+    """The worker has said nothing for `silent_s`: kill its jobs before their leases run out and their
+    tasks start elsewhere (its spare shells stay, for the worker if it resumes)."""
+    log.warning(
+        "worker silent for %.0f s (stopped or hung): killing its jobs %s before their leases run out",
+        silent_s,
+        sorted(told.jobs),
+    )
+    kill_jobs(told.jobs)
 
 
 def kill_leftovers(told: Watched, settle_s: float = KILL_SETTLE_S) -> None:
-    """SIGKILL the watched jobs' cgroups, process groups and every process carrying one of their tokens,
-    until two looks at /proc in a row find none (a process in the middle of an exec can show no environment
-    for an instant), then run their cleanup commands and remove their cgroups and the worker's others."""
-    watched = told.jobs
+    """The worker is gone: kill its watched jobs (`kill_jobs`), then remove the cgroups its spare shells
+    left (they die with the worker)."""
+    kill_jobs(told.jobs, settle_s)
+    if told.cgroups is not None:
+        for cgroup in told.cgroups.owned(told.spare_prefix).values():
+            cgroup.kill()
+            cgroup.remove()
+
+
+def kill_jobs(watched: dict[str, WatchedJob], settle_s: float = KILL_SETTLE_S) -> None:
+    """SIGKILL the jobs' cgroups, process groups and every process carrying one of their tokens, until two
+    looks at /proc in a row find none (a process in the middle of an exec can show no environment for an
+    instant), then run their cleanup commands and remove their cgroups."""
     deadline = time.monotonic() + settle_s
     cgroups = [JobCgroup(Path(job.cgroup)) for job in watched.values() if job.cgroup is not None]
     quiet = 0
@@ -223,7 +301,7 @@ def kill_leftovers(told: Watched, settle_s: float = KILL_SETTLE_S) -> None:
             quiet += 1
         else:
             quiet = 0
-            log.warning("worker gone: killing processes %s of its jobs", sorted(pids))
+            log.warning("killing processes %s of the worker's jobs", sorted(pids))
             signal_pids(pids, signal.SIGKILL)
             if time.monotonic() >= deadline:
                 log.warning("processes %s survive SIGKILL", sorted(pids))
@@ -234,13 +312,9 @@ def kill_leftovers(told: Watched, settle_s: float = KILL_SETTLE_S) -> None:
             run_cleanup(job.cleanup)
     for cgroup in cgroups:
         cgroup.remove()
-    if told.cgroups is not None:  # what the worker's spare shells left (they die with the worker)
-        for cgroup in told.cgroups.owned(told.spare_prefix).values():
-            cgroup.kill()
-            cgroup.remove()
 
 
 def main() -> None:
     """Entry point of the sentinel process (started by `JobSentinel`; it reads the worker's pipe)."""
     logging.basicConfig(level=logging.WARNING, format="nightshift sentinel: %(message)s")
-    kill_leftovers(serve(sys.stdin))
+    kill_leftovers(serve(sys.stdin, on_silence=kill_silent_workers_jobs))

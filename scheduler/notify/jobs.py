@@ -2,7 +2,8 @@
 
 Run beside the scheduler (one per cluster is enough; a second one would not send twice: every message
 is marked sent in Redis first, with `SET NX`). Quota warnings go to a team once per rolling window and
-day, when its GPU-hours pass `budget_warn_fraction` of a day or week budget — a warning, never a kill.
+day, when its GPU-hours pass `budget_warn_fraction` of a day or week budget — a warning, never a kill
+— and once more when the budget is used up (its new GPU tasks then wait).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import logging
 from collections.abc import Callable
 from datetime import datetime
 from functools import partial
+from typing import Any
 
 from apscheduler.schedulers.background import BackgroundScheduler  # type: ignore[import-untyped]
 from apscheduler.triggers.cron import CronTrigger  # type: ignore[import-untyped]
@@ -19,7 +21,7 @@ from scheduler.clock import now_s
 from scheduler.notify.events import Event
 from scheduler.notify.notifier import Notifier
 from scheduler.notify.summary import morning_summary, summary_event
-from scheduler.policy.reasons import gpu_hours
+from scheduler.policy.reasons import amount
 from scheduler.policy.windows import zone
 from scheduler.service import Cluster
 from scheduler.task_logs import failure_lines
@@ -89,7 +91,8 @@ class ClusterJobs:
         return sent
 
     def check_quotas(self) -> list[Event]:
-        """Warn each team past `budget_warn_fraction` of a budget (once per window and day)."""
+        """Warn each team past `budget_warn_fraction` of a budget, and again when it is used up (each once
+        per window and day)."""
         now = self.clock()
         config = self.cluster.policy_config
         day = datetime.fromtimestamp(now, zone(config.timezone)).date().isoformat()
@@ -99,18 +102,30 @@ class ClusterJobs:
                 share = row[f"{window}_share"]
                 if share is None or share < config.budget_warn_fraction:
                     continue
-                if not self._once(f"quota:{row['team']}:{window}:{day}"):
+                level = "used_up" if share >= 1 else "warning"
+                if not self._once(f"quota:{row['team']}:{window}:{level}:{day}"):
                     continue
-                used, budget = row[f"{window}_used_gpu_h"], row[f"{window}_budget_gpu_h"]
-                period = "24 hours" if window == "day" else "7 days"
-                text = (
-                    f"Team {row['team']} used {gpu_hours(used)} of its {budget:g} GPU-hour budget over the "
-                    f"last {period} ({share:.0%}). Tasks keep running; new ones may wait behind other teams'."
-                )
-                event = Event(
-                    "quota_warning", f"{row['team']}: {share:.0%} of the {window} GPU-hour budget", text,
-                    team=row["team"], fields={"used_gpu_h": used, "budget_gpu_h": budget},
-                )  # fmt: skip
+                event = quota_event(row, window)
                 self.notifier.notify(event)
                 sent.append(event)
         return sent
+
+
+def quota_event(row: dict[str, Any], window: str) -> Event:
+    """The `quota_warning` for `row` (a `quota_use` row) past its warning share of the `window` budget:
+    what the team may expect, which differs once the budget is used up (no new GPU starts)."""
+    team, share = row["team"], row[f"{window}_share"]
+    used, budget = row[f"{window}_used_gpu_h"], row[f"{window}_budget_gpu_h"]
+    period = "24 hours" if window == "day" else "7 days"
+    text = f"Team {team} used {amount(used)} of its {budget:g} GPU-hour budget over the last {period}"
+    text += f" ({share:.0%})"
+    if share >= 1:
+        title = f"{team}: {window} GPU-hour budget used up ({share:.0%})"
+        text += (
+            f": no new GPU task of team {team} starts until its use ages out (`nightshift quota` says when). "
+            "Running tasks go on; CPU-only tasks still start."
+        )
+    else:
+        title = f"{team}: {share:.0%} of the {window} GPU-hour budget"
+        text += ". Tasks keep running; new ones may wait behind other teams'."
+    return Event("quota_warning", title, text, team=team, fields={"used_gpu_h": used, "budget_gpu_h": budget})

@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from scheduler.clock import from_epoch_s, to_epoch_s
 from scheduler.notify.events import Event
+from scheduler.policy.reasons import amount
 from scheduler.policy.windows import zone
 from scheduler.store.tables import FINAL_STATUSES, Task, Team
 from scheduler.telemetry.store import TelemetryStore
@@ -102,8 +103,8 @@ def summary_event(summary: dict[str, Any], team: str | None = None) -> Event:
     done, failed = summary["succeeded"], summary["failed"]
     text = (
         f"{len(done)} succeeded, {len(failed)} failed, {len(summary['cancelled'])} cancelled; "
-        f"{summary['gpu_hours']:.2f} GPU-hours, {summary['energy_kwh']:.2f} kWh, "
-        f"{summary['cost']:.2f} {summary['currency']}"
+        f"{amount(summary['gpu_hours'], 2)} GPU-hours, {amount(summary['energy_kwh'], 2)} kWh, "
+        f"{amount(summary['cost'], 2)} {summary['currency']}"
     )
     lines = [text]
     for task in failed[:MAX_LISTED]:

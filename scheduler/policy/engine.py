@@ -92,7 +92,8 @@ def decide(
     """Which of the first `config.window` queued tasks start now and where, and why the others wait.
 
     `queued` comes ordered by static score; `gpus` show what is free now (running tasks already counted);
-    `succeeded`/`failed` hold the ids of parents (from `depends_on`) that ended that way. With
+    `succeeded`/`failed` hold the ids of parents (from `depends_on` and `depends_on_any`) that ended that way
+    (`failed` also holds cancelled ones). With
     `with_reasons=False` (the simulator) the pass stops once no GPU has room and skips the wording.
     `pool`, when given, is a `Pool` the caller keeps equal to `gpus` (the simulator's incremental view): the
     pass works on a copy-on-write copy of it instead of building one from `gpus`, and leaves it unchanged.
@@ -153,14 +154,28 @@ def _consider(ps: _Pass, task: QueuedTask, succeeded: Set[int], failed: Set[int]
     _blocked_by_gpus(ps, task)
 
 
-def _hold_reason(ps: _Pass, task: QueuedTask, succeeded: Set[int], failed: Set[int]) -> str | None:
-    """Why `task` may not start yet for reasons other than GPUs and caps (None when it may)."""
+def _parents_reason(ps: _Pass, task: QueuedTask, succeeded: Set[int], failed: Set[int]) -> str | None:
+    """Why `task` waits for its parents (None once they allow it): each `depends_on` parent must succeed (one
+    that failed or was cancelled fails the task at once, whatever its other parents still do), each
+    `depends_on_any` parent must end however it ends."""
     for parent in task.depends_on:
         if parent in failed:
             ps.fail[task.task_id] = reasons.parent_failed(parent)
             return reasons.parent_failed(parent)
+    for parent in task.depends_on:
         if parent not in succeeded:
             return reasons.waiting_for_parent(parent)
+    for parent in task.depends_on_any:
+        if parent not in succeeded and parent not in failed:
+            return reasons.waiting_for_parent_to_end(parent)
+    return None
+
+
+def _hold_reason(ps: _Pass, task: QueuedTask, succeeded: Set[int], failed: Set[int]) -> str | None:
+    """Why `task` may not start yet for reasons other than GPUs and caps (None when it may)."""
+    parents = _parents_reason(ps, task, succeeded, failed)
+    if parents is not None:
+        return parents
     if task.not_before_s is not None and ps.now_s < task.not_before_s:
         ps.wake(task.not_before_s)
         when = reasons.local_time(task.not_before_s, ps.now_s, ps.config.timezone)

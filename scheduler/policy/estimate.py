@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections import deque
 from dataclasses import dataclass, replace
@@ -10,17 +11,27 @@ from scheduler.policy.config import PolicyConfig
 from scheduler.policy.types import QueuedTask, RunningTask
 
 HistoryKey = tuple[str, str, int]
+_SWEEP_PARAMETERS = re.compile(r"(?:\s+[A-Za-z_][A-Za-z0-9_]*:\S+)+$")
 RECENT_RUNS = 50  # the cluster's typical run time is the median of this many last runs of GPU tasks
 MIN_RECENT_RUNS = 5  # and is not known before this many
 
 
+def family_name(name: str) -> str:
+    """A sweep task's name without its parameters (`train lr:0.1 bs:32` -> `train`), so that the runs of one
+    setting teach the others' estimates; other names as they are."""
+    return _SWEEP_PARAMETERS.sub("", name) or name
+
+
 class DurationHistory:
     """Recent run times per (user, name, gpus), fed with finished tasks in the order they ended; the median
-    of the last `runs`. Also the cluster's typical run time over every GPU task (`typical_s`)."""
+    of the last `runs`. A name nothing finished under yet is estimated from its family (`family_name`): the
+    runs of the same sweep with other parameters, or of the name without them. Also the cluster's typical run
+    time over every GPU task (`typical_s`)."""
 
     def __init__(self, runs: int = 9) -> None:
         self.runs = runs
         self._by_key: dict[HistoryKey, deque[float]] = {}
+        self._by_family: dict[HistoryKey, deque[float]] = {}
         self._recent: deque[float] = deque(maxlen=RECENT_RUNS)
         self._typical: float | None = None  # median of `_recent`, computed on demand after each change
 
@@ -33,16 +44,23 @@ class DurationHistory:
         """Record a task that finished (succeeded) after `duration_s`."""
         runs = self._by_key.setdefault(self.key(user, name, gpus), deque(maxlen=self.runs))
         runs.append(duration_s)
+        family = self._by_family.setdefault(self.key(user, family_name(name), gpus), deque(maxlen=self.runs))
+        family.append(duration_s)
         if gpus > 0:  # the pace that matters is that of the tasks holding GPUs
             self._recent.append(duration_s)
             self._typical = None
 
-    def learned(self, user: str, name: str, gpus: int) -> tuple[float, int] | None:
-        """(median run time, number of runs) for this key, or None when nothing finished yet."""
+    def learned(self, user: str, name: str, gpus: int) -> tuple[float, int, str | None] | None:
+        """(median run time, number of runs, None) for this key; else (..., family name) for its family, when
+        the name itself never ran; None when neither did."""
         runs = self._by_key.get(self.key(user, name, gpus))
+        if runs:
+            return statistics.median(runs), len(runs), None
+        family = family_name(name)
+        runs = self._by_family.get(self.key(user, family, gpus))
         if not runs:
             return None
-        return statistics.median(runs), len(runs)
+        return statistics.median(runs), len(runs), family
 
     def typical_s(self) -> float | None:
         """Median run time of the last `RECENT_RUNS` GPU tasks of any user, name and size; None before
@@ -78,10 +96,13 @@ def estimate_duration_s(
         return DurationEstimate(task.estimated_s, "spec estimate")
     learned = history.learned(task.user, task.name, task.gpus) if history is not None else None
     if learned is not None:
-        seconds, runs = learned
+        seconds, runs, family = learned
         if task.time_limit_s:
             seconds = min(seconds, task.time_limit_s)
-        return DurationEstimate(seconds, f"median of {runs} recent run{'s' if runs != 1 else ''}")
+        source = f"median of {runs} recent run{'s' if runs != 1 else ''}"
+        if family is not None:
+            source += f" of {family} sweeps" if family == task.name else f" of {family} with other parameters"
+        return DurationEstimate(seconds, source)
     if task.time_limit_s is not None and task.time_limit_s > 0:
         return DurationEstimate(task.time_limit_s, "time limit")
     return DurationEstimate(config.default_estimate_s, "default")

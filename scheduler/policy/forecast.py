@@ -92,13 +92,15 @@ def estimate_starts(
     failed: Set[int] = frozenset(),
     targets: Collection[int] | None = None,
     finished: Sequence[FinishedSpan] = (),
+    ranges: bool = True,
 ) -> dict[int, StartEstimate]:
     """Expected start (with a range), position and current reason for each queued task (or only `targets`).
 
     `queued` is the whole queue (or as much as should be forecast) ordered by static score; run times are
     the tasks' estimates (`estimated_s`, else time limit, else the default), running tasks end at their
     expected end. `finished`: the GPU work of the last week that has ended, (team, gpus, start_s, end_s),
-    from which a used-up budget is seen to free.
+    from which a used-up budget is seen to free. `ranges=False` replays once, for the expected start alone
+    (low and high are that start): a third of the work, where only the expected end matters.
     """
     wanted = set(targets) if targets is not None else {t.task_id for t in queued}
     used_up = used_up_teams(usage or {}, config)
@@ -110,16 +112,16 @@ def estimate_starts(
     positions = queue_positions(queued, now_s, config, usage)
     args = (queued, running, gpus, now_s, config, usage, succeeded, failed, finished)
     mid = _replay_starts(*args, 1.0, wanted)
-    low = _replay_starts(*args, config.estimate_low_factor, wanted)
-    high = _replay_starts(*args, config.estimate_high_factor, wanted)
+    low = _replay_starts(*args, config.estimate_low_factor, wanted) if ranges else {}
+    high = _replay_starts(*args, config.estimate_high_factor, wanted) if ranges else {}
     started_now = {s.task_id for s in now.starts}
     out: dict[int, StartEstimate] = {}
     for task in queued:
         if task.task_id not in wanted:
             continue
         start = now_s if task.task_id in started_now else mid.get(task.task_id, math.inf)
-        lo = min(start, low.get(task.task_id, math.inf))
-        hi = max(start, high.get(task.task_id, math.inf))
+        lo = min(start, low.get(task.task_id, math.inf)) if ranges else start
+        hi = max(start, high.get(task.task_id, math.inf)) if ranges else start
         reason = now.fail.get(task.task_id) or now.pending_reasons.get(task.task_id)
         if task.task_id in now.reserved_on and not math.isinf(start):
             # worded with this forecast's start, which expects overrunning tasks to run on (the pass's own

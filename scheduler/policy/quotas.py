@@ -53,7 +53,7 @@ def budget_status(team: str, usage: Mapping[str, TeamUsage] | None, config: Poli
         if budget_h is None:
             continue
         used_h = used_s / 3600.0
-        of_budget = f"{reasons.gpu_hours(used_h)}/{budget_h:g} GPU-h"
+        of_budget = f"{reasons.amount(used_h)}/{budget_h:g} GPU-h"
         if used_h >= budget_h:
             msg = f"{period} budget of team {team} is used up ({of_budget})"
             return BudgetStatus(team, "exhausted", msg)

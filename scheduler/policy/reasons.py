@@ -43,12 +43,27 @@ def ends_after_deadline(end_s: float, deadline_s: float, now_s: float, tz_name: 
     return f"expected to end around {end}, after its deadline {deadline}"
 
 
-def gpu_hours(hours: float, decimals: int = 1) -> str:
-    """`"40.0"`, `"0.025"`: to `decimals` places, or two significant digits where those would round it
-    to nothing (a 0.02 GPU-h budget used up must not read "0.0/0.02")."""
-    if hours == 0 or abs(hours) >= 0.5 * 10**-decimals:
-        return f"{hours:.{decimals}f}"
-    return f"{hours:.{1 - math.floor(math.log10(abs(hours)))}f}"
+def queue_ends_after_deadline(
+    start_s: float, end_s: float, deadline_s: float, now_s: float, tz_name: str
+) -> str:
+    """`"with the work queued ahead of it, it should start around 14:20 and end around 18:20, after its
+    deadline 17:00"`: a task that could make its deadline on an idle cluster but not behind today's queue
+    (a forecast, said at submit; never enforced)."""
+    start, end = local_time(start_s, now_s, tz_name), local_time(end_s, now_s, tz_name)
+    deadline = local_time(deadline_s, now_s, tz_name)
+    return (
+        f"with the work queued ahead of it, it should start around {start} and end around {end}, "
+        f"after its deadline {deadline}"
+    )
+
+
+def amount(value: float, decimals: int = 1) -> str:
+    """`"40.0"`, `"0.025"`: an amount (GPU-hours, kWh, a cost) to `decimals` places, or two significant
+    digits where those would round it to nothing (a 0.02 GPU-h budget used up must not read "0.0/0.02",
+    nor a 1-minute task's energy "0.0 kWh")."""
+    if value == 0 or abs(value) >= 0.5 * 10**-decimals:
+        return f"{value:.{decimals}f}"
+    return f"{value:.{1 - math.floor(math.log10(abs(value)))}f}"
 
 
 def behind(n: int) -> str:
@@ -61,6 +76,13 @@ def held(by: str, task_id: int) -> str:
     return f"held by {by}: nightshift release {task_id} lets it start"
 
 
+def waiting_for_slot(sweep_id: int, max_running: int | None) -> str:
+    """`"waiting for a slot: sweep 3 runs at most 4 at a time"` (its `max_running`; None while the limit
+    is being lifted)."""
+    limit = f"at most {max_running}" if max_running is not None else "a limited number"
+    return f"waiting for a slot: sweep {sweep_id} runs {limit} at a time"
+
+
 def team_cap(team: str, cap: int) -> str:
     """`"team vision is at its 4-GPU cap"`."""
     return f"team {team} is at its {cap}-GPU cap"
@@ -69,6 +91,11 @@ def team_cap(team: str, cap: int) -> str:
 def waiting_for_parent(parent_id: int) -> str:
     """`"waiting for task 12 to succeed"`."""
     return f"waiting for task {parent_id} to succeed"
+
+
+def waiting_for_parent_to_end(parent_id: int) -> str:
+    """`"waiting for task 12 to end"`: a `depends_on_any` parent that has not ended yet."""
+    return f"waiting for task {parent_id} to end"
 
 
 def parent_failed(parent_id: int) -> str:
@@ -101,6 +128,14 @@ def out_of_service(unavailable: Sequence[GpuSlot], total: int) -> str:
     out = len(unavailable)
     where = "`nightshift nodes`" if all(w.startswith("node ") for w in whys) else "`nightshift gpus`"
     return f"waiting for GPUs out of service ({out} of {total}: {shown}; {where} shows which)"
+
+
+def no_scheduler() -> str:
+    """Said beside a queued task's reason while no scheduler runs: the forecasts assume one does."""
+    return (
+        "no scheduler is running: nothing starts until one does "
+        "(an admin starts `nightshift scheduler`, or `nightshift up`, on the server)"
+    )
 
 
 def no_node_in_service(pinned: str | None) -> str:

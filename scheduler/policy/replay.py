@@ -160,6 +160,8 @@ class Replay:
         for task_id, why in dec.fail.items():
             self.failed[task_id] = why
             self._dequeue(task_id)
+        if dec.fail:  # one more pass at this instant: a task waiting for these to end (`depends_on_any`)
+            self._push(self.now_s, _WAKE, -1)  # starts now, as at the live scheduler's next pass
         by_task: dict[int, list[StartDecision]] = {}
         for s in dec.starts:
             by_task.setdefault(s.task_id, []).append(s)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 LOST_WORKER_REASONS = frozenset({"lost_worker", "worker_stopped"})
 SHUTDOWN_REASON = "worker_shutdown"
-COUNTED_REASONS = frozenset({"nonzero_exit", "timeout", "oom", "signal"})
+COUNTED_REASONS = frozenset({"nonzero_exit", "timeout", "output_limit", "oom", "signal"})
 MAX_LOST_WORKER_IN_A_ROW = 3
 BACKOFF_FIRST_S = 30.0
 BACKOFF_MAX_S = 600.0

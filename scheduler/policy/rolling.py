@@ -51,9 +51,10 @@ def under_budget_at_s(
     used = rolling_gpu_s(spans, from_s, window_s)
     if used < budget_gpu_s:
         return from_s
-    before_s = from_s - window_s
+    # The slope at `from_s` sums the same change moments the sweep below starts after (a span leaving the
+    # window at `start_s + window_s`, as floats add it), so that no change is counted in neither.
     slope = sum(s.gpus for s in spans if s.start_s <= from_s < s.end_s) - sum(
-        s.gpus for s in spans if s.start_s <= before_s < s.end_s
+        s.gpus for s in spans if s.start_s + window_s <= from_s < s.end_s + window_s
     )
     changes = sorted(
         (at_s, delta)

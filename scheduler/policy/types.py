@@ -56,7 +56,8 @@ class QueuedTask:
     deadline_s: float | None = None
     offpeak: bool = False
     name: str = ""
-    depends_on: tuple[int, ...] = ()
+    depends_on: tuple[int, ...] = ()  # parents that must succeed (Slurm's afterok)
+    depends_on_any: tuple[int, ...] = ()  # parents that must end, however they end (Slurm's afterany)
     node: str | None = None  # pinned node label, when the spec names one
     gpu_model: str | None = None  # only GPUs whose model contains this (case-insensitive), e.g. "A100"
     revision: int = 0  # the edit of the live task row this view was read from (a start names it)

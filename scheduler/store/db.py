@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -11,15 +13,21 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from scheduler.errors import ServiceUnavailable
+from scheduler.private_files import private_file, restrict
+
+log = logging.getLogger(__name__)
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 SQLITE_BUSY_TIMEOUT_MS = 15_000
+# How long `migrate` goes on waiting for a SQLite database that another process holds (its migration, on a
+# machine whose disk stalls), past the busy timeout, before it gives up.
+SQLITE_MIGRATION_WAIT_S = 120.0
 
 
 def _tune_sqlite(dbapi_connection: Any, _record: Any) -> None:
@@ -56,13 +64,23 @@ def read_only(session: Session) -> Session:
     return session
 
 
+def keep_sqlite_private(database: Path) -> None:
+    """Create the SQLite file owner-only (its -wal and -shm files take its mode), or make an older one and
+    its -wal and -shm owner-only: jobs of every team run on this machine, and it holds every team's specs."""
+    private_file(database)
+    for suffix in ("-wal", "-shm"):
+        restrict(database.with_name(database.name + suffix))
+
+
 def create_db_engine(url: str) -> Engine:
     """An engine for `url`; SQLite gets WAL, a busy timeout and up-front write locks."""
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
-        if parsed.database and parsed.database != ":memory:":
-            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 15})
+        if parsed.database and parsed.database != ":memory:" and not parsed.database.startswith("file:"):
+            keep_sqlite_private(Path(parsed.database))
+        engine = create_engine(
+            url, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
+        )
         event.listen(engine, "connect", _tune_sqlite)
         event.listen(engine, "begin", _begin_immediate)
         _WRITE_LOCKS[engine] = threading.RLock()
@@ -72,16 +90,43 @@ def create_db_engine(url: str) -> Engine:
     return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
 
 
+# The key of the PostgreSQL advisory lock `migrate` holds: any 64-bit number other code does not use.
+MIGRATION_LOCK_KEY = 0x6E69676874736869  # "nightshi"
+
+
+def _lock_migrations(connection: Connection) -> None:
+    """Make processes that migrate one PostgreSQL database at once take turns (the API, the scheduler and
+    every node's worker start together on a fresh database, under systemd): without it two of them create
+    `alembic_version` at once and one dies with a UniqueViolation. The lock ends with the transaction; the
+    next one in turn finds the schema at head and changes nothing (SQLite's BEGIN IMMEDIATE does as much)."""
+    if connection.dialect.name == "postgresql":
+        connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
+
+
 def migrate(engine: Engine) -> None:
-    """Bring the schema to the newest alembic revision (idempotent; run at every start)."""
+    """Bring the schema to the newest alembic revision (idempotent; run at every start, by any number of
+    processes at once). A SQLite database still locked after the busy timeout (another process migrating
+    it while the disk stalls) is tried again, up to `SQLITE_MIGRATION_WAIT_S`: a start waits, not fails."""
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
-    try:
-        with engine.begin() as connection:
-            config.attributes["connection"] = connection
-            command.upgrade(config, "head")
-    except OperationalError as exc:
-        raise ServiceUnavailable(f"cannot reach the database at {engine.url!r}: {exc.orig}") from None
+    deadline = time.monotonic() + SQLITE_MIGRATION_WAIT_S
+    while True:
+        try:
+            with engine.begin() as connection:
+                _lock_migrations(connection)
+                config.attributes["connection"] = connection
+                command.upgrade(config, "head")
+            return
+        except OperationalError as exc:
+            if not (_sqlite_locked(engine, exc) and time.monotonic() < deadline):
+                raise ServiceUnavailable(f"cannot reach the database at {engine.url!r}: {exc.orig}") from None
+            log.warning("the database %s is locked by another process: trying again", engine.url)
+            time.sleep(0.5)
+
+
+def _sqlite_locked(engine: Engine, error: OperationalError) -> bool:
+    """True when SQLite refused for a lock another connection holds (worth waiting for), not a fault."""
+    return engine.dialect.name == "sqlite" and "locked" in str(error.orig)
 
 
 def make_session_factory(engine: Engine) -> sessionmaker[Session]:

@@ -144,6 +144,24 @@ def revoke_token(factory: sessionmaker[Session], token_or_prefix: str) -> int:
     return count
 
 
+def revoke_user_tokens(factory: sessionmaker[Session], user: str) -> int:
+    """Revoke every active token of `user` (someone who left the lab): an admin rarely has their tokens,
+    which are shown only once. Returns how many were revoked; NotFoundError when there were none."""
+    name = user.strip().lower()
+    with transaction(factory) as session:
+        owner = select(User.id).where(User.name == name).scalar_subquery()
+        result = session.execute(
+            update(ApiToken)
+            .where(ApiToken.user_id == owner, ApiToken.revoked_at.is_(None))
+            .values(revoked_at=utcnow())
+        )
+        count = int(getattr(result, "rowcount", 0) or 0)
+    _note_revocation()
+    if count == 0:
+        raise NotFoundError(f"user {name!r} has no active token")
+    return count
+
+
 def _note_revocation() -> None:
     global _revocation_generation
     _revocation_generation = next(_revocations)

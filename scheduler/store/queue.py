@@ -19,6 +19,10 @@ from scheduler.keys import RedisKeys
 from scheduler.policy.aging import window_ids
 
 LUA_DIR = Path(__file__).parent / "lua"
+# A reply slower than this is an error. Longer than every blocking wait on these connections (the log-request
+# loop blocks 5 s, doorbells at most 2 s), which redis-py 8's own default of 5 s cut as "Timeout reading from
+# socket"; shorter than a lease, so a hung Redis still shows in time.
+SOCKET_TIMEOUT_S = 15.0
 
 
 def load_script(client: redis.Redis, name: str) -> Script:
@@ -101,7 +105,9 @@ class RedisQueue:
     @classmethod
     def from_url(cls, url: str, keys: RedisKeys | None = None) -> RedisQueue:
         """Connect to `url` (checked with a PING, so a wrong URL fails here with a clear message)."""
-        client = redis.Redis.from_url(url, decode_responses=True, health_check_interval=30)
+        client = redis.Redis.from_url(
+            url, decode_responses=True, health_check_interval=30, socket_timeout=SOCKET_TIMEOUT_S
+        )
         try:
             client.ping()
         except redis.RedisError as exc:
@@ -109,6 +115,11 @@ class RedisQueue:
         queue = cls(client, keys)
         queue.url = url
         return queue
+
+    def scheduler_running(self) -> bool:
+        """True while a scheduler holds the leader lock (it renews it on every pass; a crashed one's lapses
+        within its TTL): without one queued tasks never start, however free the GPUs."""
+        return bool(self.client.exists(self.keys.scheduler_lock))
 
     # --- epoch: detects that Redis lost its data ---------------------------------------------
 
@@ -456,10 +467,22 @@ class RedisQueue:
     def restore_queued(self, task_id: int, score: float, due_s: float | None = None) -> bool:
         """Put a task SQL says is queued back in the queue (and, with `due_s`, the overdue set) unless Redis
         holds it elsewhere."""
+        return bool(self._restore_queued(task_id, score, due_s, self.client))
+
+    def restore_queued_many(self, entries: Iterable[tuple[int, float, float | None]]) -> list[bool]:
+        """`restore_queued` of many tasks, each (task id, score, due_s), in one round trip (each one still
+        atomic): True for those queued, False for those Redis holds elsewhere (a claim still in flight)."""
+        pipe = self.client.pipeline(transaction=False)
+        for task_id, score, due_s in entries:
+            self._restore_queued(task_id, score, due_s, pipe)
+        return [bool(added) for added in pipe.execute()]
+
+    def _restore_queued(self, task_id: int, score: float, due_s: float | None, client: Any) -> Any:
+        """`restore.lua` for one queued task, on `client` (the connection, or a pipeline)."""
         k = self.keys
         keys = [k.queue, k.lease(task_id), k.assignment(task_id), k.leases, k.overdue]
         due = "" if due_s is None else due_s
-        return bool(self._restore(keys=keys, args=[task_id, "queued", score, "", "", 0, due]))
+        return self._restore(keys=keys, args=[task_id, "queued", score, "", "", 0, due], client=client)
 
     def restore_lease(
         self, task_id: int, token: str, node: str, gpu_indices: Iterable[int], expires_ms: int

@@ -2,6 +2,10 @@
 
 A sweep (or a batch) and all its tasks are inserted in one transaction: either every task exists, or none.
 The `Idempotency-Key` of a group is unique per user, like a single task's.
+
+A sweep with `max_running` N has at most N tasks admitted (running, or queued and neither held nor waiting
+for a slot); the others are queued with `waits_for_slot` and kept out of Redis until `admit_waiting` gives
+them a slot, lowest id first.
 """
 
 from __future__ import annotations
@@ -10,14 +14,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import ColumnElement, and_, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from scheduler.errors import NotFoundError
 from scheduler.store.db import transaction
 from scheduler.store.identity import Identity
-from scheduler.store.tables import Sweep, Task
+from scheduler.store.tables import Sweep, Task, User
+from scheduler.store.task_filter import TaskFilter, task_conditions
 from scheduler.store.tasks import MAX_TASK_ID, NewTask
 
 
@@ -29,9 +34,52 @@ class NewSweep:
     name: str
     command: str | None
     tasks: Sequence[tuple[NewTask, dict[str, Any]]]
+    max_running: int | None = None
 
 
-def _row(who: Identity, new: NewTask, sweep_id: int, params: dict[str, Any]) -> Task:
+@dataclass(frozen=True, slots=True)
+class SweepTally:
+    """A sweep's tasks counted without loading them: per status, held, waiting for a slot, and the
+    lowest and highest task id (`GET /sweeps` lists many sweeps with one query)."""
+
+    counts: dict[str, int]
+    held: int = 0
+    waiting: int = 0
+    first_task: int | None = None
+    last_task: int | None = None
+
+
+def _admitted() -> ColumnElement[bool]:
+    """A task that holds one of its sweep's slots: running, or queued and neither held nor waiting."""
+    queued = and_(Task.status == "queued", Task.held_by.is_(None), Task.waits_for_slot.is_(False))
+    return or_(Task.status == "running", queued)
+
+
+def tally_of(groups: Sequence[tuple[str, bool, bool, int, int, int]]) -> SweepTally:
+    """One sweep's tally from its (status, held, waits for a slot, count, lowest id, highest id) groups;
+    held and waiting are counted among queued tasks only. The one counting rule of a sweep, whether its
+    tasks were loaded (`tally_of_tasks`) or grouped in SQL (`SweepStore.tallies`)."""
+    counts: dict[str, int] = {}
+    held = waiting = 0
+    for status, is_held, waits, count, _, _ in groups:
+        counts[status] = counts.get(status, 0) + count
+        if status == "queued":
+            held += count if is_held else 0
+            waiting += count if waits and not is_held else 0
+    if not groups:
+        return SweepTally(counts)
+    first, last = min(group[4] for group in groups), max(group[5] for group in groups)
+    return SweepTally(counts, held, waiting, first, last)
+
+
+def tally_of_tasks(tasks: Sequence[Task]) -> SweepTally:
+    """A sweep's tally from its loaded task rows (`tally_of`, one group a task)."""
+    return tally_of(
+        [(task.status, task.held_by is not None, task.waits_for_slot, 1, task.id, task.id) for task in tasks]
+    )
+
+
+def _row(who: Identity, new: NewTask, sweep_id: int, params: dict[str, Any], waits: bool) -> Task:
     return Task(
         team_id=who.team_id,
         user_id=who.user_id,
@@ -44,6 +92,7 @@ def _row(who: Identity, new: NewTask, sweep_id: int, params: dict[str, Any]) -> 
         retries=new.retries,
         sweep_id=sweep_id,
         params=params or None,
+        waits_for_slot=waits,
     )
 
 
@@ -74,18 +123,91 @@ class SweepStore:
                     name=new.name,
                     command=new.command,
                     tasks_count=len(new.tasks),
+                    max_running=new.max_running,
                     idempotency_key=idempotency_key,
                 )
                 session.add(sweep)
                 session.flush()
                 sweep_id = sweep.id
-                session.add_all([_row(who, task, sweep_id, params) for task, params in new.tasks])
+                limit = len(new.tasks) if new.max_running is None else new.max_running
+                session.add_all(
+                    [
+                        _row(who, task, sweep_id, params, waits=number >= limit)
+                        for number, (task, params) in enumerate(new.tasks)
+                    ]
+                )
         except IntegrityError:
             existing = self.by_key(who, idempotency_key) if idempotency_key else None
             if existing is None:
                 raise
             return existing, self.tasks_of(existing.id), False
         return self.get_any(sweep_id), self.tasks_of(sweep_id), True
+
+    def admit_waiting(self, sweep_id: int) -> list[Task]:
+        """Give free slots to the sweep's tasks that wait for one, lowest id first; the tasks admitted.
+
+        One transaction with the sweep row locked (`FOR UPDATE` on PostgreSQL; SQLite serialises
+        writers), so two callers at once (two tasks of the sweep ending together) never admit more than
+        `max_running`. Without a limit every waiting task is admitted. The caller enqueues them in Redis;
+        if it dies first, the rows are queued and admitted, and the rebuild from SQL enqueues them.
+        """
+        with transaction(self.factory) as session:
+            locked = select(Sweep.max_running).where(Sweep.id == sweep_id).with_for_update()
+            limit = session.execute(locked).scalar_one_or_none()
+            waiting = select(Task).where(
+                Task.sweep_id == sweep_id,
+                Task.status == "queued",
+                Task.held_by.is_(None),
+                Task.waits_for_slot.is_(True),
+            )
+            if limit is not None:
+                free = limit - self._admitted_count(session, sweep_id)
+                if free <= 0:
+                    return []
+                waiting = waiting.limit(free)
+            rows = list(session.scalars(waiting.order_by(Task.id)))
+            if rows:
+                ids = [row.id for row in rows]
+                session.execute(update(Task).where(Task.id.in_(ids)).values(waits_for_slot=False))
+            for row in rows:
+                row.waits_for_slot = False
+            session.expunge_all()
+            return rows
+
+    @staticmethod
+    def _admitted_count(session: Session, sweep_id: int) -> int:
+        """How many of the sweep's tasks hold a slot (`_admitted`)."""
+        query = select(func.count()).select_from(Task).where(Task.sweep_id == sweep_id, _admitted())
+        return int(session.scalar(query) or 0)
+
+    def set_max_running(self, sweep_id: int, max_running: int | None) -> None:
+        """Change how many of the sweep's tasks may run at once (None: no limit). A lower limit stops
+        nothing already admitted; a higher one is filled by the caller's `admit_waiting`."""
+        with transaction(self.factory) as session:
+            session.execute(update(Sweep).where(Sweep.id == sweep_id).values(max_running=max_running))
+
+    def limited_sweeps_of(self, task_ids: Sequence[int]) -> set[int]:
+        """The sweeps with a `max_running` among these tasks' (whose ending may free a slot)."""
+        if not task_ids:
+            return set()
+        query = (
+            select(Task.sweep_id)
+            .join(Sweep, Sweep.id == Task.sweep_id)
+            .where(Task.id.in_(list(task_ids)), Sweep.max_running.is_not(None))
+            .distinct()
+        )
+        with self.factory() as session:
+            return {int(sweep_id) for sweep_id in session.scalars(query) if sweep_id is not None}
+
+    def sweeps_with_waiting(self) -> set[int]:
+        """The sweeps that have a task waiting for a slot (the rebuild's repair of a lost admission)."""
+        query = (
+            select(Task.sweep_id)
+            .where(Task.status == "queued", Task.waits_for_slot.is_(True), Task.held_by.is_(None))
+            .distinct()
+        )
+        with self.factory() as session:
+            return {int(sweep_id) for sweep_id in session.scalars(query) if sweep_id is not None}
 
     def by_key(self, who: Identity, key: str) -> Sweep | None:
         """The group this user created with this idempotency key, if any."""
@@ -110,19 +232,59 @@ class SweepStore:
             raise NotFoundError(f"sweep {sweep_id} not found")
         return row
 
+    def list_for(self, who: Identity, user: str | None = None, limit: int = 50) -> list[Sweep]:
+        """The newest `limit` sweeps the caller may see (their team's; every team's for an admin, as
+        `GET /tasks`), newest first; `user`: only that person's."""
+        query = select(Sweep)
+        if not who.is_admin:
+            query = query.where(Sweep.team_id == who.team_id)
+        if user is not None:
+            query = query.where(Sweep.user_id.in_(select(User.id).where(User.name == user)))
+        with self.factory() as session:
+            return list(session.scalars(query.order_by(Sweep.id.desc()).limit(limit)))
+
+    def tallies(self, sweep_ids: Sequence[int]) -> dict[int, SweepTally]:
+        """Each sweep's tasks counted by status, held and waiting, in one grouped query for all the ids
+        (a sweep without tasks is absent)."""
+        if not sweep_ids:
+            return {}
+        held = Task.held_by.is_not(None)
+        query = (
+            select(
+                Task.sweep_id,
+                Task.status,
+                held,
+                Task.waits_for_slot,
+                func.count(),
+                func.min(Task.id),
+                func.max(Task.id),
+            )
+            .where(Task.sweep_id.in_(list(sweep_ids)))
+            .group_by(Task.sweep_id, Task.status, held, Task.waits_for_slot)
+        )
+        with self.factory() as session:
+            rows = session.execute(query).all()
+        groups: dict[int, list[tuple[str, bool, bool, int, int, int]]] = {}
+        for sweep_id, status, is_held, waits, count, low, high in rows:
+            groups.setdefault(int(sweep_id or 0), []).append(
+                (str(status), bool(is_held), bool(waits), int(count), int(low), int(high))
+            )
+        return {sweep_id: tally_of(group) for sweep_id, group in groups.items()}
+
     def tasks_of(self, sweep_id: int) -> list[Task]:
         """The tasks of a sweep, in the order they were expanded."""
         with self.factory() as session:
             return list(session.scalars(select(Task).where(Task.sweep_id == sweep_id).order_by(Task.id)))
 
     def tasks_with_tag(self, who: Identity, tag: str, limit: int = 1000) -> list[Task]:
-        """The caller's team's newest tasks (any team's for an admin) carrying `tag`, oldest first."""
-        query = select(Task).order_by(Task.id.desc()).limit(limit * 5)
-        if not who.is_admin:
-            query = query.where(Task.team_id == who.team_id)
+        """The caller's team's newest `limit` tasks (any team's for an admin) carrying `tag`, oldest first;
+        the tag is matched by the database (`task_filter.has_tag`), however many newer untagged tasks
+        there are."""
         with self.factory() as session:
-            rows = [row for row in session.scalars(query) if tag in (row.spec.get("tags") or [])]
-        return sorted(rows[:limit], key=lambda row: row.id)
+            conditions = task_conditions(who, TaskFilter(tag=tag), session.get_bind().dialect.name)
+            query = select(Task).where(*conditions).order_by(Task.id.desc()).limit(limit)
+            rows = list(session.scalars(query))
+        return sorted(rows, key=lambda row: row.id)
 
     def record_metrics(
         self, task_id: int, token: str, metrics: dict[str, Any] | None, note: str | None

@@ -18,6 +18,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
@@ -103,6 +104,7 @@ class Task(Base):
     __table_args__ = (
         UniqueConstraint("user_id", "idempotency_key", name="uq_tasks_user_idempotency"),
         Index("ix_tasks_status_team", "status", "team_id"),
+        Index("ix_tasks_team_id", "team_id", "id"),  # a team's tasks newest first, and their count
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -135,6 +137,8 @@ class Task(Base):
     cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
     hold_until: Mapped[datetime | None] = mapped_column(default=None)  # retry backoff
     held_by: Mapped[str | None] = mapped_column(String(64), default=None)  # a person's hold: not started
+    # a task of a sweep with `max_running` that has no slot yet: queued in SQL, nowhere in Redis
+    waits_for_slot: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     # sweeps and results (scheduler/sweeps.py, scheduler/results.py)
     sweep_id: Mapped[int | None] = mapped_column(ForeignKey("sweeps.id"), default=None, index=True)
     params: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)  # this task's sweep values
@@ -249,6 +253,7 @@ class Sweep(Base):
     name: Mapped[str] = mapped_column(String(120))
     command: Mapped[str | None] = mapped_column(Text, default=None)  # the template of a sweep
     tasks_count: Mapped[int] = mapped_column(Integer, default=0)
+    max_running: Mapped[int | None] = mapped_column(Integer, default=None)  # at most this many at once
     idempotency_key: Mapped[str | None] = mapped_column(String(128), default=None)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 

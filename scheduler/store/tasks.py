@@ -19,6 +19,7 @@ from scheduler.errors import ConflictError, NotFoundError
 from scheduler.store.db import READ_ONLY, read_only, transaction, write_connection
 from scheduler.store.identity import Identity
 from scheduler.store.tables import FINAL_STATUSES, Attempt, Task, Team, User, utcnow
+from scheduler.store.task_filter import TaskFilter, TaskPage, task_conditions
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +68,7 @@ _MARK_RUNNING = (
         _TASKS.c.status == "queued",
         _TASKS.c.cancel_requested.is_(False),
         _TASKS.c.held_by.is_(None),  # held after it was assigned: its claim is refused
+        _TASKS.c.waits_for_slot.is_(False),  # its sweep has no slot for it (`max_running`)
         # changed after the start was decided (-1: the start named no revision)
         or_(bindparam("b_revision") < 0, _TASKS.c.revision == bindparam("b_revision")),
     )
@@ -261,17 +263,20 @@ class TaskStore:
     ) -> list[Task]:
         """Newest first; your team's tasks, or any team's for an admin (optionally filtered by status, team
         and the user who submitted them)."""
-        query = select(Task).order_by(Task.id.desc()).limit(limit).offset(offset)
-        if status:
-            query = query.where(Task.status == status)
-        if user:
-            query = query.where(Task.user_id.in_(select(User.id).where(User.name == user)))
-        if not who.is_admin:
-            query = query.where(Task.team_id == who.team_id)
-        elif team:
-            query = query.join(Team, Task.team_id == Team.id).where(Team.name == team)
+        return self.page_for(who, TaskFilter(status=status, team=team, user=user), limit, offset).tasks
+
+    def page_for(self, who: Identity, filters: TaskFilter, limit: int = 200, offset: int = 0) -> TaskPage:
+        """One page of the tasks the caller may see that pass `filters`, newest first, and how many pass
+        in all (`GET /tasks`: "showing 50 of 1,234"). Both queries share one WHERE clause, so the total
+        counts exactly what the pages hold; a page that is not cut gives the total without counting."""
+        conditions = task_conditions(who, filters, self._engine.dialect.name)
+        query = select(Task).where(*conditions).order_by(Task.id.desc()).limit(limit).offset(offset)
         with self.factory() as session:
-            return list(session.scalars(query))
+            rows = list(session.scalars(query))
+            if len(rows) < limit and (rows or offset == 0):
+                return TaskPage(rows, offset + len(rows))
+            total = session.scalar(select(func.count()).select_from(Task).where(*conditions))
+        return TaskPage(rows, int(total or 0))
 
     def by_ids(self, task_ids: Iterable[int]) -> dict[int, Task]:
         """Rows for these ids (missing ids are simply absent)."""
@@ -309,8 +314,11 @@ class TaskStore:
 
     def schedulable_states(self, only: Iterable[int] | None = None) -> dict[int, str]:
         """Id -> status of the tasks Redis should know (among `only`, or all): queued ones that nobody
-        holds, and running ones. A held task is in SQL alone until it is released."""
-        query = select(Task.id, Task.status, Task.held_by).where(Task.status.in_(("queued", "running")))
+        holds and that have a slot in their sweep, and running ones. A held task, or one waiting for a slot
+        (`waits_for_slot`), is in SQL alone until it is released or admitted."""
+        query = select(Task.id, Task.status, Task.held_by).where(
+            Task.status.in_(("queued", "running")), Task.waits_for_slot.is_(False)
+        )
         if only is not None:
             ids = list(only)
             if not ids:
@@ -347,13 +355,14 @@ class TaskStore:
             )
             return _rowcount(result) == 1
 
-    def release(self, task_id: int) -> bool:
-        """Let a held task start again; False when it is not held (or no longer queued)."""
+    def release(self, task_id: int, wait_for_slot: bool = False) -> bool:
+        """Let a held task start again; False when it is not held (or no longer queued). With
+        `wait_for_slot` (its sweep has `max_running`) it waits for a slot: `admit_waiting` gives it one."""
         with transaction(self.factory) as session:
             result = session.execute(
                 update(Task)
                 .where(Task.id == task_id, Task.status == "queued", Task.held_by.is_not(None))
-                .values(held_by=None)
+                .values(held_by=None, waits_for_slot=wait_for_slot)
             )
             return _rowcount(result) == 1
 
@@ -543,7 +552,11 @@ class TaskStore:
                 update(Task)
                 .where(Task.id == task_id, Task.status == "queued")
                 .values(
-                    status="cancelled", finished_at=utcnow(), reason="cancelled", message=f"cancelled by {by}"
+                    status="cancelled",
+                    finished_at=utcnow(),
+                    reason="cancelled",
+                    message=f"cancelled by {by}",
+                    waits_for_slot=False,
                 )
             )
             return _rowcount(result) == 1

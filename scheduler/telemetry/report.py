@@ -1,8 +1,9 @@
 """What the utilization report adds from telemetry: measured energy and cost, off-peak share, days, quotas.
 
 - Energy of an attempt: the `task_usage` row (integrated measured power, priced piece by piece) when the
-  worker stored one, prorated to the part of the attempt inside the report window; else the estimate from
-  the GPU model (`policy.tariff`).
+  worker stored one, prorated to the part of the attempt inside the report window; else (a running attempt)
+  estimated from the mean power its GPUs' samples show, or without samples from the GPU model's power in
+  the site's `gpu_power_w` table (`policy.tariff`).
 - Off-peak share: the part of the GPU-hours that ran inside the off-peak windows.
 - By day: GPU-hours, energy, cost, tasks and waits (p50/p90 of submit-to-first-start) per local day and team.
 - Quota: each team's rolling 24 h and 7 day GPU-hours against its budgets.
@@ -23,7 +24,7 @@ from scheduler.clock import to_epoch_s
 from scheduler.policy.config import PolicyConfig
 from scheduler.policy.tariff import estimate_cost, estimate_energy_kwh
 from scheduler.policy.windows import parse_windows, zone
-from scheduler.store.tables import TaskUsage
+from scheduler.store.tables import GpuSample, TaskUsage
 from scheduler.telemetry.accounting import offpeak_seconds
 from scheduler.usage import gpu_spans, team_usage
 
@@ -79,6 +80,35 @@ def measured_usage(
                     row.cost,
                     row.cpu_seconds,
                 )
+    return out
+
+
+def sampled_power_w(
+    factory: sessionmaker[Session], attempts: Iterable[tuple[int, str, float]]
+) -> dict[tuple[int, int], float]:
+    """(task id, GPU index) -> mean measured power of the GPU while the task held it, from the samples its
+    node's worker stored since the attempt began; for `attempts` given as (task id, node, start).
+
+    A running attempt has no stored usage yet: its energy so far is estimated from this power (what the
+    worker's meter integrates and will store at its end), not from its GPU model's default.
+    """
+    wanted = {task_id: (node, start_s) for task_id, node, start_s in attempts}
+    out: dict[tuple[int, int], float] = {}
+    if not wanted:
+        return out
+    ids = sorted(wanted)
+    with factory() as session:
+        for chunk_start in range(0, len(ids), 500):
+            chunk = ids[chunk_start : chunk_start + 500]
+            query = select(
+                GpuSample.task_id, GpuSample.node, GpuSample.gpu_index, GpuSample.ts_s, GpuSample.power_w
+            ).where(GpuSample.task_id.in_(chunk), GpuSample.power_w.is_not(None))
+            sums: dict[tuple[int, int], list[float]] = {}
+            for task_id, node, index, ts_s, power in session.execute(query):
+                task_node, start_s = wanted.get(task_id or 0, ("", math.inf))
+                if task_id is not None and power is not None and node == task_node and ts_s >= start_s // 1:
+                    sums.setdefault((task_id, index), []).append(float(power))
+            out.update({key: sum(values) / len(values) for key, values in sums.items()})
     return out
 
 

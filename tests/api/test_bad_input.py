@@ -109,7 +109,7 @@ BAD_SPECS = [
     case(
         "invalid env name",
         {"command": "x", "env": {"1BAD-NAME": "v"}},
-        "env name '1BAD-NAME' must be letters",
+        "env name '1BAD-NAME' must be at most 128 letters",
     ),
     case(
         "reserved env name", {"command": "x", "env": {"NIGHTSHIFT_TASK_ID": "7"}}, "set by nightshift itself"

@@ -17,7 +17,14 @@ from scheduler.clock import now_ms
 from scheduler.dispatcher import Dispatcher
 from scheduler.gpus import SimulatedGpus
 from scheduler.keys import RedisKeys
-from scheduler.log_relay import MAX_ANSWER_BYTES, answer_log_requests, answer_request, request_log
+from scheduler.log_relay import (
+    MAX_ANSWER_BYTES,
+    WAIT_S,
+    answer_log_requests,
+    answer_request,
+    request_log,
+    wake_answerer,
+)
 from scheduler.nodes import NodeGpu
 from scheduler.service import Cluster
 from scheduler.worker import Worker
@@ -170,3 +177,27 @@ def test_a_node_not_heard_from_is_not_even_asked(client, alice, box_b, tmp_path)
 
     assert response.status_code == 503
     assert f"is on node {NODE}, whose worker has been silent for ~10 min" in response.json()["detail"]
+
+
+def test_a_whole_wait_of_the_answering_loop_is_no_redis_error(cluster, tmp_path, caplog):
+    # redis-py 8 cuts a read after 5 s by default: every idle 5 s block of the loop was a "Timeout reading
+    # from socket" warning in `make up`'s output, and the connection was dropped each time
+    queue = cluster.queue
+    keys = RedisKeys(prefix="relaytest:")
+    stop = threading.Event()
+    loop = threading.Thread(
+        target=answer_log_requests, args=(queue.client, keys, NODE, lambda i: tmp_path / f"{i}.log", stop)
+    )
+    (tmp_path / "1.log").write_text("after a whole wait\n")
+    with caplog.at_level("WARNING", logger="scheduler.log_relay"):
+        loop.start()
+        try:
+            stop.wait(WAIT_S + 1.0)  # one whole block with nothing to answer
+            piece = request_log(queue.client, keys, NODE, 1, timeout_s=5)
+        finally:
+            stop.set()
+            wake_answerer(queue.client, keys, NODE)
+            loop.join(timeout=30)
+
+    assert piece.data == b"after a whole wait\n"
+    assert [r.getMessage() for r in caplog.records] == []

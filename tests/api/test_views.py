@@ -71,7 +71,13 @@ def test_healthz_answers_200_without_a_token(client):
     response = client.get("/healthz")
 
     assert response.status_code == 200
-    assert response.json() == {"status": "ok", "database": "ok", "redis": "ok", "timezone": "UTC"}
+    assert response.json() == {
+        "status": "ok",
+        "database": "ok",
+        "redis": "ok",
+        "scheduler": "none running",  # no Dispatcher in this test: said, still a 200
+        "timezone": "UTC",
+    }
 
 
 def test_the_openapi_document_puts_every_route_under_api_v1_and_declares_bearer_auth(client):
@@ -214,6 +220,45 @@ def test_an_estimate_gives_the_energy_and_its_cost_from_the_expected_start(
     local = datetime.fromisoformat(tonight["start"]).astimezone(cluster.zone)
     assert local.hour >= 23 or local.hour < 7, local  # the default off-peak window, 23:00-07:00
     assert datetime.fromisoformat(later["start"]) == datetime(2030, 1, 7, 12, tzinfo=UTC)
+
+
+def test_the_runs_of_a_sweep_teach_the_estimates_of_its_other_settings_and_of_its_name(
+    client, alice, running_cluster, tmp_path
+):
+    # Given a sweep of two settings that ran and succeeded
+    response = client.post(
+        "/api/v1/sweeps",
+        json={
+            "command": "sleep {s}",
+            "name": "nap",
+            "gpus": 1,
+            "sweep": {"s": [0.2, 0.3]},
+            "workdir": str(tmp_path),
+        },
+        headers=alice,
+    )
+    assert response.status_code == 201, response.text
+    ran = [task["id"] for task in response.json()["tasks"]]
+    wait_until(
+        lambda: all(
+            client.get(f"/api/v1/tasks/{task_id}", headers=alice).json()["status"] == "succeeded"
+            for task_id in ran
+        )
+    )
+
+    def estimate(name):
+        response = client.get("/api/v1/estimate", params={"gpus": 1, "name": name}, headers=alice)
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    # Then a setting that never ran, and the sweep's own name, are estimated from those two runs
+    other_setting, by_name, itself = estimate("nap s:0.9"), estimate("nap"), estimate("nap s:0.2")
+    assert other_setting["estimate_source"] == "median of 2 recent runs of nap with other parameters"
+    assert by_name["estimate_source"] == "median of 2 recent runs of nap sweeps"
+    assert itself["estimate_source"] == "median of 1 recent run"
+    assert 0.2 <= other_setting["estimated_run_s"] < 30
+    # And another name is not
+    assert estimate("napkin s:0.2")["estimate_source"] == "default"
 
 
 def test_an_estimate_for_a_new_task_says_what_run_time_it_assumes_and_learns_it_by_name(

@@ -142,14 +142,15 @@ def test_a_card_for_a_task_that_waits_for_another_starts_after_it(make_assistant
     assert start == datetime.fromisoformat("2030-01-07T13:00:00+00:00")  # when its parent should end
 
 
-def test_a_list_longer_than_one_answer_says_it_shows_the_newest_not_a_total(make_assistant, cluster):
+def test_a_list_longer_than_one_answer_says_how_many_there_are_in_all(make_assistant, cluster):
     assistant = make_assistant()
     for number in range(22):
         assistant.client.submit({"command": f"echo {number}", "gpus": 0})
 
     reply = assistant.ask("list my tasks").reply
 
-    assert reply.startswith("Your 20 newest tasks (there are more: `nightshift ls` lists them all):")
+    # the API counts them (`total`): the answer holds the newest 20, and says of how many
+    assert reply.startswith("Showing 20 of 22 tasks, newest first (`nightshift ls` lists them all):")
     assert "… and 12 more" in reply
 
 
@@ -240,6 +241,28 @@ def test_a_card_whose_deadline_cannot_be_met_says_so_before_it_is_confirmed(make
     )
     assert "warnings" not in in_time.cards[0] and "⚠" not in in_time.reply
     assert cluster.tasks.count_by_status() == {}
+
+
+def test_a_card_says_when_the_work_queued_ahead_would_make_it_miss_its_deadline(make_assistant, cluster):
+    # Given the node's four GPUs promised to an urgent 2-hour task queued first
+    model = ScriptedChatModel(messages=iter([AIMessage(content="-")]))
+    assistant = make_assistant(model=model)
+    assistant.client.submit(
+        {"command": "python big.py", "gpus": 4, "priority": "urgent", "estimated_minutes": 120}
+    )
+    soon = (datetime.now().astimezone() + timedelta(minutes=90)).isoformat()  # the server's clock
+    spec = {"command": "python train.py", "gpus": 4, "estimated_minutes": 60, "deadline": soon}
+    model.messages = iter([tool_call("submit_task", spec), AIMessage("-")])
+
+    card = assistant.ask("run train.py on 4 GPUs, 1 h, done within 90 minutes").cards[0]
+
+    # Then the card says what the submit would answer: an idle cluster would make it, this queue would not
+    [warning] = card["warnings"]
+    assert warning.startswith("with the work queued ahead of it, it should start around ")
+    assert warning.endswith(", after its deadline " + soon[11:16])
+    assert "deadline_warning" not in card["summary"]
+    assert "• ⚠ With the work queued ahead of it" in card_text(card, "en", NOW)
+    assert "• ⚠ 按前面排队的任务，预计" in card_text(card, "zh", NOW)
 
 
 def test_a_change_card_says_when_the_changed_task_cannot_meet_its_deadline(make_assistant, cluster):
@@ -412,13 +435,12 @@ def test_a_dry_run_hold_changes_nothing(make_assistant, cluster):
     assert cluster.tasks.get_any(tid).held_by is None
 
 
-def test_a_whole_sweep_is_pointed_to_the_hold_and_change_commands(make_assistant):
+def test_a_change_to_a_whole_sweep_is_its_card_tool_not_a_pointer_to_the_cli(make_assistant):
     assistant = make_assistant()
-    hold = assistant.ask("hold sweep 5")
     change = assistant.ask("make sweep 5 low priority")
 
-    assert hold.tool_calls == [] and "`nightshift hold --sweep SWEEP_ID`" in hold.reply
-    assert change.tool_calls == [] and "`nightshift change --sweep SWEEP_ID --priority low`" in change.reply
+    assert change.tool_calls == [{"name": "change_sweep", "args": {"sweep_id": 5, "priority": "low"}}]
+    assert change.reply == "Sorry, that didn't work: no sweep 5" and "nightshift change" not in change.reply
 
 
 def test_a_dropped_card_is_never_performed(make_assistant, cluster):
@@ -446,7 +468,7 @@ def test_read_tools_answer_from_the_api_data(make_assistant):
     assert wait.reply == f"Task #{task['id']} would start now."  # 4 GPUs free; no scheduler runs here
     assert why.reply.startswith(f"Task #{task['id']} is queued")
     assert "of 4 GPUs are busy" in gpus.reply
-    assert quota.reply.startswith("Team vision:") and "this week" in quota.reply
+    assert quota.reply.startswith("Team vision:") and "last 7 days" in quota.reply
     assert "GPU-hours used" in report.reply
 
 

@@ -94,7 +94,7 @@ def test_a_card_for_a_team_over_its_day_budget_says_it_would_wait(budget_cluster
     assert "• quota: team vision's day budget is used up (" in text
     assert text.count("it waits until the team's usage falls") == 1
     chinese = card_text(turn.cards[0], "zh")
-    assert "• 配额: 团队 vision 今天的预算已用完（" in chinese
+    assert "• 配额: 团队 vision 日预算已用完（" in chinese
     assert "它会等到团队用量回落" in chinese
 
 

@@ -212,17 +212,87 @@ def test_after_a_number_is_a_time_when_it_can_be_an_hour_else_the_tasks_it_waits
 
 
 @pytest.mark.parametrize(
-    ("text", "reason"),
-    [("cancel sweep 5", "cancel_sweep"), ("取消扫参3", "cancel_sweep"), ("how did sweep 2 go?", "results")],
+    ("text", "tool", "args"),
+    [
+        ("how is sweep 4 doing?", "sweep_status", {"sweep_id": 4}),
+        ("扫参 4 进展如何", "sweep_status", {"sweep_id": 4}),
+        ("how did sweep 2 go?", "sweep_status", {"sweep_id": 2}),
+        ("第2个扫参怎么样了", "sweep_status", {"sweep_id": 2}),
+        ("4号扫参跑完了吗", "sweep_status", {"sweep_id": 4}),
+        ("which run of sweep 4 was best?", "compare_results", {"sweep_id": 4}),
+        ("which run of sweep 3 had the best loss?", "compare_results", {"sweep_id": 3, "metric": "loss"}),
+        (
+            "compare sweep 4 by the highest accuracy",
+            "compare_results",
+            {"sweep_id": 4, "metric": "accuracy", "maximize": True},
+        ),
+        ("扫参3哪组最好", "compare_results", {"sweep_id": 3}),
+        (
+            "扫参4哪组 val_loss 最低",
+            "compare_results",
+            {"sweep_id": 4, "metric": "val_loss", "maximize": False},
+        ),
+        ("扫参4按acc排序", "compare_results", {"sweep_id": 4, "metric": "acc"}),
+        (
+            "compare the runs tagged exp7 by val_loss",
+            "compare_results",
+            {"tag": "exp7", "metric": "val_loss"},
+        ),
+        ("which of the runs tagged exp7 was best?", "compare_results", {"tag": "exp7"}),
+        ("cancel sweep 5", "cancel_sweep", {"sweep_id": 5}),
+        ("取消扫参3", "cancel_sweep", {"sweep_id": 3}),
+        ("cancel all tasks of sweep 4", "cancel_sweep", {"sweep_id": 4}),
+        ("取消扫参4的所有任务", "cancel_sweep", {"sweep_id": 4}),
+        ("make sweep 5 low priority", "change_sweep", {"sweep_id": 5, "priority": "low"}),
+        ("make sweep 4 high priority", "change_sweep", {"sweep_id": 4, "priority": "high"}),
+        ("把扫参 4 的优先级改成高", "change_sweep", {"sweep_id": 4, "priority": "high"}),
+        ("run sweep 3 tonight", "change_sweep", {"sweep_id": 3, "offpeak": True}),
+        ("start sweep 2 now", "change_sweep", {"sweep_id": 2, "start_now": True}),
+        ("hold sweep 5", "hold_sweep", {"sweep_id": 5}),
+        ("暂停扫参 3", "hold_sweep", {"sweep_id": 3}),
+        ("release sweep 5", "release_sweep", {"sweep_id": 5}),
+        ("取消暂停扫参3", "release_sweep", {"sweep_id": 3}),
+        ("放行扫参3", "release_sweep", {"sweep_id": 3}),
+    ],
 )
-def test_a_sweep_named_by_its_id_is_no_task_of_that_id(text: str, reason: str) -> None:
+def test_a_sweep_named_by_its_id_is_no_task_of_that_id(text: str, tool: str, args: dict[str, object]) -> None:
     from assistant.parsing.intents import understand
-    from assistant.replies import canned
 
     reading = understand(text, NOW)
 
-    assert (reading.kind, reading.tool, reading.reason) == ("help", None, reason)
-    assert "nightshift cancel --sweep" in canned("help", "cancel_sweep", "en")
+    assert (reading.kind, reading.tool, reading.args) == ("tool", tool, args)
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "reason"),
+    [
+        ("cancel my sweep", "question", "need_sweep_id"),
+        ("取消扫参", "question", "need_sweep_id"),
+        ("move sweep 4 to 4 GPUs", "help", "change_fixed"),
+        ("cancel all of team nlp's sweep 3", "refusal", "cross_team"),
+        ("取消nlp组的扫参3", "refusal", "cross_team"),
+        ("kill everyone's sweep 3", "refusal", "cross_team"),
+    ],
+)
+def test_a_sweep_without_its_number_is_asked_for_and_another_teams_is_refused(
+    text: str, kind: str, reason: str
+) -> None:
+    from assistant.parsing.intents import understand
+
+    reading = understand(text, NOW)
+
+    assert (reading.kind, reading.tool, reading.reason) == (kind, None, reason)
+
+
+@pytest.mark.parametrize(
+    "text", ["how is my sweep doing?", "status of my sweep", "我的扫参怎么样了", "扫参进展如何"]
+)
+def test_how_a_sweep_is_doing_without_its_number_asks_about_the_latest(text: str) -> None:
+    from assistant.parsing.intents import understand
+
+    reading = understand(text, NOW)
+
+    assert (reading.kind, reading.tool, reading.args) == ("tool", "sweep_status", {})
 
 
 @pytest.mark.parametrize(

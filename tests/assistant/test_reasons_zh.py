@@ -76,11 +76,11 @@ CASES = [
     (reasons.reserved(2, ("n0",), 5400), "下一个就轮到它：已在 n0 预留 2 张卡，预计约 1.5 小时后空出"),
     (
         budget_status("nlp", {"nlp": TeamUsage("nlp", gpu_s_last_day=40 * 3600)}, PolicyConfig(day_budget_gpu_h={"nlp": 40})).message,
-        "团队 nlp 的今日预算已用完（40.0/40 GPU小时）",
+        "团队 nlp 的日预算已用完（40.0/40 GPU小时）",
     ),
     (
         budget_status("nlp", {"nlp": TeamUsage("nlp", gpu_s_last_week=90 * 3600)}, PolicyConfig(week_budget_gpu_h={"nlp": 100})).message,
-        "团队 nlp 已用掉本周预算的 90%（90.0/100 GPU小时）",
+        "团队 nlp 已用掉周预算的 90%（90.0/100 GPU小时）",
     ),
     (JobOutcome(3, None, "nonzero_exit").describe(), "退出码 3"),
     (JobOutcome(None, signal.SIGTERM, "timeout").describe(), "超过时间限制被停止（被 SIGTERM 终止）"),
@@ -129,6 +129,13 @@ def test_an_end_after_the_deadline_reads_in_chinese() -> None:
     assert reason_zh(late) == "预计 明天 02:00 左右结束，晚于截止时间 22:00"
 
 
+def test_an_end_after_the_deadline_behind_the_queue_reads_in_chinese() -> None:
+    now_s = 1_796_126_400.0  # 2026-12-01T12:00:00Z
+    late = reasons.queue_ends_after_deadline(now_s + 2 * 3600, now_s + 3 * 3600, now_s + 5400, now_s, "UTC")
+
+    assert reason_zh(late) == "按前面排队的任务，预计 14:00 左右开始、15:00 左右结束，晚于截止时间 13:30"
+
+
 def test_a_deadline_out_of_reach_reads_in_chinese() -> None:
     now_s = 1_796_126_400.0  # 2026-12-01T12:00:00Z
     config = PolicyConfig(offpeak="23:00-07:00", timezone="UTC")
@@ -174,6 +181,14 @@ def _node(gpus: int, gb: int) -> NodeState:
         ),
         (
             lambda: check_against_cluster(
+                parse_spec({"command": "x", "gpu_memory_gb": 40, "node": "node-a"}),
+                [_node(4, 24), NodeState("node-b", (NodeGpu(0, "NVIDIA A100", 80 * 1024, 80 * 1024),), 0)],
+                8,
+            ),
+            "节点 node-a 上没有一张卡有 40 GB 显存（最大的 24 GB）",
+        ),
+        (
+            lambda: check_against_cluster(
                 parse_spec({"command": "x", "gpu_model": "A100"}), [_node(4, 24)], 8
             ),
             "没有型号包含 'A100' 的卡（这里的型号：NVIDIA RTX 4090）",
@@ -214,3 +229,10 @@ def test_a_failed_task_in_a_chinese_list_says_why_in_chinese() -> None:
     reply = reply_for("list_tasks", json.dumps(tasks), "zh")
 
     assert "#7 a.py — 失败（要求了 docker 镜像 'pytorch/pytorch'，但这个节点没有安装 docker）" in reply
+
+
+def test_a_job_stopped_at_the_log_limit_reads_in_chinese() -> None:
+    stopped = JobOutcome(exit_code=None, signal=signal.SIGTERM, reason="output_limit").describe()
+
+    assert stopped == "stopped: its output passed the log size limit (killed by SIGTERM)"
+    assert reason_zh(stopped).startswith("输出超过日志大小上限被停止（")

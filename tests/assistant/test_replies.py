@@ -180,23 +180,23 @@ def test_a_cards_quota_line_reads_in_the_language_of_the_conversation() -> None:
         (
             _quota(40, 40, 2.0, "exhausted"),
             "team vision's day budget is used up (40 of 40 GPU-h): it waits until the team's usage falls",
-            "团队 vision 今天的预算已用完（40 / 40 GPU小时）：它会等到团队用量回落",
+            "团队 vision 日预算已用完（40 / 40 GPU小时）：它会等到团队用量回落",
         ),
         (
             _quota(40, 34, None, "warning"),
-            "team vision: 6.0 of 40 GPU-h left today (warning)",
-            "团队 vision：今天还剩 6.0 / 40 GPU小时（已用过 80%）",
+            "team vision: 6.0 of 40 GPU-h left in its day budget (warning)",
+            "团队 vision：日预算还剩 6.0 / 40 GPU小时（已用过 80%）",
         ),
         (
             _quota(40, 20, 4.0),
-            "uses ~4.0 of the team's 20.0 GPU-h left today; 16.0 GPU-h left after it",
-            "约用 4.0 GPU小时，团队今天还剩 20.0；运行后还剩 16.0 GPU小时",
+            "uses ~4.0 of the 20.0 GPU-h left in the team's day budget; 16.0 GPU-h left after it",
+            "约用 4.0 GPU小时，团队日预算还剩 20.0；运行后还剩 16.0 GPU小时",
         ),
         (
             _quota(40, 38, 4.0, "warning"),
-            "uses ~4.0 of the team's 2.0 GPU-h left today; "
+            "uses ~4.0 of the 2.0 GPU-h left in the team's day budget; "
             "it would take the team over its day budget: it runs, and later tasks wait",
-            "约用 4.0 GPU小时，团队今天还剩 2.0；会超出每日预算：它照常运行，之后的任务要等",
+            "约用 4.0 GPU小时，团队日预算还剩 2.0；会超出每日预算：它照常运行，之后的任务要等",
         ),
     ]
 
@@ -219,12 +219,12 @@ def test_a_teams_quota_reads_in_chinese_with_chinese_punctuation_and_states() ->
     )
 
     assert reply_for("quota_status", content, "zh", NOW) == (
-        "团队 vision：正在使用 2 张卡（上限 4）；今天：已用 9.0/10 GPU小时，剩余 1.0（已用过 80%）；"
-        "本周：已用 30.0 GPU小时，无预算限制。"
+        "团队 vision：正在使用 2 张卡（上限 4）；过去 24 小时：已用 9.0/10 GPU小时，剩余 1.0（已用过 80%）；"
+        "过去 7 天：已用 30.0 GPU小时，无预算限制。"
     )
     assert reply_for("quota_status", content, "en", NOW) == (
-        "Team vision: 2 GPU(s) in use of a cap of 4; today: 9.0 of 10 GPU-h used, 1.0 left (warning); "
-        "this week: 30.0 GPU-h used, no budget."
+        "Team vision: 2 GPU(s) in use of a cap of 4; last 24 h: 9.0 of 10 GPU-h used, 1.0 left (warning); "
+        "last 7 days: 30.0 GPU-h used, no budget."
     )
 
 
@@ -303,6 +303,8 @@ def test_a_cards_energy_line_reads_in_the_language_of_the_conversation() -> None
 
     assert energy_words(energy, "en") == "~1.2 kWh (2 × 300 W for 120 min)"
     assert energy_words(energy, "zh") == "约 1.2 kWh（2 × 300 W，120 分钟）"
+    short = {"kwh": 0.005, "gpus": 1, "power_w": 300.0, "minutes": 1.0}
+    assert energy_words(short, "en") == "~0.0050 kWh (1 × 300 W for 60 s)"  # not ~0.0 kWh
 
 
 def test_a_cards_other_settings_read_as_words() -> None:
@@ -411,18 +413,22 @@ def test_a_card_says_what_run_time_it_assumed_when_the_person_gave_none() -> Non
     assert "• 预计: 今天 10:00 开始，今天 11:00 完成\n" in card_text(card(None), "zh", NOW)
 
 
-def test_a_request_to_compare_results_says_where_they_are_compared() -> None:
+def test_a_request_to_compare_results_compares_the_sweep_it_names_or_asks_which() -> None:
     from assistant.parsing.intents import understand
 
     for text in (
         "compare sweep 1",
-        "which run of sweep 3 had the best loss?",
+        "which run of sweep 1 had the best loss?",
         "对比一下扫参1的结果",
-        "扫参3哪组最好",
+        "扫参1哪组最好",
     ):
         reading = understand(text, NOW)
-        assert (reading.kind, reading.reason) == ("help", "results"), text
-    assert "`nightshift compare SWEEP_ID --sort METRIC`" in canned("help", "results", "en")
+        assert (reading.kind, reading.tool, reading.args.get("sweep_id")) == ("tool", "compare_results", 1), (
+            text
+        )
+    unnamed = understand("compare my results", NOW)
+    assert (unnamed.kind, unnamed.reason) == ("help", "results")
+    assert '"compare sweep 4 by val_loss"' in canned("help", "results", "en")
     assert "`nightshift compare 扫参编号 --sort 指标`" in canned("help", "results", "zh")
     assert understand("run `python compare.py` on 1 GPU", NOW).tool == "submit_task"
 

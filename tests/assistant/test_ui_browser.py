@@ -290,6 +290,35 @@ def test_a_queued_task_is_made_urgent_from_the_chat_once_the_card_is_confirmed(
         assert api.get(f"/tasks/{task['id']}").json()["priority"] == "urgent"
 
 
+def test_a_whole_sweep_is_cancelled_from_the_chat_only_once_the_card_is_confirmed(
+    live_server: LiveServer, page: Any
+) -> None:
+    from playwright.sync_api import expect
+
+    token = live_server.token("hana", "vision")
+    spec = {
+        "command": "python train.py --lr {lr}",
+        "not_before": "2030-01-01T00:00:00Z",
+        "sweep": {"lr": [0.1, 0.2]},
+    }
+    with live_server.api(token) as api:
+        sweep = api.post("/sweeps", json=spec).json()
+    sign_in(page, live_server, token, "hana")
+
+    say(page, f"cancel sweep {sweep['id']}")
+    card = page.locator("#confirm-card")
+    expect(card).to_contain_text("Cancel this sweep?", timeout=STEP_TIMEOUT_MS)
+    expect(card).to_contain_text("2 queued")
+    with live_server.api(token) as api:
+        assert api.get(f"/sweeps/{sweep['id']}").json()["counts"] == {
+            "queued": 2
+        }  # the card alone does nothing
+
+        page.locator("#confirm-button").click()
+        expect(page.locator("#chat")).to_contain_text(f"Sweep #{sweep['id']} is cancelled: 2 cancelled.")
+        assert api.get(f"/sweeps/{sweep['id']}").json()["counts"] == {"cancelled": 2}
+
+
 def test_a_card_changed_in_words_and_then_dropped_submits_nothing(live_server: LiveServer, page: Any) -> None:
     from playwright.sync_api import expect
 
@@ -378,14 +407,16 @@ def test_the_admin_is_signed_in_locally_and_sees_charts_gpus_and_logs(
     # Then the admin tab draws every chart: GPU-hours, busy/idle share, waits, energy, cost, off-peak share
     page.get_by_role("tab", name="Admin").click()
     for chart in ADMIN_CHARTS:
-        expect(page.locator(f"{chart} canvas, {chart} svg").first).to_be_visible()
+        # vega's drawing (svg or canvas, class `marks`), not Gradio's loading spinner (an svg in the block too)
+        expect(page.locator(f"{chart} .vega-embed .marks")).to_be_visible()
     expect(page.locator("#admin-summary")).to_contain_text("GPU-h")
     expect(page.locator("#admin-summary")).to_contain_text("kWh")
     expect(page.locator("#admin-summary")).to_contain_text("off-peak")
     expect(page.locator("#chart-offpeak")).to_contain_text("(all teams)")
     # And quota use vs budget: one bar per team and budget, the 80 % warning line and the budget line
     quota = page.locator("#chart-quota")
-    expect(quota.locator("svg")).to_be_visible()
+    # (by its name: while the chart updates, Gradio's loading spinner is an svg inside the block too)
+    expect(quota.get_by_role("img", name="quota use vs budget")).to_be_visible()
     expect(quota.locator(".ns-quota-bar")).to_have_count(3)
     for text in ("vision · day", "vision · week", "nlp · week", "warning at 80 %"):
         expect(quota).to_contain_text(text)

@@ -95,7 +95,7 @@ def test_the_card_speaks_the_language_of_the_conversation() -> None:
         "2 张卡，每张 ≥40 GB 空闲",
         "<th>最早开始</th><td>今晚 23:00（谷时电价）</td>",
         "<th>预计开始</th><td>2026-03-02 23:00</td>",
-        "约用 4.0 GPU小时，团队今天还剩 20.0；运行后还剩 16.0 GPU小时",
+        "约用 4.0 GPU小时，团队日预算还剩 20.0；运行后还剩 16.0 GPU小时",
         "约 1.2 kWh（2 × 300 W，120 分钟）",
         "确认之前不会提交。",
     ):
@@ -175,6 +175,8 @@ def test_the_task_table_has_one_row_per_task_with_times_in_the_cluster_zone() ->
     assert frame.iloc[0].tolist() == [
         7, "train", "failed", "alice", 2, "2026-03-02 15:00", "2026-03-02 15:01", "", "nonzero_exit"
     ]  # fmt: skip
+    again = views.tasks_frame([{**task, "status": "queued", "reason": "lost_worker"}], ZONE)
+    assert again.iloc[0]["started"] == ""  # queued again: its last attempt's start is not this one's
 
 
 def test_the_queue_table_shows_positions_and_expected_starts() -> None:

@@ -12,6 +12,7 @@ from tests.cli.conftest import cli_as
 FIELDS = (
     "command", "name", "gpus", "gpu_memory_gb", "priority", "time_limit_minutes", "estimated_minutes",
     "retries", "conda_env", "gpu_model", "node", "offpeak", "not_before", "deadline", "depends_on",
+    "depends_on_any",
 )  # fmt: skip
 
 
@@ -36,6 +37,7 @@ def test_the_cards_command_line_submits_the_same_spec(
         "not_before": "2026-12-24T09:00:00+00:00",
         "deadline": (datetime.now(UTC) + timedelta(days=30)).replace(microsecond=0).isoformat(),
         "depends_on": [parent.id],
+        "depends_on_any": [parent.id],
     }
     line = cli_equivalent(spec)
     words = shlex.split(line)

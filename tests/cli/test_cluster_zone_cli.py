@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import datetime
+from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import httpx
@@ -54,7 +54,11 @@ def test_submit_after_change_and_ls_use_the_zone_the_api_reports(
     with cli_as(shanghai_cluster, token, monkeypatch, tmp_path / "client-home") as nightshift:
         submitted = nightshift("submit", "--after", "23:00", "--json", "--", "true")
         task = json.loads(submitted.output)
-        changed = nightshift("change", str(task["id"]), "--deadline", "tomorrow 8am", "--json")
+        # 08:00 the day after its start, a naive time: "tomorrow 8am" comes before a 23:00 start that is
+        # itself tomorrow's once 23:00 has passed in Shanghai (15:00-16:00 UTC)
+        start_day = datetime.fromisoformat(task["spec"]["not_before"]).astimezone(SHANGHAI).date()
+        deadline = f"{start_day + timedelta(days=1)} 08:00"
+        changed = nightshift("change", str(task["id"]), "--deadline", deadline, "--json")
         listed = nightshift("ls")
 
     assert submitted.exit_code == 0 and changed.exit_code == 0, submitted.output + changed.output

@@ -13,8 +13,10 @@ from api.cli.render import (
     explain_panel,
     queue_table,
     quota_table,
+    running_attempt_row,
     simulation_table,
     stopping_line,
+    task_detail,
     tasks_table,
     usage_rows,
 )
@@ -101,6 +103,22 @@ def test_where_a_task_runs_shows_its_node_and_gpus_and_no_empty_gpu_list() -> No
     assert [cells[6].strip() for cells in rows] == ["gpu-box:2,3", "gpu-box", "-"]
 
 
+def test_a_task_queued_again_after_an_attempt_shows_no_node_or_start_of_that_attempt() -> None:
+    row = {"name": "x", "gpus": 1, "team": "t", "user": "u", "submitted_at": "2026-03-02T10:00:00+00:00"}
+    attempt = {"node": "box-b", "gpu_indices": [1], "started_at": "2026-03-02T10:05:00+00:00"}
+    tasks = [
+        {**row, **attempt, "id": 1, "status": "queued"},
+        {**row, **attempt, "id": 2, "status": "running"},
+    ]
+
+    rows = [line.split("│") for line in _text(tasks_table(tasks)).splitlines() if line.startswith("│")]
+
+    assert [(cells[6].strip(), cells[8].strip()) for cells in rows] == [
+        ("-", "-"),
+        ("box-b:1", "03-02 10:05:00"),
+    ]
+
+
 def test_the_report_gives_waits_in_units_a_person_reads() -> None:
     row = {"gpu_hours": 1.0, "tasks": 3, "energy_kwh": 0.3, "cost": 0.1}
     report = {
@@ -125,6 +143,17 @@ def test_the_queue_says_how_many_waiting_tasks_it_does_not_show() -> None:
 
     assert "not shown" not in _text(queue_table({"length": 1, "entries": [entry]}))
     assert "2 more not shown (other teams' tasks" in _text(queue_table({"length": 3, "entries": [entry]}))
+
+
+def test_the_queue_and_explain_say_when_no_scheduler_runs() -> None:
+    task = {"id": 9, "name": "x", "priority": "normal", "gpus": 1, "team": "nlp", "user": "bob"}
+    entry = {"position": 1, "task": {**task, "submitted_at": None}, "reason": "starts now"}
+    warning = "no scheduler is running: nothing starts until one does"
+    explained = {"task_id": 9, "status": "queued", "reason": "starts now", "scheduler_warning": warning}
+
+    assert warning in _text(queue_table({"length": 1, "entries": [entry], "scheduler_warning": warning}))
+    assert warning in _text(explain_panel(explained))
+    assert "scheduler" not in _text(queue_table({"length": 1, "entries": [entry]}))
 
 
 def test_the_simulators_times_read_in_hours_and_days_too() -> None:
@@ -223,6 +252,8 @@ def test_an_estimate_for_a_new_task_says_what_its_energy_would_cost() -> None:
 
     assert estimate_line(priced).endswith("): waiting for off-peak at 23:00; energy ~1.2 kWh, ~0.10 EUR")
     assert "energy" not in estimate_line({**priced, "energy_cost": None})
+    tiny = {**data, "energy_kwh": 0.0042, "energy_cost": 0.0013, "currency": "EUR"}  # a 1-min task
+    assert estimate_line(tiny).endswith("; energy ~0.0042 kWh, ~0.0013 EUR")  # not ~0.0 kWh, ~0.00 EUR
     assumed = {**data, "estimated_run_s": 5400.0, "estimate_source": "median of 4 recent runs"}
     assert estimate_line(assumed).endswith("; assumed run 90 min (median of 4 recent runs)")
 
@@ -248,6 +279,22 @@ def test_show_says_what_a_task_used_in_words() -> None:
     assert usage_rows(short) == [("used", "0.00038 GPU-h, 0.000095 kWh (measured), 0.00 EUR")]
     assert usage_rows({**short, "cpu_hours": 0.0000087})[-1] == ("cpu time", "0.031 s")
     assert usage_rows(None) == []
+
+
+def test_show_of_a_running_task_says_what_its_attempt_has_used_so_far() -> None:
+    now = datetime.fromisoformat("2026-12-03T12:00:00+00:00")
+    task = {"status": "running", "gpus": 2, "started_at": "2026-12-03T11:30:00Z"}
+
+    assert running_attempt_row(task, now) == ("running now", "~30 min on 2 GPUs so far: 1.00 GPU-h")
+    assert running_attempt_row({**task, "gpus": 0}, now) == ("running now", "~30 min on CPU only so far")
+    assert running_attempt_row({**task, "status": "succeeded"}, now) is None
+    # its ended attempts' figures are labelled as what was used before this one
+    retried = {**task, "id": 7, "usage": {
+        "attempts": 1, "gpu_hours": 0.5, "energy_kwh": 0.1, "energy_source": "measured", "offpeak_share": None,
+        "cost": 0.02, "currency": "EUR", "peak_gpu_memory_mib": None, "requested_gpu_memory_mib": None,
+        "mean_utilization_pct": None}}  # fmt: skip
+    shown = _text(task_detail(retried))
+    assert "used before" in shown and "running now" in shown and "on 2 GPUs so far" in shown
 
 
 def test_last_nights_failures_show_what_they_printed_last_and_names_are_not_markup() -> None:
@@ -292,6 +339,6 @@ def test_a_small_budget_reads_to_two_decimals_in_quota_and_report() -> None:
     report_text = _text(utilization_tables(report))
     nlp = next(line for line in report_text.splitlines() if line.startswith("│ nlp"))
 
-    assert ["GPU-hours", "(day)", "0.00", "0.02"] in quota_rows
-    assert ["GPU-hours", "(week)", "0.0038", "12.00"] in quota_rows
+    assert ["GPU-hours", "(last", "24", "h)", "0.00", "0.02"] in quota_rows  # rolling windows, said so
+    assert ["GPU-hours", "(last", "7", "days)", "0.0038", "12.00"] in quota_rows
     assert [cell.strip() for cell in nlp.split("│")[1:-1]] == ["nlp", "0.02 (105%)", "0.02", "0.02 (-)", "-"]

@@ -32,3 +32,26 @@ def test_a_token_for_someone_without_a_run_as_account_warns_on_a_root_box(monkey
     warned = "alice has no `run_as` account" in " ".join(unmapped.stderr.split())
     assert warned == (os.geteuid() == 0)  # only a root worker runs unmapped jobs as root
     assert "run_as" not in mapped.stderr
+
+
+def _revoke(monkeypatch, tmp_path, *args: str):
+    monkeypatch.setenv("NIGHTSHIFT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("NIGHTSHIFT_DATABASE_URL", f"sqlite:///{tmp_path / 'ns.db'}")
+    get_settings.cache_clear()
+    try:
+        return CliRunner().invoke(app, ["token", "revoke", *args])
+    finally:
+        get_settings.cache_clear()
+
+
+def test_token_revoke_by_user_name_revokes_all_their_tokens(monkeypatch, tmp_path):
+    created = [_create(monkeypatch, tmp_path, "alice").stdout.strip() for _ in range(2)]
+    assert all(token.startswith("ns_") for token in created)
+
+    revoked = _revoke(monkeypatch, tmp_path, "--user", "alice")
+    again = _revoke(monkeypatch, tmp_path, "--user", "alice")
+    neither = _revoke(monkeypatch, tmp_path)
+
+    assert revoked.exit_code == 0 and "revoked 2 token(s)" in revoked.stdout, revoked.output
+    assert again.exit_code == 1 and "'alice' has no active token" in again.output
+    assert neither.exit_code == 2 and "--user NAME" in neither.output

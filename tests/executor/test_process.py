@@ -304,6 +304,21 @@ def test_a_job_without_a_time_limit_never_exceeds_it(run_job: RunJob) -> None:
     assert not job.time_limit_exceeded(job.started_at + 10 * 365 * 86400)
 
 
+def test_the_output_limit_counts_only_this_attempts_output(run_job: RunJob, tmp_path: Path) -> None:
+    earlier = tmp_path / "earlier.log"
+    earlier.write_bytes(b"x" * 5000)  # an earlier attempt's output in the same log file
+    quiet = run_job("head -c 500 /dev/zero; sleep 300", log_path=earlier, max_log_bytes=2000)
+    loud = run_job("head -c 3000 /dev/zero; sleep 300", log_path=tmp_path / "loud.log", max_log_bytes=2000)
+    unlimited = run_job("head -c 3000 /dev/zero; sleep 300", log_path=tmp_path / "free.log")
+
+    wait_until(loud.output_limit_exceeded)
+    wait_until(lambda: unlimited.request.log_path.stat().st_size > 3000)
+    wait_until(lambda: earlier.stat().st_size >= 5500)
+
+    assert not quiet.output_limit_exceeded()  # 500 bytes of its own, whatever the file held before
+    assert not unlimited.output_limit_exceeded()
+
+
 def test_a_missing_log_folder_is_created(run_job: RunJob, tmp_path: Path) -> None:
     job = run_job("echo hi", log_path=tmp_path / "deep" / "er" / "job.log")
     finish(job)

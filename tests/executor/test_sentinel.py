@@ -5,15 +5,21 @@ from __future__ import annotations
 import io
 import json
 import os
+import signal
 import subprocess
+import threading
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from scheduler.executor import LaunchRequest, find_processes_with_token, start_job
+from scheduler.executor.launch import job_base_env, warm_up
 from scheduler.executor.sentinel import JobSentinel, WatchedJob, serve
+from scheduler.executor.spares import SpareShells
 from tests.conftest import is_alive, read_pids
 
 from .conftest import WAIT_S, stand_in_worker, wait_until
@@ -164,3 +170,117 @@ def test_the_sentinel_learns_where_the_workers_spare_cgroups_are() -> None:
     assert watched.cgroups is not None
     assert (watched.cgroups.base, watched.cgroups.owner) == (Path("/sys/fs/cgroup/nightshift"), "n1.abc")
     assert watched.spare_prefix == "n1.abc:spare42-"
+
+
+# A stand-in worker whose sentinel may hear nothing for 1 s (told when it starts, with the job), then waits.
+SILENT_WORKER = """
+import sys
+from pathlib import Path
+from scheduler.executor import LaunchRequest, start_job
+from scheduler.executor.sentinel import JobSentinel
+
+workdir, log_path, token = sys.argv[1:4]
+request = LaunchRequest(
+    7, 1, "sleep 300 & echo $! >> pids; wait", Path(workdir), Path(log_path), (), {}, None, None, None, None,
+    token,
+)
+sentinel = JobSentinel(silence_s=1.0)
+job = start_job(request, sentinel=sentinel)
+print(job.pid, sentinel.pid, flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_stopped_workers_jobs_are_killed_after_the_silence_it_allowed_and_the_sentinel_stays(
+    tmp_path: Path,
+) -> None:
+    # Given a worker whose job (with a background child) runs, which said it speaks at least every second
+    with stand_in_worker(SILENT_WORKER, tmp_path) as (worker, workdir, token):
+        assert worker.stdout is not None
+        leader, sentinel = (int(word) for word in worker.stdout.readline().split())
+        (child,) = read_pids(workdir / "pids", 1)
+
+        # When the worker is stopped, as Ctrl-Z or a frozen VM stops it
+        os.kill(worker.pid, signal.SIGSTOP)
+        try:
+            # Then its job dies, child included, though the worker still exists; the sentinel stays for it
+            for pid in (leader, child):
+                wait_until(lambda pid=pid: not is_alive(pid), what=f"job process {pid} to be killed")
+            assert not find_processes_with_token(token)
+            assert worker.poll() is None
+            assert is_alive(sentinel)
+        finally:
+            os.kill(worker.pid, signal.SIGCONT)
+
+
+def test_the_sentinel_kills_what_it_watches_after_a_silence_longer_than_the_worker_allowed() -> None:
+    # Given a pipe on which the worker watched a job and allowed a silence of 0.1 s, then said nothing
+    read_end, write_end = os.pipe()
+    silences: list[tuple[set[str], float]] = []
+    # the read end is closed only after the sentinel has read end-of-file from it (not under its reader)
+    with os.fdopen(read_end) as lines:
+        with os.fdopen(write_end, "w") as worker:
+            worker.write(json.dumps({"watch": "run-a", "group": None, "cleanup": None}) + "\n")
+            worker.write(json.dumps({"alive": 0.1}) + "\n")
+            worker.flush()
+            served: list[Any] = []
+            thread = threading.Thread(
+                target=lambda: served.append(
+                    serve(lines, lambda told, s: silences.append((set(told.jobs), s)))
+                )
+            )
+            thread.start()
+
+            # When the silence outlasts what it allowed
+            wait_until(lambda: silences, what="the sentinel to act on the silence")
+
+            # Then it acted once, on what it watched, and it goes on following the worker until end-of-file
+            worker.write(json.dumps({"watch": "run-b", "group": None, "cleanup": None}) + "\n")
+            worker.write(json.dumps({"forget": "run-b"}) + "\n")
+        thread.join(WAIT_S)
+    assert silences[0][0] == {"run-a"} and silences[0][1] >= 0.1
+    assert served and served[0].jobs == {}
+
+
+class _SlowToHearSentinel(JobSentinel):
+    """A sentinel whose `watch` takes a while, as a loaded machine's does, and notes whether the job had run
+    anything by the time it was told of it."""
+
+    def __init__(self, marker: Path) -> None:
+        super().__init__()
+        self.marker = marker
+        self.job_had_run: list[bool] = []
+
+    def watch(self, run_token: str, *args: Any, **kwargs: Any) -> None:
+        time.sleep(0.3)
+        self.job_had_run.append(self.marker.exists())
+        super().watch(run_token, *args, **kwargs)
+
+
+@pytest.mark.parametrize("start", ["directly", "directly in a cgroup", "from a spare shell"])
+def test_a_job_runs_nothing_before_its_sentinel_knows_it(
+    start: str, make_request: Callable[..., LaunchRequest], request: pytest.FixtureRequest
+) -> None:
+    # Given a job whose first act leaves a mark, and a sentinel slow to be told
+    job_request = make_request("touch ran")
+    sentinel = _SlowToHearSentinel(job_request.workdir / "ran")
+    cgroups = request.getfixturevalue("job_cgroups") if start != "directly" else None
+    spares = SpareShells(cgroups) if start == "from a spare shell" and cgroups is not None else None
+    try:
+        spare = None
+        if spares is not None:
+            warm_up(spares, job_base_env(os.environ))
+            spare = spares.spare_pid(job_base_env(os.environ))
+
+        # When the job starts
+        job = start_job(job_request, sentinel=sentinel, cgroups=cgroups, spares=spares)
+
+        # Then it ran only once the sentinel knew it (a worker killed in between leaves nothing running)
+        assert job.wait(WAIT_S) == 0
+        assert sentinel.job_had_run == [False]
+        assert (job_request.workdir / "ran").exists()
+        assert job.pid == spare if spares is not None else job.pid is not None
+    finally:
+        if spares is not None:
+            spares.close()
+        sentinel.close()

@@ -138,6 +138,43 @@ def test_a_workers_tasks_notify_start_success_and_failure_with_the_last_log_line
     assert failure["fields"]["exit_code"] == 3 and "gpu_hours" in failure["fields"]
 
 
+class _Collect:
+    """A notifier that keeps what it is given."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self.targets: list[NotifyTarget] = []
+
+    def notify(self, event: Event) -> int:
+        self.events.append(event)
+        return 1
+
+
+def test_a_team_warned_at_80_percent_is_told_again_when_its_budget_is_used_up(cluster, monkeypatch):
+    share = {"now": 0.85}
+
+    def use(factory, now_s, config, team=None):
+        day = share["now"] * 10
+        return [{"team": "vision", "day_used_gpu_h": day, "day_budget_gpu_h": 10.0, "day_share": share["now"],
+                 "week_used_gpu_h": day, "week_budget_gpu_h": None, "week_share": None}]  # fmt: skip
+
+    monkeypatch.setattr("scheduler.notify.jobs.quota_use", use)
+    notifier = _Collect()
+    jobs = ClusterJobs(cluster, notifier)  # type: ignore[arg-type]
+
+    warned = jobs.check_quotas()
+    again = jobs.check_quotas()
+    share["now"] = 1.2
+    used_up = jobs.check_quotas()
+    still = jobs.check_quotas()
+
+    assert [len(warned), len(again), len(used_up), len(still)] == [1, 0, 1, 0]
+    assert "85%" in warned[0].title and "may wait" in warned[0].text
+    assert "used up" in used_up[0].title
+    assert "no new GPU task of team vision starts until its use ages out" in used_up[0].text
+    assert "may wait behind other teams" not in used_up[0].text
+
+
 def test_quota_warnings_go_to_the_team_once_and_the_summary_is_sent(
     cluster, make_identity, start_node, receiver, notifiers, tmp_path
 ):

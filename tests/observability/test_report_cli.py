@@ -76,3 +76,34 @@ def test_report_options_that_would_be_ignored_are_refused_and_summary_days_is_re
     assert span_s(three_days) == pytest.approx(3 * 86400, abs=5)
     assert span_s(last_night) < 2 * 86400  # since 18:00 yesterday
     assert (by_user["by"], by_user["days"]) == ("user", 7)
+
+
+def test_report_team_shows_one_teams_usage_and_goes_only_with_the_usage_report(
+    cluster, make_identity, api_url, monkeypatch, tmp_path
+):
+    from scheduler.clock import now_s
+    from tests.observability.test_reports import _ran
+
+    alice, _ = make_identity("alice", "vision")
+    bob, _ = make_identity("bob", "nlp")
+    _, token = make_identity("root", "ops", admin=True)
+    now = now_s()
+    for who in (alice, bob):
+        _ran(cluster, who, submitted=now - 600, started=now - 600, finished=now - 300, tmp=tmp_path)
+    monkeypatch.setenv("NIGHTSHIFT_API_URL", api_url)
+    monkeypatch.setenv("NIGHTSHIFT_TOKEN", token)
+    monkeypatch.setenv("NIGHTSHIFT_HOME", str(tmp_path / "client-home"))
+    get_settings.cache_clear()
+    try:
+        runner = CliRunner()
+        nlp = json.loads(runner.invoke(app, ["report", "--days", "1", "--team", "nlp", "--json"]).output)
+        unknown = runner.invoke(app, ["report", "--team", "nope"])
+        with_summary = runner.invoke(app, ["report", "--summary", "--team", "nlp"])
+    finally:
+        get_settings.cache_clear()
+    assert (nlp["team"], [row["key"] for row in nlp["rows"]]) == ("nlp", ["nlp"])
+    assert nlp["total_gpu_hours"] == pytest.approx(300 / 3600, abs=1e-5)
+    assert unknown.exit_code == 1 and "team 'nope' not found" in unknown.output
+    assert with_summary.exit_code == 2 and "--team goes with the usage report" in " ".join(
+        with_summary.output.split()
+    )

@@ -238,3 +238,12 @@ def test_a_cpu_only_task_counts_as_a_task_with_its_cpu_time_and_no_gpu_hours(
     assert (row["tasks"], row["succeeded"], row["gpu_hours"]) == (2, 2, pytest.approx(1.0))
     assert row["cpu_hours"] == pytest.approx(1.0)  # both tasks' CPU time
     assert [r["key"] for r in by_gpu["rows"]] == ["box:0"]  # a CPU-only task holds no GPU
+
+
+def test_the_summary_notification_says_small_amounts_as_amounts() -> None:
+    summary = {
+        "succeeded": [], "failed": [], "cancelled": [], "gpu_hours": 0.0031, "energy_kwh": 0.0009,
+        "cost": 0.0003, "currency": "EUR",
+    }  # fmt: skip
+
+    assert "0.0031 GPU-hours, 0.00090 kWh, 0.00030 EUR" in summary_event(summary).text

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from scheduler.policy.config import PolicyConfig, TeamUsage
@@ -138,6 +138,8 @@ def test_tasks_started_in_a_forecast_count_against_the_budget_again() -> None:
     st.floats(0.1, 60),  # budget, GPU-h
     st.floats(0, 3 * DAY_S),  # when it is asked
 )
+# A span starting a hair after the window's start: 1e-224 + DAY_S rounds to DAY_S, the moment asked
+@example([(1, 0.0, 60.0), (1, 1.4126379108907805e-224, 3543.0)], 1.0, DAY_S)
 def test_the_moment_found_is_the_first_under_the_budget(
     raw: list[tuple[int, float, float]], budget_h: float, from_s: float
 ) -> None:

@@ -139,6 +139,16 @@ def test_dependencies_hold_a_task_until_the_parent_succeeds_and_fail_it_if_the_p
     assert d.fail[2] == "task 12, which it depends on, did not succeed" and not d.starts
 
 
+def test_a_failed_parent_fails_the_task_while_an_earlier_parent_still_waits() -> None:
+    # the cluster state machine found it: depends_on [1, 3], 1 still queued, 3 cancelled; the task waited
+    # for 1 (and, were 1 held for good, forever) although it could never start
+    child = make_task(4, depends_on=(1, 3))
+
+    d = decide([child], [], make_gpus(), 0.0, CFG, failed={3})
+
+    assert d.fail[4] == "task 3, which it depends on, did not succeed" and not d.starts
+
+
 def test_not_before_holds_a_task_until_its_time() -> None:
     d = decide([make_task(1, not_before_s=7200.0)], [], make_gpus(), 0.0, CFG)
     assert d.pending_reasons[1] == "waiting until 02:00 (not before)" and d.wake_at_s == 7200.0

@@ -11,8 +11,10 @@ from scheduler.policy.engine import decide
 from scheduler.policy.estimate import (
     MIN_RECENT_RUNS,
     RECENT_RUNS,
+    DurationEstimate,
     DurationHistory,
     estimate_duration_s,
+    family_name,
     with_typical_run,
 )
 from scheduler.policy.explain import explain
@@ -32,6 +34,27 @@ def test_estimate_comes_from_the_spec_then_history_then_time_limit_then_default(
     assert est.seconds == 300.0 and est.source == "median of 3 recent runs"  # the last 3: 300, 200, 900
     assert estimate_duration_s(make_task(estimated_s=50.0), history, CFG).seconds == 50.0
     assert estimate_duration_s(make_task(estimated_s=None, gpus=2), history, CFG).source == "default"
+
+
+def test_a_sweep_setting_that_never_ran_is_estimated_from_the_other_settings_of_its_family() -> None:
+    # Given two settings of one sweep that ran, and a task of another name with parameters
+    history = DurationHistory(runs=3)
+    history.add("u", "train lr:0.1 bs:32", 1, 100.0)
+    history.add("u", "train lr:0.2 bs:32", 1, 300.0)
+    history.add("u", "eval split:dev", 1, 5.0)
+    # Then a setting of its own uses its own runs, and another one its family's
+    assert family_name("train lr:0.1 bs:32") == family_name("train") == "train"
+    assert family_name("lr:0.1") == "lr:0.1" and family_name("train lr 0.1") == "train lr 0.1"
+    assert history.learned("u", "train lr:0.1 bs:32", 1) == (100.0, 1, None)
+    assert history.learned("u", "train lr:0.3 bs:64", 1) == (200.0, 2, "train")
+    assert history.learned("u", "train", 1) == (200.0, 2, "train")
+    assert history.learned("u", "train lr:0.3", 2) is None  # the size still counts
+    assert history.learned("v", "train lr:0.3", 1) is None  # and the user
+    # And the estimate says where its run time comes from
+    unseen = estimate_duration_s(make_task(estimated_s=None, name="train lr:0.5"), history, CFG)
+    by_name = estimate_duration_s(make_task(estimated_s=None, name="train"), history, CFG)
+    assert unseen == DurationEstimate(200.0, "median of 2 recent runs of train with other parameters")
+    assert by_name.source == "median of 2 recent runs of train sweeps"
 
 
 def test_the_typical_run_time_is_the_median_of_the_clusters_last_gpu_runs() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from scheduler.policy.reasons import gpu_hours, local_time
+from scheduler.policy.reasons import amount, local_time
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")
 
@@ -42,4 +42,4 @@ def test_a_time_beyond_the_calendar_is_named_not_raised() -> None:
 
 def test_gpu_hours_below_one_keep_two_significant_digits() -> None:
     """A 0.02 GPU-h budget used up must not read "0.0/0.02"."""
-    assert [gpu_hours(h) for h in (0.0, 0.025, 0.4, 1.0, 40.04)] == ["0.0", "0.025", "0.4", "1.0", "40.0"]
+    assert [amount(h) for h in (0.0, 0.025, 0.4, 1.0, 40.04)] == ["0.0", "0.025", "0.4", "1.0", "40.0"]

@@ -59,3 +59,21 @@ def submit_to(cluster: Cluster, make_identity) -> Callable[..., Any]:
         return task
 
     return submit
+
+
+# what a failed test's service processes printed, kept to this many characters each
+_LOG_TAIL_CHARS = 6_000
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """A failed test that ran a `Stack` (its processes log to `<name>.log` in its tmp_path) shows the end of
+    each process's log in its report: a race seen once in CI can then be read, not guessed."""
+    outcome = yield
+    report = outcome.get_result()
+    folder = getattr(item, "funcargs", {}).get("tmp_path")
+    if report.when != "call" or not report.failed or folder is None:
+        return
+    for log_file in sorted(folder.glob("*.log")):
+        text = log_file.read_text(errors="replace")
+        report.sections.append((f"{log_file.name} (last {_LOG_TAIL_CHARS} chars)", text[-_LOG_TAIL_CHARS:]))

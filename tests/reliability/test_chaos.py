@@ -5,6 +5,12 @@ scheduler is killed with SIGKILL and restarted, and a replacement w1 is started.
 none may complete twice (each job appends one line to its own file: exactly one line each), and the time
 from the first fault until every task settled is printed and written to `chaos_recovery_s.txt`.
 
+The jobs end only once the faults are over and the lost worker's jobs are dead (a `go` file): a job that
+ends in the instant before its worker's SIGKILL, before the worker wrote its end to the database, has done
+its work with no one left to record it, and runs again. That window is the design's (the worker is the
+job's only parent and the only one to see its exit code); what this test holds nightshift to is that its
+own recovery runs nothing twice.
+
 Bounded by the lease TTL (3 s here) for the lost jobs. The killed scheduler's leader lock does not hold the
 restarted one back: its holder's process is gone, so it is taken over at once (`scheduler/held_key.py`).
 """
@@ -16,10 +22,11 @@ import time
 import pytest
 import redis
 
+from scheduler.executor.reaper import find_run_tokens, parse_run_token
 from tests.reliability.stack import Stack, poll
 
 TASKS = 8
-JOB = "sleep 3; echo done >> {folder}/out.$NIGHTSHIFT_TASK_ID"
+JOB = "until [ -e {folder}/go ]; do sleep 0.1; done; echo done >> {folder}/out.$NIGHTSHIFT_TASK_ID"
 
 
 def run_chaos(stack: Stack, redis_url: str, tasks: int = TASKS) -> dict[str, float]:
@@ -39,9 +46,11 @@ def run_chaos(stack: Stack, redis_url: str, tasks: int = TASKS) -> dict[str, flo
         return {"w1", "w2"} <= nodes
 
     poll(both_busy, what="tasks running on both workers")
-    on_w1 = [
-        row.id for row in stack.tasks.by_ids(ids).values() if row.status == "running" and row.node == "w1"
+    running_on_w1 = [
+        row for row in stack.tasks.by_ids(ids).values() if row.status == "running" and row.node == "w1"
     ]
+    on_w1 = [row.id for row in running_on_w1]
+    leases_on_w1 = {row.lease_token for row in running_on_w1}
 
     # When: kill -9 a worker, FLUSHALL Redis, kill -9 the scheduler and restart it, replace the worker
     started = time.monotonic()
@@ -52,6 +61,16 @@ def run_chaos(stack: Stack, redis_url: str, tasks: int = TASKS) -> dict[str, flo
     stack.kill9("scheduler")
     stack.start("scheduler", "scheduler")
     stack.start_worker("w1")
+    poll(
+        lambda: (
+            not any(
+                (parsed := parse_run_token(token)) and parsed[2] in leases_on_w1
+                for token in find_run_tokens()
+            )
+        ),
+        what="the lost worker's jobs to be killed",
+    )
+    (out / "go").touch()
 
     # Then every task succeeds, each job completed exactly once
     poll(

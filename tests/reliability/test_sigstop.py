@@ -1,10 +1,12 @@
-"""A worker paused (SIGSTOP) past its lease and resumed: its late heartbeat and completion are refused,
-its job is gone, and exactly one attempt succeeds — on the other worker."""
+"""A worker paused (SIGSTOP) past its lease and resumed: its job sentinel kills the job while it is paused
+(before its lease runs out), its late heartbeat and completion are refused, and exactly one attempt
+succeeds — on the other worker."""
 
 from __future__ import annotations
 
 import os
 import signal
+from pathlib import Path
 
 import pytest
 
@@ -19,33 +21,45 @@ JOB = (
 )
 
 
+def _first_attempt_running_on_w1(stack: Stack, folder: Path) -> tuple[int, int]:
+    """Start the API, a scheduler and worker w1, submit `JOB` (no retries) and wait for its first attempt
+    to run: (task id, the attempt's pid)."""
+    stack.start_api()
+    stack.start("scheduler", "scheduler")
+    stack.start_worker("w1")
+    task_id = stack.submit({"command": JOB.format(folder=folder), "workdir": str(folder)})
+    pid = poll(lambda: _pid_written(folder / "pid.1"), what="attempt 1 to start")
+    return task_id, pid
+
+
+def _pid_written(path: Path) -> int | None:
+    """The pid a job wrote to `path`, None until the whole line is there (`>` creates the file first)."""
+    text = path.read_text() if path.exists() else ""
+    return int(text) if text.endswith("\n") else None
+
+
 @pytest.mark.slow
-def test_a_paused_worker_loses_its_task_and_kills_its_job_when_it_wakes_up(tmp_path, redis_url):
+def test_a_paused_workers_job_is_killed_by_its_sentinel_and_its_task_runs_once_elsewhere(tmp_path, redis_url):
     stack = Stack(tmp_path, redis_url)
     folder = tmp_path / "job"
     folder.mkdir()
     try:
-        stack.start_api()
-        stack.start("scheduler", "scheduler")
-        stack.start_worker("w1")
-        task_id = stack.submit({"command": JOB.format(folder=folder), "workdir": str(folder)})
-        poll(lambda: (folder / "pid.1").exists(), what="attempt 1 to start")
-        first = stack.tasks.get_any(task_id)
-        assert first.node == "w1"
-        first_pid = int((folder / "pid.1").read_text())
+        task_id, first_pid = _first_attempt_running_on_w1(stack, folder)
+        assert stack.tasks.get_any(task_id).node == "w1"
         stack.start_worker("w2")
 
         # When w1 is paused past its lease
         stack.signal("w1", signal.SIGSTOP)
         poll(lambda: stack.statuses([task_id])[task_id] == "succeeded", timeout_s=60, what="the retry on w2")
-        assert is_alive(first_pid), "attempt 1 still runs while its worker is paused"
 
-        # ... and resumed
+        # Then its sentinel, hearing nothing from it, has killed its job while it is still paused
+        poll(
+            lambda: not is_alive(first_pid), timeout_s=30, what="the sentinel to kill the paused worker's job"
+        )
+        assert "worker silent for" in stack.log("w1")
+
+        # When it is resumed, Then what it still holds is refused
         stack.signal("w1", signal.SIGCONT)
-
-        # Then it kills its job, and refuses (is refused) what it still holds
-        poll(lambda: not is_alive(first_pid), timeout_s=30, what="the paused worker to kill its job")
-        poll(lambda: "killing its job" in stack.log("w1") or "heartbeat refused" in stack.log("w1"))
         attempts = stack.tasks.attempts(task_id)
         assert [(a.node, a.outcome, a.reason) for a in attempts] == [
             ("w1", "retried", "lost_worker"),
@@ -66,5 +80,36 @@ def test_a_paused_worker_loses_its_task_and_kills_its_job_when_it_wakes_up(tmp_p
         )
         assert stack.tasks.get_any(task_id).status == "succeeded"
         assert os.path.exists(folder / "pid.2")
+    finally:
+        stack.close()
+
+
+@pytest.mark.slow
+def test_a_whole_single_node_service_paused_and_resumed_runs_its_task_again_without_failing_it(
+    tmp_path, redis_url
+):
+    """Ctrl-Z on `nightshift up` stops the scheduler and the worker together, not the sentinel: the job is
+    killed while they are stopped, and once resumed the task is retried as a lost worker's, not failed."""
+    stack = Stack(tmp_path, redis_url)
+    folder = tmp_path / "job"
+    folder.mkdir()
+    try:
+        task_id, first_pid = _first_attempt_running_on_w1(stack, folder)  # no retries
+
+        # When the scheduler and the worker are paused past the silence the sentinel allows, then resumed
+        stack.signal("scheduler", signal.SIGSTOP)
+        stack.signal("w1", signal.SIGSTOP)
+        poll(lambda: not is_alive(first_pid), timeout_s=30, what="the sentinel to kill the job")
+        stack.signal("w1", signal.SIGCONT)
+        stack.signal("scheduler", signal.SIGCONT)
+
+        # Then the task runs again and succeeds: the killed attempt is a lost worker's, not the task's failure
+        poll(lambda: stack.statuses([task_id])[task_id] == "succeeded", timeout_s=60, what="attempt 2")
+        attempts = stack.tasks.attempts(task_id)
+        assert [(a.outcome, a.reason) for a in attempts] == [
+            ("retried", "lost_worker"),
+            ("succeeded", "exit"),
+        ]
+        assert (folder / "out").read_text().splitlines() == ["done"]
     finally:
         stack.close()

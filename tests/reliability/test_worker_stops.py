@@ -125,7 +125,9 @@ def test_a_starting_worker_empties_and_removes_the_job_cgroups_its_node_left_beh
 def test_a_workers_look_for_orphans_leaves_its_own_jobs_and_spares_alone(
     cluster, start_worker, submit_to, tmp_path, job_cgroups
 ):
-    # Given a worker running a job (in a spare shell's cgroup) with spares waiting beside it
+    # Given a worker running a job (in a spare shell's cgroup) with spares waiting beside it (with a long
+    # lease: on a loaded machine a 5-s stall of the whole test process once cost the job its lease)
+    cluster.settings.lease_ttl_s = 60.0
     worker = start_worker("node-a")
     pid_file = tmp_path / "pid"
     task = submit_to({"command": f"echo $$ > {pid_file}; exec sleep 300", "workdir": str(tmp_path)})
@@ -217,17 +219,7 @@ def test_restarting_the_worker_three_times_requeues_its_task_each_time_and_never
     for _ in range(3):
         ready.unlink(missing_ok=True)
         assert cluster.queue.assign(task.id, "node-a", [0], now_ms())
-        worker = Worker(cluster, "node-a", SimulatedGpus("4x24", node="node-a"), base_env=dict(os.environ))
-        worker.publish_node()
-        stop = threading.Event()
-        loop = threading.Thread(target=worker.run, args=(stop,), daemon=True)
-        loop.start()
-        wait_until(ready.exists)
-
-        stop.set()
-        loop.join(timeout=30)
-
-        assert not loop.is_alive()
+        _run_worker_until(cluster, ready)
         assert cluster.tasks.get_any(task.id).status == "queued"
     reasons = [attempt.reason for attempt in cluster.tasks.attempts(task.id)]
     assert reasons == ["worker_shutdown"] * 3
@@ -235,3 +227,43 @@ def test_restarting_the_worker_three_times_requeues_its_task_each_time_and_never
         "its worker is shutting down; the task goes back to the queue"
         in cluster.log_path(task.id).read_text()
     )
+
+
+def test_a_graceful_stop_longer_than_a_lease_ttl_is_not_cut_short_by_the_job_sentinel(
+    cluster, make_identity, tmp_path
+):
+    """The sentinel kills a silent worker's jobs; a worker stopping its jobs gracefully is not silent."""
+    # Given a worker whose sentinel may hear nothing for 1.5 s (TTL 2 s), running a job that takes 3 s to
+    # save its work once told to stop
+    cluster.settings.lease_ttl_s = 2.0
+    who, _ = make_identity()
+    saved, ready = tmp_path / "saved", tmp_path / "ready"
+    command = (
+        f"trap 'sleep 3; echo saved > {saved}; exit 0' TERM; touch {ready}; while :; do sleep 0.05; done"
+    )
+    task, _ = cluster.submit(
+        who, {"gpus": 1, "command": command, "workdir": str(tmp_path), "grace_seconds": 20}
+    )
+    assert cluster.queue.assign(task.id, "node-a", [0], now_ms())
+
+    # When the worker runs it, then stops
+    worker = _run_worker_until(cluster, ready)
+
+    # Then the job had its grace: it saved its work
+    assert worker.sentinel_silence_s() == 1.5
+    assert saved.read_text() == "saved\n"
+
+
+def _run_worker_until(cluster, ready) -> Worker:
+    """Run a worker of node-a in a thread until the file `ready` exists, then stop it (its jobs stop
+    gracefully) and wait for its loop to end."""
+    worker = Worker(cluster, "node-a", SimulatedGpus("4x24", node="node-a"), base_env=dict(os.environ))
+    worker.publish_node()
+    stop = threading.Event()
+    loop = threading.Thread(target=worker.run, args=(stop,), daemon=True)
+    loop.start()
+    wait_until(ready.exists)
+    stop.set()
+    loop.join(timeout=30)
+    assert not loop.is_alive()
+    return worker

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from api.deps import LOOKUP_BURST, LOOKUP_RATE_PER_S
 from api.main import create_app
 from api.ratelimit import TokenBuckets
 from scheduler.service import Cluster
+from scheduler.store.identity import TokenCache
 from tests.security.conftest import TestClient, bearer
 
 
@@ -91,3 +93,28 @@ def test_a_batch_counts_against_the_cap_for_the_next_single_submission_at_once(l
     assert (first.status_code, batch.status_code) == (201, 201)
     assert over.status_code == 429
     assert "already has 10 tasks queued (the cap is 10)" in over.json()["detail"]
+
+
+def test_a_client_sending_unknown_tokens_gets_429_after_a_burst_of_lookups_and_known_tokens_do_not_count(
+    limited,
+):
+    alice = _token(limited, "alice", "vision")
+    app = create_app(limited)
+    # the lookup buckets as the API makes them, on a clock that stands still: no refill while the test runs
+    app.state.token_lookups = TokenBuckets(LOOKUP_RATE_PER_S, LOOKUP_BURST, clock=lambda: 0.0)
+    app.state.token_cache = TokenCache(limited.factory, ttl_s=3600)  # alice's entry outlives a slow run
+    with TestClient(app) as client:
+        known = client.get("/api/v1/tasks", headers=alice)  # its one lookup, then cached
+        guesses = [
+            client.get("/api/v1/tasks", headers=bearer(f"ns_guess{i}")).status_code
+            for i in range(LOOKUP_BURST)
+        ]
+        refused = client.get("/api/v1/tasks", headers=bearer("ns_one-more-guess"))
+        cached = client.get("/api/v1/tasks", headers=alice)
+
+    assert known.status_code == 200
+    assert guesses[: LOOKUP_BURST - 1] == [401] * (LOOKUP_BURST - 1)  # the first lookup was alice's
+    assert guesses[-1] == refused.status_code == 429
+    assert "too many unknown or new tokens from testclient" in refused.json()["detail"]
+    assert int(refused.headers["Retry-After"]) >= 1
+    assert cached.status_code == 200  # a token this process knows costs no lookup

@@ -10,11 +10,13 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api.main import create_app
+from scheduler.batches import submit_sweep
 from scheduler.clock import now_ms
 from scheduler.dispatcher import Dispatcher
 from scheduler.errors import ConflictError, NotFoundError
 from scheduler.gpus import SimulatedGpus
 from scheduler.service import Cluster
+from scheduler.spec import parse_spec
 from scheduler.worker import Worker
 from tests.conftest import wait_until
 
@@ -59,6 +61,40 @@ def test_a_task_held_after_it_was_assigned_is_refused_by_the_node_that_claims_it
 
     assert cluster.tasks.mark_running(task.id, claim.token, NODE, claim.gpu_indices) is None
     assert cluster.tasks.get_any(task.id).status == "queued"
+
+
+def test_a_task_held_and_released_while_a_node_claims_it_is_queued_once_and_starts_there(
+    cluster, make_identity
+):
+    # the cluster state machine found it: release queued the task again beside the claim in flight,
+    # so a pass could assign it a second time while it ran, and that claim overwrote the running lease
+    who, _ = make_identity()
+    task, _ = cluster.submit(who, {"command": "true", "gpus": 1})
+    assert cluster.queue.assign(task.id, NODE, [0], now_ms())
+    claim = cluster.queue.claim(NODE, now_ms(), 60_000)
+    assert claim is not None
+
+    cluster.hold(who, task.id)
+    cluster.release(who, task.id)
+
+    assert task.id not in cluster.queue.queued_ids()  # its claim still stands for it
+    assert cluster.tasks.mark_running(task.id, claim.token, NODE, claim.gpu_indices) is not None
+
+
+def test_a_sweep_task_held_and_released_while_claimed_is_not_queued_beside_its_claim(cluster, make_identity):
+    who, _ = make_identity()
+    spec = parse_spec({"command": "train {i}", "gpus": 1, "sweep": {"i": [0, 1]}, "max_running": 1})
+    first, second = (task.id for task in submit_sweep(cluster, who, spec)[0].tasks)
+    assert cluster.queue.assign(first, NODE, [0], now_ms())
+    claim = cluster.queue.claim(NODE, now_ms(), 60_000)
+    assert claim is not None
+    cluster.hold(who, first)  # its slot goes to the second task
+    cluster.release(who, first)  # it waits for a slot
+
+    cluster.cancel(who, second)  # the slot comes back to the first, whose claim is still in flight
+
+    assert first not in cluster.queue.queued_ids()
+    assert cluster.tasks.mark_running(first, claim.token, NODE, claim.gpu_indices) is not None
 
 
 def test_a_rebuild_of_redis_leaves_a_held_task_out_and_a_check_does_not_call_it_lost(cluster, make_identity):

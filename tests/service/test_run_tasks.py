@@ -11,6 +11,7 @@ import psutil
 from scheduler.dispatcher import Dispatcher
 from scheduler.gpus import SimulatedGpus
 from scheduler.service import Cluster
+from scheduler.store.identity import authenticate, create_token
 from scheduler.worker import Worker
 from tests.conftest import wait_until
 
@@ -107,6 +108,23 @@ def test_a_time_limit_stops_the_job_and_fails_the_task(cluster, make_identity, r
     assert cluster.tasks.get_any(task.id).reason == "timeout"
 
 
+def test_a_job_printing_past_the_log_limit_is_stopped_and_the_task_fails_saying_why(
+    make_cluster, run_in_thread, tmp_path
+):
+    limited = make_cluster(max_log_mb=0.01)  # 10 KiB per attempt
+    who = authenticate(limited.factory, create_token(limited.factory, user="alice", team="vision"))
+    _start(limited, run_in_thread)
+    task, _ = limited.submit(
+        who, {"command": "yes flood | head -c 200000; sleep 300", "workdir": str(tmp_path)}
+    )
+    wait_until(lambda: _status(limited, task.id) == "failed")
+    row = limited.tasks.get_any(task.id)
+
+    assert row.reason == "output_limit"
+    assert (row.message or "").startswith("stopped: its output passed the log size limit (")
+    assert limited.log_path(task.id).stat().st_size < 250_000  # stopped, not left to print on
+
+
 def test_a_missing_workdir_fails_the_task_with_a_clear_reason(
     cluster, make_identity, run_in_thread, tmp_path
 ):
@@ -116,7 +134,10 @@ def test_a_missing_workdir_fails_the_task_with_a_clear_reason(
     wait_until(lambda: _status(cluster, task.id) == "failed")
     row = cluster.tasks.get_any(task.id)
     assert row.reason == "executor"
-    assert "does not exist" in (row.message or "")
+    # named by its node: read from anywhere in the cluster, "this node" says nothing
+    assert (
+        row.message == f"workdir {str(tmp_path / 'nope')!r} does not exist or is not a folder on node node-a"
+    )
 
 
 def test_a_conda_task_fails_clearly_when_conda_is_not_installed(

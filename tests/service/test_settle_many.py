@@ -4,6 +4,7 @@ through the retry policy, every lease released, the scheduler rung once; a lost 
 from __future__ import annotations
 
 from scheduler.clock import now_ms
+from scheduler.dispatcher import Dispatcher
 from scheduler.nodes import NodeGpu
 from scheduler.service import Settlement
 
@@ -52,3 +53,44 @@ def test_a_mixed_batch_of_endings_gets_each_its_own_status(cluster, make_identit
     assert [cluster.queue.lease(i) for i in (ok, cancelled, retried, failed)] == [None] * 4
     assert cluster.queue.lease(lost).token == claims[lost].token  # not ours to release
     assert cluster.queue.client.llen(cluster.queue.keys.scheduler_doorbell) == 1
+
+
+def test_a_job_killed_for_its_lost_lease_leaves_the_lease_to_the_reaper_which_requeues_it(
+    cluster, make_identity
+) -> None:
+    # the cluster state machine found it: the settle released the expired lease, so the task stayed
+    # running in SQL with no lease to expire until the minute's rebuild put one back
+    who, _ = make_identity()
+    cluster.nodes.publish("node-a", [NodeGpu(0, "SIM", 24 * GB, 24 * GB)], now_ms(), "simulated")
+    task, _ = cluster.submit(who, {"command": "sleep 100"})
+    assert cluster.queue.assign(task.id, "node-a", [0], now_ms())
+    claim = cluster.queue.claim("node-a", now_ms() - 60_000, 30_000)  # its lease ran out 30 s ago
+    assert claim is not None and cluster.tasks.mark_running(task.id, claim.token, "node-a", [0])
+
+    status = cluster.settle_attempt(task.id, claim.token, "lost_lease", None, "lease not renewed")
+
+    assert status is None and cluster.queue.lease(task.id) is not None
+    assert Dispatcher(cluster).reap_expired_leases() == 1
+    assert cluster.tasks.get_any(task.id).status == "queued" and task.id in cluster.queue.queued_ids()
+    requeued = cluster.tasks.get_any(task.id)  # the reason names the node that went silent
+    assert (requeued.reason, requeued.message) == (
+        "lost_worker",
+        "its worker on node node-a stopped heartbeating",
+    )
+
+
+def test_a_task_asked_to_cancel_whose_worker_is_lost_is_cancelled_not_retried(cluster, make_identity) -> None:
+    # the cluster state machine found it: requeued as a lost worker's task, it kept cancel_requested, so
+    # every node refused to start it and nothing queued it again: queued in SQL, nowhere in Redis
+    who, _ = make_identity()
+    cluster.nodes.publish("node-a", [NodeGpu(0, "SIM", 24 * GB, 24 * GB)], now_ms(), "simulated")
+    task, _ = cluster.submit(who, {"command": "sleep 100", "retries": 2})
+    assert cluster.queue.assign(task.id, "node-a", [0], now_ms())
+    claim = cluster.queue.claim("node-a", now_ms() - 60_000, 30_000)  # its lease ran out 30 s ago
+    assert claim is not None and cluster.tasks.mark_running(task.id, claim.token, "node-a", [0])
+    cluster.cancel(who, task.id)
+
+    assert Dispatcher(cluster).reap_expired_leases() == 0
+
+    assert cluster.tasks.get_any(task.id).status == "cancelled"
+    assert task.id not in cluster.queue.queued_ids()

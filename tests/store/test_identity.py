@@ -12,6 +12,7 @@ from scheduler.store.identity import (
     create_token,
     hash_token,
     revoke_token,
+    revoke_user_tokens,
     team_id_by_name,
 )
 from scheduler.store.tables import ApiToken, Team, User
@@ -64,6 +65,23 @@ def test_a_token_is_revoked_by_its_prefix_and_others_stay_valid(store):
         revoke_token(store.factory, first[:10])  # already revoked
     with pytest.raises(NotFoundError, match="no active token"):
         revoke_token(store.factory, "ns_nothing")
+
+
+def test_every_token_of_a_user_is_revoked_by_name_and_other_users_keep_theirs(store):
+    """An admin revoking a departed user's access rarely has their tokens (shown once): the name does."""
+    first = create_token(store.factory, user="alice", team="vision")
+    second = create_token(store.factory, user="alice", team="vision")
+    bobs = create_token(store.factory, user="bob", team="vision")
+
+    assert revoke_user_tokens(store.factory, "Alice") == 2
+    for token in (first, second):
+        with pytest.raises(AuthError, match="revoked"):
+            authenticate(store.factory, token)
+    assert authenticate(store.factory, bobs).user == "bob"
+    with pytest.raises(NotFoundError, match="'alice' has no active token"):
+        revoke_user_tokens(store.factory, "alice")  # already revoked
+    with pytest.raises(NotFoundError, match="no active token"):
+        revoke_user_tokens(store.factory, "nobody")
 
 
 def test_a_user_cannot_be_moved_to_another_team_silently(store):

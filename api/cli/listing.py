@@ -1,0 +1,93 @@
+"""`nightshift ls`: the team's tasks, newest first, narrowed as `sacct -S/-E --name` and `squeue --name` do
+(submitted since/until, name, tag, node), with "showing 50 of 1,234" when the page is cut."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+import typer
+
+from api.cli.render import console, err_console, print_error, print_json, tasks_table
+from api.cli.zone import cli_zone
+from api.client import ClientError, NightshiftClient
+from scheduler.errors import NightshiftError
+from scheduler.settings import get_settings
+from scheduler.timeparse import parse_past
+
+PAST_HELP = "yesterday, monday, 2026-12-01, 9am, -2d, 3h ago (the cluster's zone)"
+
+
+def list_command(
+    status: Annotated[
+        str | None, typer.Option(help="queued | running | succeeded | failed | cancelled")
+    ] = None,
+    team: Annotated[str | None, typer.Option(help="(admins) one team's tasks")] = None,
+    user: Annotated[str | None, typer.Option(help="one person's tasks")] = None,
+    mine: Annotated[bool, typer.Option("--mine", help="only your own tasks")] = False,
+    since: Annotated[str | None, typer.Option(help=f"submitted at or after: {PAST_HELP}")] = None,
+    until: Annotated[str | None, typer.Option(help=f"submitted at or before: {PAST_HELP}")] = None,
+    name: Annotated[str | None, typer.Option(help="this exact name; 'train*': names starting so")] = None,
+    tag: Annotated[str | None, typer.Option(help="tasks carrying this tag")] = None,
+    node: Annotated[str | None, typer.Option(help="tasks that ran on this node")] = None,
+    limit: Annotated[int, typer.Option(help="at most this many")] = 50,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON for scripts")] = False,
+) -> None:
+    """List tasks, newest first: your team's (an admin's: every team's), narrowed by --since/--until
+    (submission time), --name, --tag and --node."""
+    if mine and user:
+        _exit("give --mine or --user NAME, not both", code=2)
+    filters = {"status": status, "team": team, "name": name, "tag": tag, "node": node}
+    filters.update(submission_window(since, until))
+    page = _fetch(limit, mine, user, filters)
+    if as_json:
+        print_json(page["tasks"])  # the shape scripts already read: the list of tasks
+    else:
+        console.print(tasks_table(page["tasks"]))
+    footer = page_footer(page)
+    if not page["tasks"]:  # an empty table alone reads like an error
+        searched = any(value is not None for value in filters.values()) or mine or user
+        footer = "no task matches these filters" if searched else "no tasks yet: nightshift submit -- COMMAND"
+    if footer:  # on stderr: a script reading --json still gets JSON alone on stdout
+        err_console.print(footer, markup=False, highlight=False)
+
+
+def submission_window(since: str | None, until: str | None) -> dict[str, str | None]:
+    """`--since` and `--until` as ISO 8601 with the offset of the cluster's zone, for the API."""
+    if since is None and until is None:
+        return {}
+    now, zone = datetime.now().astimezone(), cli_zone(get_settings())
+    try:
+        return {
+            key: parse_past(text, now, zone).isoformat() if text is not None else None
+            for key, text in (("since", since), ("until", until))
+        }
+    except NightshiftError as exc:
+        _exit(exc.message, code=2)
+        raise  # unreachable: _exit raises
+
+
+def page_footer(page: dict[str, Any]) -> str | None:
+    """`showing 50 of 1,234 (--limit to see more)` when the page does not hold every matching task."""
+    count, total = int(page["count"]), int(page.get("total", page["count"]))
+    if count >= total:
+        return None
+    return f"showing {count:,} of {total:,} (--limit to see more)"
+
+
+def _fetch(limit: int, mine: bool, user: str | None, filters: dict[str, str | None]) -> dict[str, Any]:
+    """The first page of the filtered list (`--mine`: the caller's own name, asked of the API)."""
+    client = NightshiftClient.from_settings(get_settings())
+    try:
+        who = client.get("/me")["user"] if mine else user
+        return client.task_page({**filters, "user": who}, limit)
+    except ClientError as exc:
+        print_error(exc.message, exc.errors)
+        raise typer.Exit(1) from None
+    finally:
+        client.close()
+
+
+def _exit(message: str, code: int) -> None:
+    print_error(message)
+    raise typer.Exit(code)
