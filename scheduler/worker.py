@@ -176,7 +176,9 @@ class Worker:
         self.monitor = monitor
         self.base_env = dict(os.environ if base_env is None else base_env)
         self.labels = dict(labels or {})
-        self.jobs: dict[int, ActiveJob] = {}
+        # by claim token: a task's new attempt may be claimed here before an older one whose lease this
+        # worker lost is settled, and a stop or an ending of one must never touch the other
+        self.jobs: dict[str, ActiveJob] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._ttl_ms = int(self.settings.lease_ttl_s * 1000)
@@ -335,7 +337,7 @@ class Worker:
         task is requeued), and requeue what SQL says ran here."""
         self.kill_orphans()
         for task in self.cluster.tasks.with_status("running"):
-            if task.node != self.node or task.id in self.jobs or not task.lease_token:
+            if task.node != self.node or task.lease_token in self.jobs or not task.lease_token:
                 continue
             token = task.lease_token
             status = self.cluster.settle_attempt(
@@ -443,7 +445,7 @@ class Worker:
         self._emit("jobs_started", launched)
         with self._lock:
             for item in launched:
-                self.jobs[item.claim.task_id] = item
+                self.jobs[item.claim.token] = item
         for item in launched:
             self._watch_exit(item)
 
@@ -556,23 +558,34 @@ class Worker:
 
     # --- watching -------------------------------------------------------------------------------
 
+    def job_of(self, task_id: int) -> ActiveJob | None:
+        """The newest attempt of a task that this worker runs (an older one, whose lease it lost, may still
+        be ending beside it), or None."""
+        with self._lock:
+            return self._job_of(task_id)
+
+    def _job_of(self, task_id: int) -> ActiveJob | None:
+        attempts = [item for item in self.jobs.values() if item.claim.task_id == task_id]
+        return max(attempts, key=lambda item: item.attempt, default=None)
+
     def _check_cancels(self) -> None:
         with self._lock:
-            ids = [task_id for task_id, item in self.jobs.items() if item.stop_reason is None]
-        if not ids:
+            items = [item for item in self.jobs.values() if item.stop_reason is None]
+        if not items:
             return
         client = self.cluster.queue.client
         pipe = client.pipeline(transaction=False)
-        for task_id in ids:
-            pipe.exists(self.cluster.queue.keys.cancel(task_id))
-        for task_id, flagged in zip(ids, pipe.execute(), strict=True):
+        for item in items:
+            pipe.exists(self.cluster.queue.keys.cancel(item.claim.task_id))
+        for item, flagged in zip(items, pipe.execute(), strict=True):
             if flagged:
-                self._request_stop(task_id, "cancelled")
+                self._request_stop(item, "cancelled")
 
-    def _request_stop(self, task_id: int, reason: StopReason, grace_s: float | None = None) -> None:
+    def _request_stop(self, item: ActiveJob, reason: StopReason, grace_s: float | None = None) -> None:
+        """Stop this attempt's job beside the loop (its grace period, then KILL), once; an attempt already
+        settled and gone from `jobs` is left alone."""
         with self._lock:
-            item = self.jobs.get(task_id)
-            if item is None or item.stop_started:
+            if self.jobs.get(item.claim.token) is not item or item.stop_started:
                 return
             item.stop_reason = reason
             item.stop_started = True
@@ -581,7 +594,7 @@ class Worker:
             target=self._stop_job,
             args=(item, reason, grace_s),
             daemon=True,
-            name=f"stop-{task_id}",
+            name=f"stop-{item.claim.task_id}",
         ).start()
 
     def _fence_overdue_leases(self) -> None:
@@ -598,7 +611,7 @@ class Worker:
                     now - item.renewed_at,
                     self._ttl_s,
                 )
-            self._request_stop(item.claim.task_id, "lost_lease", grace_s=0.0)
+            self._request_stop(item, "lost_lease", grace_s=0.0)
 
     def _check_jobs(self) -> None:
         """Poll the jobs whose leader was seen to exit (all of them every `FULL_CHECK_S`, a safety net),
@@ -622,9 +635,9 @@ class Worker:
             self._exited.difference_update(item.job.pid for item in ended)
         for item in items:
             if item.job.outcome is None and item.job.time_limit_exceeded(now):
-                self._request_stop(item.claim.task_id, "timeout")
+                self._request_stop(item, "timeout")
             elif full and item.job.outcome is None and item.job.output_limit_exceeded():  # a stat each
-                self._request_stop(item.claim.task_id, "output_limit")
+                self._request_stop(item, "output_limit")
         if ended:
             self._finish_many(ended)
 
@@ -650,7 +663,7 @@ class Worker:
         statuses = self.cluster.settle_attempts(settlements)
         with self._lock:
             for item in ready:
-                self.jobs.pop(item.claim.task_id, None)
+                self.jobs.pop(item.claim.token, None)
         self._emit("jobs_ended", list(zip(ready, statuses, strict=True)))
 
     def _killed_by_sentinel(self, item: ActiveJob, outcome: JobOutcome) -> bool:
@@ -672,18 +685,21 @@ class Worker:
                 log.exception("job listener %s.%s failed", type(listener).__name__, hook)
 
     def gpu_holders(self) -> dict[int, tuple[int, ...]]:
-        """Task id -> GPU indices, for every job this worker runs now."""
+        """Task id -> GPU indices, for every job this worker runs now (all of a task's attempts here)."""
+        holders: dict[int, set[int]] = {}
         with self._lock:
-            return {task_id: tuple(item.claim.gpu_indices) for task_id, item in self.jobs.items()}
+            for item in self.jobs.values():
+                holders.setdefault(item.claim.task_id, set()).update(item.claim.gpu_indices)
+        return {task_id: tuple(sorted(gpus)) for task_id, gpus in holders.items()}
 
     def stop_task(self, task_id: int, settle_as: str, message: str) -> bool:
         """Stop a running job (its stop signal, grace, KILL) and settle it with `settle_as` (watchdogs)."""
         with self._lock:
-            item = self.jobs.get(task_id)
+            item = self._job_of(task_id)
             if item is None or item.stop_started:
                 return False
             item.settle_as, item.settle_message = settle_as, message
-        self._request_stop(task_id, "cancelled")
+        self._request_stop(item, "cancelled")
         return True
 
     # --- heartbeat ------------------------------------------------------------------------------------
@@ -730,7 +746,7 @@ class Worker:
             if answer in (RenewResult.RENEWED, RenewResult.CANCEL_REQUESTED):
                 item.renewed_at = max(item.renewed_at, asked_at)
             if answer == RenewResult.CANCEL_REQUESTED:
-                self._request_stop(item.claim.task_id, "cancelled")
+                self._request_stop(item, "cancelled")
             elif answer == RenewResult.STOLEN:
                 self._lost(item, "the lease belongs to another claim (STOLEN)")
             elif answer == RenewResult.MISSING:
@@ -755,7 +771,7 @@ class Worker:
     def _lost(self, item: ActiveJob, why: str) -> None:
         if not item.stop_started:
             log.warning("task %s: heartbeat refused, %s: stopping its job", item.claim.task_id, why)
-        self._request_stop(item.claim.task_id, "lost_lease", grace_s=0.0)
+        self._request_stop(item, "lost_lease", grace_s=0.0)
 
     def _recover_missing_lease(self, item: ActiveJob, asked_at: float) -> None:
         """Redis lost the lease (restart, flush): SQL decides whether the claim still stands."""

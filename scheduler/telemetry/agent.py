@@ -178,7 +178,7 @@ class WorkerTelemetry:
         return reasons
 
     def _on_idle(self, alert: IdleAlert) -> None:
-        item = self.worker.jobs.get(alert.task_id)
+        item = self.worker.job_of(alert.task_id)
         if item is None:
             return
         minutes = alert.idle_s / 60.0

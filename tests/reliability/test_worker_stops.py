@@ -132,7 +132,7 @@ def test_a_workers_look_for_orphans_leaves_its_own_jobs_and_spares_alone(
     pid_file = tmp_path / "pid"
     task = submit_to({"command": f"echo $$ > {pid_file}; exec sleep 300", "workdir": str(tmp_path)})
     (pid,) = read_pids(pid_file, 1)
-    wait_until(lambda: task.id in worker.jobs)  # launched and recorded as this worker's
+    wait_until(lambda: worker.job_of(task.id) is not None)  # launched and recorded as this worker's
     own = JobCgroups(job_cgroups.base, token_node_of("node-a", cluster))
     before = set(own.owned())
 
@@ -152,7 +152,7 @@ def test_a_running_worker_finds_a_leftover_of_its_node_by_its_token_without_a_re
     pid_file = tmp_path / "pid"
     task = submit_to({"command": f"echo $$ > {pid_file}; exec sleep 300", "workdir": str(tmp_path)})
     (pid,) = read_pids(pid_file, 1)
-    wait_until(lambda: task.id in worker.jobs)
+    wait_until(lambda: worker.job_of(task.id) is not None)
 
     # When a process of one of node-a's tasks that it no longer runs turns up (a job's child that no
     # sweep at its job's end saw), and one of another node
