@@ -88,6 +88,14 @@ _RULES: list[Rule] = [
         lambda m: f"扫参 {m[1]} 没有排队中的任务可修改（{counts_zh(m[2])}）",
     ),
     (
+        re.compile(r"sweep (\d+) already has no limit on how many run at once"),
+        lambda m: f"扫参 {m[1]} 本来就没有同时运行数量的限制",
+    ),
+    (
+        re.compile(r"no limit on how many run at once, or at most (\d+): not both"),
+        lambda m: f"不限制同时运行数量，还是最多同时运行 {m[1]} 个：只能二选一",
+    ),
+    (
         re.compile(r"sweep (\d+) has no held task to release \((.*)\)"),
         lambda m: f"扫参 {m[1]} 没有被暂停的任务可放行（{counts_zh(m[2])}）",
     ),

@@ -178,6 +178,8 @@ def change_rows(card: dict[str, Any], lang: str, now: datetime | None = None) ->
     right_away = "right away (CPU only)" if cpu_only else "as soon as GPUs are free"
 
     def value(key: str, item: Any) -> str:
+        if item is None and key == "max_running":  # a sweep without a limit on how many run at once
+            return _t(lang, "no limit", "不限")
         if item is None:
             return start_label_words(right_away, lang) if key == "not_before" else "—"
         if isinstance(item, bool):
@@ -313,6 +315,9 @@ def _change_sweep_text(card: dict[str, Any], lang: str, now: datetime | None) ->
         )
     ]
     lines += [f"• {label}: {old} → {new}" for label, old, new in change_rows(card, lang, now)]
+    lifted = running_limit_lifted_words(card, lang)
+    if lifted:
+        lines.append(f"• {lifted}")
     lines += [f"• {warning_words(warning, lang)}" for warning in card.get("warnings") or []]
     lines.append(
         _t(
@@ -322,6 +327,19 @@ def _change_sweep_text(card: dict[str, Any], lang: str, now: datetime | None) ->
         )
     )
     return "\n".join(lines)
+
+
+def running_limit_lifted_words(card: dict[str, Any], lang: str) -> str:
+    """What a sweep change card that removes the sweep's `max_running` does, said before the confirm: `The
+    limit of 2 at a time goes away: all its queued tasks may start as GPUs allow.` ("" for any other card)."""
+    before, after = (card.get("changes") or {}).get("max_running") or [None, None]
+    if before is None or after is not None:
+        return ""
+    return _t(
+        lang,
+        f"The limit of {before} at a time goes away: all its queued tasks may start as GPUs allow.",
+        f"同时最多运行 {before} 个的限制将被取消：它排队中的任务都可以在有空闲 GPU 时开始。",
+    )
 
 
 # what a dropped card leaves undone, by its kind (English, Chinese)
@@ -1131,9 +1149,17 @@ def sweep_cancelled_words(sweep: dict[str, Any], lang: str) -> str:
 
 
 def sweep_changed_words(sweep: dict[str, Any], fields: list[str], lang: str) -> str:
-    """What a confirmed sweep change says (`PATCH /sweeps/{id}`'s answer): which fields changed and its tasks
-    by status now."""
-    labels = _t(lang, ", ", "、").join(field_label(key, lang) for key in fields)
+    """What a confirmed sweep change says (`PATCH /sweeps/{id}`'s answer): which fields changed (how many run
+    at once with its new value: `at most at once: no limit`) and its tasks by status now."""
+
+    def label(key: str) -> str:
+        if key != "max_running":
+            return field_label(key, lang)
+        limit = sweep.get("max_running")
+        value = _t(lang, "no limit", "不限") if limit is None else str(limit)
+        return f"{field_label(key, lang)}{_t(lang, ': ', '：')}{value}"
+
+    labels = _t(lang, ", ", "、").join(label(key) for key in fields)
     counts = counts_words(sweep.get("counts") or {}, lang)
     return _t(
         lang,

@@ -191,6 +191,11 @@ class ChangeSweepArgs(ChangeFields):
 
     sweep_id: int = Field(ge=1, description="the sweep's id (not a task id)")
     max_running: int | None = Field(default=None, ge=1, description="run at most this many of it at once")
+    lift_max_running: bool = Field(
+        default=False,
+        description='remove its limit on how many run at once ("no limit", "不限制同时运行数量"): all of it '
+        "may then run at once",
+    )
 
 
 class TaskIdArgs(BaseModel):
@@ -367,13 +372,20 @@ def cancel_task(ctx: ToolContext, task_id: int) -> str:
     return _result(pending_action=card, note="Nothing has been cancelled: the person must confirm the card.")
 
 
-def _asked_changes(fields: Mapping[str, Any], start_now: bool) -> dict[str, Any] | str:
-    """The fields asked to change (`start_now`: no not-before time, no off-peak wait), or the error."""
+def _asked_changes(
+    fields: Mapping[str, Any], start_now: bool, lift_max_running: bool = False
+) -> dict[str, Any] | str:
+    """The fields asked to change (`start_now`: no not-before time, no off-peak wait; `lift_max_running`: a
+    sweep's `max_running` None, no limit on how many run at once), or the error."""
     changes = {key: value for key, value in fields.items() if value is not None}
     if start_now:
         if changes.get("not_before") or changes.get("offpeak"):
             return _error("start now, or later: not both")
         changes.update(not_before=None, offpeak=False)
+    if lift_max_running:
+        if "max_running" in changes:
+            return _error(f"no limit on how many run at once, or at most {changes['max_running']}: not both")
+        changes["max_running"] = None
     if not changes:
         return _error("nothing to change: say what (priority, start time, off-peak, deadline, time limit)")
     return changes
@@ -744,11 +756,14 @@ def cancel_sweep(ctx: ToolContext, sweep_id: int) -> str:
     return _result(pending_action=card, note="Nothing has been cancelled: the person must confirm the card.")
 
 
-def change_sweep(ctx: ToolContext, sweep_id: int, start_now: bool = False, **fields: Any) -> str:
+def change_sweep(
+    ctx: ToolContext, sweep_id: int, start_now: bool = False, lift_max_running: bool = False, **fields: Any
+) -> str:
     """Prepare the same change to every queued task of one of your sweeps (priority, start time, off-peak,
-    deadline, limits, retries) and/or how many of it run at once (`max_running`): returns a card the person
-    must confirm. Running and ended tasks stay as they are; a sweep with no queued task left gets no card."""
-    changes = _asked_changes(fields, start_now)
+    deadline, limits, retries) and/or how many of it run at once (`max_running`; `lift_max_running` removes
+    that limit): returns a card the person must confirm. Running and ended tasks stay as they are; a sweep
+    with no queued task left gets no card."""
+    changes = _asked_changes(fields, start_now, lift_max_running)
     if isinstance(changes, str):
         return changes
     with _sweep_named(sweep_id):
@@ -762,7 +777,7 @@ def change_sweep(ctx: ToolContext, sweep_id: int, start_now: bool = False, **fie
     except SpecError as exc:
         return _error(exc.message, exc.errors)
     if not diff:
-        return _error(f"sweep {sweep_id} already has {', '.join(f'{k}: {v}' for k, v in changes.items())}")
+        return _error(f"sweep {sweep_id} already has {_sweep_fields_words(changes)}")
     card = {
         "kind": "change_sweep",
         "sweep_id": sweep_id,
@@ -771,8 +786,9 @@ def change_sweep(ctx: ToolContext, sweep_id: int, start_now: bool = False, **fie
         "changes": diff,
     }
     task_changes = {key: value for key, value in changes.items() if key != "max_running"}
-    after = changed_spec(queued[0]["id"], queued[0].get("spec") or {}, task_changes).model_dump(mode="json")
-    _add_warnings(card, deadline_warnings(after, ctx.now(), ctx.offpeak))
+    if task_changes:  # a change of how many run at once alone changes no task's spec
+        spec = changed_spec(queued[0]["id"], queued[0].get("spec") or {}, task_changes)
+        _add_warnings(card, deadline_warnings(spec.model_dump(mode="json"), ctx.now(), ctx.offpeak))
     ctx.actions.add(
         "change_sweep", card, {"sweep_id": sweep_id, "changes": {key: changes[key] for key in diff}}
     )
@@ -795,6 +811,14 @@ def _sweep_differences(
     if "max_running" in changes and changes["max_running"] != sweep.get("max_running"):
         diff["max_running"] = [sweep.get("max_running"), changes["max_running"]]
     return diff
+
+
+def _sweep_fields_words(changes: Mapping[str, Any]) -> str:
+    """`priority: high, max_running: 2`; a `max_running` of None as `no limit on how many run at once`."""
+    return ", ".join(
+        "no limit on how many run at once" if key == "max_running" and value is None else f"{key}: {value}"
+        for key, value in changes.items()
+    )
 
 
 def hold_sweep(ctx: ToolContext, sweep_id: int) -> str:

@@ -11,7 +11,15 @@ from assistant.parsing.commands import fenced_commands, find_command, remove_spa
 from assistant.parsing.fields import BARE_NUMBER, TASK_ID, read_fields, task_ids
 from assistant.parsing.history import plain_words, read_search
 from assistant.parsing.numbers import NUMBER, to_int
-from assistant.parsing.sweeps import SWEEP_REF, SWEEP_WORD, metric_args, sweep_id_of, tag_of
+from assistant.parsing.sweeps import (
+    SWEEP_REF,
+    SWEEP_WORD,
+    metric_args,
+    running_limit_of,
+    sweep_id_of,
+    tag_of,
+    without_running_limit,
+)
 from assistant.parsing.times import blank_dates, read_times
 from scheduler.edits import EDITABLE_FIELDS
 
@@ -262,7 +270,8 @@ def _first_id(text: str) -> int | None:
 def _refusal(text: str) -> Reading | None:
     if INJECTION.search(text):
         return Reading("refusal", reason="injection")
-    if PRIVILEGE.search(text):
+    # "remove the limit on sweep 3": how many of one's own sweep run at once, no quota or privilege
+    if PRIVILEGE.search(without_running_limit(text) if SWEEP_REF.search(text) else text):
         return Reading("refusal", reason="privilege")
     if CANCEL_VERB.search(text) and BULK_OTHERS.search(text) and not _one_own_sweep(text):
         if OWN.search(text) and not re.search(
@@ -283,11 +292,15 @@ def _one_own_sweep(text: str) -> bool:
 
 def _about_a_sweep(text: str, now: datetime) -> Reading | None:
     """A request about a sweep by its number ("cancel sweep 5" is no task 5), or about the runs of a tag:
-    release, cancel (a card), hold, change its queued tasks (a card), compare its runs, or how it is doing.
-    A sweep named without its number: its status is the latest sweep's; for anything else, which one?"""
+    release, cancel (a card), hold, change its queued tasks or how many of them run at once (a card),
+    compare its runs, or how it is doing. A sweep named without its number: its status is the latest
+    sweep's; for anything else, which one?"""
     sweep_id = sweep_id_of(text)
     if sweep_id is None:
         return _about_runs(text)
+    limited = _running_limit_change(text, now, sweep_id)
+    if limited is not None:
+        return limited
     if RELEASE.search(text):
         return _tool("release_sweep", sweep_id=sweep_id)
     if CANCEL_VERB.search(text):
@@ -302,6 +315,20 @@ def _about_a_sweep(text: str, now: datetime) -> Reading | None:
     if RESULTS.search(text) or BEST.search(text) or "metric" in wanted:
         return _tool("compare_results", sweep_id=sweep_id, **wanted)
     return _tool("sweep_status", sweep_id=sweep_id)
+
+
+def _running_limit_change(text: str, now: datetime, sweep_id: int) -> Reading | None:
+    """change_sweep of how many of the sweep's tasks run at once ("run sweep 3 two at a time", "让扫参3同时跑
+    4个"; "no limit", "不限制同时运行数量": none), with any other change the request asks ("make sweep 3 high
+    priority, 2 at a time"); None when it says nothing of it, or also cancels, holds or releases the sweep
+    (those read as before: "cancel all of sweep 3 at once" is a cancel)."""
+    limit = running_limit_of(text)
+    if limit is None or any(verb.search(limit.rest) for verb in (CANCEL_VERB, HOLD, RELEASE)):
+        return None
+    change = _change_reading(SWEEP_REF.sub(" ", limit.rest), now, "change_sweep", sweep_id=sweep_id)
+    if change is not None and change.kind != "tool":  # it also asks to change what runs or where
+        return change
+    return _tool("change_sweep", **(change.args if change else {"sweep_id": sweep_id}), **limit.args())
 
 
 def _about_runs(text: str) -> Reading | None:

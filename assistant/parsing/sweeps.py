@@ -1,12 +1,15 @@
 """What a request says about a sweep or a tag's runs: which sweep ("sweep 4", "扫参4", "第4个扫参"), which
-metric to compare them by ("by val_loss", "best loss", "按 acc", "acc 最高") and which way is better."""
+metric to compare them by ("by val_loss", "best loss", "按 acc", "acc 最高") and which way is better, and how
+many of its tasks may run at once ("2 at a time", "一次最多跑2个"; "no limit", "不限制同时运行数量")."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from assistant.parsing.history import TAG, plain_words
+from assistant.parsing.numbers import NUMBER, to_int
 
 _I = re.I
 
@@ -64,3 +67,80 @@ def metric_args(text: str) -> dict[str, Any]:
     if larger != smaller:
         args["maximize"] = larger
     return args
+
+
+# how many of a sweep's tasks run at once: "2 at a time", "at most four at once", "一次最多跑2个",
+# "同时跑4个", "最多同时运行3个", "并发数改成2"
+AT_A_TIME = re.compile(
+    rf"(?:\bat\s+most\s+)?(?P<n>{NUMBER})\s+(?:(?:of\s+(?:it|them)|tasks?|jobs?|runs?)\s+)?"
+    rf"at\s+(?:a\s+time|once)\b"
+    rf"|(?:一次|同时|每次)\s*(?:最多|至多)?\s*(?:只)?\s*(?:跑|运行|执行|开)?\s*(?P<z>{NUMBER})\s*个"
+    rf"|(?:最多|至多)\s*(?:同时|一次)\s*(?:跑|运行|执行)?\s*(?P<y>{NUMBER})\s*个"
+    rf"|(?:并发数?|同时运行的?(?:数量|个数|数))\s*(?:改成|改为|设成|设为|调到|调成|=|为|是|:|：)?\s*(?P<x>{NUMBER})"
+    rf"(?!\s*(?:张|卡|GB|gb|小时|分钟|天|[.\d]))",
+    _I,
+)
+_LIMIT_KIND = r"(?:(?:running|concurrency|parallel(?:ism)?|at[- ]once|max[_ ]?running)\s+)?"
+# no limit on how many run at once: "no limit", "remove the limit", "all at once", "不限制同时运行数量",
+# "取消并发限制" (never a time limit, a quota or a budget: those words name something else)
+NO_RUNNING_LIMIT = re.compile(
+    rf"\b(?:remove|lift|drop|clear|delete|disable|turn\s+off|get\s+rid\s+of|take\s+off)\s+"
+    rf"(?:the\s+|its\s+|any\s+|their\s+)?{_LIMIT_KIND}(?:limit|cap|throttle)s?\b"
+    rf"|\b(?:no|without\s+(?:a|any))\s+{_LIMIT_KIND}(?:limit|cap|throttle)s?\b"
+    r"(?:\s+on\s+how\s+many\s+(?:of\s+(?:it|them)\s+)?(?:run|go)\s+at\s+(?:once|a\s+time))?"
+    r"|\bunlimited\b|\bunthrottled?\b"
+    r"|\ball\b(?:\s+of)?(?:\s+(?:it|them|its\s+tasks|the\s+tasks))?\s+(?:(?:run|go|start)\s+)?at\s+once\b"
+    r"|\bmax[_ ]?running\s*(?:=|:|to)?\s*(?:none|null)\b|\bstop\s+(?:limiting|throttling)\b"
+    r"|不(?:再)?限制?\s*(?:同时(?:运行|跑)?的?|并发的?|并行的?)?(?:数量|个数|数)?"
+    r"(?=\s*(?:同时|并发|并行|数量|个数|$|[，。,.!！]))"
+    r"|(?:同时(?:运行|跑)的?|并发的?|并行的?)(?:数量|个数|数)?\s*(?:不限制?|不设上限|没有上限|无限制)"
+    r"|(?:取消|去掉|去除|解除|删掉|移除|不要)\s*(?:它?的)?\s*(?:同时(?:运行|跑)的?|并发|并行)?(?:数量|个数|数)?的?"
+    r"(?:限制|上限)"
+    r"|(?:同时(?:运行|跑)的?|并发|并行)(?:数量|个数|数)?的?(?:限制|上限)\s*(?:去掉|取消|解除|删掉|移除|不要了?)"
+    r"|全部同时(?:跑|运行)|都同时(?:跑|运行)",
+    _I,
+)
+# where "limit" may name a quota, a budget or a time: not a sweep's limit on how many run at once
+_OTHER_LIMITS = re.compile(
+    r"\b(?:quota|budget|time|gpu[\s-]*hours?)\b|配额|额度|预算|时间|时长|机时|卡时", _I
+)
+
+
+@dataclass(frozen=True)
+class RunningLimit:
+    """What a request says of how many of a sweep's tasks may run at once: `max_running` (None: no limit),
+    and the request's text with those words blanked out (the rest may ask other changes)."""
+
+    max_running: int | None
+    rest: str
+
+    def args(self) -> dict[str, Any]:
+        """change_sweep's arguments for it: `max_running`, or `lift_max_running` for no limit."""
+        return {"lift_max_running": True} if self.max_running is None else {"max_running": self.max_running}
+
+
+def running_limit_of(text: str) -> RunningLimit | None:
+    """How many of a sweep's tasks the request lets run at once ("two at a time" → 2, "让扫参3同时跑4个" →
+    4; "no limit", "remove the limit", "不限制同时运行数量" → no limit), or None when it says nothing of it
+    (or names a limit of something else: a time limit, a quota). The sweep's own number is never the count
+    ("let all of sweep 3 run at once")."""
+    unnamed = SWEEP_REF.sub(lambda ref: " " * len(ref[0]), text)
+    lifted = NO_RUNNING_LIMIT.search(unnamed)
+    if lifted is not None and not _OTHER_LIMITS.search(unnamed):
+        return RunningLimit(None, _blank(text, lifted))
+    for match in AT_A_TIME.finditer(unnamed):
+        number = to_int(next(value for value in match.groupdict().values() if value))
+        if number is not None and number >= 1:
+            return RunningLimit(number, _blank(text, match))
+    return None
+
+
+def without_running_limit(text: str) -> str:
+    """`text` with its words about no limit on how many of a sweep run at once blanked out ("remove the
+    limit on sweep 3" asks for no quota or privilege), unless they may name a quota, budget or time limit."""
+    limit = running_limit_of(text)
+    return limit.rest if limit is not None and limit.max_running is None else text
+
+
+def _blank(text: str, match: re.Match[str]) -> str:
+    return text[: match.start()] + " " * (match.end() - match.start()) + text[match.end() :]

@@ -23,6 +23,7 @@ from assistant.replies import (
     quota_words,
     resources_words,
     run_estimate_words,
+    running_limit_lifted_words,
     start_label_words,
     status_zh,
     sweep_examples_words,
@@ -360,14 +361,17 @@ def _change_sweep_rows(
     card: dict[str, Any], words: Callable[[str], str], lang: str, zone: tzinfo | None
 ) -> list[str]:
     """A sweep change card's rows: the sweep, its name, how many queued tasks change, each field before and
-    after (running and ended tasks stay as they are)."""
+    after (running and ended tasks stay as they are), and what removing its limit on how many run at once
+    does."""
     sweep = card.get("sweep") or {}
     rows = [_row(words("sweep"), f"#{card.get('sweep_id')}")]
     if sweep.get("name"):
         rows.append(_row(words("name"), unwrap(sweep["name"])))
     rows.append(_row(words("queued tasks changed"), str(card.get("queued"))))
     changes = change_rows(card, lang, datetime.now(zone))
-    return rows + [_row(label, f"{old} → {new}") for label, old, new in changes]
+    rows += [_row(label, f"{old} → {new}") for label, old, new in changes]
+    lifted = running_limit_lifted_words(card, lang)
+    return rows + ([_row(words("what happens"), lifted)] if lifted else [])
 
 
 def _submit_rows(

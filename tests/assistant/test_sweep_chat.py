@@ -430,3 +430,150 @@ def test_a_model_may_change_how_many_of_a_sweep_run_at_once(make_assistant, clus
     assert assistant.confirm(card["action_id"])["ok"]
     assert assistant.client.sweep(sweep_id)["max_running"] == 2
     assert all(cluster.tasks.get_any(task_id).spec["offpeak"] for task_id in ids)
+
+
+def _limited_sweep(assistant, max_running: int | None = 2) -> tuple[int, list[int]]:
+    """A 4-task sweep submitted with `max_running` (its first two admitted, the others waiting for a slot)."""
+    spec = {"command": "python train.py --lr {lr}", "gpus": 1, "name": "lr-limited"}
+    sweep = assistant.client.submit_sweep(
+        {**spec, "sweep": {"lr": [0.1, 0.2, 0.3, 0.4]}, "max_running": max_running}
+    )
+    return sweep["id"], [task["id"] for task in sweep["tasks"]]
+
+
+def test_removing_a_sweeps_limit_is_a_card_that_says_the_limit_goes_away_and_lifts_it_once_confirmed(
+    make_assistant, cluster
+):
+    assistant = make_assistant()
+    sweep_id, ids = _limited_sweep(assistant)
+
+    turn = assistant.ask(f"remove the limit on sweep {sweep_id}")
+
+    assert turn.tool_calls == [
+        {"name": "change_sweep", "args": {"sweep_id": sweep_id, "lift_max_running": True}}
+    ]
+    [card] = turn.cards
+    assert card["changes"] == {"max_running": [2, None]}
+    assert turn.reply == (
+        f"Change sweep #{sweep_id} (lr-limited), its 4 queued tasks (please confirm):\n"
+        "• at most at once: 2 → no limit\n"
+        "• The limit of 2 at a time goes away: all its queued tasks may start as GPUs allow.\n"
+        "Its running and ended tasks stay as they are. Nothing changes until you confirm."
+    )
+    page, page_zh = card_html(card), card_html(card, lang="zh")
+    assert "<td>2 → no limit</td>" in page and "The limit of 2 at a time goes away" in page
+    assert "<td>2 → 不限</td>" in page_zh and "同时最多运行 2 个的限制将被取消" in page_zh
+    before = assistant.client.sweep(sweep_id)
+    assert (before["max_running"], before["waiting"]) == (2, 2)  # nothing happened yet
+    assert not set(ids[2:]) & set(cluster.queue.queued_ids())
+
+    result = assistant.confirm(card["action_id"])
+
+    assert result["ok"], result
+    assert result["message"] == f"Changed sweep #{sweep_id} (at most at once: no limit): 4 queued."
+    after = assistant.client.sweep(sweep_id)
+    assert (after["max_running"], after["waiting"]) == (None, 0)
+    assert set(ids) <= set(cluster.queue.queued_ids())  # the waiting ones are admitted at once
+
+
+def test_a_chinese_request_for_no_limit_gets_a_chinese_card_and_a_sweep_without_one_gets_none(
+    make_assistant, cluster
+):
+    assistant = make_assistant()
+    sweep_id, _ = _limited_sweep(assistant, max_running=3)
+    unlimited, _ = _limited_sweep(assistant, max_running=None)
+
+    already = assistant.ask(f"remove the limit on sweep {unlimited}")
+    already_zh = assistant.ask(f"取消扫参{unlimited}的并发限制")
+    turn = assistant.ask(f"扫参{sweep_id}不限制同时运行数量")
+
+    [card] = turn.cards
+    assert card["changes"] == {"max_running": [3, None]}
+    assert turn.reply == (
+        f"修改扫参 #{sweep_id}（lr-limited）里排队中的 4 个任务（请确认）：\n"
+        "• 最多同时运行: 3 → 不限\n"
+        "• 同时最多运行 3 个的限制将被取消：它排队中的任务都可以在有空闲 GPU 时开始。\n"
+        "运行中和已结束的任务保持不变。确认之前不会有任何改动。"
+    )
+    assert assistant.client.sweep(sweep_id)["max_running"] == 3
+    assert already.cards == [] and already_zh.cards == []
+    assert already.reply == (
+        f"Sorry, that didn't work: sweep {unlimited} already has no limit on how many run at once"
+    )
+    assert already_zh.reply == f"抱歉，没能完成：扫参 {unlimited} 本来就没有同时运行数量的限制"
+    assert [action.card["sweep_id"] for action in assistant.actions.pending()] == [sweep_id]
+
+
+@pytest.mark.parametrize(
+    ("ask", "limit"),
+    [
+        ("run sweep {} two at a time", 2),
+        ("let sweep {} run 4 at a time", 4),
+        ("sweep {} at most 2 at once", 2),
+        ("{}号扫参一次最多跑2个", 2),
+        ("让扫参{}同时跑4个", 4),
+    ],
+)
+def test_n_at_a_time_for_a_sweep_is_a_card_that_sets_its_limit_once_confirmed(
+    make_assistant, cluster, ask: str, limit: int
+):
+    assistant = make_assistant()
+    sweep_id, ids = _sweep(assistant, grid={"lr": [0.1, 0.2, 0.3, 0.4, 0.5], "seed": [1]})
+
+    turn = assistant.ask(ask.format(sweep_id))
+
+    assert turn.tool_calls == [{"name": "change_sweep", "args": {"sweep_id": sweep_id, "max_running": limit}}]
+    [card] = turn.cards
+    assert card["changes"] == {"max_running": [None, limit]}
+    assert "no limit → " in turn.reply or "不限 → " in turn.reply
+    assert assistant.client.sweep(sweep_id)["max_running"] is None  # nothing happened yet
+
+    assert assistant.confirm(card["action_id"])["ok"]
+
+    after = assistant.client.sweep(sweep_id)
+    # a lower limit stops nothing already admitted: it applies as tasks end
+    assert (after["max_running"], after["waiting"], len(ids)) == (limit, 0, 5)
+
+
+def test_n_at_a_time_goes_with_the_other_changes_asked_and_never_reads_the_sweeps_number(make_assistant):
+    assistant = make_assistant()
+    sweep_id, _ = _sweep(assistant, grid={"lr": [0.1, 0.2, 0.3], "seed": [1]})
+
+    both = assistant.ask(f"make sweep {sweep_id} high priority, 2 at a time")
+    every = assistant.ask(f"let all of sweep {sweep_id} run at once")
+    cancel = assistant.ask(f"cancel all of sweep {sweep_id} at once")
+
+    assert both.tool_calls == [
+        {"name": "change_sweep", "args": {"sweep_id": sweep_id, "priority": "high", "max_running": 2}}
+    ]
+    assert both.cards[0]["changes"] == {"priority": ["normal", "high"], "max_running": [None, 2]}
+    assert every.tool_calls == [
+        {"name": "change_sweep", "args": {"sweep_id": sweep_id, "lift_max_running": True}}
+    ]
+    assert every.cards == []  # it has no limit to remove
+    assert cancel.tool_calls == [{"name": "cancel_sweep", "args": {"sweep_id": sweep_id}}]
+
+
+def test_the_sweep_limit_is_no_way_around_a_quota(make_assistant):
+    assistant = make_assistant()
+    sweep_id, _ = _sweep(assistant)
+
+    turn = assistant.ask(f"remove the quota limit for sweep {sweep_id}")
+
+    assert turn.tool_calls == [] and turn.cards == []
+    assert assistant.client.sweep(sweep_id)["max_running"] is None
+
+
+def test_a_model_asking_for_no_limit_and_a_limit_at_once_gets_no_card(make_assistant):
+    sweep_id, _ = _limited_sweep(make_assistant())
+    call = tool_call("change_sweep", {"sweep_id": sweep_id, "lift_max_running": True, "max_running": 3})
+    assistant = make_assistant(model=ScriptedChatModel(messages=iter([call, AIMessage(content="which?")])))
+
+    turn = assistant.ask(f"sweep {sweep_id}: no limit, 3 at a time")
+
+    assert turn.cards == [] and assistant.actions.pending() == []
+    assert tool_result(assistant.history, "change_sweep") == {
+        "ok": False,
+        "error": "no limit on how many run at once, or at most 3: not both",
+    }
+    assert assistant.client.sweep(sweep_id)["max_running"] == 2
