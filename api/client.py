@@ -106,10 +106,22 @@ class NightshiftClient:
         result: dict[str, Any] = self._call("POST", "/tasks/batch", json=body, headers=headers)
         return result
 
-    def list_sweeps(self, limit: int = 50, user: str | None = None) -> dict[str, Any]:
-        """GET /sweeps: the newest sweeps the caller may see (`user`: that person's only)."""
-        params: dict[str, Any] = {"limit": limit, **({"user": user} if user else {})}
-        result: dict[str, Any] = self._call("GET", "/sweeps", params=params)
+    def list_sweeps(
+        self,
+        limit: int = 50,
+        user: str | None = None,
+        team: str | None = None,
+        status: str | None = None,
+        offset: int = 0,
+    ) -> dict[str, Any]:
+        """GET /sweeps: a page of the sweeps the caller may see, newest first (`user`: that person's only;
+        `team`: an admin's choice; `status`: queued, running, done or cancelled): `{"sweeps": [...],
+        "count": the page's length, "total": how many match}`."""
+        filters = {"user": user, "team": team, "status": status}
+        params: dict[str, Any] = {k: v for k, v in filters.items() if v is not None}
+        result: dict[str, Any] = self._call(
+            "GET", "/sweeps", params={**params, "limit": limit, "offset": offset}
+        )
         return result
 
     def cancel_sweep(self, sweep_id: int) -> dict[str, Any]:

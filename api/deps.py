@@ -25,7 +25,7 @@ from scheduler.admission import QueuedEstimate
 from scheduler.cluster_state import UsageCache
 from scheduler.errors import NotFoundError, PermissionDenied, RateLimited
 from scheduler.service import Cluster
-from scheduler.store.identity import Identity, TokenCache, team_of_user
+from scheduler.store.identity import Identity, TokenCache, team_id_by_name, team_of_user
 
 bearer = HTTPBearer(auto_error=False, description="an API token from `nightshift token create`")
 
@@ -216,3 +216,16 @@ def refuse_user_out_of_sight(cluster: Cluster, who: Identity, user: str) -> None
     if user_team is None or (user_team != who.team_id and not who.is_admin):
         where = "" if who.is_admin else f" in team {who.team}"
         raise NotFoundError(f"no user {user!r}{where}")
+
+
+def refuse_team_out_of_sight(cluster: Cluster, who: Identity, team: str, listing: str) -> None:
+    """For a `team=` filter of a list (`listing`: "tasks", "sweeps"): 403 for a member naming any team but
+    their own, as `/quota?team=` answers (not their own team's in its place); 404 for an admin naming a
+    team that does not exist (`GET /tasks`, `GET /sweeps`)."""
+    if team != who.team and not who.is_admin:
+        raise PermissionDenied(
+            f"you can see only your own team's {listing} (team {who.team}); "
+            "only admins may list another team's"
+        )
+    if who.is_admin and team_id_by_name(cluster.factory, team) is None:
+        raise NotFoundError(f"team {team!r} not found")

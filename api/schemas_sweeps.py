@@ -108,10 +108,12 @@ class SweepSummaryPublic(SweepFields):
 
 
 class SweepsPublic(BaseModel):
-    """`GET /sweeps`: the sweeps, newest first, and how many the list holds."""
+    """`GET /sweeps`: a page of sweeps, newest first; `count` is its length, `total` how many sweeps pass
+    the filters in all (as `GET /tasks` says)."""
 
     sweeps: list[SweepSummaryPublic]
     count: int
+    total: int
 
 
 class ResultRowPublic(BaseModel):

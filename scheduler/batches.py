@@ -9,7 +9,8 @@ them.
     change_sweep(cluster, who, sweep_id, ch)  -> the same change to each queued task (`Cluster.update`);
                                                  `max_running` changes the sweep's limit instead
     sweep_results(cluster, who, sweep_id)     -> `results.compare()` over the sweep's tasks
-    list_sweeps(cluster, who, user, limit)    -> the newest sweeps the caller may see, each counted (two
+    list_sweeps(cluster, who, filters, ...)   -> a page of the sweeps the caller may see, newest first, each
+                                                 counted, and how many pass the filters (at most three
                                                  queries however many sweeps)
 
 Nothing reaches SQL before every spec is valid, fits the cluster and stays within the size cap, so a bad
@@ -30,7 +31,14 @@ from scheduler.results import Comparison, Goal, ResultRow, compare
 from scheduler.service import Cluster
 from scheduler.spec import MAX_RUNNING_LIMIT, TaskSpec
 from scheduler.store.identity import Identity
-from scheduler.store.sweeps import NewSweep, SweepStore, SweepTally, tally_of_tasks
+from scheduler.store.sweeps import (
+    NewSweep,
+    SweepFilter,
+    SweepStore,
+    SweepTally,
+    group_status,
+    tally_of_tasks,
+)
 from scheduler.store.tables import FINAL_STATUSES, Sweep, Task
 from scheduler.submission import check_against_cluster, check_times_ahead, default_name, resolve
 from scheduler.sweeps import MAX_SWEEP_TASKS, expand_all, in_batch
@@ -65,7 +73,8 @@ class SweepView:
 
     @property
     def status(self) -> str:
-        """`running` while any task is queued or running, else `done` (or `cancelled` when all were)."""
+        """`running` while any task runs, `queued` while any other has not ended, else `done` (or
+        `cancelled` when all were): `group_status`."""
         return group_status(set(self.counts))
 
 
@@ -80,14 +89,6 @@ class SweepSummary:
     def status(self) -> str:
         """As `SweepView.status`, from the counts."""
         return group_status(set(self.tally.counts))
-
-
-def group_status(statuses: set[str]) -> str:
-    """A sweep's status from its tasks' statuses: `running` while any runs, `queued` while any other has
-    not ended, else `done` (or `cancelled` when all were)."""
-    if statuses - FINAL_STATUSES:
-        return "running" if "running" in statuses else "queued"
-    return "cancelled" if statuses == {"cancelled"} else "done"
 
 
 def sweeps_of(cluster: Cluster) -> SweepStore:
@@ -194,13 +195,16 @@ def get_sweep(cluster: Cluster, who: Identity, sweep_id: int) -> SweepView:
     return SweepView(sweep, store.tasks_of(sweep.id))
 
 
-def list_sweeps(cluster: Cluster, who: Identity, user: str | None, limit: int) -> list[SweepSummary]:
-    """The newest `limit` sweeps the caller may see (`user`: that person's only), newest first, each with
-    its tasks counted: one query for the sweeps, one for all their counts."""
+def list_sweeps(
+    cluster: Cluster, who: Identity, filters: SweepFilter, limit: int = 50, offset: int = 0
+) -> tuple[list[SweepSummary], int]:
+    """A page of the sweeps the caller may see that pass `filters` (`SweepStore.page_for`), newest first,
+    each with its tasks counted, and how many pass in all: one query for the page, one for all its counts,
+    and one for the total when the page is cut."""
     store = sweeps_of(cluster)
-    sweeps = store.list_for(who, user, limit)
-    tallies = store.tallies([sweep.id for sweep in sweeps])
-    return [SweepSummary(sweep, tallies.get(sweep.id, SweepTally({}))) for sweep in sweeps]
+    page = store.page_for(who, filters, limit, offset)
+    tallies = store.tallies([sweep.id for sweep in page.sweeps])
+    return [SweepSummary(sweep, tallies.get(sweep.id, SweepTally({}))) for sweep in page.sweeps], page.total
 
 
 def cancel_sweep(cluster: Cluster, who: Identity, sweep_id: int) -> SweepView:

@@ -67,12 +67,20 @@ def submission_window(since: str | None, until: str | None) -> dict[str, str | N
         raise  # unreachable: _exit raises
 
 
-def page_footer(page: dict[str, Any]) -> str | None:
-    """`showing 50 of 1,234 (--limit to see more)` when the page does not hold every matching task."""
+def page_footer(page: dict[str, Any], offset: int | None = None) -> str | None:
+    """`showing 50 of 1,234 (--limit to see more)` when the page does not hold every match. A command that
+    pages (`offset`: its `--offset`, None for one without) says where the page lies and the next one's
+    offset instead: `showing 21-40 of 57 (--offset 40 for the next)`."""
     count, total = int(page["count"]), int(page.get("total", page["count"]))
-    if count >= total:
-        return None
-    return f"showing {count:,} of {total:,} (--limit to see more)"
+    if offset is None or offset == 0:
+        if count >= total:
+            return None
+        more = "--limit to see more" if offset is None else f"--offset {count} for the next"
+        return f"showing {count:,} of {total:,} ({more})"
+    if count == 0:
+        return f"nothing at --offset {offset}: {total:,} in all"
+    shown = f"showing {offset + 1:,}-{offset + count:,} of {total:,}"
+    return shown if offset + count >= total else f"{shown} (--offset {offset + count} for the next)"
 
 
 def _fetch(limit: int, mine: bool, user: str | None, filters: dict[str, str | None]) -> dict[str, Any]:

@@ -1,5 +1,6 @@
 """`nightshift compare SWEEP|TAG`: parameters vs metrics of a sweep's (or a tag's) tasks, best row marked;
-`nightshift sweeps`: the team's sweeps, newest first, each with its tasks by status."""
+`nightshift sweeps`: the team's sweeps, newest first, each with its tasks by status, narrowed and paged as
+`nightshift ls` is (`--team`, `--status`, `--offset`; "showing 21-40 of 57" on stderr)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from api.cli.listing import page_footer
 from api.cli.render import STATUS_STYLE, console, err_console, plain, print_error, print_json, short_time
 
 BEST_MARK = "★"
@@ -113,22 +115,39 @@ def sweeps_table(sweeps: list[dict[str, Any]]) -> Table:
 
 def sweeps_command(
     mine: Annotated[bool, typer.Option("--mine", help="only your own sweeps")] = False,
+    team: Annotated[str | None, typer.Option(help="(admins) one team's sweeps")] = None,
+    status: Annotated[str | None, typer.Option(help="queued | running | done | cancelled")] = None,
     limit: Annotated[int, typer.Option(help="at most this many")] = 20,
+    offset: Annotated[int, typer.Option(help="skip this many newest ones (the next page)")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON for scripts")] = False,
 ) -> None:
     """List sweeps and batches, newest first: your team's (an admin's: every team's), each with its tasks
-    by status (`nightshift compare ID` compares one's runs)."""
+    by status (`nightshift compare ID` compares one's runs); `--offset` pages on."""
     from api.cli.app import _with_client
 
     data: dict[str, Any] = _with_client(
-        lambda client: client.list_sweeps(limit=limit, user=client.get("/me")["user"] if mine else None)
+        lambda client: client.list_sweeps(
+            limit=limit,
+            user=client.get("/me")["user"] if mine else None,
+            team=team,
+            status=status,
+            offset=offset,
+        )
     )
     if as_json:
-        print_json(data["sweeps"])
+        print_json(data["sweeps"])  # the shape scripts already read: the list of sweeps
     elif data["sweeps"]:
         console.print(sweeps_table(data["sweeps"]))
-    else:
-        err_console.print("no sweeps yet: nightshift submit SPEC.yaml (a spec with a sweep)", markup=False)
+    footer = page_footer(data, offset)
+    if not data["sweeps"] and not offset:  # an empty table alone reads like an error
+        searched = mine or team is not None or status is not None
+        footer = (
+            "no sweep matches these filters"
+            if searched
+            else "no sweeps yet: nightshift submit SPEC.yaml (a spec with a sweep)"
+        )
+    if footer:  # on stderr: a script reading --json still gets JSON alone on stdout
+        err_console.print(footer, markup=False, highlight=False)
 
 
 def compare_command(

@@ -13,6 +13,7 @@ from api.deps import (
     QueuedCap,
     UsageDep,
     forget_queued_estimate,
+    refuse_team_out_of_sight,
     refuse_user_out_of_sight,
 )
 from api.schemas_sweeps import BatchCreate, Goal, ResultsPublic, SweepPublic, SweepsPublic, SweepSummaryPublic
@@ -33,6 +34,7 @@ from scheduler.batches import (
 from scheduler.cluster_state import UsageCache
 from scheduler.service import Cluster
 from scheduler.spec import TaskSpec
+from scheduler.store.sweeps import SweepFilter, SweepStatus
 
 router = APIRouter(prefix="/sweeps", tags=["sweeps"])
 batch_router = APIRouter(prefix="/tasks", tags=["sweeps"])
@@ -98,15 +100,28 @@ def list_all(
     cluster: ClusterDep,
     who: IdentityDep,
     limit: Annotated[int, Query(ge=1, le=1000, description="at most this many, newest first")] = 50,
+    offset: Annotated[int, Query(ge=0, le=2**62, description="skip this many (the next page)")] = 0,
     user: Annotated[str | None, Query(max_length=64, description="only this user's sweeps")] = None,
+    team: Annotated[str | None, Query(max_length=64, description="(admins) only this team's")] = None,
+    status: Annotated[
+        SweepStatus | None,
+        Query(description="only sweeps in this status, as the list reports it (`status` of each)"),
+    ] = None,
 ) -> SweepsPublic:
-    """Your team's sweeps and batches, newest first (an admin sees every team's, as `GET /tasks`), each
-    with its tasks counted by status but not listed (`GET /sweeps/{id}` has them). A `user` outside the
-    teams one may see answers 404, as `GET /tasks?user=` does."""
+    """Your team's sweeps and batches, newest first (an admin sees every team's, or one `team`'s, as
+    `GET /tasks`), each with its tasks counted by status but not listed (`GET /sweeps/{id}` has them).
+
+    A sweep's `status` is `running` while any task runs, `queued` while any other has not ended, else
+    `done` (`cancelled` when every task was); `status=` keeps those in one. `count` is the page's length,
+    `total` how many sweeps pass the filters in all; `offset` pages on. Another team's asked for by a
+    member answers 403, and a `user` outside the teams one may see 404, as `GET /tasks` does."""
+    if team is not None:
+        refuse_team_out_of_sight(cluster, who, team, "sweeps")
     if user is not None:
         refuse_user_out_of_sight(cluster, who, user)
-    sweeps = [SweepSummaryPublic.of(summary) for summary in list_sweeps(cluster, who, user, limit)]
-    return SweepsPublic(sweeps=sweeps, count=len(sweeps))
+    summaries, total = list_sweeps(cluster, who, SweepFilter(team, user, status), limit, offset)
+    sweeps = [SweepSummaryPublic.of(summary) for summary in summaries]
+    return SweepsPublic(sweeps=sweeps, count=len(sweeps), total=total)
 
 
 @router.get("/{sweep_id}", response_model=SweepPublic)

@@ -18,15 +18,15 @@ from api.deps import (
     QueuedCap,
     TaskId,
     UsageDep,
+    refuse_team_out_of_sight,
     refuse_user_out_of_sight,
     submission_queue,
 )
 from api.schemas import TaskPublic, TasksPublic, TaskUsagePublic
 from api.submitted import tasks_as_submitted
 from scheduler.edits import EDITABLE_FIELDS
-from scheduler.errors import NodeDidNotAnswer, NotFoundError, PermissionDenied, SpecError
+from scheduler.errors import NodeDidNotAnswer, SpecError
 from scheduler.spec import TaskSpec
-from scheduler.store.identity import team_id_by_name
 from scheduler.store.tables import FINAL_STATUSES
 from scheduler.store.task_filter import TaskFilter
 from scheduler.task_logs import read_log_from, read_log_tail
@@ -103,12 +103,8 @@ def list_tasks(
     how many tasks pass the filters in all. Another team's asked for by a member answers 403, as
     `/quota?team=` does (not their own tasks in its place); a user outside the teams one may see, 404
     (whether they exist elsewhere is not said); a window that ends before it starts, 422."""
-    if team is not None and team != who.team and not who.is_admin:
-        raise PermissionDenied(
-            f"you can see only your own team's tasks (team {who.team}); only admins may list another team's"
-        )
-    if team is not None and who.is_admin and team_id_by_name(cluster.factory, team) is None:
-        raise NotFoundError(f"team {team!r} not found")
+    if team is not None:
+        refuse_team_out_of_sight(cluster, who, team, "tasks")
     if user is not None:
         refuse_user_out_of_sight(cluster, who, user)
     since_utc, until_utc = submission_window(since, until, cluster.zone)

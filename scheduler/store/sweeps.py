@@ -6,22 +6,25 @@ The `Idempotency-Key` of a group is unique per user, like a single task's.
 A sweep with `max_running` N has at most N tasks admitted (running, or queued and neither held nor waiting
 for a slot); the others are queued with `waits_for_slot` and kept out of Redis until `admit_waiting` gives
 them a slot, lowest id first.
+
+A sweep's status is its tasks' (`group_status`), and `status_is` is the same rule in SQL, for the list's
+`status=` filter: the two sit together here, so the filter keeps exactly the sweeps the list reports so.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
-from sqlalchemy import ColumnElement, and_, func, or_, select, update
+from sqlalchemy import ColumnElement, and_, exists, func, or_, select, true, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from scheduler.errors import NotFoundError
 from scheduler.store.db import transaction
 from scheduler.store.identity import Identity
-from scheduler.store.tables import Sweep, Task, User
+from scheduler.store.tables import FINAL_STATUSES, Sweep, Task, Team, User
 from scheduler.store.task_filter import TaskFilter, task_conditions
 from scheduler.store.tasks import MAX_TASK_ID, NewTask
 
@@ -47,6 +50,79 @@ class SweepTally:
     waiting: int = 0
     first_task: int | None = None
     last_task: int | None = None
+
+
+SweepStatus = Literal["queued", "running", "done", "cancelled"]  # what `group_status` says of a sweep
+SWEEP_STATUSES: tuple[str, ...] = get_args(SweepStatus)
+
+
+@dataclass(frozen=True, slots=True)
+class SweepFilter:
+    """What a sweep list is narrowed to, besides whose sweeps the caller may see (None: no narrowing), as
+    `TaskFilter` narrows a task list: an admin's choice of `team`, one `user`'s, one `status`
+    (`SWEEP_STATUSES`)."""
+
+    team: str | None = None  # an admin's choice of team (a member's is always their own)
+    user: str | None = None
+    status: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SweepPage:
+    """One page of a filtered sweep list and how many sweeps pass the filter in all."""
+
+    sweeps: list[Sweep]
+    total: int
+
+
+def group_status(statuses: Collection[str]) -> str:
+    """A sweep's status from its tasks' statuses: `running` while any runs, `queued` while any other has
+    not ended, else `done` (or `cancelled` when all were). `status_is` is this rule in SQL."""
+    present = set(statuses)
+    if present - FINAL_STATUSES:
+        return "running" if "running" in present else "queued"
+    return "cancelled" if present == {"cancelled"} else "done"
+
+
+def _has_task(*conditions: ColumnElement[bool]) -> ColumnElement[bool]:
+    """The sweep (of the outer query) has a task meeting every condition."""
+    return exists(select(Task.id).where(Task.sweep_id == Sweep.id, *conditions))
+
+
+def status_is(status: str) -> ColumnElement[bool]:
+    """The sweeps whose `group_status` is `status`, in SQL (the list's `status=` filter, counted as its
+    pages are); one of `SWEEP_STATUSES`."""
+    unfinished = _has_task(Task.status.not_in(FINAL_STATUSES))
+    running = _has_task(Task.status == "running")
+    all_cancelled = and_(_has_task(), ~_has_task(Task.status != "cancelled"))
+    conditions = {
+        "running": running,
+        "queued": and_(unfinished, ~running),
+        "cancelled": all_cancelled,
+        "done": and_(~unfinished, ~all_cancelled),  # a sweep without tasks too, as `group_status` says
+    }
+    if status not in conditions:
+        raise ValueError(f"unknown sweep status {status!r}: one of {', '.join(SWEEP_STATUSES)}")
+    return conditions[status]
+
+
+def sweep_conditions(who: Identity, filters: SweepFilter) -> list[ColumnElement[bool]]:
+    """The WHERE clause (ANDed) of the sweeps `who` may see that pass `filters` (the page and its total)."""
+    conditions = [_visible_to(who, filters.team)]
+    if filters.user is not None:
+        conditions.append(Sweep.user_id.in_(select(User.id).where(User.name == filters.user)))
+    if filters.status is not None:
+        conditions.append(status_is(filters.status))
+    return conditions
+
+
+def _visible_to(who: Identity, team: str | None) -> ColumnElement[bool]:
+    """A member's own team's sweeps, whatever `team` says; an admin's chosen team's, or every team's."""
+    if not who.is_admin:
+        return Sweep.team_id == who.team_id
+    if team:
+        return Sweep.team_id.in_(select(Team.id).where(Team.name == team))
+    return true()
 
 
 def _admitted() -> ColumnElement[bool]:
@@ -232,16 +308,21 @@ class SweepStore:
             raise NotFoundError(f"sweep {sweep_id} not found")
         return row
 
-    def list_for(self, who: Identity, user: str | None = None, limit: int = 50) -> list[Sweep]:
-        """The newest `limit` sweeps the caller may see (their team's; every team's for an admin, as
-        `GET /tasks`), newest first; `user`: only that person's."""
-        query = select(Sweep)
-        if not who.is_admin:
-            query = query.where(Sweep.team_id == who.team_id)
-        if user is not None:
-            query = query.where(Sweep.user_id.in_(select(User.id).where(User.name == user)))
+    def page_for(
+        self, who: Identity, filters: SweepFilter | None = None, limit: int = 50, offset: int = 0
+    ) -> SweepPage:
+        """One page of the sweeps the caller may see (their team's; every team's, or one `team`'s, for an
+        admin, as `GET /tasks`) that pass `filters`, newest first, and how many pass in all. As
+        `TaskStore.page_for`: one WHERE clause for both, and a page that is not cut gives the total
+        without counting."""
+        conditions = sweep_conditions(who, filters or SweepFilter())
+        query = select(Sweep).where(*conditions).order_by(Sweep.id.desc()).limit(limit).offset(offset)
         with self.factory() as session:
-            return list(session.scalars(query.order_by(Sweep.id.desc()).limit(limit)))
+            rows = list(session.scalars(query))
+            if len(rows) < limit and (rows or offset == 0):
+                return SweepPage(rows, offset + len(rows))
+            total = session.scalar(select(func.count()).select_from(Sweep).where(*conditions))
+        return SweepPage(rows, int(total or 0))
 
     def tallies(self, sweep_ids: Sequence[int]) -> dict[int, SweepTally]:
         """Each sweep's tasks counted by status, held and waiting, in one grouped query for all the ids

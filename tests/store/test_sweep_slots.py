@@ -18,7 +18,7 @@ from scheduler.gpus import SimulatedGpus
 from scheduler.service import Cluster
 from scheduler.settings import Settings
 from scheduler.spec import parse_spec
-from scheduler.store.sweeps import SweepStore
+from scheduler.store.sweeps import SweepFilter, SweepStore
 from scheduler.worker import Worker
 
 
@@ -93,12 +93,12 @@ def test_sweeps_are_listed_and_counted_in_one_grouped_query(cluster, make_identi
     store = cluster.sweeps
 
     # When alice's team's sweeps are listed and counted
-    listed = store.list_for(alice)
+    listed = store.page_for(alice).sweeps
     tallies = store.tallies([sweep.id for sweep in listed])
 
     # Then both are there, newest first, each counted by status with its waiting tasks and task range
     assert [sweep.id for sweep in listed] == [plain.sweep.id, limited.sweep.id]
-    assert [sweep.id for sweep in store.list_for(alice, user="bob")] == [plain.sweep.id]
+    assert [sweep.id for sweep in store.page_for(alice, SweepFilter(user="bob")).sweeps] == [plain.sweep.id]
     ids = [task.id for task in limited.tasks]
     assert tallies[limited.sweep.id].counts == {"running": 1, "queued": 4}
     assert (tallies[limited.sweep.id].waiting, tallies[limited.sweep.id].held) == (3, 0)
