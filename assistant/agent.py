@@ -268,9 +268,9 @@ class Assistant:
                 task = {**task, "warnings": _sweep_warnings(task)}
             elif action.kind == "change":
                 task = self.client.change(int(action.payload["task_id"]), action.payload["changes"])
-                fields = ", ".join(action.payload["changes"])
+                names = ", ".join(action.payload["changes"])
                 labels = "、".join(field_label(key, "zh") for key in action.payload["changes"])
-                message = f"Changed task #{task['id']} ({fields}): {task['status']}."
+                message = f"Changed task #{task['id']} ({names}): {task['status']}."
                 zh = f"已修改任务 #{task['id']}（{labels}）：{status_zh(task['status'])}。"
             else:
                 task = self.client.cancel(int(action.payload["task_id"]))
