@@ -17,15 +17,15 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from sqlalchemy import ColumnElement, and_, exists, func, or_, select, true, update
+from sqlalchemy import ColumnElement, and_, exists, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from scheduler.errors import NotFoundError
 from scheduler.store.db import transaction
 from scheduler.store.identity import Identity
-from scheduler.store.tables import FINAL_STATUSES, Sweep, Task, Team, User
-from scheduler.store.task_filter import TaskFilter, task_conditions
+from scheduler.store.tables import FINAL_STATUSES, Sweep, Task, User
+from scheduler.store.task_filter import TaskFilter, task_conditions, visible_to
 from scheduler.store.tasks import MAX_TASK_ID, NewTask
 
 
@@ -108,21 +108,12 @@ def status_is(status: str) -> ColumnElement[bool]:
 
 def sweep_conditions(who: Identity, filters: SweepFilter) -> list[ColumnElement[bool]]:
     """The WHERE clause (ANDed) of the sweeps `who` may see that pass `filters` (the page and its total)."""
-    conditions = [_visible_to(who, filters.team)]
+    conditions = [visible_to(who, filters.team, Sweep.team_id)]
     if filters.user is not None:
         conditions.append(Sweep.user_id.in_(select(User.id).where(User.name == filters.user)))
     if filters.status is not None:
         conditions.append(status_is(filters.status))
     return conditions
-
-
-def _visible_to(who: Identity, team: str | None) -> ColumnElement[bool]:
-    """A member's own team's sweeps, whatever `team` says; an admin's chosen team's, or every team's."""
-    if not who.is_admin:
-        return Sweep.team_id == who.team_id
-    if team:
-        return Sweep.team_id.in_(select(Team.id).where(Team.name == team))
-    return true()
 
 
 def _admitted() -> ColumnElement[bool]:

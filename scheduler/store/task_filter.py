@@ -12,6 +12,7 @@ from datetime import datetime
 from sqlalchemy import ColumnElement, exists, func, select, true
 from sqlalchemy import cast as sql_cast
 from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import InstrumentedAttribute
 
 from scheduler.store.identity import Identity
 from scheduler.store.tables import Attempt, Task, Team, User
@@ -48,7 +49,7 @@ class TaskPage:
 def task_conditions(who: Identity, filters: TaskFilter, dialect: str) -> list[ColumnElement[bool]]:
     """The WHERE clause (ANDed) of the tasks `who` may see that pass `filters`, for a database of this
     dialect (`sqlite` or `postgresql`: tags are read from the JSON spec differently)."""
-    conditions = [_visible_to(who, filters.team)]
+    conditions = [visible_to(who, filters.team)]
     if filters.status:
         conditions.append(Task.status == filters.status)
     if filters.user:
@@ -66,12 +67,15 @@ def task_conditions(who: Identity, filters: TaskFilter, dialect: str) -> list[Co
     return conditions
 
 
-def _visible_to(who: Identity, team: str | None) -> ColumnElement[bool]:
-    """A member's own team, whatever `team` says; an admin's chosen team, or every team."""
+def visible_to(
+    who: Identity, team: str | None, team_id: InstrumentedAttribute[int] = Task.team_id
+) -> ColumnElement[bool]:
+    """Rows (tasks, or sweeps with `team_id=Sweep.team_id`) of a member's own team, whatever `team` says;
+    of an admin's chosen team, or of every team."""
     if not who.is_admin:
-        return Task.team_id == who.team_id
+        return team_id == who.team_id
     if team:
-        return Task.team_id.in_(select(Team.id).where(Team.name == team))
+        return team_id.in_(select(Team.id).where(Team.name == team))
     return true()  # every team's
 
 
