@@ -18,13 +18,13 @@ from scheduler.clock import now_ms
 from scheduler.cluster_state import ClusterState, RowCache, UsageCache, gather_state
 from scheduler.errors import NotFoundError
 from scheduler.held_key import HeldKey
+from scheduler.lost_attempts import settle_lost_attempt
 from scheduler.metrics import record_lease_expiries, record_pass
 from scheduler.policy import engine
 from scheduler.policy.config import PolicyConfig
 from scheduler.policy.placement import cpu_node
 from scheduler.policy.types import Decisions, GpuSlot, QueuedTask
 from scheduler.service import Cluster
-from scheduler.telemetry.lost import account_lost_attempt
 from scheduler.wakeup import ring_when_set
 
 log = logging.getLogger(__name__)
@@ -131,11 +131,9 @@ class Dispatcher:
         for task_id, token in expired:
             node = self._node_of(task_id)
             where = f" on node {node}" if node else ""
-            status = self.cluster.settle_attempt(
-                task_id, token, "lost_worker", message=f"its worker{where} stopped heartbeating"
-            )
+            why = f"its worker{where} stopped heartbeating"
+            status, _ = settle_lost_attempt(self.cluster, task_id, token, node, why)
             if status is not None:
-                account_lost_attempt(self.cluster, task_id, token)  # its worker metered nothing
                 requeued += status == "queued"
                 log.warning("task %s: its worker stopped heartbeating; now %s", task_id, status)
         return requeued

@@ -33,7 +33,6 @@ worker stores the `metrics.json` found there (or the spec's `metrics_file`) with
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import os
 import shlex
@@ -59,7 +58,6 @@ from scheduler.executor.reaper import (
     find_run_tokens,
     kill_processes_with_token,
     make_run_token,
-    node_token_part,
     parse_run_token,
     take_process_snapshot,
 )
@@ -68,6 +66,7 @@ from scheduler.executor.spares import SpareShells
 from scheduler.gpus.inventory import GpuMonitor
 from scheduler.log_relay import answer_log_requests, wake_answerer
 from scheduler.logs import ATTEMPT_END, ATTEMPT_HEADER, append_note
+from scheduler.lost_attempts import settle_lost_attempt, token_node_of
 from scheduler.node_owner import NodeOwnership
 from scheduler.nodes import NodeGpu
 from scheduler.private_files import restrict
@@ -75,7 +74,6 @@ from scheduler.results import collect_metrics, prepare_output_dir
 from scheduler.service import Cluster, Settlement
 from scheduler.store.queue import Claim, RenewResult
 from scheduler.store.tables import Task
-from scheduler.telemetry.lost import account_lost_attempt
 from scheduler.wakeup import ring_when_set
 
 log = logging.getLogger(__name__)
@@ -121,14 +119,6 @@ class JobListener(Protocol):
 def run_token_of(claim: Claim, token_node: str) -> str:
     """The marker every process of this attempt carries in its environment (names the node and the task)."""
     return make_run_token(token_node, claim.task_id, claim.token)
-
-
-def token_node_of(node: str, cluster: Cluster) -> str:
-    """How run tokens name this worker: its node and its cluster's database, so that a worker reconciling
-    its node never touches the jobs of another nightshift on the same machine with the same node name."""
-    database = cluster.engine.url.render_as_string(hide_password=True)
-    digest = hashlib.sha256(database.encode()).hexdigest()[:10]
-    return f"{node_token_part(node)}.{digest}"
 
 
 def newest_checkpoint(checkpoint_dir: Path, pattern: str | None) -> Path | None:
@@ -340,11 +330,9 @@ class Worker:
             if task.node != self.node or task.lease_token in self.jobs or not task.lease_token:
                 continue
             token = task.lease_token
-            status = self.cluster.settle_attempt(
-                task.id, token, "lost_worker", message=f"worker {self.node} restarted"
-            )
-            if status is not None:
-                account_lost_attempt(self.cluster, task.id, token)  # its meter died with the old worker
+            why = f"its worker on {self.node} was restarted"
+            status, recorded = settle_lost_attempt(self.cluster, task.id, token, self.node, why)
+            if status is not None and not recorded:
                 self._note_lost_attempt(task, status)
             log.warning("task %s was running here before this worker restarted: now %s", task.id, status)
 

@@ -30,6 +30,7 @@ from scheduler.accounts import OsAccount
 from scheduler.errors import ExecutorError
 from scheduler.executor.cgroups import JobCgroup, JobCgroups
 from scheduler.executor.default_signals import default_signals_prefix
+from scheduler.executor.exit_record import with_exit_record
 from scheduler.executor.parent_death import die_with_parent, pdeathsig_prefix
 from scheduler.executor.process import RunningJob
 from scheduler.executor.reaper import TOKEN_VAR, check_run_token
@@ -154,12 +155,17 @@ def _docker_argv(request: LaunchRequest, image: str, docker: str) -> list[str]:
     # never show up in `ps`. CUDA_VISIBLE_DEVICES stays out: inside the container GPUs are renumbered from 0.
     for name in [*sorted(request.env), *_job_var_names(request)]:
         argv += ["-e", name]
-    return [*argv, image, SHELL, "-c", request.command]
+    return [*argv, image, SHELL, "-c", _script(request)]
+
+
+def _script(request: LaunchRequest) -> str:
+    """What the job's `/bin/sh -c` runs: its command, recording its own end in its log (`exit_record`)."""
+    return with_exit_record(request.command, request.run_token)
 
 
 def build_argv(request: LaunchRequest, *, which: Which = shutil.which) -> list[str]:
     """The command line that runs the job: plain `/bin/sh -c`, or inside `conda run` or `docker run`."""
-    shell = [SHELL, "-c", request.command]
+    shell = [SHELL, "-c", _script(request)]
     if request.conda_env is not None and request.docker_image is not None:
         raise ExecutorError("a job runs in a conda env or a docker image, not both")
     if request.conda_env is not None:

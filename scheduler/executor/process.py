@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from scheduler.executor.exit_record import take_exit_record
 from scheduler.executor.outcome import STOP_REASONS, JobOutcome, StopReason, classify
 from scheduler.executor.reaper import (
     KILL_SETTLE_S,
@@ -301,6 +302,7 @@ class RunningJob:
             log.warning("task %s attempt %s: %s is not empty", *self._ids(), self.cgroup)
         if self._sentinel is not None:
             self._sentinel.forget(self.run_token)
+        take_exit_record(self.request.log_path, self.run_token)  # its end line takes its place
         self._outcome = classify(returncode, self._stop_reason, self.request.log_path, self._log_offset)
         elapsed_s = time.monotonic() - self.started_at
         now = datetime.now().astimezone().isoformat(timespec="seconds")

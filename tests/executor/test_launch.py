@@ -9,6 +9,7 @@ import pytest
 
 from scheduler.errors import ExecutorError
 from scheduler.executor import LaunchRequest, build_argv, build_env, start_job
+from scheduler.executor.exit_record import with_exit_record
 
 MakeRequest = Callable[..., LaunchRequest]
 WORKER_ENV = {
@@ -42,22 +43,25 @@ def installed(program: str) -> str:
 
 
 def test_a_plain_job_runs_its_command_under_bin_sh(make_request: MakeRequest) -> None:
-    assert build_argv(make_request("python train.py --lr 3e-4")) == [
+    request = make_request("python train.py --lr 3e-4")
+
+    assert build_argv(request) == [
         "/bin/sh",
         "-c",
-        "python train.py --lr 3e-4",
+        with_exit_record("python train.py --lr 3e-4", request.run_token),
     ]
 
 
 def test_a_conda_job_runs_through_conda_run_without_capturing_output(
     make_request: MakeRequest,
 ) -> None:
-    argv = build_argv(make_request("python train.py", conda_env="torch"), which=installed)
+    request = make_request("python train.py", conda_env="torch")
+    argv = build_argv(request, which=installed)
 
     assert argv == [
         "/usr/local/bin/conda",
         *("run", "--no-capture-output", "-n", "torch"),
-        *("/bin/sh", "-c", "python train.py"),
+        *("/bin/sh", "-c", with_exit_record("python train.py", request.run_token)),
     ]
 
 
@@ -124,7 +128,8 @@ def test_a_docker_job_runs_in_a_named_container_with_its_gpus_workdir_and_env(
         *("-e", "BATCH", "-e", "WANDB_MODE"),
         *("-e", "NIGHTSHIFT_TASK_ID", "-e", "NIGHTSHIFT_ATTEMPT", "-e", "NIGHTSHIFT_GPUS"),
         *("-e", "NIGHTSHIFT_RUN_TOKEN", "-e", "NIGHTSHIFT_CHECKPOINT_DIR"),
-        *("pytorch/pytorch:2.4.0-cuda12.1", "/bin/sh", "-c", "python train.py"),
+        *("pytorch/pytorch:2.4.0-cuda12.1", "/bin/sh", "-c"),
+        with_exit_record("python train.py", request.run_token),
     ]
 
 

@@ -13,6 +13,7 @@ from scheduler.clock import now_ms
 from scheduler.errors import ExecutorError
 from scheduler.executor import LaunchRequest, build_argv
 from scheduler.executor.cgroups import FOLDER
+from scheduler.executor.exit_record import with_exit_record
 from scheduler.gpus import SimulatedGpus
 from scheduler.service import Cluster
 from scheduler.worker import Worker
@@ -209,7 +210,11 @@ def test_a_docker_job_gets_only_nightshifts_flags_and_mounts(tmp_path):
     flags = argv[2:image_at]
     mounts = [flags[i + 1] for i, flag in enumerate(flags) if flag == "-v"]
     assert argv[:2] == ["/usr/bin/docker", "run"]
-    assert argv[image_at + 1 :] == ["/bin/sh", "-c", "python train.py"]
+    assert argv[image_at + 1 :] == [
+        "/bin/sh",
+        "-c",
+        with_exit_record("python train.py", "node-a:task3:abcd-1"),
+    ]
     assert mounts == [f"{tmp_path / 'work'}:{tmp_path / 'work'}", f"{tmp_path / 'ckpt'}:{tmp_path / 'ckpt'}"]
     assert {flag for flag in flags if flag.startswith("-")} == {
         "--rm",
