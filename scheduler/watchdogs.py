@@ -12,7 +12,7 @@ drives them with an injected clock and the worker's telemetry agent with the wal
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from scheduler.gpus.inventory import GpuInfo
@@ -71,15 +71,18 @@ class GpuHealth:
         self.cool_temperature_c = min(cool_temperature_c, max_temperature_c)
         self.leftover_mib = leftover_mib
         self._hot: set[int] = set()
-        self._ended: dict[int, int] = {}  # GPU index -> the task that last ended on it
+        self._ended: dict[int, tuple[int, str]] = {}  # GPU index -> (task, claim token) that last ended on it
 
-    def task_ended(self, task_id: int, gpu_indices: Sequence[int]) -> None:
-        """A task released these GPUs: memory they still hold from now on is a leftover."""
+    def task_ended(self, task_id: int, gpu_indices: Sequence[int], claim: str = "") -> None:
+        """A task's attempt (its `claim` token) released these GPUs: memory they still hold from now on is a
+        leftover."""
         for index in gpu_indices:
-            self._ended[index] = task_id
+            self._ended[index] = (task_id, claim)
 
-    def assess(self, readings: Sequence[GpuInfo], held: set[int]) -> dict[int, str]:
-        """GPU index -> reason it takes no new tasks, for the GPUs that must not; `held`: GPUs in use."""
+    def assess(self, readings: Sequence[GpuInfo], held: Mapping[int, Collection[str]]) -> dict[int, str]:
+        """GPU index -> reason it takes no new tasks, for the GPUs that must not; `held`: the claim tokens of
+        the attempts on each GPU in use (the attempt that ended may still be among them: a reading taken as
+        it ended does not free its GPU)."""
         reasons: dict[int, str] = {}
         for gpu in readings:
             temp = gpu.temperature_c
@@ -93,10 +96,12 @@ class GpuHealth:
                     f"{self.cool_temperature_c:g} °C)"
                 )
                 continue
-            task_id = self._ended.get(gpu.index)
-            if task_id is None:
+            ended = self._ended.get(gpu.index)
+            if ended is None:
                 continue
-            if gpu.index in held or gpu.memory_used_mib <= self.leftover_mib:
+            task_id, claim = ended
+            taken = any(token != claim for token in held.get(gpu.index, ()))
+            if taken or gpu.memory_used_mib <= self.leftover_mib:
                 self._ended.pop(gpu.index, None)  # freed, or given to a new task on purpose
                 continue
             reasons[gpu.index] = (

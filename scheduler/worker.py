@@ -680,6 +680,15 @@ class Worker:
                 holders.setdefault(item.claim.task_id, set()).update(item.claim.gpu_indices)
         return {task_id: tuple(sorted(gpus)) for task_id, gpus in holders.items()}
 
+    def gpu_claims(self) -> dict[int, set[str]]:
+        """GPU index -> the claim tokens of this worker's jobs on it."""
+        claims: dict[int, set[str]] = {}
+        with self._lock:
+            for token, item in self.jobs.items():
+                for index in item.claim.gpu_indices:
+                    claims.setdefault(index, set()).add(token)
+        return claims
+
     def stop_task(self, task_id: int, settle_as: str, message: str) -> bool:
         """Stop a running job (its stop signal, grace, KILL) and settle it with `settle_as` (watchdogs)."""
         with self._lock:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC
 
@@ -155,7 +155,7 @@ class WorkerTelemetry:
         snapshot.idle_alerts = self.idle.observe(now, holders, gpus)
         for alert in snapshot.idle_alerts:
             self._on_idle(alert)
-        snapshot.out_of_service = self._assess(gpus, set(by_gpu))
+        snapshot.out_of_service = self._assess(gpus, self.worker.gpu_claims())
         return snapshot
 
     def downsample(self) -> DownsampleReport:
@@ -163,7 +163,7 @@ class WorkerTelemetry:
         retention_s = self.settings.telemetry_retention_days * 86400.0
         return downsample(self.worker.cluster.factory, self.clock(), retention_s)
 
-    def _assess(self, gpus: list[GpuInfo], held: set[int]) -> dict[int, str]:
+    def _assess(self, gpus: list[GpuInfo], held: Mapping[int, Collection[str]]) -> dict[int, str]:
         reasons = self.health.assess(gpus, held)
         before = dict(self.worker.out_of_service)
         self.worker.out_of_service = reasons
@@ -243,7 +243,7 @@ class WorkerTelemetry:
             if usage is not None:
                 self.usage[task_id] = usage
                 usages.append(usage)
-            self.health.task_ended(task_id, item.claim.gpu_indices)
+            self.health.task_ended(task_id, item.claim.gpu_indices, item.claim.token)
         while len(self.usage) > 1000:
             self.usage.pop(next(iter(self.usage)))
         self.store.save_usages(usages)
@@ -251,11 +251,7 @@ class WorkerTelemetry:
             gpus = self.worker.monitor.read()
         except GpuInventoryError:
             return
-        ending = {item.claim.task_id for item in items}
-        held = {
-            i for other, indices in self.worker.gpu_holders().items() if other not in ending for i in indices
-        }
-        self._assess(gpus, held)
+        self._assess(gpus, self.worker.gpu_claims())  # the ending attempts' own claims do not count
         self.worker.publish_node()
 
     def jobs_ended(self, ended: Sequence[tuple[ActiveJob, str | None]]) -> None:

@@ -55,14 +55,26 @@ def test_one_busy_gpu_or_a_busy_sample_resets_the_idle_clock():
 
 def test_gpu_health_uses_hysteresis_for_heat_and_frees_leftover_memory_gpus():
     health = GpuHealth(max_temperature_c=85, cool_temperature_c=80, leftover_mib=256)
-    assert "too hot" in health.assess([_gpu(0, 0.0, temp=90)], held=set())[0]
-    assert 0 in health.assess([_gpu(0, 0.0, temp=82)], held=set())  # not yet cool enough
-    assert health.assess([_gpu(0, 0.0, temp=79)], held=set()) == {}
+    assert "too hot" in health.assess([_gpu(0, 0.0, temp=90)], held={})[0]
+    assert 0 in health.assess([_gpu(0, 0.0, temp=82)], held={})  # not yet cool enough
+    assert health.assess([_gpu(0, 0.0, temp=79)], held={}) == {}
     health.task_ended(12, [1])
-    reason = health.assess([_gpu(1, 0.0, used_mib=4000)], held=set())[1]
+    reason = health.assess([_gpu(1, 0.0, used_mib=4000)], held={})[1]
     assert "memory still held: 4000 MiB" in reason and "task 12" in reason
-    assert health.assess([_gpu(1, 0.0, used_mib=100)], held=set()) == {}
-    assert health.assess([_gpu(1, 0.0, used_mib=4000)], held=set()) == {}  # not ours to judge any more
+    assert health.assess([_gpu(1, 0.0, used_mib=100)], held={}) == {}
+    assert health.assess([_gpu(1, 0.0, used_mib=4000)], held={}) == {}  # not ours to judge any more
+
+
+def test_a_reading_taken_as_a_task_ends_still_sees_its_leftover_memory_until_another_attempt_holds_it():
+    health = GpuHealth(max_temperature_c=85, cool_temperature_c=80, leftover_mib=256)
+    health.task_ended(12, [0], "claim-a")
+
+    # a sampler that read the holders just before the attempt was dropped still lists its claim
+    assert "task 12" in health.assess([_gpu(0, 0.0, used_mib=4000)], held={0: {"claim-a"}})[0]
+    assert "task 12" in health.assess([_gpu(0, 0.0, used_mib=4000)], held={})[0]
+    # another attempt (of any task, this one's retry too) given the GPU on purpose: its memory is its own
+    assert health.assess([_gpu(0, 0.0, used_mib=4000)], held={0: {"claim-b"}}) == {}
+    assert health.assess([_gpu(0, 0.0, used_mib=4000)], held={}) == {}
 
 
 def test_an_idle_task_is_reported_to_its_owner_and_stopped_when_the_site_says_so(
