@@ -31,21 +31,22 @@ def list_command(
     tag: Annotated[str | None, typer.Option(help="tasks carrying this tag")] = None,
     node: Annotated[str | None, typer.Option(help="tasks that ran on this node")] = None,
     limit: Annotated[int, typer.Option(help="at most this many")] = 50,
+    offset: Annotated[int, typer.Option(min=0, help="skip this many newest ones (the next page)")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON for scripts")] = False,
 ) -> None:
     """List tasks, newest first: your team's (an admin's: every team's), narrowed by --since/--until
-    (submission time), --name, --tag and --node."""
+    (submission time), --name, --tag and --node; `--offset` pages on."""
     if mine and user:
         _exit("give --mine or --user NAME, not both", code=2)
     filters = {"status": status, "team": team, "name": name, "tag": tag, "node": node}
     filters.update(submission_window(since, until))
-    page = _fetch(limit, mine, user, filters)
+    page = _fetch(limit, offset, mine, user, filters)
     if as_json:
         print_json(page["tasks"])  # the shape scripts already read: the list of tasks
     else:
         console.print(tasks_table(page["tasks"]))
-    footer = page_footer(page)
-    if not page["tasks"]:  # an empty table alone reads like an error
+    footer = page_footer(page, offset or None)
+    if not page["tasks"] and not offset:  # an empty table alone reads like an error
         searched = any(value is not None for value in filters.values()) or mine or user
         footer = "no task matches these filters" if searched else "no tasks yet: nightshift submit -- COMMAND"
     if footer:  # on stderr: a script reading --json still gets JSON alone on stdout
@@ -83,12 +84,14 @@ def page_footer(page: dict[str, Any], offset: int | None = None) -> str | None:
     return shown if offset + count >= total else f"{shown} (--offset {offset + count} for the next)"
 
 
-def _fetch(limit: int, mine: bool, user: str | None, filters: dict[str, str | None]) -> dict[str, Any]:
-    """The first page of the filtered list (`--mine`: the caller's own name, asked of the API)."""
+def _fetch(
+    limit: int, offset: int, mine: bool, user: str | None, filters: dict[str, str | None]
+) -> dict[str, Any]:
+    """One page of the filtered list (`--mine`: the caller's own name, asked of the API)."""
     client = NightshiftClient.from_settings(get_settings())
     try:
         who = client.get("/me")["user"] if mine else user
-        return client.task_page({**filters, "user": who}, limit)
+        return client.task_page({**filters, "user": who}, limit, offset)
     except ClientError as exc:
         print_error(exc.message, exc.errors)
         raise typer.Exit(1) from None

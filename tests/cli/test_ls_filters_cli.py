@@ -71,6 +71,23 @@ def test_ls_says_how_many_match_when_the_page_is_cut_and_json_stays_a_list(
     assert whole.exit_code == 0 and "showing" not in whole.output
 
 
+def test_ls_offset_pages_on_and_says_where_the_page_lies(
+    cluster, a100_node, make_identity, monkeypatch, tmp_path
+):
+    alice, token = make_identity("alice", "vision")
+    ids = [_submit(cluster, alice, "train.py") for _ in range(5)]
+    with cli_as(cluster, token, monkeypatch, tmp_path / "client-home") as nightshift:
+        second = nightshift("ls", "--limit", "2", "--offset", "2", "--json")
+        last = nightshift("ls", "--limit", "2", "--offset", "4", "--json")
+        past_the_end = nightshift("ls", "--offset", "9")
+        negative = nightshift("ls", "--offset", "-1")
+
+    assert _ids(second) == [ids[2], ids[1]] and "showing 3-4 of 5 (--offset 4 for the next)" in second.stderr
+    assert _ids(last) == [ids[0]] and "showing 5-5 of 5" in last.stderr and "next" not in last.stderr
+    assert past_the_end.exit_code == 0 and "nothing at --offset 9: 5 in all" in past_the_end.stderr
+    assert negative.exit_code == 2
+
+
 def test_page_footer_groups_thousands_and_is_silent_for_a_whole_page():
     assert page_footer({"count": 50, "total": 1234}) == "showing 50 of 1,234 (--limit to see more)"
     assert page_footer({"count": 7, "total": 7}) is None
