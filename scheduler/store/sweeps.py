@@ -25,7 +25,7 @@ from scheduler.errors import NotFoundError
 from scheduler.store.db import transaction
 from scheduler.store.identity import Identity
 from scheduler.store.tables import FINAL_STATUSES, Sweep, Task, User
-from scheduler.store.task_filter import TaskFilter, task_conditions, visible_to
+from scheduler.store.task_filter import TaskFilter, newest_first_page, task_conditions, visible_to
 from scheduler.store.tasks import MAX_TASK_ID, NewTask
 
 
@@ -307,13 +307,8 @@ class SweepStore:
         `TaskStore.page_for`: one WHERE clause for both, and a page that is not cut gives the total
         without counting."""
         conditions = sweep_conditions(who, filters or SweepFilter())
-        query = select(Sweep).where(*conditions).order_by(Sweep.id.desc()).limit(limit).offset(offset)
         with self.factory() as session:
-            rows = list(session.scalars(query))
-            if len(rows) < limit and (rows or offset == 0):
-                return SweepPage(rows, offset + len(rows))
-            total = session.scalar(select(func.count()).select_from(Sweep).where(*conditions))
-        return SweepPage(rows, int(total or 0))
+            return SweepPage(*newest_first_page(session, Sweep, conditions, limit, offset))
 
     def tallies(self, sweep_ids: Sequence[int]) -> dict[int, SweepTally]:
         """Each sweep's tasks counted by status, held and waiting, in one grouped query for all the ids

@@ -6,16 +6,18 @@ Whose tasks comes first and is never optional: a member sees their own team's ta
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TypeVar
 
 from sqlalchemy import ColumnElement, exists, func, select, true
 from sqlalchemy import cast as sql_cast
 from sqlalchemy.dialects.postgresql import JSONB
-from sqlalchemy.orm import InstrumentedAttribute
+from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from scheduler.store.identity import Identity
-from scheduler.store.tables import Attempt, Task, Team, User
+from scheduler.store.tables import Attempt, Sweep, Task, Team, User
 
 PREFIX_WILDCARD = "*"  # a name ending in it matches every name that starts with the rest
 
@@ -65,6 +67,27 @@ def task_conditions(who: Identity, filters: TaskFilter, dialect: str) -> list[Co
     if filters.node is not None:
         conditions.append(ran_on(filters.node))
     return conditions
+
+
+ListedRow = TypeVar("ListedRow", Task, Sweep)
+
+
+def newest_first_page(
+    session: Session,
+    model: type[ListedRow],
+    conditions: Sequence[ColumnElement[bool]],
+    limit: int,
+    offset: int,
+) -> tuple[list[ListedRow], int]:
+    """One page of `model`'s rows that pass `conditions` (ANDed), newest (highest id) first, and how many
+    pass in all: the page and its total share the WHERE clause, and a page that is not cut gives the total
+    without counting."""
+    query = select(model).where(*conditions).order_by(model.id.desc()).limit(limit).offset(offset)
+    rows = list(session.scalars(query))
+    if len(rows) < limit and (rows or offset == 0):
+        return rows, offset + len(rows)
+    total = session.scalar(select(func.count()).select_from(model).where(*conditions))
+    return rows, int(total or 0)
 
 
 def visible_to(

@@ -19,7 +19,7 @@ from scheduler.errors import ConflictError, NotFoundError
 from scheduler.store.db import READ_ONLY, read_only, transaction, write_connection
 from scheduler.store.identity import Identity
 from scheduler.store.tables import FINAL_STATUSES, Attempt, Task, Team, User, utcnow
-from scheduler.store.task_filter import TaskFilter, TaskPage, task_conditions
+from scheduler.store.task_filter import TaskFilter, TaskPage, newest_first_page, task_conditions
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,13 +270,8 @@ class TaskStore:
         in all (`GET /tasks`: "showing 50 of 1,234"). Both queries share one WHERE clause, so the total
         counts exactly what the pages hold; a page that is not cut gives the total without counting."""
         conditions = task_conditions(who, filters, self._engine.dialect.name)
-        query = select(Task).where(*conditions).order_by(Task.id.desc()).limit(limit).offset(offset)
         with self.factory() as session:
-            rows = list(session.scalars(query))
-            if len(rows) < limit and (rows or offset == 0):
-                return TaskPage(rows, offset + len(rows))
-            total = session.scalar(select(func.count()).select_from(Task).where(*conditions))
-        return TaskPage(rows, int(total or 0))
+            return TaskPage(*newest_first_page(session, Task, conditions, limit, offset))
 
     def by_ids(self, task_ids: Iterable[int]) -> dict[int, Task]:
         """Rows for these ids (missing ids are simply absent)."""
