@@ -149,11 +149,18 @@ class RowCache:
         if versions is None:
             versions = cluster.tasks.queued_versions(task_ids)
         missing = [task_id for task_id, version in versions.items() if (task_id, version) not in self.queued]
+        # a row changed (`nightshift change`) between reading its version and loading it is still queued:
+        # its loaded view stands, or the scheduler would take the task for a stale entry and drop it
+        loaded: dict[int, QueuedTask] = {}
         if missing:
             for row in cluster.tasks.by_ids(missing).values():
                 if row.status == "queued":
-                    self.queued[(row.id, (row.attempts_count, row.revision))] = queued_task_of(row)
-        found = {task_id: self.queued.get((task_id, version)) for task_id, version in versions.items()}
+                    loaded[row.id] = queued_task_of(row)
+                    self.queued[(row.id, (row.attempts_count, row.revision))] = loaded[row.id]
+        found = {
+            task_id: self.queued.get((task_id, version)) or loaded.get(task_id)
+            for task_id, version in versions.items()
+        }
         return {task_id: view for task_id, view in found.items() if view is not None}
 
     def with_learned_estimates(
@@ -179,6 +186,7 @@ class RowCache:
         if tokens is None:
             tokens = cluster.tasks.running_tokens()
         missing = [task_id for task_id, token in tokens.items() if (task_id, token) not in self.running]
+        loaded: dict[int, RunningTask | None] = {}  # as `queued_views`: a row that changed meanwhile stands
         if missing:
             for row in cluster.tasks.by_ids(missing).values():
                 if row.status != "running":
@@ -186,8 +194,8 @@ class RowCache:
                 view = None
                 if row.node is not None and row.started_at is not None:
                     view = running_task_of(row, row.node, row.gpu_indices or [], to_epoch_s(row.started_at))
-                self.running[(row.id, row.lease_token)] = view
-        views = [self.running.get(item) for item in tokens.items()]
+                self.running[(row.id, row.lease_token)] = loaded[row.id] = view
+        views = [self.running.get(item) or loaded.get(item[0]) for item in tokens.items()]
         return [view for view in views if view is not None]
 
     def prune(self, keep_queued: set[int], keep_running: set[int]) -> None:

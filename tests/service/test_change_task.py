@@ -108,6 +108,23 @@ def test_the_running_scheduler_sees_a_change_at_its_next_pass(cluster, make_iden
     assert [(t.task_id, t.priority, t.not_before_s) for t in after] == [(task.id, PriorityClass.URGENT, None)]
 
 
+def test_a_change_between_a_pass_reading_versions_and_loading_rows_keeps_the_task_queued(
+    cluster, make_identity
+):
+    """The pass read the row's version, then the change committed, then it loaded the row: the task is
+    still queued (with its new spec), not a stale entry to drop from the queue."""
+    who, _ = make_identity()
+    task, _ = cluster.submit(who, {"command": "true", "gpus": 1, "not_before": LATER})
+    versions = cluster.tasks.queued_versions([task.id])
+
+    cluster.update(who, task.id, {"not_before": None})
+    views = RowCache().queued_views(cluster, [task.id], versions)
+    state = gather_state(cluster, UsageCache(cluster), 16, RowCache())
+
+    assert [(view.task_id, view.not_before_s) for view in views.values()] == [(task.id, None)]
+    assert [queued.task_id for queued in state.queued] == [task.id]
+
+
 def test_a_task_whose_deadline_passed_while_it_waited_can_still_change(cluster, make_identity):
     who, _ = make_identity()
     task, _ = cluster.submit(who, {"command": "true", "gpus": 1, "deadline": LATER})
