@@ -96,6 +96,25 @@ _RULES: list[Rule] = [
         lambda m: f"不限制同时运行数量，还是最多同时运行 {m[1]} 个：只能二选一",
     ),
     (
+        re.compile(r"(task|sweep) (\d+) already has (\w+) at its default \((.+)\)"),
+        lambda m: (
+            f"{'任务' if m[1] == 'task' else '扫参'} {m[2]} 的{_field_zh(m[3])}本来就是默认值"
+            f"（{'无' if m[4] == 'none' else m[4]}）"
+        ),
+    ),
+    (
+        re.compile(r"cannot clear (.+): clear takes (.+)"),
+        lambda m: f"{m[1]} 不能恢复默认值：能恢复的只有 {m[2]}",
+    ),
+    (
+        re.compile(r"(\w+): (.+), or back to its default: not both"),
+        lambda m: f"{_field_zh(m[1])}改成 {m[2]}，还是恢复默认值：只能二选一",
+    ),
+    (
+        re.compile(r"max_running limits how many tasks of a sweep run at once, and this is a single task.*"),
+        lambda m: "max_running 限制的是扫参里同时运行的任务数，而这是单个任务：请去掉它，或给出扫参的参数值",
+    ),
+    (
         re.compile(r"sweep (\d+) has no held task to release \((.*)\)"),
         lambda m: f"扫参 {m[1]} 没有被暂停的任务可放行（{counts_zh(m[2])}）",
     ),
@@ -280,6 +299,8 @@ _FIELD_ZH = {
     "priority": "优先级",
     "not_before": "最早开始时间",
     "deadline": "截止时间",
+    "offpeak": "只在谷时运行",
+    "max_running": "最多同时运行数",
     "depends_on": "依赖的任务",
     "depends_on_any": "等其结束的任务",
     "node": "节点",

@@ -180,10 +180,12 @@ def change_rows(card: dict[str, Any], lang: str, now: datetime | None = None) ->
     def value(key: str, item: Any) -> str:
         if item is None and key == "max_running":  # a sweep without a limit on how many run at once
             return _t(lang, "no limit", "不限")
-        if item is None:
-            return start_label_words(right_away, lang) if key == "not_before" else "—"
+        if item is None:  # no start time: at once; no deadline, limit or estimate: none
+            return start_label_words(right_away, lang) if key == "not_before" else _t(lang, "none", "无")
         if isinstance(item, bool):
             return _t(lang, "yes" if item else "no", "是" if item else "否")
+        if isinstance(item, float):  # minutes as the person said them: 120, not 120.0
+            return f"{item:g}"
         if key in ("not_before", "deadline"):
             return when(str(item), now, lang)
         if key == "priority":
@@ -1220,6 +1222,13 @@ QUESTIONS = {
         "to run, and another task to cancel, hold or release). Please send them one at a time.",
         "我每条消息只做一件事（每件都要你确认）：这条消息里有两件（运行一个任务，以及取消、暂停或放行另一个任务）。"
         "请分开一条一条地发。",
+    ),
+    "at_a_time_single": (
+        '"N at a time" limits how many tasks of a sweep run at once, and this is a single task: there is '
+        "nothing to limit. Send it without that; or, to run it with several values, put them in braces and "
+        "each value becomes a task: `python train.py --lr {1e-3,1e-4}` 2 at a time.",
+        "“同时跑 N 个”限制的是一个扫参里同时运行的任务数，而这是单个任务，没有可限制的。请去掉这句再发；"
+        "或者把要试的参数值写在花括号里，每个值一个任务：`python train.py --lr {1e-3,1e-4}`，同时最多跑2个。",
     ),
     "need_command": (
         "What command should I run? For example: run `python train.py` tonight on 2 GPUs.",

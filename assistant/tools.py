@@ -36,7 +36,7 @@ from assistant.parsing.history import resolve_since, resolve_until
 from scheduler.edits import changed_spec, spec_differences
 from scheduler.errors import SpecError
 from scheduler.resubmit import spec_again, with_command
-from scheduler.spec import Priority, SweepGrid, SweepList
+from scheduler.spec import Priority, SweepGrid, SweepList, TaskSpec
 
 DATA_CHARS = 300
 LOG_CHARS = 1500
@@ -166,6 +166,19 @@ class SubmitArgs(BaseModel):
     metrics_file: str | None = Field(default=None, description="results file in NIGHTSHIFT_OUTPUT_DIR")
 
 
+# what a change may put back to its default ("remove the time limit", "no deadline", "取消时间限制")
+CLEARABLE = (
+    "priority",
+    "not_before",
+    "offpeak",
+    "deadline",
+    "time_limit_minutes",
+    "estimated_minutes",
+    "retries",
+)
+CLEARABLE_OF_SWEEP = (*CLEARABLE, "max_running")
+
+
 class ChangeFields(BaseModel):
     """What may change in a queued task (of its own or of a sweep): only what the person asked for."""
 
@@ -177,6 +190,11 @@ class ChangeFields(BaseModel):
     time_limit_minutes: float | None = None
     estimated_minutes: float | None = None
     retries: int | None = None
+    clear: list[str] | None = Field(
+        default=None,
+        description='fields to put back to their defaults, the limit or time taken away ("remove the time '
+        f'limit", "no deadline", "取消时间限制" → ["time_limit_minutes"]): any of {", ".join(CLEARABLE)}',
+    )
 
 
 class ChangeArgs(ChangeFields):
@@ -195,6 +213,12 @@ class ChangeSweepArgs(ChangeFields):
         default=False,
         description='remove its limit on how many run at once ("no limit", "不限制同时运行数量"): all of it '
         "may then run at once",
+    )
+    clear: list[str] | None = Field(
+        default=None,
+        description="fields to put back to their defaults in every queued task, the limit or time taken "
+        f'away ("remove the time limit of sweep 3" → ["time_limit_minutes"]): any of '
+        f"{', '.join(CLEARABLE_OF_SWEEP)}",
     )
 
 
@@ -338,6 +362,11 @@ def submit_task(ctx: ToolContext, **args: Any) -> str:
             {**(with_command(again.spec, command) if command else again.spec), **given},
             again.passed,
         )
+    if args.get("max_running") is not None and args.get("sweep") is None:
+        return _error(
+            "max_running limits how many tasks of a sweep run at once, and this is a single task (no sweep): "
+            "leave it out, or give the sweep's values"
+        )
     try:
         spec = validated_spec(args, now, ctx.default_workdir, ctx.max_task_gpus, gpus_view)
         preview = sweep_preview(spec)
@@ -373,11 +402,19 @@ def cancel_task(ctx: ToolContext, task_id: int) -> str:
 
 
 def _asked_changes(
-    fields: Mapping[str, Any], start_now: bool, lift_max_running: bool = False
+    fields: Mapping[str, Any],
+    start_now: bool,
+    lift_max_running: bool = False,
+    clear: list[str] | None = None,
+    clearable: tuple[str, ...] = CLEARABLE,
 ) -> dict[str, Any] | str:
     """The fields asked to change (`start_now`: no not-before time, no off-peak wait; `lift_max_running`: a
-    sweep's `max_running` None, no limit on how many run at once), or the error."""
+    sweep's `max_running` None, no limit on how many run at once; each field of `clear` None, back to its
+    default as PATCH takes it), or the error."""
     changes = {key: value for key, value in fields.items() if value is not None}
+    cleared = _cleared(clear or [], changes, clearable)
+    if isinstance(cleared, str):
+        return cleared
     if start_now:
         if changes.get("not_before") or changes.get("offpeak"):
             return _error("start now, or later: not both")
@@ -386,16 +423,55 @@ def _asked_changes(
         if "max_running" in changes:
             return _error(f"no limit on how many run at once, or at most {changes['max_running']}: not both")
         changes["max_running"] = None
+    changes.update(cleared)
     if not changes:
-        return _error("nothing to change: say what (priority, start time, off-peak, deadline, time limit)")
+        return _error(
+            "nothing to change: say what (priority, start time, off-peak, deadline, time limit), or what to "
+            "put back to its default (clear)"
+        )
     return changes
 
 
-def change_task(ctx: ToolContext, task_id: int, start_now: bool = False, **fields: Any) -> str:
+def _cleared(
+    clear: list[str], changes: Mapping[str, Any], clearable: tuple[str, ...]
+) -> dict[str, None] | str:
+    """The fields `clear` puts back to their defaults, each None, or the error: a field that cannot go back
+    to its default here, or one also given a new value."""
+    unknown = [name for name in dict.fromkeys(clear) if name not in clearable]
+    if unknown:
+        return _error(f"cannot clear {', '.join(unknown)}: clear takes {', '.join(clearable)}")
+    both = next((name for name in clear if name in changes), None)
+    if both is not None:
+        return _error(f"{both}: {changes[both]}, or back to its default: not both")
+    return dict.fromkeys(clear)
+
+
+def _changes_words(changes: Mapping[str, Any]) -> str:
+    """`priority: high, max_running: 2`: what a change asks; a field put back to its default as
+    `time_limit_minutes at its default (none)`, a sweep's `max_running` as `no limit on how many run at
+    once`."""
+
+    def words(key: str, value: Any) -> str:
+        if value is not None:
+            return f"{key}: {value}"
+        if key == "max_running":
+            return "no limit on how many run at once"
+        default = TaskSpec.model_fields[key].default
+        shown = "none" if default is None else str(default).lower() if isinstance(default, bool) else default
+        return f"{key} at its default ({shown})"
+
+    return ", ".join(words(key, value) for key, value in changes.items())
+
+
+def change_task(
+    ctx: ToolContext, task_id: int, start_now: bool = False, clear: list[str] | None = None, **fields: Any
+) -> str:
     """Prepare a change to one of your queued tasks (priority, start time, off-peak, deadline, limits,
-    retries, name): returns a card the person must confirm. The task keeps its place in time; GPUs, memory
-    and the command cannot change (run it again with submit_task like_task instead)."""
-    changes = _asked_changes(fields, start_now)
+    retries, name; `clear` puts fields back to their defaults: "remove the time limit" is
+    clear=["time_limit_minutes"], a change, not a cancel): returns a card the person must confirm. The task
+    keeps its place in time; GPUs, memory and the command cannot change (run it again with submit_task
+    like_task instead)."""
+    changes = _asked_changes(fields, start_now, clear=clear)
     if isinstance(changes, str):
         return changes
     task = _need_client(ctx).get_task(task_id)
@@ -409,7 +485,7 @@ def change_task(ctx: ToolContext, task_id: int, start_now: bool = False, **field
     except SpecError as exc:
         return _error(exc.message, exc.errors)
     if not diff:
-        return _error(f"task {task_id} already has {', '.join(f'{k}: {v}' for k, v in changes.items())}")
+        return _error(f"task {task_id} already has {_changes_words(changes)}")
     card = {"kind": "change", "task_id": task_id, "task": task_view(task), "changes": diff}
     after = changed_spec(task_id, task.get("spec") or {}, changes).model_dump(mode="json")
     _add_warnings(card, deadline_warnings(after, ctx.now(), ctx.offpeak))
@@ -757,13 +833,19 @@ def cancel_sweep(ctx: ToolContext, sweep_id: int) -> str:
 
 
 def change_sweep(
-    ctx: ToolContext, sweep_id: int, start_now: bool = False, lift_max_running: bool = False, **fields: Any
+    ctx: ToolContext,
+    sweep_id: int,
+    start_now: bool = False,
+    lift_max_running: bool = False,
+    clear: list[str] | None = None,
+    **fields: Any,
 ) -> str:
     """Prepare the same change to every queued task of one of your sweeps (priority, start time, off-peak,
-    deadline, limits, retries) and/or how many of it run at once (`max_running`; `lift_max_running` removes
-    that limit): returns a card the person must confirm. Running and ended tasks stay as they are; a sweep
-    with no queued task left gets no card."""
-    changes = _asked_changes(fields, start_now, lift_max_running)
+    deadline, limits, retries; `clear` puts fields back to their defaults: "remove the time limit of sweep
+    3" is clear=["time_limit_minutes"], a change, not a cancel) and/or how many of it run at once
+    (`max_running`; `lift_max_running` removes that limit): returns a card the person must confirm. Running
+    and ended tasks stay as they are; a sweep with no queued task left gets no card."""
+    changes = _asked_changes(fields, start_now, lift_max_running, clear, CLEARABLE_OF_SWEEP)
     if isinstance(changes, str):
         return changes
     with _sweep_named(sweep_id):
@@ -777,7 +859,7 @@ def change_sweep(
     except SpecError as exc:
         return _error(exc.message, exc.errors)
     if not diff:
-        return _error(f"sweep {sweep_id} already has {_sweep_fields_words(changes)}")
+        return _error(f"sweep {sweep_id} already has {_changes_words(changes)}")
     card = {
         "kind": "change_sweep",
         "sweep_id": sweep_id,
@@ -811,14 +893,6 @@ def _sweep_differences(
     if "max_running" in changes and changes["max_running"] != sweep.get("max_running"):
         diff["max_running"] = [sweep.get("max_running"), changes["max_running"]]
     return diff
-
-
-def _sweep_fields_words(changes: Mapping[str, Any]) -> str:
-    """`priority: high, max_running: 2`; a `max_running` of None as `no limit on how many run at once`."""
-    return ", ".join(
-        "no limit on how many run at once" if key == "max_running" and value is None else f"{key}: {value}"
-        for key, value in changes.items()
-    )
 
 
 def hold_sweep(ctx: ToolContext, sweep_id: int) -> str:

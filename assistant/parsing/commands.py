@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from assistant.parsing.sweeps import AT_A_TIME
+
 _BACKTICKS = re.compile(r"```(?:\w+\n)?(?P<cmd>.+?)```|`(?P<cmd2>[^`]+)`", re.S)
 _QUOTED = re.compile(r"\"(?P<a>[^\"]{2,})\"|“(?P<b>[^”]{2,})”|「(?P<c>[^」]{2,})」|'(?P<d>[^']{2,})'")
 _ASCII_BEFORE = r"(?<![A-Za-z0-9_./\-])"
@@ -156,9 +158,9 @@ _CLOCK_AT = re.compile(
 
 
 def _resource_starts(text: str, token: re.Match[str]) -> bool:
-    """True when `token` begins a resource, size or duration ("2 gpus", "40gb", "30 min") or a clock time
-    ("9am-5pm"): the spec begins."""
-    return bool(_RESOURCE_AT.match(text, token.start()) or _CLOCK_AT.match(text, token.start()))
+    """True when `token` begins a resource, size or duration ("2 gpus", "40gb", "30 min"), a clock time
+    ("9am-5pm") or how many run at once ("2 at a time", "two at once"): the spec begins."""
+    return any(pattern.match(text, token.start()) for pattern in (_RESOURCE_AT, _CLOCK_AT, AT_A_TIME))
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +178,7 @@ def _looks_like_command(text: str) -> bool:
 
 def _scan_from(text: str, start: int) -> FoundCommand | None:
     """The command starting at `start`, up to the first word that starts plain language again."""
-    end, previous = start, ""
+    end, previous, braces = start, "", 0
     for index, token in enumerate(_TOKEN.finditer(text, start)):
         word = token.group()
         cjk = _CJK.search(word)
@@ -194,7 +196,8 @@ def _scan_from(text: str, start: int) -> FoundCommand | None:
         ):
             break
         end = token.end()
-        if word[-1] in ",;!?" or (word.endswith(".") and index > 0 and not is_flag_value):
+        braces += word.count("{") - word.count("}")  # "--bs {32, 64}": one list of values
+        if (word[-1] in ",;!?" and braces <= 0) or (word.endswith(".") and index > 0 and not is_flag_value):
             end -= 1
             break
         previous = word

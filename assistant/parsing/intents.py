@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from assistant.parsing.clears import cleared_fields
 from assistant.parsing.commands import fenced_commands, find_command, remove_span
 from assistant.parsing.fields import BARE_NUMBER, TASK_ID, read_fields, task_ids
 from assistant.parsing.history import plain_words, read_search
@@ -14,6 +15,8 @@ from assistant.parsing.numbers import NUMBER, to_int
 from assistant.parsing.sweeps import (
     SWEEP_REF,
     SWEEP_WORD,
+    at_a_time_of,
+    brace_grid,
     metric_args,
     running_limit_of,
     sweep_id_of,
@@ -301,6 +304,10 @@ def _about_a_sweep(text: str, now: datetime) -> Reading | None:
     limited = _running_limit_change(text, now, sweep_id)
     if limited is not None:
         return limited
+    if cleared_fields(text).fields:  # "remove the time limit of sweep 3": a change, never a cancel
+        change = _change_reading(SWEEP_REF.sub(" ", text), now, "change_sweep", sweep_id=sweep_id)
+        if change is not None:
+            return change
     if RELEASE.search(text):
         return _tool("release_sweep", sweep_id=sweep_id)
     if CANCEL_VERB.search(text):
@@ -323,7 +330,10 @@ def _running_limit_change(text: str, now: datetime, sweep_id: int) -> Reading | 
     priority, 2 at a time"); None when it says nothing of it, or also cancels, holds or releases the sweep
     (those read as before: "cancel all of sweep 3 at once" is a cancel)."""
     limit = running_limit_of(text)
-    if limit is None or any(verb.search(limit.rest) for verb in (CANCEL_VERB, HOLD, RELEASE)):
+    if limit is None:
+        return None
+    asked = cleared_fields(limit.rest).rest  # "remove its time limit, 2 at a time" cancels nothing
+    if any(verb.search(asked) for verb in (CANCEL_VERB, HOLD, RELEASE)):
         return None
     change = _change_reading(SWEEP_REF.sub(" ", limit.rest), now, "change_sweep", sweep_id=sweep_id)
     if change is not None and change.kind != "tool":  # it also asks to change what runs or where
@@ -382,13 +392,27 @@ def _estimate(text: str) -> Reading:
 
 
 def _submit(command: str, rest: str, now: datetime, several: bool = False) -> Reading:
+    """submit_task of `command` with what else the request asks; a sweep when the command has brace lists
+    ("--lr {1e-3,1e-4}"), "2 at a time" its `max_running`. A single task "2 at a time" has nothing to limit:
+    a question back, rather than a card that drops or misreads it."""
     if several:  # one card per task: say so rather than drop the other commands
         return Reading("question", reason="one_command")
-    return Reading("tool", "submit_task", {"command": command, **_spec_args(rest, now)})
+    grid = brace_grid(command)
+    at_once = at_a_time_of(rest)
+    if at_once is not None and grid is None:
+        return Reading("question", reason="at_a_time_single")
+    args = {"command": command, **_spec_args(rest if at_once is None else at_once.rest, now)}
+    if grid is not None:
+        args.update(command=grid.command, sweep=grid.grid)
+    if at_once is not None:
+        args["max_running"] = at_once.max_running
+    return Reading("tool", "submit_task", args)
 
 
 def _spec_args(text: str, now: datetime) -> dict[str, Any]:
-    """The spec fields and times a request asks for (its command already taken out)."""
+    """The spec fields and times a request asks for (its command already taken out; what it asks to take
+    away, "no time limit", is no value: `cleared_fields` reads it)."""
+    text = cleared_fields(text).rest
     fields, _ = read_fields(blank_dates(text, now))  # no number of a date is a GPU count or a task
     rest = text
     for start, end in fields.spans:
@@ -435,6 +459,7 @@ def follow_up_to_card(text: str, now: datetime) -> Reading | None:
     if find_command(text) is not None or understand(text, now).kind == "tool":
         return None
     changes: dict[str, Any] = _spec_args(text, now)
+    changes.update(dict.fromkeys(cleared_fields(text).fields))  # "no time limit": left out of the card
     if RIGHT_AWAY.search(text) and not {"not_before", "offpeak"} & changes.keys():
         changes.update(not_before=None, offpeak=None)
     return Reading("edit", args=changes) if changes else None
@@ -505,8 +530,10 @@ def _change(rest: str, now: datetime) -> Reading | None:
 
 
 def _change_reading(text: str, now: datetime, tool: str, **which: int) -> Reading | None:
-    """The change a request asks of a queued task or of a sweep's (`tool` with `which` one and the fields
-    read); a pointer when it asks to change what runs or where; None when it asks no change."""
+    """The change a request asks of a queued task or of a sweep's (`tool` with `which` one, the fields read
+    and those it takes away as `clear`: "drop the time limit"); a pointer when it asks to change what runs
+    or where; None when it asks no change."""
+    clear = cleared_fields(text).fields
     args = _spec_args(text, now)
     if "priority" not in args and PRIORITY_UP.search(text):
         args["priority"] = "urgent" if re.search(r"\bhighest\b|\btop\b|最高", text, _I) else "high"
@@ -515,9 +542,20 @@ def _change_reading(text: str, now: datetime, tool: str, **which: int) -> Readin
     if args.keys() - set(EDITABLE_FIELDS):
         return Reading("help", reason="change_fixed")
     start_now = bool(RIGHT_AWAY.search(text)) and not {"not_before", "offpeak"} & args.keys()
-    if not args and not start_now:
+    if not args and not start_now and not clear:
         return None
-    return _tool(tool, **which, start_now=True if start_now else None, **args)
+    return _tool(tool, **which, start_now=True if start_now else None, clear=clear or None, **args)
+
+
+def _clear(rest: str, now: datetime) -> Reading | None:
+    """A change that takes a field of one task away ("drop the time limit of task 5", "取消5号的截止时间":
+    change_task with `clear`, never a cancel); which task, when it names none; None when it takes none."""
+    if not cleared_fields(rest).fields:
+        return None
+    ids = task_ids(rest)
+    if len(ids) != 1:
+        return Reading("question", reason="need_task_id")
+    return _change_reading(rest, now, "change_task", task_id=ids[0])
 
 
 def _status(text: str) -> str | None:
@@ -577,6 +615,9 @@ def understand(text: str, now: datetime) -> Reading:
         and not (ESTIMATE.search(rest) or LOGS.search(rest))
     ):
         return _tool("explain_task", task_id=_first_id(rest))
+    cleared = _clear(rest, now) if not found else None
+    if cleared is not None:
+        return cleared
     listing = _history(text, rest, found.command if found else None, now)
     order = listing or (_cancel(rest) if not found else None)
     if order is not None:

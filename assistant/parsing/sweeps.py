@@ -1,6 +1,7 @@
 """What a request says about a sweep or a tag's runs: which sweep ("sweep 4", "扫参4", "第4个扫参"), which
-metric to compare them by ("by val_loss", "best loss", "按 acc", "acc 最高") and which way is better, and how
-many of its tasks may run at once ("2 at a time", "一次最多跑2个"; "no limit", "不限制同时运行数量")."""
+metric to compare them by ("by val_loss", "best loss", "按 acc", "acc 最高") and which way is better, how
+many of its tasks may run at once ("2 at a time", "一次最多跑2个"; "no limit", "不限制同时运行数量"), and the
+sweep a command's brace lists make ("python train.py --lr {1e-3,1e-4}")."""
 
 from __future__ import annotations
 
@@ -128,7 +129,13 @@ def running_limit_of(text: str) -> RunningLimit | None:
     lifted = NO_RUNNING_LIMIT.search(unnamed)
     if lifted is not None and not _OTHER_LIMITS.search(unnamed):
         return RunningLimit(None, _blank(text, lifted))
-    for match in AT_A_TIME.finditer(unnamed):
+    return at_a_time_of(text, unnamed)
+
+
+def at_a_time_of(text: str, unnamed: str | None = None) -> RunningLimit | None:
+    """How many at once `text` says in numbers ("2 at a time", "同时最多跑2个" → 2), with those words blanked;
+    None when it says no such number (`unnamed`: the text with its sweep's own number blanked)."""
+    for match in AT_A_TIME.finditer(text if unnamed is None else unnamed):
         number = to_int(next(value for value in match.groupdict().values() if value))
         if number is not None and number >= 1:
             return RunningLimit(number, _blank(text, match))
@@ -140,6 +147,67 @@ def without_running_limit(text: str) -> str:
     limit on sweep 3" asks for no quota or privilege), unless they may name a quota, budget or time limit."""
     limit = running_limit_of(text)
     return limit.rest if limit is not None and limit.max_running is None else text
+
+
+# a list of values in braces in a command, a shell word of its own or after `=` ("--lr {1e-3,1e-4}",
+# "--bs={32,64}"): one parameter of a grid (never `${HOME}`, a `{lr}` placeholder, nor braces in quotes)
+_VALUE = r"[^{}\s,'\"`$;|&<>()]+"
+BRACE_LIST = re.compile(rf"(?:(?<=\s)|(?<==))\{{(?P<values>{_VALUE}(?:\s*,\s*{_VALUE})+)\}}(?=\s|$)")
+_QUOTED = re.compile(r"'[^']*'|\"(?:[^\"\\]|\\.)*\"")
+_PARAM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+
+
+@dataclass(frozen=True)
+class BraceGrid:
+    """A command whose brace lists make a sweep: the command with `{name}` in their place, and the grid."""
+
+    command: str
+    grid: dict[str, list[Any]]
+
+
+def brace_grid(command: str) -> BraceGrid | None:
+    """The sweep a command's brace lists ask for ("python train.py --lr {1e-3,1e-4} --bs {32,64}" → every
+    combination of lr and bs), each named by its flag (`--batch-size` → batch_size; else p1, p2, ...), its
+    values as written (numbers when each reads back the same); None when the command has no brace list."""
+    masked = _QUOTED.sub(lambda quoted: "'" * len(quoted[0]), command)
+    found = list(BRACE_LIST.finditer(masked))
+    if not found:
+        return None
+    grid: dict[str, list[Any]] = {}
+    for index, match in enumerate(found, start=1):
+        name = _param_name(masked[: match.start()], index)
+        grid[f"{name}_{index}" if name in grid else name] = _typed(
+            [v.strip() for v in match["values"].split(",")]
+        )
+    for match, name in zip(reversed(found), reversed(list(grid)), strict=True):
+        command = command[: match.start()] + "{" + name + "}" + command[match.end() :]
+    return BraceGrid(command, grid)
+
+
+def _param_name(before: str, index: int) -> str:
+    """A brace list's parameter name from the flag or `key=` before it ("--batch-size " → batch_size)."""
+    words = before.split()
+    if before.endswith("="):  # "--lr=" → "--lr", "lr=" → "lr"
+        word = words[-1][:-1]
+    else:
+        word = words[-1] if words and words[-1].startswith("-") else ""
+    name = re.sub(r"\W", "_", word.lstrip("-")).strip("_")
+    return name if _PARAM_NAME.fullmatch(name) else f"p{index}"
+
+
+def _typed(values: list[str]) -> list[Any]:
+    """Values as numbers when every one of them reads back as written ("32", "0.1"), else as written."""
+    numbers: list[Any] = []
+    for value in values:
+        number: int | float
+        try:
+            number = int(value) if re.fullmatch(r"-?\d+", value) else float(value)
+        except ValueError:
+            return values
+        if str(number) != value:
+            return values
+        numbers.append(number)
+    return numbers
 
 
 def _blank(text: str, match: re.Match[str]) -> str:
