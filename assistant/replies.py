@@ -172,25 +172,33 @@ def priority_words(priority: str, lang: str) -> str:
     return _t(lang, priority, _PRIORITY_ZH.get(priority, priority))
 
 
+def field_value_words(
+    key: str, item: Any, lang: str, now: datetime | None, right_away: str = "as soon as GPUs are free"
+) -> str:
+    """A spec field's value as a card shows it: 120 (not 120.0) minutes, a time in the cluster's zone, a
+    priority or yes/no in the language of the conversation, `none` (or `right_away`) for no value."""
+    if item is None and key == "max_running":  # a sweep without a limit on how many run at once
+        return _t(lang, "no limit", "不限")
+    if item is None:  # no start time: at once; no deadline, limit or estimate: none
+        return start_label_words(right_away, lang) if key == "not_before" else _t(lang, "none", "无")
+    if isinstance(item, bool):
+        return _t(lang, "yes" if item else "no", "是" if item else "否")
+    if isinstance(item, float):  # minutes as the person said them: 120, not 120.0
+        return f"{item:g}"
+    if key in ("not_before", "deadline"):
+        return when(str(item), now, lang)
+    if key == "priority":
+        return priority_words(str(item), lang)
+    return unwrap(str(item)) if isinstance(item, str) else str(item)
+
+
 def change_rows(card: dict[str, Any], lang: str, now: datetime | None = None) -> list[tuple[str, str, str]]:
     """A change card's (field label, value before, value after), in the language of the conversation."""
     cpu_only = (card.get("task") or {}).get("gpus") == 0
     right_away = "right away (CPU only)" if cpu_only else "as soon as GPUs are free"
 
     def value(key: str, item: Any) -> str:
-        if item is None and key == "max_running":  # a sweep without a limit on how many run at once
-            return _t(lang, "no limit", "不限")
-        if item is None:  # no start time: at once; no deadline, limit or estimate: none
-            return start_label_words(right_away, lang) if key == "not_before" else _t(lang, "none", "无")
-        if isinstance(item, bool):
-            return _t(lang, "yes" if item else "no", "是" if item else "否")
-        if isinstance(item, float):  # minutes as the person said them: 120, not 120.0
-            return f"{item:g}"
-        if key in ("not_before", "deadline"):
-            return when(str(item), now, lang)
-        if key == "priority":
-            return priority_words(str(item), lang)
-        return unwrap(str(item)) if isinstance(item, str) else str(item)
+        return field_value_words(key, item, lang, now, right_away)
 
     return [
         (field_label(key, lang), value(key, old), value(key, new))
@@ -392,17 +400,25 @@ def retired_cards_words(cards: list[dict[str, Any]], lang: str) -> str:
 
 
 def like_task_words(like: dict[str, Any], lang: str, now: datetime | None = None) -> str:
-    """`task #12 (its not_before, 03-01 09:00, has passed: left out)`: the earlier task a card runs again."""
+    """`task #12 (its not_before, 03-01 09:00, has passed: left out; without its time limit (min), 120)`:
+    the earlier task a card runs again, and what of it is left out."""
     text = _t(lang, f"task #{like.get('task_id')}", f"任务 #{like.get('task_id')}")
-    passed = [
+    notes = [
         _t(
             lang,
             f"its {key}, {when(value, now, lang)}, has passed: left out",
             f"原来的{field_label(key, lang)}（{when(value, now, lang)}）已过，不再沿用",
         )
         for key, value in (like.get("passed") or {}).items()
+    ] + [
+        _t(
+            lang,
+            f"without its {field_label(key, lang)}, {field_value_words(key, value, lang, now)}",
+            f"去掉原来的{field_label(key, lang)}（{field_value_words(key, value, lang, now)}）",
+        )
+        for key, value in (like.get("cleared") or {}).items()
     ]
-    return text + in_parentheses(_t(lang, "; ", "；").join(passed), lang) if passed else text
+    return text + in_parentheses(_t(lang, "; ", "；").join(notes), lang) if notes else text
 
 
 def _estimate_line(summary: dict[str, Any], lang: str, now: datetime | None) -> str | None:

@@ -33,7 +33,7 @@ from assistant.cards import (
 )
 from assistant.client import AssistantClient, Unavailable
 from assistant.parsing.history import resolve_since, resolve_until
-from scheduler.edits import changed_spec, spec_differences
+from scheduler.edits import CLEARABLE_FIELDS, changed_spec, check_clearable, spec_differences
 from scheduler.errors import SpecError
 from scheduler.resubmit import spec_again, with_command
 from scheduler.spec import Priority, SweepGrid, SweepList, TaskSpec
@@ -163,19 +163,17 @@ class SubmitArgs(BaseModel):
     max_running: int | None = Field(
         default=None, description='with a sweep: run at most this many of its tasks at once ("2 at a time")'
     )
+    clear: list[str] | None = Field(
+        default=None,
+        description="with like_task: fields of the earlier task to leave out, back to their defaults "
+        '("run 12 again without its time limit" → ["time_limit_minutes"]): any of '
+        f"{', '.join(CLEARABLE_FIELDS)}",
+    )
     metrics_file: str | None = Field(default=None, description="results file in NIGHTSHIFT_OUTPUT_DIR")
 
 
 # what a change may put back to its default ("remove the time limit", "no deadline", "取消时间限制")
-CLEARABLE = (
-    "priority",
-    "not_before",
-    "offpeak",
-    "deadline",
-    "time_limit_minutes",
-    "estimated_minutes",
-    "retries",
-)
+CLEARABLE = CLEARABLE_FIELDS
 CLEARABLE_OF_SWEEP = (*CLEARABLE, "max_running")
 
 
@@ -353,14 +351,28 @@ def submit_task(ctx: ToolContext, **args: Any) -> str:
             gpus_view = None
     like = args.pop("like_task", None)
     replaces = args.pop("replaces_card", None)
+    clear = args.pop("clear", None) or []
     passed: dict[str, str] = {}
+    cleared: dict[str, Any] = {}
+    if clear and like is None:
+        return _error(
+            "clear leaves fields of an earlier task out when it runs again (with like_task); a new task "
+            "has only the fields given: leave clear out"
+        )
     if like is not None:  # "run 12 again": task 12's spec, changed by what else was asked
-        again = spec_again(_need_client(ctx).get_task(like)["spec"], now)
         given = {key: value for key, value in args.items() if value is not None}
+        both = next((name for name in clear if name in given), None)
+        if both is not None:
+            return _error(f"{both}: {given[both]}, or back to its default (clear): not both")
+        try:
+            again = spec_again(_need_client(ctx).get_task(like)["spec"], now, clear)
+        except SpecError as exc:
+            return _error(exc.message, exc.errors)
         command = given.pop("command", None)
-        args, passed = (
+        args, passed, cleared = (
             {**(with_command(again.spec, command) if command else again.spec), **given},
             again.passed,
+            again.cleared,
         )
     if args.get("max_running") is not None and args.get("sweep") is None:
         return _error(
@@ -375,7 +387,7 @@ def submit_task(ctx: ToolContext, **args: Any) -> str:
     except CardError as exc:
         return _error(exc.message, exc.errors)
     if like is not None:
-        summary["like_task"] = {"task_id": like, "passed": passed}
+        summary["like_task"] = {"task_id": like, "passed": passed, "cleared": cleared}
     card: dict[str, Any] = {"kind": "submit", "spec": spec, "summary": summary}
     # its windows and run time alone say it here; what the queue ahead of it does, only the server knows
     behind_queue = summary.pop("deadline_warning", None)
@@ -437,9 +449,10 @@ def _cleared(
 ) -> dict[str, None] | str:
     """The fields `clear` puts back to their defaults, each None, or the error: a field that cannot go back
     to its default here, or one also given a new value."""
-    unknown = [name for name in dict.fromkeys(clear) if name not in clearable]
-    if unknown:
-        return _error(f"cannot clear {', '.join(unknown)}: clear takes {', '.join(clearable)}")
+    try:
+        check_clearable(clear, clearable)
+    except SpecError as exc:
+        return _error(exc.message, exc.errors)
     both = next((name for name in clear if name in changes), None)
     if both is not None:
         return _error(f"{both}: {changes[both]}, or back to its default: not both")

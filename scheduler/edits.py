@@ -9,7 +9,7 @@ would then start with what it was placed for. For those, the answer names the wa
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from scheduler.errors import SpecError
@@ -26,6 +26,25 @@ EDITABLE_FIELDS = (
     "retries",
     "tags",
 )
+# what a change or a rerun may put back to its default ("remove the time limit", "no deadline"): each has
+# one (the others are what runs, where, or a name the spec makes from the command)
+CLEARABLE_FIELDS = (
+    "priority",
+    "not_before",
+    "offpeak",
+    "deadline",
+    "time_limit_minutes",
+    "estimated_minutes",
+    "retries",
+)
+
+
+def check_clearable(fields: Iterable[str], clearable: tuple[str, ...] = CLEARABLE_FIELDS) -> None:
+    """SpecError naming each of `fields` that cannot go back to a default, and those that can."""
+    unknown = [name for name in dict.fromkeys(fields) if name not in clearable]
+    if unknown:
+        message = f"cannot clear {', '.join(unknown)}: clear takes {', '.join(clearable)}"
+        raise SpecError(message, [{"field": name, "message": message} for name in unknown])
 
 
 def check_changes(task_id: int, changes: Mapping[str, Any]) -> None:

@@ -3,11 +3,12 @@ the chat's "run 12 again"). The earlier task keeps its record; the new one is a 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from scheduler.edits import check_clearable
 from scheduler.submission import default_name
 
 # a time that has passed would hold nothing back (not_before) or be refused (deadline)
@@ -20,25 +21,33 @@ class SpecAgain:
 
     spec: dict[str, Any]
     passed: dict[str, str] = field(default_factory=dict)
+    cleared: dict[str, Any] = field(default_factory=dict)
 
     def notes(self) -> list[str]:
-        """What was left out, in words: `its not_before (2026-03-01T09:00:00+00:00) has passed`."""
-        return [f"its {key} ({value}) has passed" for key, value in self.passed.items()]
+        """What was left out, in words: `its not_before (2026-03-01T09:00:00+00:00) has passed: left out`,
+        `without its time_limit_minutes (120)`."""
+        return [f"its {key} ({value}) has passed: left out" for key, value in self.passed.items()] + [
+            f"without its {key} ({value})" for key, value in self.cleared.items()
+        ]
 
 
-def spec_again(stored: Mapping[str, Any], now: datetime) -> SpecAgain:
+def spec_again(stored: Mapping[str, Any], now: datetime, clear: Iterable[str] = ()) -> SpecAgain:
     """Task `stored`'s spec (as `GET /tasks/{id}` shows it) to submit again: every field as it was (its
     workdir and name too, so learned run times still apply), less unset fields, a sweep (a sweep's task
-    holds its own parameters already) and the times that have passed (`SpecAgain.passed`)."""
+    holds its own parameters already), the times that have passed (`SpecAgain.passed`) and the fields
+    `clear` puts back to their defaults ("run 12 again without its time limit": `SpecAgain.cleared`, those
+    it had). SpecError for a field in `clear` that has no default to go back to."""
+    check_clearable(clear)
     spec = {
         key: value
         for key, value in stored.items()
         if value is not None and value != [] and value != {} and key != "sweep"
     }
+    cleared = {key: spec.pop(key) for key in dict.fromkeys(clear) if key in spec}
     passed = {
         key: str(spec.pop(key)) for key in PASSING_TIMES if key in spec and _moment(spec[key], now) <= now
     }
-    return SpecAgain(spec, passed)
+    return SpecAgain(spec, passed, cleared)
 
 
 def _moment(text: str, now: datetime) -> datetime:

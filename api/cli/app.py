@@ -37,9 +37,9 @@ from api.cli.sweeps import compare_command, sweep_counts_line, sweep_line, sweep
 from api.cli.waiting import wait_and_report, wait_command
 from api.cli.zone import cli_zone
 from api.client import ClientError, NightshiftClient
-from scheduler.edits import spec_differences
+from scheduler.edits import check_clearable, spec_differences
 from scheduler.errors import NightshiftError, SpecError
-from scheduler.resubmit import spec_again, with_command
+from scheduler.resubmit import SpecAgain, spec_again, with_command
 from scheduler.settings import get_settings
 from scheduler.spec import load_spec_file
 from scheduler.timeparse import parse_when
@@ -271,6 +271,42 @@ def env_from_options(pairs: list[str] | None) -> dict[str, str] | None:
     return env
 
 
+# `--clear` takes a spec field or the option that sets it
+CLEAR_OPTIONS = {
+    "after": "not_before",
+    "tonight": "offpeak",
+    "time-limit": "time_limit_minutes",
+    "estimate": "estimated_minutes",
+}
+CLEAR_HELP = "priority, after, tonight, deadline, time-limit, estimate, retries (or the spec's field names)"
+
+
+def cleared_fields(names: list[str]) -> list[str]:
+    """The spec fields `--clear` names (an option's name or the field's: `time-limit` is
+    `time_limit_minutes`); NightshiftError naming one that cannot go back to a default."""
+    fields = [CLEAR_OPTIONS.get(name.strip().lstrip("-"), name.strip()) for name in names]
+    try:
+        check_clearable(fields)
+    except SpecError as exc:
+        raise NightshiftError(f"--clear: {exc.message} (or {', '.join(CLEAR_OPTIONS)})") from None
+    return list(dict.fromkeys(fields))
+
+
+def _earlier_spec(like: int | None, clear: list[str], given: set[str], now: datetime) -> SpecAgain:
+    """`submit --like ID [--clear FIELD]`: task ID's spec to run again, less the fields cleared (exit 2 for
+    a --clear without --like, a field it cannot clear, or one also given a new value)."""
+    if like is None:
+        _fail("--clear leaves a field of an earlier task out: give it with --like ID", code=2)
+    try:
+        cleared = cleared_fields(clear)
+    except NightshiftError as exc:
+        _fail(exc.message, code=2)
+    both = next((field for field in cleared if field in given), None)
+    if both is not None:
+        _fail(f"{both}: a new value, or --clear to its default: not both", code=2)
+    return _with_client(lambda client: spec_again(client.get_task(like)["spec"], now, cleared))
+
+
 @app.command(context_settings={"allow_interspersed_args": False})
 def submit(
     args: Annotated[list[str] | None, typer.Argument(help="[FILE.yaml] -- COMMAND...")] = None,
@@ -312,6 +348,13 @@ def submit(
         int | None,
         typer.Option("--like", help="task ID's spec, to run it again (options and -- COMMAND change it)"),
     ] = None,
+    clear: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--clear",
+            help=f"with --like: leave this field of task ID out, back to its default (repeat): {CLEAR_HELP}",
+        ),
+    ] = None,
     idempotency_key: Annotated[
         str | None, typer.Option("--idempotency-key", help="submit at most once")
     ] = None,
@@ -324,7 +367,6 @@ def submit(
     _refuse_option_as_name(name)
     settings = get_settings()
     now = datetime.now().astimezone()
-    again = _with_client(lambda client: spec_again(client.get_task(like)["spec"], now)) if like else None
     overrides: dict[str, Any] = {
         "gpus": gpus, "gpu_memory_gb": gpu_mem, "priority": priority, "offpeak": True if tonight else None,
         "time_limit_minutes": time_limit, "estimated_minutes": estimate, "conda_env": conda,
@@ -332,6 +374,9 @@ def submit(
         "depends_on_any": after_any or None, "gpu_model": gpu_model, "node": node, "tags": tag or None,
         "workdir": workdir, "max_running": max_running,
     }  # fmt: skip
+    given = {key for key, value in overrides.items() if value is not None}
+    given |= {key for key, value in (("not_before", after), ("deadline", deadline)) if value}
+    again = _earlier_spec(like, clear or [], given, now) if like or clear else None
     try:
         overrides["env"] = env_from_options(env)
         spec = build_submit_spec(
@@ -340,7 +385,7 @@ def submit(
     except NightshiftError as exc:
         _fail(exc.message, code=2)
     for note in again.notes() if again and not as_json else ():
-        console.print(f"as task {like}, but {note}: left out")
+        console.print(f"as task {like}, but {note}")
     if spec.get("sweep") is not None:  # one task per parameter set, under one sweep id
         sweep = _with_client(lambda client: client.submit_sweep(spec, idempotency_key))
         if not as_json:
@@ -535,6 +580,10 @@ def change(
             help="with --sweep: at most N of its tasks at once (0: no limit)",
         ),
     ] = None,
+    clear: Annotated[
+        list[str] | None,
+        typer.Option("--clear", help=f"put this field back to its default (repeat): {CLEAR_HELP}"),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Change a queued task's priority, start window, limits, retries or name; it keeps its age.
@@ -551,10 +600,17 @@ def change(
         _fail("--max-running limits how many of a sweep's tasks run at once: give it with --sweep ID", code=2)
     limit = {} if max_running is None else {"max_running": max_running or None}  # 0 lifts the limit
     try:
-        changes = task_changes(overrides, after, deadline, start_now, cli_zone(get_settings()), bool(limit))
+        cleared = cleared_fields(clear or [])
+        changes = task_changes(
+            overrides, after, deadline, start_now, cli_zone(get_settings()), bool(limit or cleared)
+        )
+        both = next((name for name in cleared if name in changes), None)
+        if both is not None:
+            raise NightshiftError(f"{both}: a new value, or --clear to its default: not both")
     except NightshiftError as exc:
         _fail(exc.message, code=2)
     changes.update(limit)
+    changes.update(dict.fromkeys(cleared))
     if sweep is not None:
         group = _with_client(lambda client: client.change_sweep(sweep, changes))
         print_json(group) if as_json else console.print(

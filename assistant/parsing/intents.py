@@ -488,7 +488,8 @@ def _acts_on_a_task(rest: str) -> bool:
 
 def _rerun(rest: str, command: str | None, now: datetime) -> Reading | None:
     """ "run 12 again", "rerun task 12 on 2 GPUs", "12号再跑一遍": task 12's spec again (`like_task`),
-    changed by what else the request asks (a new command too)."""
+    changed by what else the request asks (a new command too) and without what it takes away ("without
+    the time limit", "不限时": `clear`)."""
     verb = RERUN.search(rest)
     if verb is None:
         return None
@@ -500,8 +501,10 @@ def _rerun(rest: str, command: str | None, now: datetime) -> Reading | None:
     parents = read_fields(text)[0].values
     if task_id in [*parents.get("depends_on", []), *parents.get("depends_on_any", [])]:  # "again after 12"
         return None
-    args = _spec_args(text[: named.start()] + " " + text[named.end() :], now)
-    return _tool("submit_task", like_task=task_id, command=command, **args)
+    asked = text[: named.start()] + " " + text[named.end() :]
+    args = _spec_args(asked, now)  # "without its time limit": what of task 12 to leave out, as `clear`
+    clear = [name for name in cleared_fields(asked).fields if name not in args]
+    return _tool("submit_task", like_task=task_id, command=command, clear=clear or None, **args)
 
 
 # changing a queued task ("make 12 urgent", "run 12 tonight instead", "start 12 now", "把12号改成高优先级")
@@ -550,7 +553,7 @@ def _change_reading(text: str, now: datetime, tool: str, **which: int) -> Readin
 def _clear(rest: str, now: datetime) -> Reading | None:
     """A change that takes a field of one task away ("drop the time limit of task 5", "取消5号的截止时间":
     change_task with `clear`, never a cancel); which task, when it names none; None when it takes none."""
-    if not cleared_fields(rest).fields:
+    if not cleared_fields(rest).fields or RERUN.search(rest):  # "rerun 12 without a time limit": a new task
         return None
     ids = task_ids(rest)
     if len(ids) != 1:

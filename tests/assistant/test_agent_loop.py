@@ -366,6 +366,29 @@ def test_run_a_task_again_makes_a_card_of_its_spec_changed_as_asked_and_confirm_
     assert (result["task"]["command"], result["task"]["gpus"]) == ("python train.py --lr 0.1", 2)
 
 
+def test_run_a_task_again_without_its_time_limit_leaves_the_limit_out_and_says_so(make_assistant, cluster):
+    assistant = make_assistant()
+    first = assistant.client.submit({"command": "python train.py", "gpus": 1, "time_limit_minutes": 120})
+
+    turn = assistant.ask(f"rerun {first['id']} without a time limit")
+    result = assistant.confirm(turn.cards[0]["action_id"])
+    chinese = assistant.ask(f"{first['id']}号再跑一遍，不限时")
+    new_task = assistant.ask("run `python eval.py`, no time limit")
+
+    assert turn.tool_calls == [
+        {"name": "submit_task", "args": {"like_task": first["id"], "clear": ["time_limit_minutes"]}}
+    ]
+    assert turn.cards[0]["spec"].get("time_limit_minutes") is None
+    assert turn.cards[0]["summary"]["like_task"]["cleared"] == {"time_limit_minutes": 120}
+    assert f"based on: task #{first['id']} (without its time limit (min), 120)" in turn.reply
+    assert chinese.cards[0]["spec"].get("time_limit_minutes") is None
+    assert "去掉原来的时间限制（分钟）（120）" in chinese.reply
+    assert new_task.cards and new_task.cards[0]["spec"].get("time_limit_minutes") is None
+    assert result["ok"], result
+    assert result["task"]["spec"]["time_limit_minutes"] is None
+    assert cluster.tasks.get_any(first["id"]).spec["time_limit_minutes"] == 120  # the first keeps its own
+
+
 def test_another_teams_task_cannot_be_run_again_through_the_chat(make_assistant, cluster):
     bob = make_assistant(user="bob", team="nlp")
     theirs = bob.client.submit({"command": "echo secret", "gpus": 0})

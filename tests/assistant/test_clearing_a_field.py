@@ -166,10 +166,14 @@ def test_clear_names_the_fields_it_takes_when_given_one_it_cannot_put_back(make_
     turn = assistant.ask(f"task {tid} on its default GPUs")
 
     assert turn.cards == [] and assistant.actions.pending() == []
+    message = (
+        "cannot clear gpus: clear takes priority, not_before, offpeak, deadline, time_limit_minutes, "
+        "estimated_minutes, retries"
+    )
     assert tool_result(assistant.history, "change_task") == {
         "ok": False,
-        "error": "cannot clear gpus: clear takes priority, not_before, offpeak, deadline, time_limit_minutes, "
-        "estimated_minutes, retries",
+        "error": message,
+        "errors": [{"field": "gpus", "message": message}],
     }
 
 
@@ -266,3 +270,28 @@ def test_no_time_limit_after_a_submit_card_makes_a_card_without_one(make_assista
     assert card["kind"] == "submit" and card["spec"].get("time_limit_minutes") is None
     assert [action.action_id for action in assistant.actions.pending()] == [card["action_id"]]
     assert cluster.tasks.count_by_status() == {}
+
+
+def test_a_rerun_may_clear_a_field_of_the_earlier_task_but_a_new_task_has_nothing_to_clear(make_assistant):
+    tid = _queued(make_assistant(), time_limit_minutes=60)
+    new_task = _scripted(make_assistant, "submit_task", {"command": "true", "clear": ["time_limit_minutes"]})
+    both = _scripted(
+        make_assistant,
+        "submit_task",
+        {"like_task": tid, "clear": ["time_limit_minutes"], "time_limit_minutes": 30},
+    )
+    fixed = _scripted(make_assistant, "submit_task", {"like_task": tid, "clear": ["gpus"]})
+
+    new_task.ask("run true")
+    both.ask(f"rerun {tid}")
+    fixed.ask(f"rerun {tid}")
+
+    assert tool_result(new_task.history, "submit_task")["error"].startswith(
+        "clear leaves fields of an earlier task out when it runs again (with like_task)"
+    )
+    assert tool_result(both.history, "submit_task")["error"] == (
+        "time_limit_minutes: 30.0, or back to its default (clear): not both"
+    )
+    assert tool_result(fixed.history, "submit_task")["error"].startswith("cannot clear gpus")
+    for assistant in (new_task, both, fixed):
+        assert assistant.actions.pending() == []

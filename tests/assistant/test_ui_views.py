@@ -87,6 +87,16 @@ def test_a_card_that_runs_a_task_again_names_it_and_what_was_left_out() -> None:
     assert "<th>基于</th><td>任务 #12（原来的最早开始（03-01 09:00）已过，不再沿用）</td>" in chinese
 
 
+def test_a_card_that_runs_a_task_again_without_a_field_says_what_it_had() -> None:
+    card = submit_card()
+    card["summary"]["like_task"] = {"task_id": 12, "passed": {}, "cleared": {"time_limit_minutes": 120}}
+
+    english, chinese = views.card_html(card, ZONE), views.card_html(card, ZONE, "zh")
+
+    assert "<th>based on</th><td>task #12 (without its time limit (min), 120)</td>" in english
+    assert "<th>基于</th><td>任务 #12（去掉原来的时间限制（分钟）（120））</td>" in chinese
+
+
 def test_the_card_speaks_the_language_of_the_conversation() -> None:
     html = views.card_html(submit_card(gpu_memory_gb=40), ZONE, "zh")
     for expected in (

@@ -38,6 +38,35 @@ def test_nightshift_change_from_the_command_line(cluster, a100_node, make_identi
     assert gpus.exit_code == 1 and "priority" in gpus.output
 
 
+def test_clear_puts_a_field_back_to_its_default_on_a_task_and_a_sweep(
+    cluster, a100_node, make_identity, monkeypatch, tmp_path
+):
+    _, token = make_identity("alice", "vision")
+    spec = lr_sweep_file(tmp_path, "[0.1, 0.01]")
+    with cli_as(cluster, token, monkeypatch, tmp_path / "client-home") as nightshift:
+        task_id = (
+            nightshift("submit", "--after", "+2h", "--time-limit", "30", "--", "true")
+            .output.split("task ")[1]
+            .split(" ")[0]
+        )
+        sweep = json.loads(nightshift("submit", "--json", "--time-limit", "45", str(spec)).output)
+        cleared = nightshift("change", task_id, "--clear", "time-limit", "--clear", "after")
+        swept = nightshift("change", "--sweep", str(sweep["id"]), "--clear", "time_limit_minutes")
+        both = nightshift("change", task_id, "--clear", "estimate", "--estimate", "5")
+        unknown = nightshift("change", task_id, "--clear", "command")
+
+    assert cleared.exit_code == 0, cleared.output
+    said = " ".join(cleared.output.split())
+    assert "time_limit_minutes 30.0 -> none" in said and "not_before " in said, said
+    row = cluster.tasks.get_any(int(task_id))
+    assert (row.spec["time_limit_minutes"], row.spec["not_before"]) == (None, None)
+    assert swept.exit_code == 0, swept.output
+    in_sweep = [t for t in cluster.tasks.with_status("queued") if t.id != int(task_id)]
+    assert [t.spec["time_limit_minutes"] for t in in_sweep] == [None, None]
+    assert both.exit_code == 2 and "estimated_minutes: a new value, or --clear" in both.output
+    assert unknown.exit_code == 2 and "cannot clear command" in " ".join(unknown.output.split())
+
+
 def test_a_whole_sweep_is_changed_from_the_command_line(
     cluster, a100_node, make_identity, monkeypatch, tmp_path
 ):

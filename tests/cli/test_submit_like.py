@@ -51,6 +51,30 @@ def test_a_time_that_has_passed_is_left_out_and_said(
     assert cluster.tasks.get_any(_new_id(again.output)).spec["not_before"] is None
 
 
+def test_clear_runs_it_again_without_a_field_it_had_and_is_refused_where_it_means_nothing(
+    cluster, a100_node, make_identity, monkeypatch, tmp_path
+):
+    _, token = make_identity("alice", "vision")
+    with cli_as(cluster, token, monkeypatch, tmp_path / "client-home") as nightshift:
+        first = nightshift("submit", "--time-limit", "120", "--priority", "high", "--", "python", "train.py")
+        first_id = _new_id(first.output)
+        again = nightshift("submit", "--like", str(first_id), "--clear", "time-limit", "--clear", "priority")
+        without_like = nightshift("submit", "--clear", "time-limit", "--", "true")
+        both = nightshift("submit", "--like", str(first_id), "--clear", "time-limit", "--time-limit", "30")
+        unknown = nightshift("submit", "--like", str(first_id), "--clear", "gpus")
+
+    assert again.exit_code == 0, again.output
+    rerun = cluster.tasks.get_any(_new_id(again.output))
+    assert rerun.spec["time_limit_minutes"] is None and rerun.priority == "normal"
+    assert rerun.command == "python train.py"
+    said = " ".join(again.output.split())
+    assert f"as task {first_id}, but without its time_limit_minutes (120.0)" in said, said
+    assert without_like.exit_code == 2 and "give it with --like ID" in without_like.output
+    assert both.exit_code == 2 and "time_limit_minutes: a new value, or --clear" in both.output
+    assert unknown.exit_code == 2 and "cannot clear gpus" in " ".join(unknown.output.split())
+    assert cluster.tasks.count_by_status() == {"queued": 2}  # the first and its rerun, nothing else
+
+
 def test_another_teams_task_cannot_be_run_again_and_a_spec_file_does_not_mix_with_like(
     cluster, a100_node, make_identity, monkeypatch, tmp_path
 ):
