@@ -82,7 +82,7 @@ class RedisKeys:
         return f"{self.prefix}node:{node}:owner"
 
     def node(self, node: str) -> str:
-        """HASH inventory (JSON), heartbeat_ms, source, drained of a worker's node."""
+        """HASH inventory (JSON), heartbeat_ms, stale_after_ms, source, drained of a worker's node."""
         return f"{self.prefix}node:{node}"
 
     def log_requests(self, node: str) -> str:

@@ -41,10 +41,13 @@ class NodeState:
     labels: dict[str, str] = field(default_factory=dict)
     # how its worker holds each job: in a cgroup of its own, or as a process group (found by run token)
     job_isolation: str = "process group"
+    # how long its worker may go without a heartbeat before it counts as down: its lease TTL, so that the
+    # scheduler stops placing work on it exactly when its leases (and any worker) give that work back
+    stale_after_ms: int = NODE_STALE_AFTER_MS
 
-    def alive(self, now_ms: int, stale_after_ms: int = NODE_STALE_AFTER_MS) -> bool:
-        """True when the node's worker heartbeat is recent."""
-        return now_ms - self.heartbeat_ms <= stale_after_ms
+    def alive(self, now_ms: int) -> bool:
+        """True when the node's worker heartbeat is recent (within its own `stale_after_ms`)."""
+        return now_ms - self.heartbeat_ms <= self.stale_after_ms
 
 
 class NodeRegistry:
@@ -63,8 +66,10 @@ class NodeRegistry:
         source: str,
         labels: dict[str, str] | None = None,
         job_isolation: str = "process group",
+        stale_after_ms: int = NODE_STALE_AFTER_MS,
     ) -> None:
-        """Record the node's GPUs and heartbeat; wake the scheduler the first time it is seen."""
+        """Record the node's GPUs and heartbeat (and how long it may go without one: its lease TTL); wake
+        the scheduler the first time it is seen."""
         inventory = json.dumps([_gpu_dict(gpu) for gpu in gpus])
         pipe = self.client.pipeline(transaction=False)
         pipe.sadd(self.keys.nodes, name)
@@ -76,6 +81,7 @@ class NodeRegistry:
                 "source": source,
                 "labels": json.dumps(labels or {}),
                 "job_isolation": job_isolation,
+                "stale_after_ms": stale_after_ms,
             },
         )
         added, *_ = pipe.execute()
@@ -142,4 +148,5 @@ def _parse(name: str, raw: dict[str, str]) -> NodeState:
         drained=raw.get("drained") == "1",
         labels=json.loads(raw.get("labels", "{}")),
         job_isolation=raw.get("job_isolation", "process group"),
+        stale_after_ms=int(float(raw.get("stale_after_ms", NODE_STALE_AFTER_MS))),
     )

@@ -239,7 +239,7 @@ def _ask_node(
     timeout_s: float = ANSWER_TIMEOUT_S,
 ) -> LogPiece:
     """`log_relay.request_log` of `node` for task `task_id`, refused at once when that node's worker has
-    not been heard from (no heartbeat for `NODE_STALE_AFTER_MS`): nobody would answer."""
+    not been heard from (no heartbeat for its `stale_after_ms`, its lease TTL): nobody would answer."""
     state = next((state for state in cluster.nodes.all() if state.name == node), None)
     now = now_ms()
     if state is None:

@@ -759,7 +759,7 @@ class Worker:
         against a claim at the same moment.
         """
         now = now_ms()
-        alive = [node.name for node in self.cluster.nodes.all() if node.alive(now, self._ttl_ms)]
+        alive = [node.name for node in self.cluster.nodes.all() if node.alive(now)]
         returned = self.cluster.queue.return_stale_assignments(now, self._ttl_ms, [*alive, self.node])
         if returned:
             log.warning("gave tasks %s back to the queue: their node stopped heartbeating", returned)
@@ -814,4 +814,5 @@ class Worker:
             self.monitor.source,
             self.labels,
             job_isolation="cgroup" if in_cgroups else "process group",
+            stale_after_ms=self._ttl_ms,
         )
