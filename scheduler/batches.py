@@ -40,8 +40,9 @@ from scheduler.store.sweeps import (
     tally_of_tasks,
 )
 from scheduler.store.tables import FINAL_STATUSES, Sweep, Task
-from scheduler.submission import check_against_cluster, check_times_ahead, default_name, resolve
+from scheduler.submission import check_against_cluster, check_times_ahead, resolve
 from scheduler.sweeps import MAX_SWEEP_TASKS, expand_all, in_batch
+from scheduler.task_names import default_name
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from scheduler.edits import check_clearable
-from scheduler.submission import default_name
+from scheduler.task_names import default_name
 
 # a time that has passed would hold nothing back (not_before) or be refused (deadline)
 PASSING_TIMES = ("not_before", "deadline")

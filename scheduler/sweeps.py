@@ -21,7 +21,7 @@ from typing import Any
 
 from scheduler.errors import SpecError
 from scheduler.spec import SweepValue, TaskSpec, parse_spec
-from scheduler.submission import default_name
+from scheduler.task_names import default_name
 
 MAX_SWEEP_TASKS = 1000
 # `{name}` not preceded by `$` (so `${HOME}` stays a shell variable)

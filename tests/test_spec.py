@@ -10,7 +10,7 @@ import pytest
 
 from scheduler.errors import SpecError
 from scheduler.spec import load_spec_file, parse_spec
-from scheduler.submission import default_name
+from scheduler.task_names import default_name
 from scheduler.timeparse import parse_when
 
 

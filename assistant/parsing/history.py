@@ -17,7 +17,7 @@ from datetime import date, datetime, time, timedelta, tzinfo
 from assistant.parsing.numbers import NUMBER, to_int
 from assistant.parsing.times import MONTH_NAME, read_date, read_times
 from scheduler.errors import SpecError
-from scheduler.submission import default_name
+from scheduler.task_names import default_name
 from scheduler.timeparse import parse_past
 
 _I = re.I
