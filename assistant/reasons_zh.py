@@ -157,6 +157,10 @@ _RULES: list[Rule] = [
     (re.compile(r"all GPUs are busy"), lambda m: "所有卡都在忙"),
     (re.compile(r"the next frees in (.+)"), lambda m: f"下一张卡{duration_zh(m[1])}后空出"),
     (
+        re.compile(r"task (\d+), ahead of it, has (\d+) GPUs? reserved on (.+)"),
+        lambda m: f"但排在前面的任务 {m[1]} 已在 {m[3]} 预留了 {m[2]} 张卡",
+    ),
+    (
         re.compile(
             r"waiting for GPUs out of service \((\d+) of (\d+): (.*); (`nightshift \w+`) shows which\)"
         ),

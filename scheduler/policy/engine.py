@@ -331,7 +331,22 @@ def _no_room_reason(ps: _Pass, task: QueuedTask) -> str:
         )
     ]
     next_in = min(need_by_total) - ps.now_s if need_by_total else None
-    return reasons.no_room(task.gpus, task.gpu_memory_mib, next_in)
+    reason = reasons.no_room(task.gpus, task.gpu_memory_mib, next_in)
+    in_the_way = _reservation_in_the_way(ps, task, next_in)
+    if in_the_way is None:
+        return reason
+    return f"{reason}; " + reasons.reserved_ahead(in_the_way.task_id, len(in_the_way.gpus), in_the_way.nodes)
+
+
+def _reservation_in_the_way(ps: _Pass, task: QueuedTask, next_in: float | None) -> Reservation | None:
+    """The first reservation of a task ahead that `task`, started when GPUs next free, would run into (by
+    its estimate): the GPUs freeing then may be promised to it, so "the next frees in ~10 min" alone would
+    promise too soon a start."""
+    if next_in is None:
+        return None
+    end_s = ps.now_s + next_in + task_estimate_s(task, ps.config)
+    ahead = [r for r in ps.reservations if r.task_id != task.task_id and r.start_s < end_s]
+    return min(ahead, key=lambda r: r.start_s, default=None)
 
 
 def _borrow(ps: _Pass) -> None:

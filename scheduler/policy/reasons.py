@@ -145,6 +145,13 @@ def no_node_in_service(pinned: str | None) -> str:
     return "waiting for a node in service (all are drained or down; `nightshift nodes` shows them)"
 
 
+def reserved_ahead(task_id: int, gpus: int, nodes: tuple[str, ...]) -> str:
+    """`"task 4, ahead of it, has 4 GPUs reserved on n1"`: a reservation a waiting task would run into if
+    it started when GPUs next free (so it will not start then)."""
+    plural = "s" if gpus != 1 else ""
+    return f"task {task_id}, ahead of it, has {gpus} GPU{plural} reserved on {', '.join(nodes)}"
+
+
 def reserved(gpus: int, nodes: tuple[str, ...], in_s: float) -> str:
     """The reason for the top blocked task, which holds the reservation."""
     where = ", ".join(nodes)

@@ -65,6 +65,10 @@ CASES = [
     (reasons.no_room(2, 0, 7200), "没有一个节点同时有 2 张空闲的卡；下一张卡约 2.0 小时后空出"),
     (reasons.no_room(1, 0, None), "所有卡都在忙"),
     (
+        reasons.no_room(2, 0, 600) + "; " + reasons.reserved_ahead(4, 4, ("n0",)),
+        "没有一个节点同时有 2 张空闲的卡；下一张卡约 10 分钟后空出；但排在前面的任务 4 已在 n0 预留了 4 张卡",
+    ),
+    (
         reasons.out_of_service([GpuSlot("n0", i, 24 * GB, 24 * GB, available=False) for i in range(8)], 16),
         "等待停用的卡恢复（16 张中的 8 张：节点被排空或离线、卡过热或显存仍被已结束的任务占着；`nightshift gpus` 可查看）",
     ),

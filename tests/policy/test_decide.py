@@ -101,6 +101,27 @@ def test_tasks_that_fit_but_would_delay_the_reservation_are_behind_higher_priori
     assert started(d) == [3]  # the short one ends before the reservation: backfilled
 
 
+def test_a_task_with_no_room_says_when_the_gpus_that_free_next_are_reserved_ahead_of_it() -> None:
+    # Given 2 GPUs both busy, one for 10 min and one for 1 h; a 2-GPU task first in line (it reserves both
+    # at 1 h); then a 1-GPU task of 2 h, which would run into that reservation, and one of 5 min, which not
+    running = [
+        make_running(8, gpus=(0,), estimated_end_s=600.0),
+        make_running(9, gpus=(1,), estimated_end_s=3600.0),
+    ]
+    gpus = occupy(occupy(make_gpus(per_node=2), running[0]), running[1])
+    big = make_task(1, gpus=2)
+    long = make_task(2, estimated_s=7200.0, enqueued_at_s=1.0)
+    short = make_task(3, estimated_s=300.0, enqueued_at_s=2.0)
+
+    d = decide([big, long, short], running, gpus, 0.0, PolicyConfig(policy="backfill"))
+
+    # Then the long one is told that the GPU freeing in 10 min is promised ahead of it; the short one is not
+    assert d.pending_reasons[2] == (
+        "all GPUs are busy; the next frees in ~10 min; task 1, ahead of it, has 2 GPUs reserved on n0"
+    )
+    assert d.pending_reasons[3] == "all GPUs are busy; the next frees in ~10 min"
+
+
 def test_two_reservations_never_promise_the_same_gpus() -> None:
     # Given two 4-GPU nodes, n0 freeing in 1 h and n1 in 2 h, and two 4-GPU tasks that may both reserve
     running = [

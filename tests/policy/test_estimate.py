@@ -87,7 +87,10 @@ def test_start_estimates_replay_the_queue_forward_with_a_range() -> None:
     assert (est[1].start_s, est[1].position) == (3600.0, 1)
     assert (est[2].start_s, est[2].position) == (7200.0, 2)
     assert est[2].low_s == 3600.0 and est[2].high_s == 10800.0  # 0.5x and 1.5x run times
-    assert est[2].reason == "all GPUs are busy; the next frees in ~60 min"
+    # the GPU that frees first is promised to task 1, ahead of it: the reason says so
+    assert est[2].reason == (
+        "all GPUs are busy; the next frees in ~60 min; task 1, ahead of it, has 1 GPU reserved on n0"
+    )
 
 
 def test_a_task_that_never_fits_has_no_start_estimate() -> None:
@@ -125,7 +128,9 @@ def test_a_forecast_expects_a_task_past_its_estimate_to_run_on_but_decide_keeps_
     # And a task behind it, told that no GPU is free, is told when the next frees as the forecast sees it
     behind = make_task(2, enqueued_at_s=now_s + 1.0)
     est = estimate_starts([*queued, behind], running, gpus, now_s, cfg)
-    assert est[2].reason == "all GPUs are busy; the next frees in ~24 h"
+    assert est[2].reason == (
+        "all GPUs are busy; the next frees in ~24 h; task 1, ahead of it, has 1 GPU reserved on n0"
+    )
 
 
 def test_a_negative_wide_task_delay_is_refused_with_the_setting_named() -> None:
