@@ -74,6 +74,7 @@ def ask_command(
     from api.client import find_token
     from assistant.agent import Assistant
     from assistant.client import AssistantClient
+    from assistant.replies import language_of
 
     settings = in_cluster_zone(get_settings())
     try:
@@ -100,12 +101,14 @@ def ask_command(
         print(json.dumps(turn.as_json(), ensure_ascii=False, default=str))
         return
     print(turn.reply)
+    zh = language_of(text) == "zh"
     for card in turn.cards:
         if card.get("kind") == "submit":
-            print(f"\nto submit it: {card.get('summary', {}).get('cli', '')}")
+            command = card.get("summary", {}).get("cli", "")
+            print(f"\n{'用这条命令提交' if zh else 'to submit it'}: {command}")
         elif card.get("kind") == "cancel":
-            print(f"\nto cancel it: nightshift cancel {card.get('task_id')}")
+            print(f"\n{'用这条命令取消' if zh else 'to cancel it'}: nightshift cancel {card.get('task_id')}")
         elif card.get("kind") == "change":
-            print(f"\nto change it: {change_command(card)}")
+            print(f"\n{'用这条命令修改' if zh else 'to change it'}: {change_command(card)}")
     if dry_run and turn.cards:
-        print("(dry run: nothing was changed)")
+        print("（试运行：什么都没有改）" if zh else "(dry run: nothing was changed)")

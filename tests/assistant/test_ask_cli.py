@@ -130,3 +130,15 @@ def test_the_installed_command_prints_exactly_one_json_object(offline_env):
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout)
     assert out["spec"]["offpeak"] is True and out["spec"]["gpus"] == 2
+
+
+def test_the_command_line_under_a_card_is_introduced_in_the_language_of_the_request(offline_env):
+    now = ("--dry-run", "--now", "2026-03-02T15:00:00+08:00")
+    chinese = CliRunner().invoke(app, ["ask", *now, "今晚用两张卡跑 train.py"])
+    english = CliRunner().invoke(app, ["ask", *now, "run train.py on 2 GPUs tonight"])
+
+    assert chinese.exit_code == 0 and english.exit_code == 0, chinese.output + english.output
+    assert "用这条命令提交: nightshift submit --gpus 2" in chinese.stdout
+    assert "（试运行：什么都没有改）" in chinese.stdout and "to submit it" not in chinese.stdout
+    assert "to submit it: nightshift submit --gpus 2" in english.stdout
+    assert "(dry run: nothing was changed)" in english.stdout
