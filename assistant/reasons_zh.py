@@ -111,6 +111,12 @@ _RULES: list[Rule] = [
         lambda m: f"{_field_zh(m[1])}改成 {m[2]}，还是恢复默认值：只能二选一",
     ),
     (
+        re.compile(r"clear leaves fields of an earlier task out when it runs again \(with like_task\).*"),
+        lambda m: (
+            "clear 只用于重新运行之前的任务（like_task）时去掉它的某些设置；新任务只有给出的设置：请去掉 clear"
+        ),
+    ),
+    (
         re.compile(r"max_running limits how many tasks of a sweep run at once, and this is a single task.*"),
         lambda m: "max_running 限制的是扫参里同时运行的任务数，而这是单个任务：请去掉它，或给出扫参的参数值",
     ),

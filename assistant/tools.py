@@ -175,6 +175,10 @@ class SubmitArgs(BaseModel):
 # what a change may put back to its default ("remove the time limit", "no deadline", "取消时间限制")
 CLEARABLE = CLEARABLE_FIELDS
 CLEARABLE_OF_SWEEP = (*CLEARABLE, "max_running")
+CLEAR_NEEDS_LIKE_TASK = (
+    "clear leaves fields of an earlier task out when it runs again (with like_task), and a new task has only "
+    "the fields given: leave clear out"
+)
 
 
 class ChangeFields(BaseModel):
@@ -355,15 +359,12 @@ def submit_task(ctx: ToolContext, **args: Any) -> str:
     passed: dict[str, str] = {}
     cleared: dict[str, Any] = {}
     if clear and like is None:
-        return _error(
-            "clear leaves fields of an earlier task out when it runs again (with like_task); a new task "
-            "has only the fields given: leave clear out"
-        )
+        return _error(CLEAR_NEEDS_LIKE_TASK)
     if like is not None:  # "run 12 again": task 12's spec, changed by what else was asked
         given = {key: value for key, value in args.items() if value is not None}
         both = next((name for name in clear if name in given), None)
         if both is not None:
-            return _error(f"{both}: {given[both]}, or back to its default (clear): not both")
+            return _error(f"{both}: {given[both]}, or back to its default: not both")
         try:
             again = spec_again(_need_client(ctx).get_task(like)["spec"], now, clear)
         except SpecError as exc:

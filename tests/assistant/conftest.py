@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -19,7 +20,9 @@ from langchain_core.runnables import Runnable
 from api.main import create_app
 from assistant.agent import Assistant
 from assistant.client import AssistantClient
+from scheduler.gpus import SimulatedGpus
 from scheduler.service import Cluster
+from scheduler.worker import Worker
 
 with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message=".*starlette.testclient.*")
@@ -189,3 +192,11 @@ def tool_result(messages: list[Any], name: str) -> dict[str, Any]:
         if getattr(message, "name", None) == name and message.type == "tool":
             return json.loads(message.content)
     raise AssertionError(f"no {name} result")
+
+
+@pytest.fixture
+def four_gpu_node(cluster):
+    """A node with 4 simulated 24 GB GPUs, registered as a worker registers it (no worker loop runs)."""
+    worker = Worker(cluster, "node-a", SimulatedGpus("4x24", node="node-a"), base_env=dict(os.environ))
+    worker.publish_node()
+    return worker

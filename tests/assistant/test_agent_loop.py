@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 from datetime import datetime, timedelta
 
@@ -11,18 +10,10 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from assistant.replies import card_text
-from scheduler.gpus import SimulatedGpus
 from scheduler.policy.tariff import estimate_cost
-from scheduler.worker import Worker
 from tests.assistant.conftest import NOW, ScriptedChatModel, tool_call
 
-
-@pytest.fixture(autouse=True)
-def four_gpu_node(cluster):
-    """A node with 4 simulated 24 GB GPUs, registered as a worker registers it (no worker loop runs)."""
-    worker = Worker(cluster, "node-a", SimulatedGpus("4x24", node="node-a"), base_env=dict(os.environ))
-    worker.publish_node()
-    return worker
+pytestmark = pytest.mark.usefixtures("four_gpu_node")
 
 
 def test_a_scripted_model_calls_a_tool_through_the_api_and_answers(make_assistant, cluster):

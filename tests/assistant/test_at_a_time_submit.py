@@ -3,7 +3,6 @@ lists make a sweep ("--lr {1e-3,1e-4}"); for a single task, a question back (one
 
 from __future__ import annotations
 
-import os
 from datetime import datetime
 
 import pytest
@@ -12,19 +11,12 @@ from langchain_core.messages import AIMessage
 from assistant.parsing.commands import find_command
 from assistant.parsing.intents import understand
 from assistant.parsing.sweeps import brace_grid
-from scheduler.gpus import SimulatedGpus
-from scheduler.worker import Worker
 from tests.assistant.conftest import ScriptedChatModel, tool_call, tool_result
 
 NOW = datetime.fromisoformat("2026-03-02T15:00:00+08:00")
 
 
-@pytest.fixture(autouse=True)
-def four_gpu_node(cluster):
-    """A node with 4 simulated 24 GB GPUs, registered as a worker registers it (no worker loop runs)."""
-    worker = Worker(cluster, "node-a", SimulatedGpus("4x24", node="node-a"), base_env=dict(os.environ))
-    worker.publish_node()
-    return worker
+pytestmark = pytest.mark.usefixtures("four_gpu_node")
 
 
 @pytest.mark.parametrize(

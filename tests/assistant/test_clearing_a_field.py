@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 from datetime import datetime
 
 import pytest
@@ -11,20 +10,13 @@ from langchain_core.messages import AIMessage
 
 from assistant.parsing.clears import cleared_fields
 from assistant.parsing.intents import follow_up_to_card, understand
-from scheduler.gpus import SimulatedGpus
-from scheduler.worker import Worker
 from tests.assistant.conftest import ScriptedChatModel, tool_call, tool_result
 
 NOW = datetime.fromisoformat("2026-03-02T15:00:00+08:00")
 LATER = "2030-01-01T09:00:00+00:00"
 
 
-@pytest.fixture(autouse=True)
-def four_gpu_node(cluster):
-    """A node with 4 simulated 24 GB GPUs, registered as a worker registers it (no worker loop runs)."""
-    worker = Worker(cluster, "node-a", SimulatedGpus("4x24", node="node-a"), base_env=dict(os.environ))
-    worker.publish_node()
-    return worker
+pytestmark = pytest.mark.usefixtures("four_gpu_node")
 
 
 @pytest.mark.parametrize(
@@ -290,7 +282,7 @@ def test_a_rerun_may_clear_a_field_of_the_earlier_task_but_a_new_task_has_nothin
         "clear leaves fields of an earlier task out when it runs again (with like_task)"
     )
     assert tool_result(both.history, "submit_task")["error"] == (
-        "time_limit_minutes: 30.0, or back to its default (clear): not both"
+        "time_limit_minutes: 30.0, or back to its default: not both"
     )
     assert tool_result(fixed.history, "submit_task")["error"].startswith("cannot clear gpus")
     for assistant in (new_task, both, fixed):

@@ -10,6 +10,7 @@ import pytest
 
 from assistant.reasons_zh import reason_zh
 from assistant.replies import reply_for
+from assistant.tools import CLEAR_NEEDS_LIKE_TASK
 from scheduler.errors import NightshiftError
 from scheduler.executor import launch
 from scheduler.executor.outcome import JobOutcome
@@ -64,6 +65,10 @@ CASES = [
     (reasons.no_room(2, 40 * GB, None), "没有一个节点同时有 2 张空闲 40 GB 显存的卡"),
     (reasons.no_room(2, 0, 7200), "没有一个节点同时有 2 张空闲的卡；下一张卡约 2.0 小时后空出"),
     (reasons.no_room(1, 0, None), "所有卡都在忙"),
+    (
+        CLEAR_NEEDS_LIKE_TASK,
+        "clear 只用于重新运行之前的任务（like_task）时去掉它的某些设置；新任务只有给出的设置：请去掉 clear",
+    ),
     (
         reasons.no_room(2, 0, 600) + "; " + reasons.reserved_ahead(4, 4, ("n0",)),
         "没有一个节点同时有 2 张空闲的卡；下一张卡约 10 分钟后空出；但排在前面的任务 4 已在 n0 预留了 4 张卡",

@@ -2,26 +2,17 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from langchain_core.messages import AIMessage
 
 from assistant.replies import card_text
 from assistant.ui.views import card_html
-from scheduler.gpus import SimulatedGpus
-from scheduler.worker import Worker
 from tests.assistant.conftest import NOW, ScriptedChatModel, tool_call
 
 GRID = {"lr": [0.1, 0.01, 0.001], "bs": [32, 64]}
 
 
-@pytest.fixture(autouse=True)
-def four_gpu_node(cluster):
-    """A node with 4 simulated 24 GB GPUs, registered as a worker registers it (no worker loop runs)."""
-    worker = Worker(cluster, "node-a", SimulatedGpus("4x24", node="node-a"), base_env=dict(os.environ))
-    worker.publish_node()
-    return worker
+pytestmark = pytest.mark.usefixtures("four_gpu_node")
 
 
 def _assistant(make_assistant, args):

@@ -5,7 +5,6 @@ missing one."""
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 import pytest
@@ -14,20 +13,13 @@ from langchain_core.messages import AIMessage
 from assistant.replies import dropped_words
 from assistant.ui.views import card_html
 from scheduler.clock import now_ms
-from scheduler.gpus import SimulatedGpus
 from scheduler.results import collect_metrics, prepare_output_dir
-from scheduler.worker import Worker
 from tests.assistant.conftest import ScriptedChatModel, tool_call, tool_result
 
 GRID = {"lr": [1e-3, 3e-4, 1e-4], "seed": [1, 2, 3]}  # "sweep lr over 1e-3,3e-4,1e-4 with 3 seeds"
 
 
-@pytest.fixture(autouse=True)
-def four_gpu_node(cluster):
-    """A node with 4 simulated 24 GB GPUs, registered as a worker registers it (no worker loop runs)."""
-    worker = Worker(cluster, "node-a", SimulatedGpus("4x24", node="node-a"), base_env=dict(os.environ))
-    worker.publish_node()
-    return worker
+pytestmark = pytest.mark.usefixtures("four_gpu_node")
 
 
 def _sweep(assistant, name: str = "lr-seeds", grid: dict[str, list[Any]] = GRID) -> tuple[int, list[int]]:
