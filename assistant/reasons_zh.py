@@ -113,7 +113,8 @@ _RULES: list[Rule] = [
     (
         re.compile(r"clear leaves fields of an earlier task out when it runs again \(with like_task\).*"),
         lambda m: (
-            "clear 只用于重新运行之前的任务（like_task）时去掉它的某些设置；新任务只有给出的设置：请去掉 clear"
+            "clear 只用于重新运行之前的任务（like_task）时去掉它的某些设置；"
+            "新任务只有给出的设置：请去掉 clear"
         ),
     ),
     (
