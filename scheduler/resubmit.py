@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from scheduler.edits import check_clearable
+from scheduler.spec import TaskSpec
 from scheduler.task_names import default_name
 
 # a time that has passed would hold nothing back (not_before) or be refused (deadline)
@@ -36,14 +37,15 @@ def spec_again(stored: Mapping[str, Any], now: datetime, clear: Iterable[str] = 
     workdir and name too, so learned run times still apply), less unset fields, a sweep (a sweep's task
     holds its own parameters already), the times that have passed (`SpecAgain.passed`) and the fields
     `clear` puts back to their defaults ("run 12 again without its time limit": `SpecAgain.cleared`, those
-    it had). SpecError for a field in `clear` that has no default to go back to."""
+    it had set to something else). SpecError for a field in `clear` that has no default to go back to."""
     check_clearable(clear)
     spec = {
         key: value
         for key, value in stored.items()
         if value is not None and value != [] and value != {} and key != "sweep"
     }
-    cleared = {key: spec.pop(key) for key in dict.fromkeys(clear) if key in spec}
+    taken = {key: spec.pop(key) for key in dict.fromkeys(clear) if key in spec}
+    cleared = {key: value for key, value in taken.items() if value != TaskSpec.model_fields[key].default}
     passed = {
         key: str(spec.pop(key)) for key in PASSING_TIMES if key in spec and _moment(spec[key], now) <= now
     }

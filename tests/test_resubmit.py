@@ -77,8 +77,11 @@ def test_cleared_fields_are_left_out_back_to_their_defaults_and_said() -> None:
 
 def test_clearing_a_field_the_earlier_task_did_not_have_changes_nothing() -> None:
     again = spec_again(STORED, NOW, ["time_limit_minutes"])
+    retries = spec_again(STORED, NOW, ["retries"])  # it had 0, the default: nothing to say
 
     assert again.cleared == {} and again.spec == spec_again(STORED, NOW).spec
+    assert retries.cleared == {} and retries.notes() == spec_again(STORED, NOW).notes()
+    assert parse_spec(retries.spec).retries == 0
 
 
 def test_a_field_with_no_default_to_go_back_to_cannot_be_cleared() -> None:

@@ -39,8 +39,8 @@ _EN_VERB = (
     r"|do\s+away\s+with|take\s+(?:off|away|out))\s+"
 )
 _EN_NONE = (
-    r"\b(?:no(?:\s+more)?|without(?:\s+(?:a|an|any|the))?|with\s+no"
-    r"|(?:do|does|did)(?:\s+not|n'?t)\s+(?:need|want)\s+(?:a|an|any|the))\s+"
+    r"\b(?:no(?:\s+more)?|without(?:\s+(?:a|an|any|the|its|their|that|this|my|our))?|with\s+no"
+    r"|(?:do|does|did)(?:\s+not|n'?t)\s+(?:need|want)\s+(?:a|an|any|the|its))\s+"
 )
 _EN_REF = r"(?:\s+(?:of|on|for)\s+(?:(?:task|job|sweep)\s*)?#?\s*\d+)?"
 _EN_TO_NONE = r"\s+(?:to|=|:)\s*(?:none|null|nothing|unlimited|no\s+limit)\b"

@@ -91,7 +91,7 @@ TIME_LIMIT = [
 ESTIMATE = [
     re.compile(
         r"(?:\btakes?|\btaking|\bshould\s+take|\bwill\s+take|\bruns?\s+for|\brunning\s+for|\blasts?|\bexpected"
-        r"(?:\s+to\s+take)?|\bestimated?(?:\s+at)?|\bfor|\bneeds?)\s*(?:about|around|roughly|~|approximately)?"
+        r"(?:\s+to\s+take)?|\bestimated?(?:\s+(?:at|of))?|\bfor|\bneeds?)\s*(?:about|around|roughly|~|approximately)?"
         rf"\s*(?P<d>{_DUR})",
         re.I,
     ),

@@ -10,6 +10,7 @@ from typing import Any, Literal
 from assistant.parsing.clears import cleared_fields
 from assistant.parsing.commands import fenced_commands, find_command, remove_span
 from assistant.parsing.fields import BARE_NUMBER, TASK_ID, read_fields, task_ids
+from assistant.parsing.fields import ESTIMATE as RUN_TIME
 from assistant.parsing.history import plain_words, read_search
 from assistant.parsing.numbers import NUMBER, to_int
 from assistant.parsing.sweeps import (
@@ -486,6 +487,17 @@ def _acts_on_a_task(rest: str) -> bool:
     return False
 
 
+def _asks_for_an_estimate(rest: str) -> bool:
+    """True when the request asks how long it waits ("how long will I wait?", "estimate for 12"); "with an
+    estimate of 30 minutes" gives a task its run time instead (the words a spec field reads do not ask)."""
+    if not ESTIMATE.search(rest):
+        return False
+    unread = rest
+    for run_time in RUN_TIME:
+        unread = run_time.sub(lambda given: " " * len(given.group()), unread)
+    return bool(ESTIMATE.search(unread))
+
+
 def _rerun(rest: str, command: str | None, now: datetime) -> Reading | None:
     """ "run 12 again", "rerun task 12 on 2 GPUs", "12号再跑一遍": task 12's spec again (`like_task`),
     changed by what else the request asks (a new command too) and without what it takes away ("without
@@ -553,8 +565,10 @@ def _change_reading(text: str, now: datetime, tool: str, **which: int) -> Readin
 def _clear(rest: str, now: datetime) -> Reading | None:
     """A change that takes a field of one task away ("drop the time limit of task 5", "取消5号的截止时间":
     change_task with `clear`, never a cancel); which task, when it names none; None when it takes none."""
-    if not cleared_fields(rest).fields or RERUN.search(rest):  # "rerun 12 without a time limit": a new task
+    if not cleared_fields(rest).fields:
         return None
+    if RERUN.search(rest):  # "rerun 12 without a time limit", "remove 12's limit and rerun it": a new task
+        return _rerun(rest, None, now)
     ids = task_ids(rest)
     if len(ids) != 1:
         return Reading("question", reason="need_task_id")
@@ -625,7 +639,7 @@ def understand(text: str, now: datetime) -> Reading:
     order = listing or (_cancel(rest) if not found else None)
     if order is not None:
         return order
-    if ESTIMATE.search(rest):
+    if _asks_for_an_estimate(rest):
         return _estimate(rest)
     again = _rerun(rest, found.command if found else None, now)
     if again is not None:

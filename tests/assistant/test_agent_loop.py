@@ -364,6 +364,7 @@ def test_run_a_task_again_without_its_time_limit_leaves_the_limit_out_and_says_s
     turn = assistant.ask(f"rerun {first['id']} without a time limit")
     result = assistant.confirm(turn.cards[0]["action_id"])
     chinese = assistant.ask(f"{first['id']}号再跑一遍，不限时")
+    remove_then_rerun = assistant.ask(f"remove the time limit from {first['id']} and rerun it")
     new_task = assistant.ask("run `python eval.py`, no time limit")
 
     assert turn.tool_calls == [
@@ -374,6 +375,8 @@ def test_run_a_task_again_without_its_time_limit_leaves_the_limit_out_and_says_s
     assert f"based on: task #{first['id']} (without its time limit (min), 120)" in turn.reply
     assert chinese.cards[0]["spec"].get("time_limit_minutes") is None
     assert "去掉原来的时间限制（分钟）（120）" in chinese.reply
+    assert [card["kind"] for card in remove_then_rerun.cards] == ["submit"]  # a new task, never a cancel
+    assert remove_then_rerun.cards[0]["summary"]["like_task"]["cleared"] == {"time_limit_minutes": 120}
     assert new_task.cards and new_task.cards[0]["spec"].get("time_limit_minutes") is None
     assert result["ok"], result
     assert result["task"]["spec"]["time_limit_minutes"] is None
