@@ -1319,6 +1319,10 @@ POINTERS = {
         "任务排队后，卡数、显存、节点和命令都不能改：可以说“12号再跑一遍，用4张卡”新建一个同样的任务"
         "（再取消原来的）。优先级、开始时间、谷时、截止时间和时间限制可以改。",
     ),
+    "no_cancel": (
+        "OK: nothing is cancelled. A cancel happens only when you ask for one and confirm its card.",
+        "好的，什么都不取消。只有你要求取消并确认卡片后才会取消。",
+    ),
     "confirm_card": (
         "Press Confirm on the card to do it: nothing happens until you do (or tell me what to change).",
         "请点卡片上的 “Confirm” 按钮：点之前不会有任何操作（也可以告诉我要改什么）。",

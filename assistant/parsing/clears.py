@@ -69,7 +69,12 @@ def _pattern(english: str, chinese: str, extra: str = "") -> re.Pattern[str]:
 
 
 # "不限时", "没有时间限制": no time limit, in words of their own
-_EXTRA = {"time_limit_minutes": r"|不限时|不限制?(?:运行)?时长|不限制?运行时间|没有时间限制"}
+_EXTRA = {
+    "time_limit_minutes": r"|不限时|不限制?(?:运行)?时长|不限制?运行时间|没有时间限制",
+    "offpeak": (
+        r"|\bstop\s+waiting\s+for\s+(?:the\s+)?off[\s-]*peak(?:\s+window)?|不用等谷时|不等谷时|别等谷时"
+    ),
+}
 CLEARS: dict[str, re.Pattern[str]] = {
     field: _pattern(english, chinese, _EXTRA.get(field, ""))
     for field, (english, chinese) in _FIELD_WORDS.items()

@@ -469,7 +469,7 @@ def follow_up_to_card(text: str, now: datetime) -> Reading | None:
 # a task named right after a verb ("cancel task 2", "kill 3."), or right before one in Chinese ("把2号取消")
 _TASK_AFTER_VERB = re.compile(
     r"\s*(?:the\s+)?(?:(?:task|job)\s*#?\s*\d+|#\d+|(?:任务|作业)?\s*#?\s*\d+\s*号|(?:任务|作业)\s*#?\s*\d+"
-    r"|\d+\s*(?:$|[,.;!?，。；！？]|\s+(?:and|too|first|please|as\s+well)\b))",
+    r"|\d+\s*(?:$|[,.;!?，。；！？]|\s+(?:and|then|too|first|please|as\s+well)\b))",
     _I,
 )
 _TASK_BEFORE_VERB = re.compile(
@@ -528,7 +528,9 @@ CHANGE_VERB = re.compile(
 PRIORITY_UP = re.compile(
     r"\b(?:raise|bump|increase)\b.*\bpriority\b|优先级\s*(?:调高|提高|调到最高|提到最高)", _I
 )
-PRIORITY_DOWN = re.compile(r"\b(?:lower|decrease|reduce)\b.*\bpriority\b|优先级\s*(?:调低|降低|调到最低)", _I)
+PRIORITY_DOWN = re.compile(
+    r"\b(?:lower|decrease|reduce|drop)\b.*\bpriority\b|优先级\s*(?:调低|降低|调到最低)", _I
+)
 
 
 def _change(rest: str, now: datetime) -> Reading | None:
@@ -599,11 +601,40 @@ def _history(text: str, rest: str, command: str | None, now: datetime) -> Readin
     return Reading("tool", "list_tasks", {**({"status": status} if status else {}), **search.args(now)})
 
 
-def _cancel(rest: str) -> Reading | None:
-    """A cancellation of the task `rest` names (a question when it names none); None when it asks none."""
-    if not CANCEL_VERB.search(rest):
+# "don't cancel 5", "别取消5号": no cancel at all ("别跑了", don't run it any more, is one: CANCEL_VERB)
+NOT_CANCEL = re.compile(
+    r"\b(?:don'?t|do\s+not|never|no\s+need\s+to|not)\s+(?:\w+\s+)?"
+    r"(?:cancel|kill|stop|abort|terminate|delete|remove|drop)\b"
+    r"|(?:别|不要|不用|不必|无需|没必要)(?:再)?(?:取消|停止|停掉|杀掉|删掉|删除|终止|撤销)",
+    _I,
+)
+# what a cancel verb may take away from a task instead of the task itself: "drop the priority of 5"
+_FIELD_OF_A_TASK = re.compile(
+    r"\s+(?:(?:the|its|my|this|that|(?:task|job)\s*#?\d+'?s|#?\d+'s)\s+)*"
+    r"(?P<field>priority|dependenc(?:y|ies)|parents?|(?:gpu\s+)?memory(?:\s+requirement)?|vram|gpus?"
+    r"|node(?:\s+requirement)?|command|env(?:ironment)?(?:\s+variables?)?|conda(?:\s+env)?|docker(?:\s+image)?"
+    r"|image|workdir|tags?|labels?|name)\b",
+    _I,
+)
+
+
+def _cancel(rest: str, now: datetime) -> Reading | None:
+    """A cancellation of the task `rest` names (a question when it names none); None when it asks none. A
+    verb that takes a field away ("drop the priority of 5", "remove the memory requirement from 5") or is
+    negated ("don't cancel 5") is no cancel."""
+    verb = CANCEL_VERB.search(rest)
+    if verb is None:
         return None
+    if NOT_CANCEL.search(rest):
+        return Reading("help", reason="no_cancel")
     ids = task_ids(rest)
+    field = _FIELD_OF_A_TASK.match(rest, verb.end())
+    if field is not None:
+        if field["field"].lower() == "priority" and len(ids) == 1:
+            return _change_reading(rest, now, "change_task", task_id=ids[0])
+        if field["field"].lower().startswith(("tag", "label", "name")):
+            return Reading("question", reason="unclear")
+        return Reading("help", reason="change_fixed")
     return _tool("cancel_task", task_id=ids[0]) if ids else Reading("question", reason="need_task_id")
 
 
@@ -636,7 +667,7 @@ def understand(text: str, now: datetime) -> Reading:
     if cleared is not None:
         return cleared
     listing = _history(text, rest, found.command if found else None, now)
-    order = listing or (_cancel(rest) if not found else None)
+    order = listing or (_cancel(rest, now) if not found else None)
     if order is not None:
         return order
     if _asks_for_an_estimate(rest):
