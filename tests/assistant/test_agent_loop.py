@@ -793,3 +793,18 @@ def test_an_unknown_gpu_model_and_a_passed_deadline_are_refused_in_chinese(make_
 
     assert model.cards == [] and model.reply.startswith("无法提交：没有型号包含 'A100' 的卡（这里的型号：")
     assert late.cards == [] and late.error is not None and "is in the past" in late.error
+
+
+def test_a_negated_cancel_cancels_nothing_and_says_so(make_assistant, cluster):
+    assistant = make_assistant()
+    tid = assistant.client.submit({"command": "python train.py", "gpus": 1})["id"]
+
+    english = assistant.ask(f"don't cancel task {tid}")
+    chinese = assistant.ask(f"{tid}号别取消")
+    lowered = assistant.ask(f"drop the priority of {tid}")
+
+    assert english.cards == [] and english.reply.startswith("OK: nothing is cancelled.")
+    assert chinese.cards == [] and chinese.reply.startswith("好的，什么都不取消。")
+    assert [card["kind"] for card in lowered.cards] == ["change"]
+    assert lowered.cards[0]["changes"]["priority"] == ["normal", "low"]
+    assert cluster.tasks.get_any(tid).status == "queued"
