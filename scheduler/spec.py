@@ -32,6 +32,8 @@ MAX_ENV_VALUE_CHARS = 32_768  # a quarter of Linux's limit on one variable (MAX_
 MAX_GPUS_ANY_CLUSTER = 64
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _NAME = re.compile(r"^[\w.\-+@:/ ]{1,120}$")
+# a command that ends by sending itself to the background: `python train.py &` (not `a && b`, not `2>&1`)
+_BACKGROUNDED = re.compile(r"(?<![&|>])&\s*$")
 _CONDA_ENV = re.compile(r"[\w.+/][\w.\-+/]{0,199}")
 _DOCKER_IMAGE = re.compile(r"^[a-z0-9][a-z0-9._\-/:@]{0,254}$")
 _RESERVED_ENV_PREFIX = "NIGHTSHIFT_"
@@ -127,6 +129,12 @@ class TaskSpec(BaseModel):
     def _command_has_text(cls, value: str) -> str:
         if "\x00" in value:
             raise ValueError("command must not contain NUL bytes")
+        if _BACKGROUNDED.search(value):
+            raise ValueError(
+                "command ends with '&': it would go to the background and the task would end at once (what "
+                "it leaves running is then stopped); drop the '&', nightshift already runs it detached "
+                "(to run several commands at once, end with 'wait')"
+            )
         return value
 
     @field_validator("name")

@@ -48,6 +48,7 @@ def test_a_minimal_spec_gets_the_documented_defaults():
         ({"command": "x", "depends_on_any": list(range(1, 102))}, "depends_on_any"),
         ({"command": "x", "not_before": "2026-12-02T00:00:00Z", "deadline": "2026-12-01T00:00:00Z"}, "after"),
         ({"command": "a\x00b"}, "NUL"),
+        ({"command": "nohup python train.py &"}, "command ends with '&'"),
     ],
 )
 def test_bad_specs_are_refused_with_a_message_naming_the_problem(data, expected):
@@ -161,3 +162,10 @@ def test_numbers_in_env_are_their_text_as_yaml_wrote_them() -> None:
     spec = parse_spec({"command": "x", "env": {"WORKERS": 4, "LR": 0.001, "NAME": "run"}})
 
     assert spec.env == {"WORKERS": "4", "LR": "0.001", "NAME": "run"}
+
+
+@pytest.mark.parametrize(
+    "command", ["a && b", "python t.py > log 2>&1", "python a.py & python b.py & wait", "make |& tee log"]
+)
+def test_an_ampersand_that_does_not_end_the_command_in_the_background_is_fine(command):
+    assert parse_spec({"command": command}).command == command

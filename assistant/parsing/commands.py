@@ -205,9 +205,16 @@ def _scan_from(text: str, start: int) -> FoundCommand | None:
     return FoundCommand(command, start, end) if command else None
 
 
+# what people type to keep a job alive after they log out, which the queue does for them: a trailing `&`
+# would end the task at once (its process stopped as a leftover), and `nohup` is no use under it
+_DETACH = re.compile(r"^nohup\s+|(?<![&|>])&\s*$")
+
+
 def normalize(command: str) -> str:
-    """`train.py args` -> `python train.py args`; `run.sh` -> `bash run.sh`; spaces tidied."""
+    """`train.py args` -> `python train.py args`; `run.sh` -> `bash run.sh`; `nohup X &` -> `X`; spaces
+    tidied."""
     command = " ".join(command.split()) if "\n" not in command else command.strip()
+    command = _DETACH.sub("", command).strip() or command
     first = command.split(" ", 1)[0]
     if first.startswith(("./", "/", "../")):
         return command

@@ -102,6 +102,17 @@ ESTIMATE = [
     re.compile(rf"(?:~|about|around|roughly)\s*(?P<d>{_DUR})", re.I),
     re.compile(rf"(?P<d>{_DUR})\s*(?:estimated|expected|est\.?)(?![a-z])", re.I),  # "4h estimated"
 ]
+# a tag, a word of letters, digits and . - + : / @ (quoted or not): "tagged exp7", "tag: exp7", "标签 exp7"
+_VALUE = r"[A-Za-z0-9][\w.\-+:/@]*"
+_QUOTE = r"[\"'`“”‘’「」]?"
+TAG = re.compile(
+    rf"\btagged\s+(?:as\s+|with\s+)?{_QUOTE}(?P<a>{_VALUE}){_QUOTE}"
+    rf"|\b(?:with\s+(?:the\s+)?)?tag\s*[:=]?\s*{_QUOTE}(?P<b>{_VALUE}){_QUOTE}"
+    rf"|(?P<c>{_VALUE})-tagged\b"
+    rf"|标签\s*(?:为|是|叫)?\s*[:：]?\s*{_QUOTE}(?P<z>{_VALUE}){_QUOTE}"
+    rf"|{_QUOTE}(?P<z2>{_VALUE}){_QUOTE}\s*(?:的)?标签",
+    re.I,
+)
 CONDA = [
     re.compile(r"\bconda\s+activate\s+(?P<v>[\w.+\-/]+)", re.I),
     re.compile(
@@ -298,7 +309,21 @@ def read_fields(text: str) -> tuple[Fields, str]:
         if match and match.group("v").lower() not in {"the", "my", "a", "is", "var", "variable"}:
             found.values[key] = match.group("v")
             text = _blank(text, match, found)
+    text = _read_tags(text, found)
     return found, _read_labels(text, found)
+
+
+def _read_tags(text: str, found: Fields) -> str:
+    """The tags a new task is to carry ("tag exp7", "tagged baseline", "标签 exp7"), in the order given."""
+    tags: list[str] = []
+    for match in list(TAG.finditer(text)):
+        tag = _group(match, "a", "b", "c", "z", "z2")
+        if tag and tag not in tags:
+            tags.append(tag)
+            text = _blank(text, match, found)
+    if tags:
+        found.values["tags"] = tags
+    return text
 
 
 def _read_labels(text: str, found: Fields) -> str:

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, tzinfo
 
+from assistant.parsing.fields import _QUOTE, _VALUE, TAG
 from assistant.parsing.numbers import NUMBER, to_int
 from assistant.parsing.times import MONTH_NAME, read_date, read_times
 from scheduler.errors import SpecError
@@ -225,16 +226,6 @@ def resolve_until(text: str, now: datetime, zone: tzinfo) -> datetime:
 
 # --- a whole request ------------------------------------------------------------------------------------
 
-_VALUE = r"[A-Za-z0-9][\w.\-+:/@]*"
-_QUOTE = r"[\"'`“”‘’「」]?"
-TAG = re.compile(
-    rf"\btagged\s+(?:as\s+|with\s+)?{_QUOTE}(?P<a>{_VALUE}){_QUOTE}"
-    rf"|\b(?:with\s+(?:the\s+)?)?tag\s*[:=]?\s*{_QUOTE}(?P<b>{_VALUE}){_QUOTE}"
-    rf"|(?P<c>{_VALUE})-tagged\b"
-    rf"|标签\s*(?:为|是|叫)?\s*[:：]?\s*{_QUOTE}(?P<z>{_VALUE}){_QUOTE}"
-    rf"|{_QUOTE}(?P<z2>{_VALUE}){_QUOTE}\s*(?:的)?标签",
-    _I,
-)
 NAME = re.compile(
     rf"\b(?:named|called)\s+{_QUOTE}(?P<a>{_VALUE}\*?){_QUOTE}"
     rf"|(?:名为|名叫|名字(?:是|叫)|叫做?)\s*{_QUOTE}(?P<z>{_VALUE}\*?){_QUOTE}",

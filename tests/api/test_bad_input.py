@@ -21,6 +21,7 @@ BAD_SPECS = [
     case("missing command", {"gpus": 1}, "command is required"),
     case("command of the wrong type", {"command": ["echo", "hi"]}, "command", "valid string"),
     case("NUL byte in the command", {"command": "echo a\x00b"}, "command must not contain NUL bytes"),
+    case("command sent to the background", {"command": "python train.py &"}, "drop the '&'"),
     case("huge command", {"command": TOO_LONG}, "command", "at most 16000 characters"),
     case("negative gpus", {"command": "x", "gpus": -1}, "gpus", "greater than or equal to 0"),
     case(
