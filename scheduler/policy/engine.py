@@ -321,8 +321,8 @@ def _no_room_reason(ps: _Pass, task: QueuedTask) -> str:
     in_service = [g for g in ps.gpus if g.available]
     if never_fits(task, in_service) is not None:  # it fits the cluster, not the GPUs in service now
         return reasons.out_of_service([g for g in ps.gpus if not g.available], len(ps.gpus))
-    need_by_total = [
-        h.end_s
+    usable = [
+        h
         for h in ps.holdings(ps.config.forecast_overrun_factor)
         if any(
             (g := ps.pool.gpu(h.node, i)) is not None
@@ -330,22 +330,29 @@ def _no_room_reason(ps: _Pass, task: QueuedTask) -> str:
             for i in h.gpu_indices
         )
     ]
-    next_in = min(need_by_total) - ps.now_s if need_by_total else None
-    reason = reasons.no_room(task.gpus, task.gpu_memory_mib, next_in)
-    in_the_way = _reservation_in_the_way(ps, task, next_in)
+    if not usable:
+        return reasons.no_room(task.gpus, task.gpu_memory_mib, None)
+    first_end_s = min(h.end_s for h in usable)
+    reason = reasons.no_room(task.gpus, task.gpu_memory_mib, first_end_s - ps.now_s)
+    freeing = {(h.node, i) for h in usable if h.end_s == first_end_s for i in h.gpu_indices}
+    in_the_way = _reservation_in_the_way(ps, task, first_end_s, freeing)
     if in_the_way is None:
         return reason
     return f"{reason}; " + reasons.reserved_ahead(in_the_way.task_id, len(in_the_way.gpus), in_the_way.nodes)
 
 
-def _reservation_in_the_way(ps: _Pass, task: QueuedTask, next_in: float | None) -> Reservation | None:
-    """The first reservation of a task ahead that `task`, started when GPUs next free, would run into (by
-    its estimate): the GPUs freeing then may be promised to it, so "the next frees in ~10 min" alone would
-    promise too soon a start."""
-    if next_in is None:
-        return None
-    end_s = ps.now_s + next_in + task_estimate_s(task, ps.config)
-    ahead = [r for r in ps.reservations if r.task_id != task.task_id and r.start_s < end_s]
+def _reservation_in_the_way(
+    ps: _Pass, task: QueuedTask, free_at_s: float, freeing: set[tuple[str, int]]
+) -> Reservation | None:
+    """The first reservation of a task ahead that holds GPUs freeing at `free_at_s` and that `task`,
+    started then, would run into (by its estimate): those GPUs are promised to it, so "the next frees in
+    ~10 min" alone would promise too soon a start."""
+    end_s = free_at_s + task_estimate_s(task, ps.config)
+    ahead = [
+        r
+        for r in ps.reservations
+        if r.task_id != task.task_id and r.start_s < end_s and not r.gpus.isdisjoint(freeing)
+    ]
     return min(ahead, key=lambda r: r.start_s, default=None)
 
 

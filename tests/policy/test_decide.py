@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 
 from scheduler.policy.config import PolicyConfig, TeamUsage
 from scheduler.policy.engine import decide
-from scheduler.policy.types import PriorityClass
+from scheduler.policy.types import GpuSlot, PriorityClass
 from tests.policy.builders import GB, make_gpus, make_running, make_task, occupy
 
 CFG = PolicyConfig()
@@ -120,6 +120,24 @@ def test_a_task_with_no_room_says_when_the_gpus_that_free_next_are_reserved_ahea
         "all GPUs are busy; the next frees in ~10 min; task 1, ahead of it, has 2 GPUs reserved on n0"
     )
     assert d.pending_reasons[3] == "all GPUs are busy; the next frees in ~10 min"
+
+
+def test_a_reservation_on_gpus_other_than_those_freeing_first_is_not_in_the_way() -> None:
+    # Given n0 (24 GB) busy for 10 min and n1 (80 GB) for 1 h; a 40-GB task first in line reserves n1
+    running = [
+        make_running(8, "n0", (0,), estimated_end_s=600.0),
+        make_running(9, "n1", (0,), estimated_end_s=3600.0),
+    ]
+    gpus = make_gpus(per_node=1) + [GpuSlot("n1", 0, 80 * GB, 80 * GB)]
+    gpus = occupy(occupy(gpus, running[0]), running[1])
+    big = make_task(1, gpu_memory_mib=40 * GB)
+    long = make_task(2, estimated_s=7200.0, enqueued_at_s=1.0)
+
+    d = decide([big, long], running, gpus, 0.0, PolicyConfig(policy="backfill"))
+
+    # Then the 2-h task, which may take n0 when it frees, is told only that
+    assert d.reserved_on == {1: ("n1",)}
+    assert d.pending_reasons[2] == "all GPUs are busy; the next frees in ~10 min"
 
 
 def test_two_reservations_never_promise_the_same_gpus() -> None:
