@@ -128,7 +128,7 @@ def test_a_reservation_on_gpus_other_than_those_freeing_first_is_not_in_the_way(
         make_running(8, "n0", (0,), estimated_end_s=600.0),
         make_running(9, "n1", (0,), estimated_end_s=3600.0),
     ]
-    gpus = make_gpus(per_node=1) + [GpuSlot("n1", 0, 80 * GB, 80 * GB)]
+    gpus = [*make_gpus(per_node=1), GpuSlot("n1", 0, 80 * GB, 80 * GB)]
     gpus = occupy(occupy(gpus, running[0]), running[1])
     big = make_task(1, gpu_memory_mib=40 * GB)
     long = make_task(2, estimated_s=7200.0, enqueued_at_s=1.0)
