@@ -114,7 +114,9 @@ POSITION = re.compile(
     r"|how\s+many\s+(?:jobs|tasks|people)\s+(?:are\s+)?(?:ahead|in\s+front|before)|ahead\s+of\s+(?:me|mine|it)"
     r"|where.*\bin\s+(?:the\s+)?(?:queue|line)|排第几|第几|排在|排到哪|前面还有|队列(?:中|里)?的?位置|位置"
     r"|\bam\s+i\s+next\b|\bis\s+(?:mine|my\s+(?:job|task))\s+next\b|\bnext\s+in\s+line\b"
-    r"|what'?s\s+in\s+the\s+queue|(?:what|who)\s+is\s+(?:in|waiting\s+in)\s+the\s+queue|队列里(?:有)?(?:什么|啥|哪些)",
+    r"|what'?s\s+in\s+the\s+queue|(?:what|who)\s+is\s+(?:in|waiting\s+in)\s+the\s+queue|队列里(?:有)?(?:什么|啥|哪些)"
+    r"|how\s+many\s+(?:jobs|tasks)\s+(?:are\s+)?(?:queued|in\s+(?:the\s+)?(?:queue|line)|waiting)"
+    r"|how\s+(?:long|big)\s+is\s+the\s+queue|队列(?:里|中)?有多少|多少个?任务在排队|排队的有多少",
     _I,
 )
 LIST = re.compile(
