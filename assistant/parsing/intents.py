@@ -87,6 +87,7 @@ TASK_STATE = re.compile(
     r"|\bis\b.*\b(?:done|finished|running|over|complete|ok)\b|\bprogress\b"
     r"|when\s+will\b.*\b(?:finish|end|be\s+done|complete)"
     r"|怎么样|咋样|如何了|状态|情况|进展|跑完了吗|完成了吗|好了吗|结束了吗|成功了吗|失败了吗|跑得怎么样|还要多久"
+    r"|(?:跑|运行)了多久|用了多少(?:显存|卡|GPU|内存)"
     r"|(?:什么时候|何时|多久)(?:能|才能|会)?(?:跑完|结束|完成)",
     _I,
 )
@@ -106,7 +107,7 @@ ESTIMATE = re.compile(
     r"|when\s+(?:will|would|does|can|could|do|is)\b.*\b(?:start|run|begin|get\s+(?:a\s+)?gpus?|go|be\s+scheduled|launch)"
     r"|\bestimate\b|how\s+long\s+(?:will|would|do)\s+(?:i|we)|expected\s+(?:start|wait)"
     r"|要?等多久|等多长时间|多久(?:能|才能|可以|会)?(?:开始|轮到|跑(?!完)|运行|排到)|什么时候(?:能|会|可以|才能|才会)?(?:开始|轮到|跑(?!完)|运行|排到)"
-    r"|预计.*开始|等待时间|排多久|多久能排到|估计.*等",
+    r"|预计.*开始|等待时间|排多久|多久能排到|估计.*等|能(?:不能)?(?:拿到|用上|分到|排到).{0,8}(?:卡|GPU)",
     _I,
 )
 POSITION = re.compile(
@@ -125,6 +126,7 @@ LIST = re.compile(
     r"|\b(?:failed|running|queued|pending|finished|completed|succeeded|cancell?ed)\s+(?:jobs|tasks|runs)\b|\bmy\s+jobs\b"
     r"|did\s+(?:anything|any\s+of\s+my\s+(?:jobs|tasks))\s+fail|我的任务|我的作业|任务列表|列出|哪些任务|失败的|在跑的|正在跑|"
     r"正在运行|排队中|排队的|已完成|跑完的|挂了|什么失败|哪些.*(?:失败|挂)|看看.*任务"
+    r"|(?:什么|哪些)任务(?:要|会|将)(?:跑|运行)|\b(?:what|which)\s+(?:jobs|tasks)\s+will\s+run\b"
     # "what's in my queue", "everything I have queued"; tasks named by when they were sent: "我昨天提交的任务"
     r"|\bin\s+(?:my|our)\s+queue\b|\b(?:i|we)\s+(?:have|got)\s+(?:queued|running|pending)\b"
     r"|我们?(?:昨天|今天|前天|刚才|刚刚|刚|之前|上午|下午|早上|晚上)?(?:提交|跑)的(?:任务|作业)"
@@ -148,6 +150,7 @@ QUOTA = re.compile(
 UTILIZATION = re.compile(
     r"utili[sz]ation|\busage\b|gpu[\s-]*hours|\breport\b|\bsummary\b|\bstatistics\b|\bstats\b|who\s+used"
     r"|how\s+much\s+(?:gpu\s+)?(?:time|compute)|idle\s+share|利用率|使用率|用量|报告|统计|机时|卡时|谁用.{0,4}最多|使用情况"
+    r"|(?:每个|各个?)(?:团队|组|人|用户).{0,6}用了多少"  # "最近一周每个团队用了多少GPU"
     r"|how\s+much\s+gpu\b.*\b(?:use[ds]?|burn(?:ed|t)?|consumed?)\b"  # "how much gpu did we burn"
     r"|\bhog(?:ging|s)?\b|\bhogged\b"  # "who's been hogging the GPUs"
     r"|what\s+did\s+(?:my\s+|our\s+|the\s+|each\s+)?(?:team|teams|we|i|everyone|everybody)\s+use\b"
@@ -185,7 +188,13 @@ CANCELLED = re.compile(r"cancell?ed|取消了|取消的|被取消|已取消", _I
 STATUS_WORDS: list[tuple[str, re.Pattern[str]]] = [
     ("failed", re.compile(r"fail|crash|error|broke|失败|挂了|出错|报错|崩", _I)),
     ("running", re.compile(r"running|in\s+progress|在跑|运行中|正在运行|正在跑", _I)),
-    ("queued", re.compile(r"queued|waiting|pending|in\s+(?:the|my|our)\s+queue|排队|等待", _I)),
+    (
+        "queued",
+        re.compile(
+            r"queued|waiting|pending|in\s+(?:the|my|our)\s+queue|will\s+run|排队|等待|(?:要|会|将)(?:跑|运行)",
+            _I,
+        ),
+    ),
     ("succeeded", re.compile(r"succeed|finished|completed|\bdone\b|成功|完成|跑完", _I)),
     ("cancelled", CANCELLED),
 ]
@@ -433,7 +442,8 @@ def _spec_args(text: str, now: datetime) -> dict[str, Any]:
 
 # holding a queued task back or letting it go ("hold 12", "暂停12号", "release 12", "取消暂停12号")
 RELEASE = re.compile(
-    r"\b(?:release|resume|unhold|un-hold|unpause|un-pause)\b|放行|取消(?:暂停|挂起)|恢复|继续跑", _I
+    r"\b(?:release|resume|unhold|un-hold|unpause|un-pause)\b|放行|取消(?:暂停|挂起)|恢复|继续跑|可以(?:开始)?跑了",
+    _I,
 )
 HOLD = re.compile(r"\b(?:hold|pause|suspend)\b|暂停|挂起|先别跑", _I)
 # answers to a card in words: the card's own buttons do it ("yes", "ok", "确认"; "no", "算了")
