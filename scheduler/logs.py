@@ -10,7 +10,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import stat
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -30,6 +32,18 @@ LAST_OUTPUT_CHARS = 300
 NIGHTSHIFT_MARK = "==> "
 ATTEMPT_HEADER = "==> nightshift task "
 ATTEMPT_END = " ended: "
+# The job shell's own end line (`executor.exit_record`). Its worker takes it back as soon as it sees the job
+# end (truncating the file) and writes its end line in its place, so a reader stops before it while that
+# may still happen: a cursor past it would land inside the end line written there (`logs -f` then showed
+# the end line's last words only). A line older than this stays: its worker is gone, and it is the end.
+EXIT_RECORD_SAYS = "the job's shell exited with code "
+EXIT_RECORD_TAKEN_WITHIN_S = 10.0
+_EXIT_RECORD_AT_END = re.compile(
+    rb"(?<![^\n])"
+    + re.escape((NIGHTSHIFT_MARK + EXIT_RECORD_SAYS).encode())
+    + rb"\d{1,3} \(run [0-9a-f]+\)\n\Z"
+)
+_EXIT_RECORD_MAX_BYTES = 256
 
 
 class RefusedLogFile(FileNotFoundError):
@@ -96,13 +110,13 @@ def read_tail(path: Path, lines: int | None) -> tuple[str, int]:
     with _opened(path) as handle:
         if handle is None:
             return "", 0
-        size = handle.seek(0, 2)
+        size = _settled_size(handle)
         if lines is not None and lines <= 0:
             return "", size  # (a slice [-0:] would be the whole log)
         if lines is None:
             start = max(0, size - MAX_WHOLE_BYTES)
             handle.seek(start)
-            return handle.read().decode("utf-8", errors="replace"), size
+            return handle.read(size - start).decode("utf-8", errors="replace"), size
         data = b""
         position = size
         while position > 0 and data.count(b"\n") <= lines:
@@ -115,13 +129,29 @@ def read_tail(path: Path, lines: int | None) -> tuple[str, int]:
 
 
 def read_from(path: Path, offset: int, limit: int | None = None) -> tuple[bytes, int]:
-    """The bytes appended after `offset` (at most `limit` of them), and the new offset (for `logs -f`)."""
+    """The bytes appended after `offset` (at most `limit` of them), and the new offset (for `logs -f`); a
+    job shell's exit line its worker is about to replace is left for the next read."""
     with _opened(path) as handle:
         if handle is None:
             return b"", offset
+        size = _settled_size(handle)
+        if offset >= size:
+            return b"", offset
         handle.seek(offset)
-        data = handle.read() if limit is None else handle.read(limit)
+        data = handle.read(size - offset if limit is None else min(limit, size - offset))
     return data, offset + len(data)
+
+
+def _settled_size(handle: BinaryIO) -> int:
+    """The size of the open log up to what may still be taken back: a job shell's exit line that ends the
+    file and was written less than `EXIT_RECORD_TAKEN_WITHIN_S` ago (see `EXIT_RECORD_SAYS`)."""
+    size = handle.seek(0, 2)
+    start = max(0, size - _EXIT_RECORD_MAX_BYTES)
+    handle.seek(start)
+    found = _EXIT_RECORD_AT_END.search(handle.read(size - start))
+    if found is None or time.time() - os.fstat(handle.fileno()).st_mtime >= EXIT_RECORD_TAKEN_WITHIN_S:
+        return size
+    return start + found.start()
 
 
 def log_exists(path: Path) -> bool:

@@ -29,11 +29,11 @@ import shlex
 from pathlib import Path
 from typing import NamedTuple
 
-from scheduler.logs import NIGHTSHIFT_MARK, open_log
+from scheduler.logs import EXIT_RECORD_SAYS, NIGHTSHIFT_MARK, open_log
 
 EXIT_RECORD_SCAN_BYTES = 256 * 1024  # how far back from a log's end the line is looked for
 _TAG_CHARS = 16
-_SAYS = "the job's shell exited with code "
+_SAYS = EXIT_RECORD_SAYS
 _LINE_BYTES = 256  # more than one exit line
 
 

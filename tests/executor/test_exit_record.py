@@ -3,13 +3,16 @@ for its attempt only, and nothing when a signal ended it or it `exec`ed another 
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
-from scheduler.executor.exit_record import recorded_exit, take_exit_record, with_exit_record
+from scheduler.executor.exit_record import recorded_exit, run_tag, take_exit_record, with_exit_record
+from scheduler.logs import EXIT_RECORD_TAKEN_WITHIN_S, read_from, read_tail
 from tests.conftest import wait_until
 
 TOKEN = "node-a.0123456789:task7:abc123"
@@ -92,3 +95,42 @@ def test_an_exit_line_not_at_the_end_of_the_log_stays(tmp_path: Path) -> None:
 
     assert log.read_text().splitlines()[-1] == "late"
     assert recorded_exit(log, TOKEN, 7, 1) == (0, False)
+
+
+def test_a_follower_stops_before_a_fresh_exit_line_and_reads_the_end_line_written_in_its_place(
+    tmp_path: Path,
+) -> None:
+    """`logs -f` read the exit line, the worker then cut it and wrote its longer end line there, and the
+    follower's next read began inside that end line (CI: the stream ended with ` at 2026-...` alone)."""
+    log = tmp_path / "job.log"
+    assert _run("echo 'epoch 3/3'", log).wait(10) == 0
+    text, cursor = read_tail(log, None)
+    data, offset = read_from(log, 0)
+
+    # Then a reader stops before the shell's exit line while its worker may still take it back
+    assert text == "epoch 3/3\n" and data == b"epoch 3/3\n" and cursor == offset == len(b"epoch 3/3\n")
+
+    # When the worker replaces it by its own end line, the follower reads that whole line from its cursor
+    take_exit_record(log, TOKEN)
+    end_line = "==> nightshift task 7 attempt 1 ended: exit code 0 after 0.1 s at 2026-12-04T14:44:50+00:00\n"
+    with open(log, "a") as out:
+        out.write(end_line)
+    assert read_from(log, offset) == (end_line.encode(), offset + len(end_line))
+
+
+def test_an_exit_line_no_worker_took_back_is_read_once_it_is_old(tmp_path: Path) -> None:
+    log = tmp_path / "job.log"
+    assert _run("echo done", log).wait(10) == 0
+    assert read_from(log, 0)[0] == b"done\n"
+
+    # When its worker is gone and the line stays past the time a worker takes to replace it
+    old = time.time() - EXIT_RECORD_TAKEN_WITHIN_S - 1
+    os.utime(log, (old, old))
+
+    # Then it is the log's end, read like any line
+    data, _ = read_from(log, 0)
+    assert data.decode().splitlines() == [
+        "done",
+        f"==> the job's shell exited with code 0 (run {run_tag(TOKEN)})",
+    ]
+    assert read_tail(log, 1)[0].startswith("==> the job's shell exited with code 0")
