@@ -78,7 +78,7 @@ RETRIES = [
 TIME_LIMIT = [
     re.compile(
         r"(?:\bat\s+most|\bno\s+(?:more|longer)\s+than|\bmax(?:imum)?(?:\s+(?:of|run\s*time))?|\btime[\s-]?limit"
-        r"(?:\s+(?:of|is))?|\blimit(?:\s+it)?\s+to|\bcap(?:\s+it)?\s+at|\b(?:kill|stop)\s+(?:it\s+)?after"
+        r"(?:\s+(?:of|is))?|\blimit(?:\s+(?:it|(?:task|job)\s*#?\d+|#?\d+))?\s+to|\bcap(?:\s+(?:it|(?:task|job)\s*#?\d+|#?\d+))?\s+at|\b(?:kill|stop)\s+(?:it\s+)?after"
         r"|\btime\s*out(?:\s+(?:of|after))?|\bwall[\s-]?time(?:\s+of)?|\bfor\s+at\s+most|\bnot\s+(?:more|longer)"
         rf"\s+than|\b(?:runs?|takes?|goes)\s+(?:longer|more)\s+than|\blimit\s*[:=]?)\s*[:=]?\s*(?P<d>{_DUR})|(?P<e>{_DUR})\s*(?:time[\s-]?limit|limit|timeout|wall[\s-]?time|cap|max(?:imum)?)\b",
         re.I,
@@ -87,6 +87,10 @@ TIME_LIMIT = [
         rf"(?:限时|最多(?:跑|运行)?|不超过|超时(?:时间)?(?:设为|为|设成)?"
         rf"|(?:时间限制|时限)(?:为|是|改成|改为|设为|设成|调成|调到)?|最长(?:跑|运行)?)\s*(?P<d>{_DUR})"
         rf"|(?P<f>{_DUR})\s*(?:后|以后)?\s*(?:就)?(?:自动)?(?:杀掉|停掉|停止|超时|强制停止)"
+    ),
+    # "set the time limit of 5 to 2 hours": the task named between the field and its value
+    re.compile(
+        rf"\b(?:time[\s-]?limit|time\s*out|wall[\s-]?time)\b.{{0,30}}?\b(?:to|at)\s+(?P<d>{_DUR})", re.I
     ),
 ]
 ESTIMATE = [
@@ -102,6 +106,7 @@ ESTIMATE = [
     ),
     re.compile(rf"(?:~|about|around|roughly)\s*(?P<d>{_DUR})", re.I),
     re.compile(rf"(?P<d>{_DUR})\s*(?:estimated|expected|est\.?)(?![a-z])", re.I),  # "4h estimated"
+    re.compile(rf"\bestimate\b.{{0,30}}?\bto\s+(?P<d>{_DUR})", re.I),  # "set the estimate of 5 to 30 min"
 ]
 # a tag, a word of letters, digits and . - + : / @ (quoted or not): "tagged exp7", "tag: exp7", "标签 exp7"
 _VALUE = r"[A-Za-z0-9][\w.\-+:/@]*"
@@ -226,7 +231,7 @@ TASK_ID = re.compile(
 # ASCII neighbours only: Chinese runs words and numbers together ("31为什么还没跑"), and `\w` would match 为
 BARE_NUMBER = re.compile(
     r"(?<![A-Za-z0-9_.])(?<![A-Za-z0-9]-)(?P<n>\d{1,7})"  # nor the 9 of a name ("gpu-box-9")
-    r"(?![A-Za-z0-9_]|\.\d|\s*(?:gb|g\b|gpus?|hours?|h\b|min|%|days?|卡|张|块|个|小时|分钟|天|点|号))",
+    r"(?![A-Za-z0-9_]|\.\d|\s*-?\s*(?:gb|g\b|gpus?|cards?|hours?|h\b|min|%|days?|卡|张|块|个|小时|分钟|天|点|号))",
     re.I,
 )
 

@@ -88,11 +88,13 @@ TASK_STATE = re.compile(
     r"|when\s+will\b.*\b(?:finish|end|be\s+done|complete)"
     r"|怎么样|咋样|如何了|状态|情况|进展|跑完了吗|完成了吗|好了吗|结束了吗|成功了吗|失败了吗|跑得怎么样|还要多久"
     r"|(?:跑|运行)了多久|用了多少(?:显存|卡|GPU|内存)"
+    r"|how\s+long\s+has\b.*\b(?:been\s+)?running|how\s+much\s+(?:gpu\s+)?(?:memory|vram)\b.*\busing\b"
+    r"|what(?:'?s|\s+is)\s+(?:the\s+)?(?:time\s+limit|deadline|priority|estimate|command)\s+(?:of|for|on)\b"
     r"|(?:什么时候|何时|多久)(?:能|才能|会)?(?:跑完|结束|完成)",
     _I,
 )
 # the logs of a task: not one of the tools; the reply says where to find them
-LOGS = re.compile(r"\blogs?\b|\boutput\b|\bstdout\b|\bstderr\b|日志|输出", _I)
+LOGS = re.compile(r"\blogs?\b|\boutput\b|\bstdout\b|\bstderr\b|\btail\b|日志|输出", _I)
 # runs side by side (a sweep's, a tag's): compare_results
 RESULTS = re.compile(
     r"\bcompare\b|\bsweep\b.*\b(?:results?|best|metrics?)\b|\b(?:results?|best|metrics?)\b.*\bsweep\b"
@@ -107,7 +109,9 @@ ESTIMATE = re.compile(
     r"|when\s+(?:will|would|does|can|could|do|is)\b.*\b(?:start|run|begin|get\s+(?:a\s+)?gpus?|go|be\s+scheduled|launch)"
     r"|\bestimate\b|how\s+long\s+(?:will|would|do)\s+(?:i|we)|expected\s+(?:start|wait)"
     r"|要?等多久|等多长时间|多久(?:能|才能|可以|会)?(?:开始|轮到|跑(?!完)|运行|排到)|什么时候(?:能|会|可以|才能|才会)?(?:开始|轮到|跑(?!完)|运行|排到)"
-    r"|预计.*开始|等待时间|排多久|多久能排到|估计.*等|能(?:不能)?(?:拿到|用上|分到|排到).{0,8}(?:卡|GPU)",
+    r"|预计.*开始|等待时间|排多久|多久能排到|估计.*等|能(?:不能)?(?:拿到|用上|分到|排到).{0,8}(?:卡|GPU)"
+    r"|\bcan\s+(?:i|we)\s+(?:get|have)\b.{0,16}\b(?:gpus?|cards?)\b"
+    r"|when\s+will\b.{0,24}\b(?:gpus?|cards?)\b.{0,12}\b(?:free|available)\b",
     _I,
 )
 POSITION = re.compile(
@@ -117,7 +121,8 @@ POSITION = re.compile(
     r"|\bam\s+i\s+next\b|\bis\s+(?:mine|my\s+(?:job|task))\s+next\b|\bnext\s+in\s+line\b"
     r"|what'?s\s+in\s+the\s+queue|(?:what|who)\s+is\s+(?:in|waiting\s+in)\s+the\s+queue|队列里(?:有)?(?:什么|啥|哪些)"
     r"|how\s+many\s+(?:jobs|tasks)\s+(?:are\s+)?(?:queued|in\s+(?:the\s+)?(?:queue|line)|waiting)"
-    r"|how\s+(?:long|big)\s+is\s+the\s+queue|队列(?:里|中)?有多少|多少个?任务在排队|排队的有多少",
+    r"|how\s+(?:long|big)\s+is\s+the\s+queue|队列(?:里|中)?有多少|多少个?任务在排队|排队的有多少"
+    r"|\b(?:show|see|view)\s+(?:me\s+)?the\s+queue\b|看看?(?:一下)?队列",
     _I,
 )
 LIST = re.compile(
@@ -150,6 +155,8 @@ QUOTA = re.compile(
 UTILIZATION = re.compile(
     r"utili[sz]ation|\busage\b|gpu[\s-]*hours|\breport\b|\bsummary\b|\bstatistics\b|\bstats\b|who\s+used"
     r"|how\s+much\s+(?:gpu\s+)?(?:time|compute)|idle\s+share|利用率|使用率|用量|报告|统计|机时|卡时|谁用.{0,4}最多|使用情况"
+    r"|how\s+much\s+(?:did|have)\s+(?:we|i|my\s+team|our\s+team)\s+(?:spen[dt]|pa(?:y|id))\b|\belectricity\b"
+    r"|\benergy\s+(?:use|usage|cost|bill)|电费|耗电|用了多少电"
     r"|(?:每个|各个?)(?:团队|组|人|用户).{0,6}用了多少"  # "最近一周每个团队用了多少GPU"
     r"|how\s+much\s+gpu\b.*\b(?:use[ds]?|burn(?:ed|t)?|consumed?)\b"  # "how much gpu did we burn"
     r"|\bhog(?:ging|s)?\b|\bhogged\b"  # "who's been hogging the GPUs"
@@ -163,6 +170,7 @@ CLUSTER = re.compile(
     r"available)(?:\s+|的)?(?:gpus?|cards?|卡|[AHVL]\d{2,3}s?)(?![A-Za-z0-9])"  # also "free的gpu吗"
     r"|\bcluster\b.*\b(?:busy|load|full|free)\b|\bload\s+on\s+the\s+(?:cluster|gpus|nodes|servers?)\b|\b[AHVL]\d{2,3}s?\b.*\b(?:free|idle|available)\b"
     r"|cluster\s+status|status\s+of\s+the\s+(?:cluster|gpus|nodes)|which\s+gpus|nvidia-smi"
+    r"|what(?:'s|\s+is)\s+(?:using|on|running\s+on)\s+(?:the\s+)?gpu"
     r"|\b(?:any(?:one|body)|some(?:one|body)|who(?:'s|\s+is))\s+using\b"
     r"|(?:卡|gpu)(?:多|够用?)(?:吗|么|不)"  # "现在卡多吗"
     r"|anything\s+free|what\s+can\s+i\s+run\s+(?:right\s+)?now|\bnodes?\b.*\b(?:up|status|alive)|空闲|空卡|显卡状态|gpu状态|集群状态|集群.*(?:怎么样|情况)|[AHVL]\d{2,3}.*空|卡.*(?:空|忙|占用|闲)"
@@ -173,7 +181,8 @@ CLUSTER = re.compile(
 RERUN = re.compile(
     r"\bre-?(?:run|submit|queue|launch)\b|\b(?:run|submit|queue|launch|start|do)\b(?=.{0,40}?\bagain\b)"
     r"|\bonce\s+more\b|\bretry\s+(?=(?:task|job|#))|^\s*(?:please\s+)?retry\s+(?=\d+\s*$|\d+\s+(?!times?\b))"
-    r"|\bsame\s+as\s+(?=(?:task|job|#)?\s*\d)|\blike\s+(?=(?:task|job|#)\s*\d)"  # "the same as 12"
+    r"|\bsame\s+as\s+(?=(?:task|job|#)?\s*\d)|\blike\s+(?=(?:task|job|#)\s*\d)"
+    r"|\b(?:clone|copy|duplicate)\s+(?=(?:task|job|#)?\s*\d)"  # "the same as 12"
     r"|重跑|重新(?:跑|运行|提交|执行)(?:一次|一遍|一下)?|再(?:跑|运行|提交|执行)(?:一次|一遍)|重来一?(?:次|遍)?"
     r"|(?<=号)一样|(?<=\d)一样|(?:和|跟|同)(?=(?:任务|作业)?\s*#?\d+\s*号?(?:任务)?一样)",  # 和12号一样
     _I,
@@ -442,7 +451,8 @@ def _spec_args(text: str, now: datetime) -> dict[str, Any]:
 
 # holding a queued task back or letting it go ("hold 12", "暂停12号", "release 12", "取消暂停12号")
 RELEASE = re.compile(
-    r"\b(?:release|resume|unhold|un-hold|unpause|un-pause)\b|放行|取消(?:暂停|挂起)|恢复|继续跑|可以(?:开始)?跑了",
+    r"\b(?:release|resume|unhold|un-hold|unpause|un-pause)\b|\blet\s+(?:task\s*|job\s*)?#?\d+\s+(?:run|start|go)\b"
+    r"|放行|取消(?:暂停|挂起)|恢复|继续跑|可以(?:开始)?跑了",
     _I,
 )
 HOLD = re.compile(r"\b(?:hold|pause|suspend)\b|暂停|挂起|先别跑", _I)
@@ -533,7 +543,7 @@ def _rerun(rest: str, command: str | None, now: datetime) -> Reading | None:
 
 # changing a queued task ("make 12 urgent", "run 12 tonight instead", "start 12 now", "把12号改成高优先级")
 CHANGE_VERB = re.compile(
-    r"\b(?:change|make|set|bump|raise|lower|move|reschedule|switch|update|start|run|give|push)\b"
+    r"\b(?:change|make|set|bump|raise|lower|move|reschedule|switch|update|start|run|give|push|limit|cap)\b"
     r"|改成|改为|改到|调到|调成|调高|调低|提高|降低|提到|推迟|挪到|换成|现在就|马上|立刻",
     _I,
 )
