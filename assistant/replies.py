@@ -1246,6 +1246,13 @@ QUESTIONS = {
         "“同时跑 N 个”限制的是一个扫参里同时运行的任务数，而这是单个任务，没有可限制的。请去掉这句再发；"
         "或者把要试的参数值写在花括号里，每个值一个任务：`python train.py --lr {1e-3,1e-4}`，同时最多跑2个。",
     ),
+    "recurring": (
+        "nightshift runs a task once: it has no repeating schedule. Ask for it tonight (off-peak) and I'll "
+        "prepare it now; to submit it every night, cron can do it: `0 22 * * * nightshift submit --tonight "
+        "-- COMMAND`.",
+        "nightshift 的任务只运行一次，没有定期重复的安排。可以说“今晚跑”，我现在就准备；要每晚都提交，"
+        "可以用 cron：`0 22 * * * nightshift submit --tonight -- 命令`。",
+    ),
     "need_command": (
         "What command should I run? For example: run `python train.py` tonight on 2 GPUs.",
         "要运行什么命令？例如：今晚用两张卡跑 `python train.py`。",

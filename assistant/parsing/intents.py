@@ -412,12 +412,22 @@ def _estimate(text: str) -> Reading:
     )
 
 
+# a schedule that repeats ("every night", "daily", "每晚"): nightshift runs a task once
+RECURRING = re.compile(
+    r"\bevery\s+(?:night|day|morning|evening|hour|week|weekday|(?:mon|tues|wednes|thurs|fri|satur|sun)day)\b"
+    r"|\b(?:daily|nightly|weekly|hourly)\b|每天|每晚|每天晚上|每周|每小时|每个?(?:晚上|早上|星期)",
+    _I,
+)
+
+
 def _submit(command: str, rest: str, now: datetime, several: bool = False) -> Reading:
     """submit_task of `command` with what else the request asks; a sweep when the command has brace lists
     ("--lr {1e-3,1e-4}"), "2 at a time" its `max_running`. A single task "2 at a time" has nothing to limit:
     a question back, rather than a card that drops or misreads it."""
     if several:  # one card per task: say so rather than drop the other commands
         return Reading("question", reason="one_command")
+    if RECURRING.search(rest):  # one run now would drop "every night" without a word
+        return Reading("question", reason="recurring")
     grid = brace_grid(command)
     at_once = at_a_time_of(rest)
     if at_once is not None and grid is None:
