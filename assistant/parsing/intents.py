@@ -509,9 +509,20 @@ _TASK_BEFORE_VERB = re.compile(
 )
 
 
+# a request that opens with what to do to which task: "stop 5, it is stuck", "hold 5 until I check it"
+_OPENS_WITH_AN_ACTION = re.compile(
+    r"^\s*(?:please\s+)?(?:cancel|kill|stop|abort|terminate|delete|hold|pause|release|resume|unpause)"
+    r"\s+(?:the\s+)?(?:task\s*|job\s*)?#?\d+\b(?!\s*(?:gpus?|gb|hours?|min))",
+    _I,
+)
+
+
 def _acts_on_a_task(rest: str) -> bool:
     """True when `rest` (a request's words besides its command) also cancels, holds or releases a task it
-    names: "… and cancel task 2", "then kill 3", "再把2号取消" (a second request, not part of the first)."""
+    names: "… and cancel task 2", "then kill 3", "再把2号取消" (a second request, not part of the first), or
+    opens with doing so ("stop 5, it is stuck")."""
+    if _OPENS_WITH_AN_ACTION.match(rest) and not NOT_CANCEL.search(rest):
+        return True
     for pattern in (CANCEL_VERB, HOLD, RELEASE):
         for verb in pattern.finditer(rest):
             if _TASK_AFTER_VERB.match(rest, verb.end()) or _TASK_BEFORE_VERB.search(rest, 0, verb.start()):
@@ -679,7 +690,7 @@ def understand(text: str, now: datetime) -> Reading:
         return early
     if (found or RERUN.search(rest)) and _acts_on_a_task(rest):  # "run X and cancel task 2": one at a time
         return Reading("question", reason="one_request")
-    if EXPLAIN.search(rest) and not ESTIMATE.search(rest):
+    if EXPLAIN.search(rest) and not ESTIMATE.search(rest) and not _acts_on_a_task(rest):
         task_id = _first_id(rest)
         if task_id is None and NIGHT.search(rest) and not found:  # "why did my jobs fail last night?"
             return _tool("night_summary")
@@ -693,6 +704,7 @@ def understand(text: str, now: datetime) -> Reading:
         and not found
         and task_ids(rest)
         and not (ESTIMATE.search(rest) or LOGS.search(rest))
+        and not _acts_on_a_task(rest)  # "stop 5, it is stuck": a cancel, whatever state it is in
     ):
         return _tool("explain_task", task_id=_first_id(rest))
     cleared = _clear(rest, now) if not found else None
