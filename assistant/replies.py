@@ -1246,6 +1246,13 @@ QUESTIONS = {
         "“同时跑 N 个”限制的是一个扫参里同时运行的任务数，而这是单个任务，没有可限制的。请去掉这句再发；"
         "或者把要试的参数值写在花括号里，每个值一个任务：`python train.py --lr {1e-3,1e-4}`，同时最多跑2个。",
     ),
+    "sweep_values": (
+        "Which values should each run get? Put them in braces in the command and each value becomes a task: "
+        "`python train.py --lr {1e-3,1e-4}` (or name the placeholder's values: `python train.py --lr {lr}` "
+        "for lr in 1e-3 1e-4).",
+        "每次运行用哪些参数值？把它们写在命令里的花括号中，每个值一个任务：`python train.py --lr {1e-3,1e-4}`"
+        "（或者给占位符列出取值：`python train.py --lr {lr}`，lr 取 1e-3 和 1e-4）。",
+    ),
     "recurring": (
         "nightshift runs a task once: it has no repeating schedule. Ask for it tonight (off-peak) and I'll "
         "prepare it now; to submit it every night, cron can do it: `0 22 * * * nightshift submit --tonight "

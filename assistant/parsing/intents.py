@@ -14,8 +14,11 @@ from assistant.parsing.fields import ESTIMATE as RUN_TIME
 from assistant.parsing.history import plain_words, read_search
 from assistant.parsing.numbers import NUMBER, to_int
 from assistant.parsing.sweeps import (
+    PLACEHOLDER,
+    SWEEP_INTENT,
     SWEEP_REF,
     SWEEP_WORD,
+    BraceGrid,
     at_a_time_of,
     brace_grid,
     metric_args,
@@ -23,6 +26,7 @@ from assistant.parsing.sweeps import (
     sweep_id_of,
     tag_of,
     without_running_limit,
+    worded_values,
 )
 from assistant.parsing.times import blank_dates, read_times
 from scheduler.edits import EDITABLE_FIELDS
@@ -429,6 +433,12 @@ def _submit(command: str, rest: str, now: datetime, several: bool = False) -> Re
     if RECURRING.search(rest):  # one run now would drop "every night" without a word
         return Reading("question", reason="recurring")
     grid = brace_grid(command)
+    worded = _worded_grid(grid.command if grid else command, rest, set(grid.grid) if grid else set())
+    if isinstance(worded, Reading):
+        return worded
+    if worded is not None:
+        sweep, rest = worded
+        grid = BraceGrid(grid.command if grid else command, {**(grid.grid if grid else {}), **sweep})
     at_once = at_a_time_of(rest)
     if at_once is not None and grid is None:
         return Reading("question", reason="at_a_time_single")
@@ -438,6 +448,33 @@ def _submit(command: str, rest: str, now: datetime, several: bool = False) -> Re
     if at_once is not None:
         args["max_running"] = at_once.max_running
     return Reading("tool", "submit_task", args)
+
+
+# two values or more, listed: "0.1, 0.01", "1,2,3", "0.1 and 0.01", "0.1 和 0.01"
+_VALUE_LIST = re.compile(r"\d[\w.+\-]*\s*(?:,|，|、|\band\b|\bor\b|和|与|或)\s*[-+]?\.?\d")
+
+
+def _worded_grid(
+    command: str, rest: str, named: set[str]
+) -> tuple[dict[str, list[Any]], str] | Reading | None:
+    """The values the request's words give the command's `{name}` placeholders ("python train.py --lr {lr}
+    for lr in 1e-3 1e-4", "--seed {seed}, seeds 1 to 5") and the request with them blanked; a question
+    when a placeholder gets none, or when the words ask to try several values of a command that has no
+    place for them ("try lr 0.1 and 0.01 with python train.py": which flag?). None when neither."""
+    wanted = [m["name"] for m in PLACEHOLDER.finditer(command) if m["name"] not in named]
+    if not wanted:
+        unread = read_fields(rest)[1]  # "on 2 GPUs with 40GB" are the task's, not values to try
+        if not named and SWEEP_INTENT.search(rest) and _VALUE_LIST.search(unread):
+            return Reading("question", reason="sweep_values")
+        return None
+    sweep: dict[str, list[Any]] = {}
+    for name in dict.fromkeys(wanted):
+        found = worded_values(name, rest)
+        if found is None:
+            return Reading("question", reason="sweep_values")
+        sweep[name] = found.values
+        rest = rest[: found.span[0]] + " " * (found.span[1] - found.span[0]) + rest[found.span[1] :]
+    return sweep, rest
 
 
 def _spec_args(text: str, now: datetime) -> dict[str, Any]:

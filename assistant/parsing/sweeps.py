@@ -212,3 +212,44 @@ def _typed(values: list[str]) -> list[Any]:
 
 def _blank(text: str, match: re.Match[str]) -> str:
     return text[: match.start()] + " " * (match.end() - match.start()) + text[match.end() :]
+
+
+# a `{name}` placeholder in a command (never `${HOME}`): a sweep parameter the request must give values for
+PLACEHOLDER = re.compile(r"(?<![$\w{])\{(?P<name>[A-Za-z_][A-Za-z0-9_]{0,63})\}(?!\})")
+# words that ask for several runs of one command ("try lr 0.1 and 0.01", "with seeds 1,2,3", "网格搜索")
+SWEEP_INTENT = re.compile(
+    r"\b(?:try(?:ing)?|sweep(?:ing)?|grid[\s-]*search|for\s+(?:each|every))\b|\bwith\s+(?:seeds|values)\b"
+    r"|\bfor\s+[A-Za-z_]\w*\s+in\b|试一下|试试|网格搜索|分别(?:用|跑)",
+    _I,
+)
+_WORD_VALUE = r"[-+]?[\w.+\-]*\d[\w.+\-]*"  # values with a digit: "0.1", "1e-3", "32", "gpt2"
+_MAX_RANGE = 1000
+
+
+@dataclass(frozen=True)
+class WordedValues:
+    """The values a request gives one sweep parameter in words, and where it says them (start, end)."""
+
+    values: list[Any]
+    span: tuple[int, int]
+
+
+def worded_values(name: str, text: str) -> WordedValues | None:
+    """The values a request gives parameter `name` in words: "for lr in 1e-3 1e-4", "lr 0.1, 0.01 and
+    0.001", "lr=[0.1, 0.01]", "seeds 1 to 5" (each whole number between, both ends included); values have a
+    digit. None when it gives fewer than two."""
+    key = re.escape(name) + r"(?:e?s)?"
+    listed = rf"(?P<v>(?:{_WORD_VALUE})(?:\s*(?:,|\s|\band\b|\bor\b)\s*(?:{_WORD_VALUE}))+)"
+    span = re.search(rf"\b{key}\s+(?:from\s+)?(?P<a>\d+)\s*(?:to|through|-|\.\.)\s*(?P<b>\d+)\b", text, _I)
+    if span and 0 < int(span["b"]) - int(span["a"]) < _MAX_RANGE:
+        return WordedValues(list(range(int(span["a"]), int(span["b"]) + 1)), span.span())
+    for pattern in (
+        rf"\bfor\s+{key}\s+in\s+\[?{listed}\]?",
+        rf"\b{key}\s*(?:=|:|\bin\b|\bof\b)?\s*\[?{listed}\]?",
+    ):
+        found = re.search(pattern, text, _I)
+        if found:
+            values = [v for v in re.split(r"\s*(?:,|\s|\band\b|\bor\b)\s*", found["v"]) if v]
+            if len(values) >= 2:
+                return WordedValues(_typed(values), found.span())
+    return None

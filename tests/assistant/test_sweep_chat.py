@@ -569,3 +569,18 @@ def test_a_model_asking_for_no_limit_and_a_limit_at_once_gets_no_card(make_assis
         "error": "no limit on how many run at once, or at most 3: not both",
     }
     assert assistant.client.sweep(sweep_id)["max_running"] == 2
+
+
+def test_a_placeholders_values_in_words_make_the_sweep_and_values_with_no_place_are_asked_about(
+    make_assistant, cluster
+):
+    assistant = make_assistant()
+
+    worded = assistant.ask("run `python train.py --seed {seed}` with seeds 1 to 3, 2 at a time")
+    no_place = assistant.ask("try lr 0.1, 0.01 and 0.001 with python train.py")
+    no_values = assistant.ask("run `python train.py --lr {lr}` on 2 GPUs")
+
+    assert worded.cards[0]["sweep"]["tasks"] == 3 and worded.cards[0]["spec"]["max_running"] == 2
+    assert no_place.cards == [] and "Put them in braces in the command" in no_place.reply
+    assert no_values.cards == [] and "Which values should each run get?" in no_values.reply
+    assert cluster.tasks.count_by_status() == {}  # nothing was submitted
