@@ -1333,6 +1333,13 @@ POINTERS = {
         "任务排队后，卡数、显存、节点和命令都不能改：可以说“12号再跑一遍，用4张卡”新建一个同样的任务"
         "（再取消原来的）。优先级、开始时间、谷时、截止时间和时间限制可以改。",
     ),
+    "node_admin": (
+        "Draining a node is an admin's command, not the chat's: `nightshift node drain NAME` (its running "
+        "tasks finish, no new ones start there) and `nightshift node undrain NAME`; `nightshift nodes` lists "
+        "them.",
+        "排空节点是管理员的命令，聊天里不做：`nightshift node drain 节点名`（正在跑的任务会跑完，"
+        "不再分配新任务），恢复用 `nightshift node undrain 节点名`；`nightshift nodes` 可以查看节点。",
+    ),
     "no_cancel": (
         "OK: nothing is cancelled. A cancel happens only when you ask for one and confirm its card.",
         "好的，什么都不取消。只有你要求取消并确认卡片后才会取消。",

@@ -66,6 +66,10 @@ BULK_OTHERS = re.compile(
     _I,
 )
 OWN = re.compile(r"\b(?:my|mine|our|ours)\b|我的|我们的|自己的", _I)
+# one's own tasks named without a number: "did my job finish?", "我的任务跑完了吗"
+MY_TASKS = re.compile(r"\b(?:my|our)\s+(?:jobs?|tasks?|runs?|training)\b|我的(?:任务|作业)", _I)
+# what only an admin's command does to a node: the chat points at it
+NODE_ADMIN = re.compile(r"\b(?:drain|undrain|cordon|uncordon)\b|排空节点|下线节点", _I)
 OFF_TOPIC = re.compile(
     r"\bweather\b|\bpoem\b|\bjoke\b|\bstock\b|\bbitcoin\b|\brecipe\b|\bnews\b|\bwho\s+won\b|\btranslate\b"
     r"|\bwrite\s+(?:me\s+)?(?:an?\s+)?(?:essay|story|email|letter|song)|\bcapital\s+of\b|\bhomework\b"
@@ -98,7 +102,9 @@ TASK_STATE = re.compile(
     _I,
 )
 # the logs of a task: not one of the tools; the reply says where to find them
-LOGS = re.compile(r"\blogs?\b|\boutput\b|\bstdout\b|\bstderr\b|\btail\b|日志|输出", _I)
+LOGS = re.compile(
+    r"\blogs?\b|\boutput\b|\bstdout\b|\bstderr\b|\btail\b|\bwhat\s+(?:does|did)\b.*\bprint|日志|输出", _I
+)
 # runs side by side (a sweep's, a tag's): compare_results
 RESULTS = re.compile(
     r"\bcompare\b|\bsweep\b.*\b(?:results?|best|metrics?)\b|\b(?:results?|best|metrics?)\b.*\bsweep\b"
@@ -175,6 +181,8 @@ CLUSTER = re.compile(
     r"|\bcluster\b.*\b(?:busy|load|full|free)\b|\bload\s+on\s+the\s+(?:cluster|gpus|nodes|servers?)\b|\b[AHVL]\d{2,3}s?\b.*\b(?:free|idle|available)\b"
     r"|cluster\s+status|status\s+of\s+the\s+(?:cluster|gpus|nodes)|which\s+gpus|nvidia-smi"
     r"|what(?:'s|\s+is)\s+(?:using|on|running\s+on)\s+(?:the\s+)?gpu"
+    r"|\bis\s+node\s+\S+\s+(?:down|up|alive|dead|ok|online|offline)\b|\bnodes?\s+status\b"
+    r"|what\s+gpus\s+(?:does|do|are)\b|\bgpus\s+(?:does|do)\s+(?:the|we|this)\b"
     r"|\b(?:any(?:one|body)|some(?:one|body)|who(?:'s|\s+is))\s+using\b"
     r"|(?:卡|gpu)(?:多|够用?)(?:吗|么|不)"  # "现在卡多吗"
     r"|anything\s+free|what\s+can\s+i\s+run\s+(?:right\s+)?now|\bnodes?\b.*\b(?:up|status|alive)|空闲|空卡|显卡状态|gpu状态|集群状态|集群.*(?:怎么样|情况)|[AHVL]\d{2,3}.*空|卡.*(?:空|忙|占用|闲)"
@@ -736,14 +744,9 @@ def understand(text: str, now: datetime) -> Reading:
             if task_id is not None
             else Reading("question", reason="need_task_id")
         )
-    if (
-        TASK_STATE.search(rest)
-        and not found
-        and task_ids(rest)
-        and not (ESTIMATE.search(rest) or LOGS.search(rest))
-        and not _acts_on_a_task(rest)  # "stop 5, it is stuck": a cancel, whatever state it is in
-    ):
-        return _tool("explain_task", task_id=_first_id(rest))
+    state = _task_state(rest) if not found and TASK_STATE.search(rest) else None
+    if state is not None:
+        return state
     cleared = _clear(rest, now) if not found else None
     if cleared is not None:
         return cleared
@@ -767,8 +770,22 @@ def understand(text: str, now: datetime) -> Reading:
     return _no_tool(rest)
 
 
+def _task_state(rest: str) -> Reading | None:
+    """How a task stands ("is 12 done?": explain_task), or one's own tasks named without a number ("did my
+    job finish?": the list, of the status it names); None when the request is another."""
+    if not task_ids(rest):
+        if not MY_TASKS.search(rest):
+            return None
+        return _status_reading(rest)
+    if ESTIMATE.search(rest) or LOGS.search(rest) or _acts_on_a_task(rest):  # "stop 5, it is stuck": a cancel
+        return None
+    return _tool("explain_task", task_id=_first_id(rest))
+
+
 def _no_tool(rest: str) -> Reading:
     """A request no tool answers: where to look instead, or what is missing."""
+    if NODE_ADMIN.search(rest):
+        return Reading("help", reason="node_admin")
     hold_ids = task_ids(rest) if HOLD.search(rest) or RELEASE.search(rest) else []
     if len(hold_ids) > 1:
         return Reading("question", reason="one_hold")
