@@ -91,8 +91,12 @@ def browser() -> Iterator[Any]:
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
     """A fresh browser page (own cookies and storage) per test."""
+    from playwright.sync_api import expect
+
     context = browser.new_context(viewport={"width": 1280, "height": 1000})
     context.set_default_timeout(STEP_TIMEOUT_MS)
+    # an assertion's own wait too (Playwright's default is 5 s, which a loaded CI machine can exceed)
+    expect.set_options(timeout=STEP_TIMEOUT_MS)
     yield context.new_page()
     context.close()
 
