@@ -49,7 +49,7 @@ PRIORITY = [
         "low",
         re.compile(
             r"\blow[\s-]*(?:priority|prio)\b|\bpriority\s*[:=]?\s*low\b|\bnot\s+urgent\b|\bno\s+rush\b|\bwhenever\b"
-            r"|\bbackground\b|低优先级|优先级低|不急|不着急|低优先",
+            r"|\bbackground\b|低优先级|优先级低(?:一点儿?|一些|些)?|不急|不着急|低优先",
             re.I,
         ),
     ),
@@ -57,7 +57,7 @@ PRIORITY = [
         "high",
         re.compile(
             r"\bhigh[\s-]*(?:priority|prio)\b|\bpriority\s*[:=]?\s*high\b|\bimportant\b|\bquickly\b|\bsoon\b"
-            r"|高优先级|优先级(?:设成|设为|调成|调到|改成|是|为)?\s*高|高优先|优先跑|尽快|重要",
+            r"|高优先级|优先级(?:设成|设为|调成|调到|改成|是|为)?\s*高(?:一点儿?|一些|些)?|高优先|优先跑|尽快|重要",
             re.I,
         ),
     ),
@@ -172,6 +172,11 @@ DEPENDS = [
         r"|等\s*(?:任务|作业)?\s*#?(?P<w>\d+)\s*号?\s*(?:任务|作业)?\s*(?:完成|跑完|结束|成功|做完)"
     ),
     re.compile(r"依赖(?:于)?\s*(?:任务|作业)?\s*#?(?P<n>\d+)\s*号?\s*(?:任务|作业)?"),
+    # "不管12号成功失败都跑 …": after task 12 however it ends (EITHER_WAY reads the rest)
+    re.compile(
+        r"(?=(?:不管|无论|不论))(?:不管|无论|不论)\s*(?:任务|作业)?\s*#?(?P<n>\d+)\s*号?\s*(?:任务|作业)?"
+        r"(?=\s*(?:是否)?\s*(?:成功|失败|成败|结果|怎样|如何|跑得))"
+    ),
 ]
 # Words that make a dependency wait for the parent to end however it ends (`depends_on_any`, afterany):
 # "after 12 finishes, whatever happens", "after task 12 ends, pass or fail", "12 跑完后（不管成功失败）"
@@ -184,7 +189,7 @@ EITHER_WAY = re.compile(
     r"|whether\s+(?:it\s+)?(?:succeeds|passes|fails|works)(?:\s+or\s+(?:not|fails|succeeds|passes))?"
     r"|(?:success|pass|succeeds?|passes)\s+or\s+(?:fail|failure|fails))\b"
     r"|(?:不管|无论|不论)\s*(?:它|任务)?\s*(?:是否)?\s*(?:成功|失败|成败|结果|怎样|如何)[^，,。；;）)]*"
-    r"|成功与否|成败都?|成功失败都|(?:即使|就算|哪怕)\s*它?\s*失败了?也?",
+    r"|成功与否|成败都?|成功失败都|(?:即使|就算|哪怕)\s*它?\s*失败了?也?|是否成功|成功(?:还是|或)失败",
     re.I,
 )
 # A GPU model named as where to run: "on an A100", "using H100s", "on the 4090 box", "用 A100", "在 H100 上".

@@ -29,7 +29,9 @@ CLOCK = re.compile(
     # am/pm ends at an ASCII neighbour only: Chinese runs on after it ("9am-5pm跑"), and `\b` would not end it
     r"(?:(?P<h1>\d{1,2})[:：](?P<m1>\d{2})(?!\d)\s*(?P<ap1>[ap]\.?m(?![A-Za-z0-9_])\.?)?"
     r"|(?P<h2>\d{1,2})\s*(?P<ap2>[ap]\.?m(?![A-Za-z0-9_])\.?)"
-    rf"|(?P<h3>{_ZH_HOUR})\s*[点點时](?!间|长|限)(?P<zm>半|一刻|三刻|\s*\d{{1,2}}\s*分?|[零一二三四五六七八九十]{{1,3}}\s*分)?"
+    # "高一点", "晚一点" is "a bit higher / later", not one o'clock ("今晚一点", "明早8点" still are)
+    r"|(?!(?<=[高低快早多少大小好慢强弱长短])一\s*[点點])(?!(?<=(?<!今)晚)一\s*[点點])"
+    rf"(?P<h3>{_ZH_HOUR})\s*[点點时](?!间|长|限)(?P<zm>半|一刻|三刻|\s*\d{{1,2}}\s*分?|[零一二三四五六七八九十]{{1,3}}\s*分)?"
     r"|\b(?P<word>midnight|noon)\b"
     r"|(?(prep)(?P<h4>[01]?\d|2[0-4])\b"  # an hour of the day: "after 44" is a task id (fields.DEPENDS)
     r"(?!\s*(?:gpus?|gb|g\b|gib|cards?|hours?|hrs?|h\b|min|minutes?|%|x\b|days?|times|retries|tasks?|jobs?"
