@@ -12,6 +12,7 @@ Element ids (`elem_id`) are part of the page's contract for the browser tests: `
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import gradio as gr
@@ -32,6 +33,18 @@ CSS = """
 .ns-quota svg { max-width: 100%; height: auto; }
 .ns-chart-note { font-style: italic; }
 """
+
+
+def _when_signed_in(refresh: Callable[..., tuple[Any, ...]], outputs: int) -> Callable[..., tuple[Any, ...]]:
+    """`refresh` for a page someone is signed in on, else no change to its `outputs` outputs: after a page
+    load, a late empty refresh would blank what a sign-in typed meanwhile just filled in."""
+
+    def refresh_if_signed_in(state: Any, *inputs: Any) -> tuple[Any, ...]:
+        if state is None:
+            return tuple(gr.skip() for _ in range(outputs))
+        return refresh(state, *inputs)
+
+    return refresh_if_signed_in
 
 
 def build_ui(settings: Settings, api_url: str | None = None) -> gr.Blocks:
@@ -219,7 +232,9 @@ def build_ui(settings: Settings, api_url: str | None = None) -> gr.Blocks:
         def sign_out_clearing(state: Any) -> tuple[Any, ...]:
             return (*handlers.sign_out(state), *clear_personal())
 
-        demo.load(handlers.auto_sign_in, [session], identity).then(refresh_all, refresh_inputs, everything)
+        demo.load(handlers.auto_sign_in, [session], identity).then(
+            _when_signed_in(refresh_all, len(everything)), refresh_inputs, everything
+        )
         for trigger in (sign_in.click, token.submit):
             trigger(sign_in_afresh, [token, session], [*identity, token, *personal]).then(
                 refresh_all, refresh_inputs, everything

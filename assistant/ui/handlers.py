@@ -87,12 +87,14 @@ class Handlers:
         return self.view(new)
 
     def auto_sign_in(self, session: UiSession | None, request: gr.Request) -> tuple[Any, ...]:
-        """On page load: use the local admin token when the browser runs on this machine as our user."""
+        """On page load: use the local admin token when the browser runs on this machine as our user.
+        Anyone else's page is left as it is: the load event may run after a sign-in typed at once (its
+        state read before it), and a "not signed in" answer would then sign that person out."""
         if session is not None:
             return self.view(session)
         token = local_admin_token(request, self.settings)
         if token is None:
-            return self.view(None)
+            return tuple(gr.skip() for _ in self.view(None))
         try:
             return self.view(open_session(self.settings, self._api(request), token, local=True))
         except ClientError as exc:

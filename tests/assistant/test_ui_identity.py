@@ -156,3 +156,20 @@ def test_the_prompt_files_are_found_in_a_built_package_without_the_checkout(tmp_
     assert out[0] == str(build / "assistant" / "prompt_files.py")
     assert out[1] == str(build / "prompts")
     assert int(out[2]) > 500
+
+
+def test_a_page_load_with_no_local_token_changes_nothing_so_a_sign_in_typed_meanwhile_stands(
+    make_settings: Callable[..., Settings],
+) -> None:
+    """The load event may run after a sign-in typed at once (CI: the page then read "Not signed in.")."""
+    import gradio as gr
+
+    from assistant.ui.handlers import Handlers
+
+    settings = make_settings()
+    settings.home.mkdir(parents=True)
+    stranger = GradioRequest({"state": {"nightshift_local_owner": False}, "server": ("127.0.0.1", 8123)})
+
+    updates = Handlers(settings).auto_sign_in(None, stranger)  # type: ignore[arg-type]
+
+    assert updates and all(update == gr.skip() for update in updates)
