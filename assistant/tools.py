@@ -173,8 +173,7 @@ class SubmitArgs(BaseModel):
 
 
 # what a change may put back to its default ("remove the time limit", "no deadline", "取消时间限制")
-CLEARABLE = CLEARABLE_FIELDS
-CLEARABLE_OF_SWEEP = (*CLEARABLE, "max_running")
+CLEARABLE_OF_SWEEP = (*CLEARABLE_FIELDS, "max_running")
 CLEAR_NEEDS_LIKE_TASK = (
     "clear leaves fields of an earlier task out when it runs again (with like_task), and a new task has only "
     "the fields given: leave clear out"
@@ -195,7 +194,8 @@ class ChangeFields(BaseModel):
     clear: list[str] | None = Field(
         default=None,
         description='fields to put back to their defaults, the limit or time taken away ("remove the time '
-        f'limit", "no deadline", "取消时间限制" → ["time_limit_minutes"]): any of {", ".join(CLEARABLE)}',
+        'limit", "no deadline", "取消时间限制" → ["time_limit_minutes"]): any of '
+        f"{', '.join(CLEARABLE_FIELDS)}",
     )
 
 
@@ -362,13 +362,10 @@ def submit_task(ctx: ToolContext, **args: Any) -> str:
         return _error(CLEAR_NEEDS_LIKE_TASK)
     if like is not None:  # "run 12 again": task 12's spec, changed by what else was asked
         given = {key: value for key, value in args.items() if value is not None}
-        both = next((name for name in clear if name in given), None)
-        if both is not None:
-            return _error(f"{both}: {given[both]}, or back to its default: not both")
-        try:
-            again = spec_again(_need_client(ctx).get_task(like)["spec"], now, clear)
-        except SpecError as exc:
-            return _error(exc.message, exc.errors)
+        refused = _cleared(clear, given, CLEARABLE_FIELDS)
+        if isinstance(refused, str):
+            return refused
+        again = spec_again(_need_client(ctx).get_task(like)["spec"], now, clear)
         command = given.pop("command", None)
         args, passed, cleared = (
             {**(with_command(again.spec, command) if command else again.spec), **given},
@@ -419,7 +416,7 @@ def _asked_changes(
     start_now: bool,
     lift_max_running: bool = False,
     clear: list[str] | None = None,
-    clearable: tuple[str, ...] = CLEARABLE,
+    clearable: tuple[str, ...] = CLEARABLE_FIELDS,
 ) -> dict[str, Any] | str:
     """The fields asked to change (`start_now`: no not-before time, no off-peak wait; `lift_max_running`: a
     sweep's `max_running` None, no limit on how many run at once; each field of `clear` None, back to its

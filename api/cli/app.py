@@ -6,7 +6,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -292,6 +292,13 @@ def cleared_fields(names: list[str]) -> list[str]:
     return list(dict.fromkeys(fields))
 
 
+def refuse_set_and_cleared(cleared: list[str], given: Collection[str]) -> None:
+    """NightshiftError when a field `--clear` names is also given a new value."""
+    both = next((field for field in cleared if field in given), None)
+    if both is not None:
+        raise NightshiftError(f"{both}: a new value, or --clear to its default: not both")
+
+
 def _earlier_spec(like: int | None, clear: list[str], given: set[str], now: datetime) -> SpecAgain:
     """`submit --like ID [--clear FIELD]`: task ID's spec to run again, less the fields cleared (exit 2 for
     a --clear without --like, a field it cannot clear, or one also given a new value)."""
@@ -299,11 +306,9 @@ def _earlier_spec(like: int | None, clear: list[str], given: set[str], now: date
         _fail("--clear leaves a field of an earlier task out: give it with --like ID", code=2)
     try:
         cleared = cleared_fields(clear)
+        refuse_set_and_cleared(cleared, given)
     except NightshiftError as exc:
         _fail(exc.message, code=2)
-    both = next((field for field in cleared if field in given), None)
-    if both is not None:
-        _fail(f"{both}: a new value, or --clear to its default: not both", code=2)
     return _with_client(lambda client: spec_again(client.get_task(like)["spec"], now, cleared))
 
 
@@ -604,9 +609,7 @@ def change(
         changes = task_changes(
             overrides, after, deadline, start_now, cli_zone(get_settings()), bool(limit or cleared)
         )
-        both = next((name for name in cleared if name in changes), None)
-        if both is not None:
-            raise NightshiftError(f"{both}: a new value, or --clear to its default: not both")
+        refuse_set_and_cleared(cleared, changes)
     except NightshiftError as exc:
         _fail(exc.message, code=2)
     changes.update(limit)
