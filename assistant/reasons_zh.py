@@ -187,9 +187,13 @@ _RULES: list[Rule] = [
     (
         re.compile(
             r"GPU (\d+) of (\S+): memory still held: (\d+) MiB in use after task (\d+) ended"
-            r" \(a leftover process\?\)"
+            r"(?:, (\d+) MiB before it started)? \(a leftover process\?\)"
         ),
-        lambda m: f"{m[2]} 的 {m[1]} 号卡显存未释放：任务 {m[4]} 结束后仍占用 {m[3]} MiB（可能有残留进程）",
+        lambda m: (
+            f"{m[2]} 的 {m[1]} 号卡显存未释放：任务 {m[4]} 结束后仍占用 {m[3]} MiB"
+            + (f"（开始前为 {m[5]} MiB）" if m[5] else "")
+            + "（可能有残留进程）"
+        ),
     ),
     (re.compile(r"back in service once it is freed"), lambda m: "释放后恢复"),
     (

@@ -7,7 +7,9 @@ drives them with an injected clock and the worker's telemetry agent with the wal
   reported once (an `IdleAlert`); a busy sample resets it, so a later idle stretch is reported again.
 - `GpuHealth`: which GPUs must take no new tasks, with the reason shown to people: too hot (above
   `max_temperature_c`, until back below `cool_temperature_c`), or still holding more than `leftover_mib` of
-  memory after the task that used it ended (until the memory is freed or nightshift gives it a new task).
+  memory beyond what it held when the task started, after that task ended (until the memory is freed or
+  nightshift gives it a new task). Memory held outside nightshift since before the task (a notebook on a
+  shared GPU) is not a leftover of the task: free-memory matching already places around it.
 """
 
 from __future__ import annotations
@@ -71,13 +73,21 @@ class GpuHealth:
         self.cool_temperature_c = min(cool_temperature_c, max_temperature_c)
         self.leftover_mib = leftover_mib
         self._hot: set[int] = set()
-        self._ended: dict[int, tuple[int, str]] = {}  # GPU index -> (task, claim token) that last ended on it
+        self._used_before: dict[str, dict[int, int]] = {}  # claim token -> GPU index -> MiB used at its start
+        # GPU index -> (task, claim token, MiB used when it started) of the attempt that last ended on it
+        self._ended: dict[int, tuple[int, str, int]] = {}
+
+    def task_started(self, claim: str, readings: Sequence[GpuInfo]) -> None:
+        """An attempt (its `claim` token) starts on the GPUs of `readings`, read as it starts: the memory in
+        use then is someone else's, and stays in use after the attempt without being its leftover."""
+        self._used_before[claim] = {gpu.index: gpu.memory_used_mib for gpu in readings}
 
     def task_ended(self, task_id: int, gpu_indices: Sequence[int], claim: str = "") -> None:
-        """A task's attempt (its `claim` token) released these GPUs: memory they still hold from now on is a
-        leftover."""
+        """A task's attempt (its `claim` token) released these GPUs: memory they still hold from now on,
+        beyond what they held when it started, is a leftover."""
+        before = self._used_before.pop(claim, {})
         for index in gpu_indices:
-            self._ended[index] = (task_id, claim)
+            self._ended[index] = (task_id, claim, before.get(index, 0))
 
     def assess(self, readings: Sequence[GpuInfo], held: Mapping[int, Collection[str]]) -> dict[int, str]:
         """GPU index -> reason it takes no new tasks, for the GPUs that must not; `held`: the claim tokens of
@@ -99,13 +109,14 @@ class GpuHealth:
             ended = self._ended.get(gpu.index)
             if ended is None:
                 continue
-            task_id, claim = ended
+            task_id, claim, used_before = ended
             taken = any(token != claim for token in held.get(gpu.index, ()))
-            if taken or gpu.memory_used_mib <= self.leftover_mib:
+            if taken or gpu.memory_used_mib <= used_before + self.leftover_mib:
                 self._ended.pop(gpu.index, None)  # freed, or given to a new task on purpose
                 continue
+            before = f", {used_before} MiB before it started" if used_before else ""
             reasons[gpu.index] = (
-                f"memory still held: {gpu.memory_used_mib} MiB in use after task {task_id} ended "
+                f"memory still held: {gpu.memory_used_mib} MiB in use after task {task_id} ended{before} "
                 "(a leftover process?); back in service once it is freed"
             )
         return reasons

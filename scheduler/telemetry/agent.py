@@ -208,23 +208,24 @@ class WorkerTelemetry:
     # --- job listener -------------------------------------------------------------------------------
 
     def jobs_started(self, items: Sequence[ActiveJob]) -> None:
-        """Begin metering the attempts; tell the owners they started."""
-        with self._lock:
-            models = {gpu.index: gpu.name for gpu in self._last_gpus}
-        if not models:
-            try:
-                models = {gpu.index: gpu.name for gpu in self.worker.monitor.read()}
-            except GpuInventoryError:
-                models = {}
+        """Begin metering the attempts; note the GPU memory in use as they start (someone else's, not a
+        leftover of theirs when they end); tell the owners they started."""
+        try:
+            gpus = self.worker.monitor.read()  # fresh: the jobs just forked, none has reached CUDA yet
+        except GpuInventoryError:
+            with self._lock:
+                gpus = list(self._last_gpus)
+        models = {gpu.index: gpu.name for gpu in gpus}
         now = self.clock()
         for item in items:
             task, claim = item.task, item.claim
             requested = int(task.gpu_memory_gb * 1024) if task.gpu_memory_gb else None
             self.meter.begin(task.id, item.attempt, claim.gpu_indices, now, requested, models)
-            gpus = ", ".join(str(i) for i in claim.gpu_indices) or "none (CPU)"
+            self.health.task_started(claim.token, [gpu for gpu in gpus if gpu.index in claim.gpu_indices])
+            where = ", ".join(str(i) for i in claim.gpu_indices) or "none (CPU)"
             self._notify(
                 Event(
-                    "start", f"Task {task.id} ({task.name}) started", f"on {self.worker.node}, GPUs {gpus}",
+                    "start", f"Task {task.id} ({task.name}) started", f"on {self.worker.node}, GPUs {where}",
                     user=task.user.name, team=task.team.name, task_id=task.id,
                     fields={"attempt": item.attempt, "command": task.command},
                 )

@@ -124,6 +124,8 @@ def test_a_gpu_holding_a_finished_tasks_memory_reads_in_chinese() -> None:
         "等待停用的卡恢复（4 张中的 1 张：n2 的 2 号卡显存未释放：任务 7 结束后仍占用 6000 MiB（可能有残留进程）；"
         "释放后恢复；`nightshift gpus` 可查看）"
     )
+    beside = held.replace("ended (a", "ended, 2000 MiB before it started (a")
+    assert "任务 7 结束后仍占用 6000 MiB（开始前为 2000 MiB）（可能有残留进程）" in reason_zh(beside)
 
 
 def test_a_command_not_found_or_not_executable_reads_in_chinese() -> None:

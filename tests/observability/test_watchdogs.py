@@ -77,6 +77,20 @@ def test_a_reading_taken_as_a_task_ends_still_sees_its_leftover_memory_until_ano
     assert health.assess([_gpu(0, 0.0, used_mib=4000)], held={}) == {}
 
 
+def test_memory_held_since_before_a_task_started_is_not_its_leftover():
+    health = GpuHealth(max_temperature_c=85, cool_temperature_c=80, leftover_mib=256)
+    # a notebook outside nightshift holds 100 GiB of GPU 0 when task 12 starts there
+    health.task_started("claim-a", [_gpu(0, 0.0, used_mib=102_400)])
+    health.task_ended(12, [0], "claim-a")
+
+    assert health.assess([_gpu(0, 0.0, used_mib=102_400 + 200)], held={}) == {}  # back to what it was
+    health.task_started("claim-b", [_gpu(0, 0.0, used_mib=102_400)])
+    health.task_ended(13, [0], "claim-b")
+    reason = health.assess([_gpu(0, 0.0, used_mib=102_400 + 4000)], held={})[0]  # 4000 MiB more: its own
+    assert reason.startswith("memory still held: 106400 MiB in use after task 13 ended, 102400 MiB before")
+    assert health.assess([_gpu(0, 0.0, used_mib=102_400)], held={}) == {}  # freed
+
+
 def test_an_idle_task_is_reported_to_its_owner_and_stopped_when_the_site_says_so(
     cluster, make_identity, start_node, receiver, tmp_path
 ):
@@ -158,4 +172,26 @@ def test_a_gpu_whose_memory_outlives_its_task_is_out_of_service_until_freed(
     # When the memory is freed, it is back in service and the task runs
     node.gpus.set_reading(0, memory_used_mib=0)
     node.telemetry.sample_once(node.clock.advance(10))
+    wait_until(lambda: cluster.tasks.get_any(second.id).status == "succeeded")
+
+
+def test_a_gpu_shared_with_memory_held_outside_nightshift_stays_in_service_after_a_task_on_it_ends(
+    cluster, make_identity, start_node, tmp_path
+):
+    # Given a 24 GB GPU on which someone's notebook, not a nightshift task, holds 10000 MiB
+    who, _ = make_identity()
+    node = start_node(gpus="1x24")
+    node.gpus.set_reading(0, memory_used_mib=10_000)
+    node.telemetry.sample_once(node.clock.advance(10))
+    node.worker.publish_node()
+
+    # When a task that fits beside it runs there and ends (its own memory freed, the notebook's not)
+    first = cluster.submit(who, {"command": "sleep 0.5", "gpu_memory_gb": 8, "workdir": str(tmp_path)})[0]
+    wait_until(lambda: cluster.tasks.get_any(first.id).status == "succeeded")
+    node.telemetry.sample_once(node.clock.advance(10))
+    node.worker.publish_node()
+
+    # Then the GPU stays in service and the next task runs on it
+    assert cluster.nodes.all()[0].gpus[0].out_of_service is None
+    second = cluster.submit(who, {"command": "true", "gpu_memory_gb": 8, "workdir": str(tmp_path)})[0]
     wait_until(lambda: cluster.tasks.get_any(second.id).status == "succeeded")
