@@ -1,0 +1,254 @@
+"""nightshift on a real NVIDIA GPU, end to end: `nightshift scheduler` and `nightshift worker` processes
+reading the GPU through NVML, tasks that run PyTorch on it, and memory held outside nightshift.
+
+Run on a machine with one NVIDIA GPU, PyTorch and nightshift's dependencies importable:
+
+    python scripts/device_gpu_e2e.py OUT_DIR
+
+Steps, each printed as one JSON line ({"step": ..., "ok": true|false, ...}) and kept in OUT_DIR/e2e.json:
+1. the worker publishes its GPU from NVML (GET /api/v1/gpus: source nvml, name, memory, power);
+2. a process outside nightshift (the "notebook") holds all but ~FREE_GIB of the GPU's memory;
+3. a task asking for more than is free waits, and explain says why in words; one that fits runs on the GPU
+   (CUDA_VISIBLE_DEVICES set, PyTorch computes) and ends with its energy measured from NVML power;
+4. after it ends the GPU stays in service (the notebook's memory is not the task's leftover);
+5. the notebook exits: the waiting task starts and succeeds;
+6. a running task that holds GPU memory is cancelled: its processes end and NVML shows the memory back.
+Exit status 0 when every step passed. OUT_DIR also gets the scheduler's and the worker's logs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+T = TypeVar("T")
+GIB = 1024**3
+FREE_GIB = 40  # what the notebook leaves free
+BIG_GB = 60  # more than that: waits for the notebook to go
+SMALL_GB = 20  # fits beside it
+TORCH_TASK = (
+    "{py} -c \"import os, time, torch; x = torch.empty({gib} * 2**30, dtype=torch.uint8, device='cuda'); "
+    "a = torch.randn(8192, 8192, device='cuda', dtype=torch.bfloat16); t = time.time(); n = 0\n"
+    "while time.time() - t < {seconds}: a @ a; torch.cuda.synchronize(); n += 1\n"
+    "print('visible', os.environ.get('CUDA_VISIBLE_DEVICES'), 'count', torch.cuda.device_count(), "
+    "'name', torch.cuda.get_device_name(0), 'matmuls', n, flush=True)\""
+)
+NOTEBOOK = (
+    "import sys, time, torch\n"
+    "free, total = torch.cuda.mem_get_info()\n"
+    "x = torch.empty(total - {free} * 2**30, dtype=torch.uint8, device='cuda')\n"
+    "print('held', flush=True)\n"
+    "sys.stdin.read()\n"
+)
+
+results: list[dict[str, Any]] = []
+
+
+def step(name: str, ok: bool, **details: Any) -> bool:
+    """Print and keep one step's result."""
+    entry = {"step": name, "ok": bool(ok), **details}
+    results.append(entry)
+    print(json.dumps(entry, default=str), flush=True)
+    return bool(ok)
+
+
+def wait_for(what: Callable[[], T], timeout_s: float = 120.0, every_s: float = 0.5) -> T | None:
+    """Poll until `what()` is truthy; its last value (None/falsy on timeout)."""
+    deadline = time.monotonic() + timeout_s
+    value = what()
+    while not value and time.monotonic() < deadline:
+        time.sleep(every_s)
+        value = what()
+    return value
+
+
+def main() -> int:  # noqa: C901 - one script, read top to bottom
+    """Run the steps of the module docstring; 0 when all passed."""
+    out = Path(sys.argv[1] if len(sys.argv) > 1 else "e2e-out")
+    out.mkdir(parents=True, exist_ok=True)
+    home = Path(tempfile.mkdtemp(prefix="nightshift-e2e-"))
+    env = {
+        **os.environ,
+        "NIGHTSHIFT_HOME": str(home),
+        "NIGHTSHIFT_NODE_NAME": "gpu-box",
+        "NIGHTSHIFT_ALLOW_ROOT_JOBS": "true",
+        "NIGHTSHIFT_HEARTBEAT_INTERVAL_S": "1",
+        "NIGHTSHIFT_TELEMETRY_INTERVAL_S": "1",
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    os.environ.update({k: v for k, v in env.items() if k.startswith("NIGHTSHIFT_")})
+    cli = [sys.executable, "-c", "from api.cli.app import main; main()"]
+    procs: list[subprocess.Popen[Any]] = []
+    logs = {name: (out / f"{name}.log").open("w") for name in ("scheduler", "worker")}
+    procs.append(
+        subprocess.Popen([*cli, "scheduler"], env=env, stdout=logs["scheduler"], stderr=subprocess.STDOUT)
+    )
+    url_file = home / "redis.url"
+    if not wait_for(url_file.is_file, 60):
+        step("scheduler started", False, log=(out / "scheduler.log").read_text()[-3000:])
+        return finish(out, procs)
+    procs.append(subprocess.Popen([*cli, "worker"], env=env, stdout=logs["worker"], stderr=subprocess.STDOUT))
+
+    from fastapi.testclient import TestClient
+
+    from api.main import create_app
+    from scheduler.service import Cluster
+    from scheduler.settings import Settings
+    from scheduler.store.identity import create_token
+
+    cluster = Cluster.open(Settings(), url_file.read_text().strip())
+    token = create_token(cluster.factory, user="ada", team="lab", is_admin=True)
+    api = TestClient(create_app(cluster, ui=False))
+    api.headers["Authorization"] = f"Bearer {token}"
+    workdir = home / "work"
+    workdir.mkdir()
+
+    def get(path: str) -> Any:
+        return api.get(f"/api/v1{path}").json()
+
+    def submit(name: str, command: str, gpu_memory_gb: float | None = None) -> dict[str, Any]:
+        spec: dict[str, Any] = {"name": name, "command": command, "gpus": 1, "workdir": str(workdir)}
+        if gpu_memory_gb is not None:
+            spec["gpu_memory_gb"] = gpu_memory_gb
+        answer = api.post("/api/v1/tasks", json=spec)
+        assert answer.status_code == 201, answer.text
+        return dict(answer.json())
+
+    def task(task_id: int) -> dict[str, Any]:
+        return dict(get(f"/tasks/{task_id}"))
+
+    def status_is(task_id: int, *wanted: str) -> dict[str, Any] | None:
+        row = task(task_id)
+        return row if row["status"] in wanted else None
+
+    def gpu0() -> dict[str, Any]:
+        return dict(get("/gpus")["gpus"][0])
+
+    def log_of(task_id: int) -> str:
+        return api.get(f"/api/v1/tasks/{task_id}/logs").text[-2000:]
+
+    try:
+        # 1. the worker's GPU, from NVML
+        gpus = wait_for(lambda: get("/gpus") if get("/gpus")["gpus"] else None, 90)
+        if not gpus:
+            step("worker publishes its GPUs", False, log=(out / "worker.log").read_text()[-3000:])
+            return finish(out, procs)
+        node, first = gpus["nodes"][0], gpus["gpus"][0]
+        step(
+            "worker publishes its GPUs from NVML",
+            node["source"] == "nvml" and first["memory_total_mib"] > 0 and first["power_w"] is not None,
+            nodes=gpus["nodes"],
+            gpus=gpus["gpus"],
+        )
+        total_gib = first["memory_total_mib"] / 1024
+
+        # 2. a notebook outside nightshift holds all but FREE_GIB
+        notebook = subprocess.Popen(
+            [sys.executable, "-c", NOTEBOOK.format(free=FREE_GIB)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        held = notebook.stdout.readline().strip() if notebook.stdout else ""
+        seen = wait_for(lambda: (g := gpu0())["memory_free_mib"] < (FREE_GIB + 2) * 1024 and g, 30)
+        step("memory held outside nightshift is seen as not free", held == "held" and bool(seen), gpu=seen)
+
+        # 3. too big for what is free: waits, with the reason; a fitting one runs on the GPU
+        big = submit("big", TORCH_TASK.format(py=sys.executable, gib=BIG_GB - 10, seconds=5), BIG_GB)
+        small = submit("small", TORCH_TASK.format(py=sys.executable, gib=SMALL_GB - 6, seconds=20), SMALL_GB)
+        running = wait_for(lambda: status_is(small["id"], "running", "succeeded", "failed"), 60)
+        explained = get(f"/tasks/{big['id']}/explain")
+        step(
+            "a task asking more than is free waits, saying why",
+            task(big["id"])["status"] == "queued" and bool(running),
+            reason=explained.get("reason"),
+            estimate=explained.get("estimated_start"),
+        )
+        busy = wait_for(lambda: (g := gpu0())["utilization_pct"] and g["utilization_pct"] > 50 and g, 60)
+        done = wait_for(lambda: status_is(small["id"], "succeeded", "failed", "cancelled"), 120)
+        output = log_of(small["id"])
+        usage = (done or {}).get("usage") or {}
+        step(
+            "a task that fits runs PyTorch on its GPU and its energy is measured",
+            bool(done)
+            and done["status"] == "succeeded"
+            and "count 1" in output
+            and usage.get("energy_source") == "measured",
+            status=(done or {}).get("status"),
+            output=output,
+            usage=usage,
+            busy_reading=busy,
+        )
+
+        # 4. the notebook's memory is not the finished task's leftover
+        time.sleep(3)  # a few telemetry samples after the end
+        after = gpu0()
+        step("the GPU stays in service after the task", after["out_of_service"] is None, gpu=after)
+
+        # 5. the notebook exits: the big task starts and succeeds
+        if notebook.stdin:
+            notebook.stdin.close()
+        notebook.wait(30)
+        big_done = wait_for(lambda: status_is(big["id"], "succeeded", "failed", "cancelled"), 150)
+        step(
+            "the waiting task runs once the memory is freed",
+            bool(big_done) and big_done["status"] == "succeeded",
+            status=(big_done or {}).get("status"),
+            output=log_of(big["id"]),
+            usage=(big_done or {}).get("usage"),
+        )
+
+        # 6. cancel a running task holding memory: NVML shows it back
+        before = gpu0()["memory_free_mib"]
+        hold = submit("hold", TORCH_TASK.format(py=sys.executable, gib=30, seconds=600), 32)
+        wait_for(lambda: status_is(hold["id"], "running"), 60)
+        holding = wait_for(lambda: (g := gpu0())["memory_free_mib"] < before - 25 * 1024 and g, 90)
+        api.post(f"/api/v1/tasks/{hold['id']}/cancel")
+        stopped = wait_for(lambda: status_is(hold["id"], "cancelled", "failed", "succeeded"), 60)
+        freed = wait_for(lambda: (g := gpu0())["memory_free_mib"] > before - 2 * 1024 and g, 60)
+        step(
+            "a cancelled task's GPU memory is freed",
+            bool(holding) and bool(stopped) and bool(freed),
+            free_before_mib=before,
+            while_running=holding,
+            status=(stopped or {}).get("status"),
+            after=freed,
+            total_gib=total_gib,
+        )
+        answer = api.get("/api/v1/reports/utilization")
+        report = answer.json() if answer.status_code == 200 else answer.text
+        step("report", True, report=report)
+    except Exception as exc:  # a broken step is a result too: keep what came before
+        step("unexpected error", False, error=repr(exc))
+    finally:
+        cluster.close()
+    return finish(out, procs)
+
+
+def finish(out: Path, procs: list[subprocess.Popen[Any]]) -> int:
+    """Stop the nightshift processes, write the results; 0 when every step passed."""
+    for proc in procs:
+        proc.terminate()
+    for proc in procs:
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    (out / "e2e.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
+    passed = bool(results) and all(r["ok"] for r in results)
+    print(json.dumps({"passed": passed, "steps": len(results)}), flush=True)
+    return 0 if passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
