@@ -20,7 +20,7 @@ class TaskUsagePublic(BaseModel):
     offpeak_share: float | None  # part of the energy drawn inside the off-peak windows
     cost: float
     currency: str
-    peak_gpu_memory_mib: int | None  # the most any one of its GPUs had in use
+    peak_gpu_memory_mib: int | None  # the most it added to any one of its GPUs (beyond what others held)
     requested_gpu_memory_mib: int | None  # what the spec asked for (gpu_memory_gb), per GPU
     mean_utilization_pct: float | None
     cpu_hours: float | None = None  # CPU time of all its processes (where its node gave it a cgroup)

@@ -77,10 +77,11 @@ class GpuHealth:
         # GPU index -> (task, claim token, MiB used when it started) of the attempt that last ended on it
         self._ended: dict[int, tuple[int, str, int]] = {}
 
-    def task_started(self, claim: str, readings: Sequence[GpuInfo]) -> None:
-        """An attempt (its `claim` token) starts on the GPUs of `readings`, read as it starts: the memory in
-        use then is someone else's, and stays in use after the attempt without being its leftover."""
-        self._used_before[claim] = {gpu.index: gpu.memory_used_mib for gpu in readings}
+    def task_started(self, claim: str, used_mib: Mapping[int, int]) -> None:
+        """An attempt (its `claim` token) starts on the GPUs of `used_mib` (index -> MiB in use, read as it
+        starts): that memory is someone else's, and may stay in use after the attempt without being its
+        leftover."""
+        self._used_before[claim] = dict(used_mib)
 
     def task_ended(self, task_id: int, gpu_indices: Sequence[int], claim: str = "") -> None:
         """A task's attempt (its `claim` token) released these GPUs: memory they still hold from now on,

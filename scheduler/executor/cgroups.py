@@ -145,6 +145,20 @@ class JobCgroup:
             return False
         return "populated 1" in events
 
+    def wait_empty(self, timeout_s: float) -> bool:
+        """Wait up to `timeout_s` for every process in it to have exited completely; True once it is empty.
+
+        A killed process leaves `cgroup.procs` as its exit begins, but frees its memory (a GPU's too, which
+        a large CUDA context takes a moment to give back) only as the exit ends, when the cgroup stops being
+        populated: a job is over then, not before.
+        """
+        deadline = time.monotonic() + timeout_s
+        while self.populated():
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(_SETTLE_POLL_S)
+        return True
+
     def cpu_s(self) -> float | None:
         """CPU time (user + system) its processes have used, in seconds, since it was made (`cpu.stat`,
         there without any controller); None where it cannot be read."""

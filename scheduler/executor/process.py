@@ -295,6 +295,8 @@ class RunningJob:
 
     def _finish(self, returncode: int) -> None:
         self._returncode = returncode
+        if self.cgroup is not None:
+            self.cgroup.wait_empty(KILL_SETTLE_S)  # its processes' exits done: their GPU memory is back
         used_s = self.cgroup.cpu_s() if self.cgroup is not None else None
         if used_s is not None and self._cpu_before_s is not None:
             self.cpu_s = max(0.0, used_s - self._cpu_before_s)

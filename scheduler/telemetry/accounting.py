@@ -80,6 +80,7 @@ class _Meter:
     requested_mib: int | None
     models: dict[int, str]
     last_s: float
+    used_before_mib: dict[int, int] = field(default_factory=dict)  # GPU memory in use as it started
     last_power_w: dict[int, float | None] = field(default_factory=dict)
     measured_kwh: float = 0.0
     estimated_kwh: float = 0.0
@@ -118,12 +119,14 @@ class UsageMeter:
         started_s: float,
         requested_memory_mib: int | None = None,
         models: Mapping[int, str] | None = None,
+        used_before_mib: Mapping[int, int] | None = None,
     ) -> None:
-        """Start metering an attempt holding `gpu_indices` from `started_s`."""
+        """Start metering an attempt holding `gpu_indices` from `started_s`; `used_before_mib`: the memory
+        of each GPU in use as it started (another process's), left out of its peak."""
         with self._lock:
             self._meters[task_id] = _Meter(
                 task_id, attempt, tuple(gpu_indices), started_s, requested_memory_mib,
-                dict(models or {}), last_s=started_s,
+                dict(models or {}), last_s=started_s, used_before_mib=dict(used_before_mib or {}),
             )  # fmt: skip
 
     def running(self) -> list[int]:
@@ -153,7 +156,8 @@ class UsageMeter:
                     powers[index] = None if gpu.power_w is None else gpu.power_w / shares[index]
                     if gpu.utilization_pct is not None:
                         utils.append(gpu.utilization_pct)
-                    meter.peak_mib = max(meter.peak_mib or 0, gpu.memory_used_mib)
+                    own_mib = gpu.memory_used_mib - meter.used_before_mib.get(index, 0)
+                    meter.peak_mib = max(meter.peak_mib or 0, own_mib)
                 self._add(meter, meter.last_s, now_s, powers)
                 meter.last_power_w = powers
                 if utils:

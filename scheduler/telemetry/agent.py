@@ -220,8 +220,9 @@ class WorkerTelemetry:
         for item in items:
             task, claim = item.task, item.claim
             requested = int(task.gpu_memory_gb * 1024) if task.gpu_memory_gb else None
-            self.meter.begin(task.id, item.attempt, claim.gpu_indices, now, requested, models)
-            self.health.task_started(claim.token, [gpu for gpu in gpus if gpu.index in claim.gpu_indices])
+            used_before = {gpu.index: gpu.memory_used_mib for gpu in gpus if gpu.index in claim.gpu_indices}
+            self.meter.begin(task.id, item.attempt, claim.gpu_indices, now, requested, models, used_before)
+            self.health.task_started(claim.token, used_before)
             where = ", ".join(str(i) for i in claim.gpu_indices) or "none (CPU)"
             self._notify(
                 Event(

@@ -222,6 +222,22 @@ def test_a_leftover_cgroup_of_the_same_attempt_is_emptied_before_it_is_reused(cg
         JobCgroup(stale.path).remove()
 
 
+def test_waiting_for_a_cgroup_to_empty_ends_when_its_last_process_has_exited(cgroups: JobCgroups) -> None:
+    cgroup = cgroups.create(f"test-{uuid.uuid4().hex}")
+    assert cgroup is not None
+    sleeper = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    try:
+        assert cgroup.join(sleeper.pid)
+        assert cgroup.wait_empty(0.05) is False  # still running: the wait gives up at its timeout
+        sleeper.kill()
+        assert cgroup.wait_empty(WAIT_S) is True
+        assert not cgroup.populated() and cgroup.pids() == []
+    finally:
+        sleeper.kill()
+        sleeper.wait(WAIT_S)
+        cgroup.remove()
+
+
 # A stand-in worker whose job runs in a cgroup and starts a child that leaves its group and scrubs its
 # environment; prints the leader's pid and its cgroup, then waits to be killed.
 WORKER = """

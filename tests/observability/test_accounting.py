@@ -64,6 +64,16 @@ def test_a_gpu_shared_by_two_tasks_gives_each_half_its_power():
     assert first.energy_kwh == pytest.approx(0.15) == second.energy_kwh
 
 
+def test_memory_in_use_before_a_task_started_is_not_in_its_peak():
+    # a notebook outside nightshift holds 100 GiB of GPU 0 when the task starts; the task adds 15 GiB
+    meter = UsageMeter("n", DEFAULT_TARIFF, (), "UTC")
+    meter.begin(1, 1, [0], SIX_THIRTY, requested_memory_mib=20_480, used_before_mib={0: 102_400})
+    meter.observe(SIX_THIRTY + 60, [_gpu(0, 300.0, used_mib=102_400 + 15_360)])
+    meter.observe(SIX_THIRTY + 120, [_gpu(0, 300.0, used_mib=102_400 + 9_000)])
+    usage = meter.end(1, SIX_THIRTY + 180)
+    assert usage is not None and usage.peak_memory_mib == 15_360
+
+
 def test_offpeak_seconds_counts_windows_across_midnight():
     windows = parse_windows("23:00-07:00")
     evening = datetime(2026, 3, 4, 22, 0, tzinfo=UTC).timestamp()

@@ -80,11 +80,11 @@ def test_a_reading_taken_as_a_task_ends_still_sees_its_leftover_memory_until_ano
 def test_memory_held_since_before_a_task_started_is_not_its_leftover():
     health = GpuHealth(max_temperature_c=85, cool_temperature_c=80, leftover_mib=256)
     # a notebook outside nightshift holds 100 GiB of GPU 0 when task 12 starts there
-    health.task_started("claim-a", [_gpu(0, 0.0, used_mib=102_400)])
+    health.task_started("claim-a", {0: 102_400})
     health.task_ended(12, [0], "claim-a")
 
     assert health.assess([_gpu(0, 0.0, used_mib=102_400 + 200)], held={}) == {}  # back to what it was
-    health.task_started("claim-b", [_gpu(0, 0.0, used_mib=102_400)])
+    health.task_started("claim-b", {0: 102_400})
     health.task_ended(13, [0], "claim-b")
     reason = health.assess([_gpu(0, 0.0, used_mib=102_400 + 4000)], held={})[0]  # 4000 MiB more: its own
     assert reason.startswith("memory still held: 106400 MiB in use after task 13 ended, 102400 MiB before")
