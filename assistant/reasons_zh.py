@@ -157,6 +157,17 @@ _RULES: list[Rule] = [
     ),
     (re.compile(r"no GPU has (\d+) GB free"), lambda m: f"没有一张卡有 {m[1]} GB 空闲显存"),
     (
+        re.compile(
+            r"(no GPU has \d+ GB free|no node has \d+ GPUs with \d+ GB free), nor would one once "
+            r"nightshift's tasks end: (\d+) GB of GPU (\d+) of (\S+) is in use outside them"
+        ),
+        lambda m: (
+            f"{_part(m[1])}，nightshift 的任务都结束了也不够：{m[4]} 的 {m[3]} 号卡有 {m[2]} GB 显存"
+            "被 nightshift 以外的进程占用"
+        ),
+    ),
+    (re.compile(r"it starts when that is freed"), lambda m: "这部分显存释放后才会开始"),
+    (
         re.compile(r"no node has (\d+) GPUs with (\d+) GB free"),
         lambda m: f"没有一个节点同时有 {m[1]} 张空闲 {m[2]} GB 显存的卡",
     ),

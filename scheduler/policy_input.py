@@ -79,11 +79,14 @@ def gpu_slots(nodes: Iterable[NodeState], holders: Sequence[RunningTask], now_ms
     """Each GPU of each live node, with what nightshift's own tasks already hold subtracted."""
     reserved_mib: dict[tuple[str, int], int] = {}
     shares: dict[tuple[str, int], float] = {}
+    unsized: set[tuple[str, int]] = set()  # a holder that asked for no memory: what it uses is unknown
     for task in holders:
         for index in task.gpu_indices:
             key = (task.node, index)
             shares[key] = shares.get(key, 0.0) + task.gpu_fraction
             reserved_mib[key] = reserved_mib.get(key, 0) + task.gpu_memory_mib
+            if task.gpu_memory_mib <= 0:
+                unsized.add(key)
     slots: list[GpuSlot] = []
     for node in nodes:
         node_why = _node_out_of_service(node, now_ms_)
@@ -93,6 +96,7 @@ def gpu_slots(nodes: Iterable[NodeState], holders: Sequence[RunningTask], now_ms
                 why = f"GPU {gpu.index} of {node.name}: {gpu.out_of_service}"
             key = (node.name, gpu.index)
             free = min(gpu.memory_free_mib, gpu.memory_total_mib - reserved_mib.get(key, 0))
+            outside = gpu.memory_total_mib - gpu.memory_free_mib - reserved_mib.get(key, 0)
             slots.append(
                 GpuSlot(
                     node=node.name,
@@ -104,6 +108,7 @@ def gpu_slots(nodes: Iterable[NodeState], holders: Sequence[RunningTask], now_ms
                     power_w=gpu.power_w,
                     available=why is None,
                     why_unavailable=why,
+                    outside_mib=0 if key in unsized else max(0, outside),
                 )
             )
     return slots

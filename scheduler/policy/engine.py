@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence, Set
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from scheduler.policy import reasons
 from scheduler.policy.aging import aging_bound_s, order_key, task_estimate_s
@@ -321,6 +321,9 @@ def _no_room_reason(ps: _Pass, task: QueuedTask) -> str:
     in_service = [g for g in ps.gpus if g.available]
     if never_fits(task, in_service) is not None:  # it fits the cluster, not the GPUs in service now
         return reasons.out_of_service([g for g in ps.gpus if not g.available], len(ps.gpus))
+    held = _held_outside(task, in_service)
+    if held is not None:
+        return held
     usable = [
         h
         for h in ps.holdings(ps.config.forecast_overrun_factor)
@@ -339,6 +342,23 @@ def _no_room_reason(ps: _Pass, task: QueuedTask) -> str:
     if in_the_way is None:
         return reason
     return f"{reason}; " + reasons.reserved_ahead(in_the_way.task_id, len(in_the_way.gpus), in_the_way.nodes)
+
+
+def _held_outside(task: QueuedTask, in_service: Sequence[GpuSlot]) -> str | None:
+    """The wait of a task that would not fit even once every nightshift task ended, because processes
+    outside nightshift hold memory of the GPUs (a notebook on a shared GPU): no end is worth naming then."""
+    if task.gpu_memory_mib <= 0 or not any(g.outside_mib > 0 for g in in_service):
+        return None
+    emptied = [
+        replace(g, memory_free_mib=g.memory_total_mib - g.outside_mib, shares_used=0.0) for g in in_service
+    ]
+    if Pool(emptied).find(task) is not None:
+        return None
+    held = [g for g in in_service if g.outside_mib > 0 and g.memory_total_mib >= task.gpu_memory_mib]
+    if not held:
+        return None
+    closest = max(held, key=lambda g: (g.memory_total_mib - g.outside_mib, g.node, -g.index))
+    return reasons.held_outside(task.gpus, task.gpu_memory_mib, closest)
 
 
 def _reservation_in_the_way(

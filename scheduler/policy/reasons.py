@@ -118,6 +118,17 @@ def no_room(gpus: int, gpu_memory_mib: int, next_free_in_s: float | None) -> str
     return f"{head}; the next frees in {human_duration(next_free_in_s)}"
 
 
+def held_outside(gpus: int, gpu_memory_mib: int, closest: GpuSlot) -> str:
+    """`"no GPU has 60 GB free, nor would one once nightshift's tasks end: 98 GB of GPU 0 of gpu-box is in use
+    outside them; it starts when that is freed"`: memory no task's end gives back."""
+    head = no_room(gpus, gpu_memory_mib, None)
+    gb = closest.outside_mib / 1024
+    return (
+        f"{head}, nor would one once nightshift's tasks end: {gb:.0f} GB of GPU {closest.index} of "
+        f"{closest.node} is in use outside them; it starts when that is freed"
+    )
+
+
 def out_of_service(unavailable: Sequence[GpuSlot], total: int) -> str:
     """The wait of a task that would fit the cluster but not the GPUs in service now, with why they are out
     (a node-wide reason once per node, at most three reasons)."""

@@ -35,6 +35,9 @@ class GpuSlot:
     power_w: float | None = None
     available: bool = True  # False when drained, too hot, or holding memory of a finished task
     why_unavailable: str | None = None  # for people: "node n0 is drained", "GPU 2 of n0: too hot: 91 °C ..."
+    # measured memory in use beyond what nightshift's tasks on it asked for (another process's, say a
+    # notebook's): no nightshift task's end frees it; 0 when not known
+    outside_mib: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -128,6 +128,15 @@ def test_a_gpu_holding_a_finished_tasks_memory_reads_in_chinese() -> None:
     assert "任务 7 结束后仍占用 6000 MiB（开始前为 2000 MiB）（可能有残留进程）" in reason_zh(beside)
 
 
+def test_memory_held_outside_nightshift_reads_in_chinese() -> None:
+    gpu = GpuSlot("gpu-box", 0, 140 * GB, 20 * GB, outside_mib=100 * GB)
+    assert reason_zh(reasons.held_outside(1, 60 * GB, gpu)) == (
+        "没有一张卡有 60 GB 空闲显存，nightshift 的任务都结束了也不够：gpu-box 的 0 号卡有 100 GB 显存"
+        "被 nightshift 以外的进程占用；这部分显存释放后才会开始"
+    )
+    assert reason_zh(reasons.held_outside(2, 60 * GB, gpu)).startswith("没有一个节点同时有 2 张空闲 60 GB")
+
+
 def test_a_command_not_found_or_not_executable_reads_in_chinese() -> None:
     assert reason_zh(JobOutcome(127, None, "nonzero_exit").describe()) == "退出码 127（找不到命令）"
     assert reason_zh(JobOutcome(126, None, "nonzero_exit").describe()) == "退出码 126（没有执行权限）"

@@ -8,6 +8,7 @@ from fastapi.testclient import TestClient
 from api.main import create_app
 from scheduler.clock import now_ms
 from scheduler.gpus.inventory import GpuInfo
+from scheduler.nodes import NodeGpu, NodeState
 from scheduler.notify.config import NotifyTarget
 from scheduler.notify.notifier import Notifier
 from scheduler.policy.types import RunningTask
@@ -195,3 +196,17 @@ def test_a_gpu_shared_with_memory_held_outside_nightshift_stays_in_service_after
     assert cluster.nodes.all()[0].gpus[0].out_of_service is None
     second = cluster.submit(who, {"command": "true", "gpu_memory_gb": 8, "workdir": str(tmp_path)})[0]
     wait_until(lambda: cluster.tasks.get_any(second.id).status == "succeeded")
+
+
+def test_gpu_slots_count_memory_in_use_beyond_nightshifts_reservations_as_held_outside() -> None:
+    # 140 GB GPUs: GPU 0 has 35 GB free while task 9 asked for 20 GB (100 GB + its CUDA context are someone
+    # else's); GPU 1 runs a task that asked for no memory (what it uses is its own: nothing is known)
+    gpus = (NodeGpu(0, "H200", 143_360, 35 * 1024), NodeGpu(1, "H200", 143_360, 60 * 1024))
+    node = NodeState("gpu-box", gpus, heartbeat_ms=now_ms())
+    holders = [
+        RunningTask(9, "lab", "ada", "gpu-box", (0,), 0.0, gpu_memory_mib=20 * 1024, gpu_fraction=0.5),
+        RunningTask(10, "lab", "ada", "gpu-box", (1,), 0.0),
+    ]
+    first, second = gpu_slots([node], holders, now_ms())
+    assert (first.outside_mib, first.memory_free_mib) == (143_360 - 35 * 1024 - 20 * 1024, 35 * 1024)
+    assert second.outside_mib == 0

@@ -88,6 +88,25 @@ def test_no_gpu_with_enough_memory_says_when_the_next_frees() -> None:
     assert d.pending_reasons[1] == "no GPU has 40 GB free; the next frees in ~25 min"
 
 
+def test_memory_held_outside_nightshift_is_named_and_no_task_end_is_promised() -> None:
+    # Given a 140 GB GPU where a notebook holds 100 GB, and a nightshift task holding 20 GB for 25 min
+    running = [
+        make_running(9, "gpu-box", (0,), gpu_memory_mib=20 * GB, gpu_fraction=0.5, estimated_end_s=25 * 60.0)
+    ]
+    gpu = GpuSlot("gpu-box", 0, 140 * GB, 20 * GB, "NVIDIA H200", shares_used=0.5, outside_mib=100 * GB)
+
+    # When a task asks for 60 GB: the end of task 9 would leave 40 GB, not 60
+    d = decide([make_task(1, gpu_memory_mib=60 * GB, gpu_fraction=0.5)], running, [gpu], 0.0, CFG)
+    assert d.pending_reasons[1] == (
+        "no GPU has 60 GB free, nor would one once nightshift's tasks end: 100 GB of GPU 0 of gpu-box is in "
+        "use outside them; it starts when that is freed"
+    )
+    # And one asking for 30 GB waits for task 9's end, as usual
+    fifo = PolicyConfig(policy="fifo")
+    d = decide([make_task(1, gpu_memory_mib=30 * GB, gpu_fraction=0.5)], running, [gpu], 0.0, fifo)
+    assert d.pending_reasons[1] == "no GPU has 30 GB free; the next frees in ~25 min"
+
+
 def test_tasks_that_fit_but_would_delay_the_reservation_are_behind_higher_priority_ones() -> None:
     # Given 2 GPUs, one busy for 1 h; a 2-GPU task first in line; then a 1-GPU task of 2 h
     running = [make_running(9, gpus=(0,), estimated_end_s=3600.0)]
