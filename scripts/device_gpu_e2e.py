@@ -8,11 +8,13 @@ Run on a machine with one NVIDIA GPU, PyTorch and nightshift's dependencies impo
 Steps, each printed as one JSON line ({"step": ..., "ok": true|false, ...}) and kept in OUT_DIR/e2e.json:
 1. the worker publishes its GPU from NVML (GET /api/v1/gpus: source nvml, name, memory, power);
 2. a process outside nightshift (the "notebook") holds all but ~FREE_GIB of the GPU's memory;
-3. a task asking for more than is free waits, and explain says why in words; one that fits runs on the GPU
-   (CUDA_VISIBLE_DEVICES set, PyTorch computes) and ends with its energy measured from NVML power;
+3. a task asking for more than the notebook leaves waits, and explain says the memory is held outside
+   nightshift; one that fits runs on the GPU (CUDA_VISIBLE_DEVICES set, PyTorch computes) and ends with its
+   energy measured from NVML power and a peak memory that leaves out the notebook's;
 4. after it ends the GPU stays in service (the notebook's memory is not the task's leftover);
 5. the notebook exits: the waiting task starts and succeeds;
-6. a running task that holds GPU memory is cancelled: its processes end and NVML shows the memory back.
+6. a running task that holds GPU memory is cancelled: NVML shows the memory back, and the worker ended the
+   job only once it was (no 'out of service' leftover warning).
 Exit status 0 when every step passed. OUT_DIR also gets the scheduler's and the worker's logs.
 """
 
@@ -34,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 T = TypeVar("T")
 GIB = 1024**3
 FREE_GIB = 40  # what the notebook leaves free
-BIG_GB = 60  # more than that: waits for the notebook to go
+BIG_GB = 70  # more than that, even once the small task ends: waits for the notebook to go
 SMALL_GB = 20  # fits beside it
 TORCH_TASK = (
     "{py} -c \"import os, time, torch; x = torch.empty({gib} * 2**30, dtype=torch.uint8, device='cuda'); "
@@ -169,8 +171,10 @@ def main() -> int:  # noqa: C901 - one script, read top to bottom
         running = wait_for(lambda: status_is(small["id"], "running", "succeeded", "failed"), 60)
         explained = get(f"/tasks/{big['id']}/explain")
         step(
-            "a task asking more than is free waits, saying why",
-            task(big["id"])["status"] == "queued" and bool(running),
+            "a task asking more than is free waits, saying that memory is held outside nightshift",
+            task(big["id"])["status"] == "queued"
+            and bool(running)
+            and "in use outside them" in (explained.get("reason") or ""),
             reason=explained.get("reason"),
             estimate=explained.get("estimated_start"),
         )
@@ -183,7 +187,8 @@ def main() -> int:  # noqa: C901 - one script, read top to bottom
             bool(done)
             and done["status"] == "succeeded"
             and "count 1" in output
-            and usage.get("energy_source") == "measured",
+            and usage.get("energy_source") == "measured"
+            and 0 < (usage.get("peak_gpu_memory_mib") or 0) < SMALL_GB * 1024,  # the notebook's is not its
             status=(done or {}).get("status"),
             output=output,
             usage=usage,
@@ -216,9 +221,14 @@ def main() -> int:  # noqa: C901 - one script, read top to bottom
         api.post(f"/api/v1/tasks/{hold['id']}/cancel")
         stopped = wait_for(lambda: status_is(hold["id"], "cancelled", "failed", "succeeded"), 60)
         freed = wait_for(lambda: (g := gpu0())["memory_free_mib"] > before - 2 * 1024 and g, 60)
+        worker_log = (out / "worker.log").read_text()
         step(
-            "a cancelled task's GPU memory is freed",
-            bool(holding) and bool(stopped) and bool(freed),
+            "a cancelled task's GPU memory is freed, and its end waits for it (no leftover warning)",
+            bool(holding)
+            and bool(stopped)
+            and bool(freed)
+            and "out of service" not in worker_log
+            and "is not empty" not in worker_log,
             free_before_mib=before,
             while_running=holding,
             status=(stopped or {}).get("status"),
