@@ -146,6 +146,17 @@ class QueuePublic(BaseModel):
     scheduler_warning: str | None = None
 
 
+class OutsideProcessPublic(BaseModel):
+    """A process using a GPU that is none of nightshift's tasks (a notebook, a run started by hand): its
+    memory is not free and no task's end gives it back. `user`, `command`: None where the worker cannot see
+    them (another pid namespace)."""
+
+    pid: int
+    used_mib: int | None
+    user: str | None
+    command: str | None
+
+
 class GpuPublic(BaseModel):
     """One GPU of one node."""
 
@@ -159,6 +170,7 @@ class GpuPublic(BaseModel):
     power_w: float | None
     tasks: list[int]
     out_of_service: str | None = None  # why it takes no new tasks (too hot, memory left behind), if so
+    outside: list[OutsideProcessPublic] = []  # processes on it that are no nightshift task's, largest first
 
 
 class NodePublic(BaseModel):

@@ -160,10 +160,13 @@ _RULES: list[Rule] = [
         re.compile(
             r"(no GPU has \d+ GB free|no node has \d+ GPUs with \d+ GB free), nor would one once "
             r"nightshift's tasks end: (\d+) GB of GPU (\d+) of (\S+) is in use outside them"
+            r"(?:, most by pid (\d+)(?: of (\S+))?(?: \((.*)\))?)?"
         ),
         lambda m: (
             f"{_part(m[1])}，nightshift 的任务都结束了也不够：{m[4]} 的 {m[3]} 号卡有 {m[2]} GB 显存"
             "被 nightshift 以外的进程占用"
+            + ("，主要是" + (f" {m[6]} 的" if m[6] else "") + f"进程 {m[5]}" if m[5] else "")
+            + (f"（{m[7]}）" if m[7] else "")
         ),
     ),
     (re.compile(r"it starts when that is freed"), lambda m: "这部分显存释放后才会开始"),

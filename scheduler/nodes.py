@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, cast
 
 import redis
 
+from scheduler.gpus.outside import OutsideProcess
 from scheduler.keys import RedisKeys
 
 NODE_STALE_AFTER_MS = 30_000
@@ -27,6 +28,8 @@ class NodeGpu:
     temperature_c: float | None = None
     power_w: float | None = None
     out_of_service: str | None = None  # why it takes no new tasks (too hot, memory left behind), if so
+    # processes on it that are none of nightshift's jobs (a notebook), largest memory first
+    outside: tuple[OutsideProcess, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,11 +138,22 @@ def _gpu_dict(gpu: NodeGpu) -> dict[str, Any]:
         "temperature_c": gpu.temperature_c,
         "power_w": gpu.power_w,
         "out_of_service": gpu.out_of_service,
+        "outside": [asdict(process) for process in gpu.outside],
     }
 
 
+_GPU_FIELDS = {f.name for f in fields(NodeGpu)}
+
+
+def _node_gpu(item: dict[str, Any]) -> NodeGpu:
+    """A GPU of a published record; fields a newer worker added are left out, not an error."""
+    known = {key: value for key, value in item.items() if key in _GPU_FIELDS}
+    known["outside"] = tuple(OutsideProcess(**process) for process in known.get("outside") or ())
+    return NodeGpu(**known)
+
+
 def _parse(name: str, raw: dict[str, str]) -> NodeState:
-    gpus = tuple(NodeGpu(**item) for item in json.loads(raw.get("gpus", "[]")))
+    gpus = tuple(_node_gpu(item) for item in json.loads(raw.get("gpus", "[]")))
     return NodeState(
         name=name,
         gpus=gpus,

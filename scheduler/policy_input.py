@@ -109,6 +109,7 @@ def gpu_slots(nodes: Iterable[NodeState], holders: Sequence[RunningTask], now_ms
                     available=why is None,
                     why_unavailable=why,
                     outside_mib=0 if key in unsized else max(0, outside),
+                    outside_by=gpu.outside[0].describe() if gpu.outside else None,
                 )
             )
     return slots

@@ -64,6 +64,7 @@ from scheduler.executor.reaper import (
 from scheduler.executor.sentinel import JobSentinel
 from scheduler.executor.spares import SpareShells
 from scheduler.gpus.inventory import GpuMonitor
+from scheduler.gpus.outside import outside_processes
 from scheduler.log_relay import answer_log_requests, wake_answerer
 from scheduler.logs import ATTEMPT_END, ATTEMPT_HEADER, append_note
 from scheduler.lost_attempts import settle_lost_attempt, token_node_of
@@ -793,6 +794,9 @@ class Worker:
             self._publish_node()
 
     def _publish_node(self) -> None:
+        readings = self.monitor.read()
+        with self._lock:
+            job_groups = {item.job.pid for item in self.jobs.values()}
         gpus = [
             NodeGpu(
                 index=gpu.index,
@@ -803,8 +807,9 @@ class Worker:
                 temperature_c=gpu.temperature_c,
                 power_w=gpu.power_w,
                 out_of_service=self.out_of_service.get(gpu.index),
+                outside=outside_processes(gpu.processes, job_groups),
             )
-            for gpu in self.monitor.read()
+            for gpu in readings
         ]
         in_cgroups = self.cgroups is not None and self.cgroups.usable
         self.cluster.nodes.publish(

@@ -35,6 +35,8 @@ def encode(value: Any) -> Any:
     """A pynvml answer as JSON: bytes as {"bytes": ...}, ctypes structs as objects of their fields."""
     if isinstance(value, bytes):
         return {"bytes": value.decode("utf-8", errors="replace")}
+    if isinstance(value, list):
+        return [encode(item) for item in value]
     if hasattr(type(value), "_fields_"):
         return {field[0]: encode(getattr(value, field[0])) for field in type(value)._fields_}
     return value

@@ -282,13 +282,15 @@ def gpus_table(data: dict[str, Any]) -> Table:
     """GPUs of every node."""
     alive = {node["name"]: node for node in data["nodes"]}
     table = Table(title="gpus", title_justify="left")
-    for column in ("node", "gpu", "name", "memory free / total", "util", "temp", "power", "tasks"):
+    columns = ["node", "gpu", "name", "memory free / total", "util", "temp", "power", "tasks"]
+    shared = any(gpu.get("outside") for gpu in data["gpus"])
+    for column in columns + (["outside nightshift"] if shared else []):
         table.add_column(column)
     for gpu in data["gpus"]:
         node = alive.get(gpu["node"], {})
         node_text = gpu["node"] + ("" if node.get("alive", True) else " [red](down)[/]")
         node_text += " [yellow](drained)[/]" if node.get("drained") else ""
-        table.add_row(
+        row = [
             node_text,
             str(gpu["index"]),
             gpu["name"],
@@ -297,8 +299,18 @@ def gpus_table(data: dict[str, Any]) -> Table:
             "-" if gpu["temperature_c"] is None else f"{gpu['temperature_c']:.0f}°C",
             "-" if gpu["power_w"] is None else f"{gpu['power_w']:.0f} W",
             ",".join(map(str, gpu["tasks"])) or "-",
-        )
+        ]
+        if shared:
+            row.append("\n".join(_outside_process(process) for process in gpu.get("outside") or []) or "-")
+        table.add_row(*row)
     return table
+
+
+def _outside_process(process: dict[str, Any]) -> str:
+    """`pid 4242 alice: jupyter-lab, 40.0 GB` (escaped: a command is no markup)."""
+    who = ": ".join(part for part in (process.get("user"), process.get("command")) if part)
+    memory = "" if process.get("used_mib") is None else f", {process['used_mib'] / 1024:.1f} GB"
+    return escape(f"pid {process['pid']}" + (f" {who}" if who else "") + memory)
 
 
 def _when(value: str | None) -> str:

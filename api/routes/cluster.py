@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Annotated
 
 from fastapi import APIRouter, Query
 
 from api.deps import ClusterDep, IdentityDep, UsageDep
 from api.routes.nodes import node_public
-from api.schemas import GpuPublic, GpusPublic, QueueEntry, QueuePublic, TaskPublic
+from api.schemas import GpuPublic, GpusPublic, OutsideProcessPublic, QueueEntry, QueuePublic, TaskPublic
 from scheduler.clock import now_ms
 from scheduler.forecasts import queue_forecast, scheduler_warning
 
@@ -65,6 +66,7 @@ def gpus(cluster: ClusterDep, who: IdentityDep) -> GpusPublic:
                     power_w=gpu.power_w,
                     tasks=holders.get((node.name, gpu.index), []),
                     out_of_service=gpu.out_of_service,
+                    outside=[OutsideProcessPublic(**asdict(process)) for process in gpu.outside],
                 )
             )
     return GpusPublic(nodes=nodes, gpus=gpu_rows)

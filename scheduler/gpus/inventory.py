@@ -14,8 +14,18 @@ GpuSource = Literal["nvml", "simulated", "none"]
 
 
 @dataclass(frozen=True, slots=True)
+class GpuProcess:
+    """A process using a GPU, as the driver lists it: its pid (in the driver's pid namespace) and the GPU
+    memory it holds (None where the driver does not say, e.g. under some virtual GPUs)."""
+
+    pid: int
+    used_mib: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class GpuInfo:
-    """One reading of one GPU; optional readings are None where the device cannot report them."""
+    """One reading of one GPU; optional readings are None where the device cannot report them
+    (`processes`: None where the source cannot list them, as simulated GPUs cannot)."""
 
     index: int
     uuid: str
@@ -27,6 +37,7 @@ class GpuInfo:
     temperature_c: float | None = None
     power_w: float | None = None
     power_limit_w: float | None = None
+    processes: tuple[GpuProcess, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready mapping, field names as in the dataclass (for `GET /gpus` and heartbeats)."""
@@ -46,7 +57,17 @@ class GpuInfo:
             temperature_c=_optional_float(data.get("temperature_c")),
             power_w=_optional_float(data.get("power_w")),
             power_limit_w=_optional_float(data.get("power_limit_w")),
+            processes=_processes(data.get("processes")),
         )
+
+
+def _processes(value: Any) -> tuple[GpuProcess, ...] | None:
+    if value is None:
+        return None
+    return tuple(
+        GpuProcess(int(item["pid"]), None if item.get("used_mib") is None else int(item["used_mib"]))
+        for item in value
+    )
 
 
 def _optional_float(value: Any) -> float | None:

@@ -4,7 +4,8 @@ The module is passed in (`nvml=`), defaulting to `import pynvml`, so tests repla
 without a driver (as httpx tests pass a `MockTransport`). Name, uuid and memory are required: without them a
 GPU cannot be placed on, so their failure fails the read. Utilization, temperature and power are optional:
 consumer cards, MIG slices and some virtual GPUs answer NVML_ERROR_NOT_SUPPORTED there, and one missing
-sensor must not take a node's GPUs out of service, so such a reading becomes None.
+sensor must not take a node's GPUs out of service, so such a reading becomes None. So does the list of
+processes using a GPU, which tells memory held outside nightshift (a notebook) from its own tasks' memory.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from contextlib import suppress
 from typing import Any, TypeVar
 
 from scheduler.errors import GpuInventoryError
-from scheduler.gpus.inventory import GpuInfo, GpuSource
+from scheduler.gpus.inventory import GpuInfo, GpuProcess, GpuSource
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +38,12 @@ def _import_pynvml() -> Any:
 def _text(value: str | bytes) -> str:
     """NVML strings: `str` from nvidia-ml-py >= 11.515, `bytes` from older versions."""
     return value.decode("utf-8", errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def _process(info: Any) -> GpuProcess:
+    """One entry of `nvmlDeviceGetComputeRunningProcesses`; its memory is None when NVML has no figure."""
+    used = getattr(info, "usedGpuMemory", None)
+    return GpuProcess(int(info.pid), None if used is None else int(used) // BYTES_PER_MIB)
 
 
 def nvml_available(nvml: Any = None) -> bool:
@@ -111,6 +118,9 @@ class NvmlGpus:
         power_limit_w = self._optional(
             index, lambda: nvml.nvmlDeviceGetEnforcedPowerLimit(handle) / MILLIWATTS_PER_WATT
         )
+        processes = self._optional(
+            index, lambda: tuple(_process(p) for p in nvml.nvmlDeviceGetComputeRunningProcesses(handle))
+        )
         return GpuInfo(
             index=index,
             uuid=uuid,
@@ -122,6 +132,7 @@ class NvmlGpus:
             temperature_c=temperature_c,
             power_w=power_w,
             power_limit_w=power_limit_w,
+            processes=processes,
         )
 
     def _required(self, index: int | None, what: str, call: Callable[..., Any], *args: Any) -> Any:

@@ -38,6 +38,7 @@ class GpuSlot:
     # measured memory in use beyond what nightshift's tasks on it asked for (another process's, say a
     # notebook's): no nightshift task's end frees it; 0 when not known
     outside_mib: int = 0
+    outside_by: str | None = None  # the process holding the most of it, "pid 4242 of alice (jupyter-lab)"
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import signal
+from dataclasses import replace
 
 import pytest
 
@@ -135,6 +136,11 @@ def test_memory_held_outside_nightshift_reads_in_chinese() -> None:
         "被 nightshift 以外的进程占用；这部分显存释放后才会开始"
     )
     assert reason_zh(reasons.held_outside(2, 60 * GB, gpu)).startswith("没有一个节点同时有 2 张空闲 60 GB")
+    named = replace(gpu, outside_by="pid 4242 of alice (jupyter-lab)")
+    assert "被 nightshift 以外的进程占用，主要是 alice 的进程 4242（jupyter-lab）；" in reason_zh(
+        reasons.held_outside(1, 60 * GB, named)
+    )
+    assert "主要是进程 77；" in reason_zh(reasons.held_outside(1, 60 * GB, replace(gpu, outside_by="pid 77")))
 
 
 def test_a_command_not_found_or_not_executable_reads_in_chinese() -> None:

@@ -11,6 +11,7 @@ from api.cli.render import (
     error_lines,
     estimate_line,
     explain_panel,
+    gpus_table,
     queue_table,
     quota_table,
     running_attempt_row,
@@ -342,3 +343,18 @@ def test_a_small_budget_reads_to_two_decimals_in_quota_and_report() -> None:
     assert ["GPU-hours", "(last", "24", "h)", "0.00", "0.02"] in quota_rows  # rolling windows, said so
     assert ["GPU-hours", "(last", "7", "days)", "0.0038", "12.00"] in quota_rows
     assert [cell.strip() for cell in nlp.split("│")[1:-1]] == ["nlp", "0.02 (105%)", "0.02", "0.02 (-)", "-"]
+
+
+def test_gpus_shows_processes_outside_nightshift_only_where_there_are_some() -> None:
+    gpu = {"node": "gpu-box", "index": 0, "name": "NVIDIA H200", "memory_free_mib": 40960,
+           "memory_total_mib": 143771, "utilization_pct": 0.0, "temperature_c": 38.0, "power_w": 80.0,
+           "tasks": [], "outside": []}  # fmt: skip
+    nodes = [{"name": "gpu-box", "alive": True, "drained": False}]
+    assert "outside nightshift" not in _text(gpus_table({"nodes": nodes, "gpus": [gpu]}))
+
+    notebook = {"pid": 4242, "used_mib": 102400, "user": "alice", "command": "jupyter-lab [x]"}
+    hidden = {"pid": 77, "used_mib": None, "user": None, "command": None}
+    shown = _text(gpus_table({"nodes": nodes, "gpus": [{**gpu, "outside": [notebook, hidden]}]}))
+    assert "outside nightshift" in shown
+    assert "pid 4242 alice: jupyter-lab [x], 100.0 GB" in shown  # the command's brackets are no markup
+    assert "pid 77" in shown

@@ -4,8 +4,10 @@ Recording format (`"format": "nightshift-nvml-recording/1"`, written by `scripts
 top-level keys `nvmlInit`, `nvmlSystemGetDriverVersion`, `nvmlDeviceGetCount`, and `devices`, a list with one
 object per GPU whose keys are the per-device pynvml functions the adapter calls (`nvmlDeviceGetName`,
 `nvmlDeviceGetUUID`, `nvmlDeviceGetMemoryInfo`, `nvmlDeviceGetUtilizationRates`, `nvmlDeviceGetTemperature`
-(sensor NVML_TEMPERATURE_GPU), `nvmlDeviceGetPowerUsage` (mW), `nvmlDeviceGetEnforcedPowerLimit` (mW), and
-optionally `nvmlDeviceGetHandleByIndex`). Each value is what the call returned, with three encodings:
+(sensor NVML_TEMPERATURE_GPU), `nvmlDeviceGetPowerUsage` (mW), `nvmlDeviceGetEnforcedPowerLimit` (mW),
+`nvmlDeviceGetComputeRunningProcesses` (a list of {pid, usedGpuMemory (bytes)}; recordings made before the
+adapter asked for it lack it, and the replay answers NVML_ERROR_NOT_SUPPORTED), and optionally
+`nvmlDeviceGetHandleByIndex`). Each value is what the call returned, with three encodings:
 `{"nvml_error": "NVML_ERROR_NOT_SUPPORTED"}` means the call raised that error, `{"bytes": "text"}` means
 it returned `b"text"` (pynvml < 11.515), and any other object is a ctypes struct, read by attribute.
 
@@ -34,6 +36,8 @@ def nvml_error(name: str) -> pynvml.NVMLError:
 
 def decode(value: Any) -> Any:
     """Turn a recorded value back into what pynvml returned, raising the recorded error if it is one."""
+    if isinstance(value, list):
+        return [decode(item) for item in value]
     if isinstance(value, dict):
         if set(value) == {"nvml_error"}:
             raise nvml_error(value["nvml_error"])
@@ -74,7 +78,9 @@ class ReplayNvml:
         return decode(value)
 
     def _device(self, function: str, handle: ReplayHandle) -> Any:
-        return self._answer(function, self.recording["devices"][handle.index][function])
+        # a call the recording lacks (made before the adapter asked for it) answers as an old driver would
+        missing = {"nvml_error": "NVML_ERROR_NOT_SUPPORTED"}
+        return self._answer(function, self.recording["devices"][handle.index].get(function, missing))
 
     def nvmlInit(self) -> None:
         self.calls.append("nvmlInit")
@@ -121,3 +127,6 @@ class ReplayNvml:
 
     def nvmlDeviceGetEnforcedPowerLimit(self, handle: ReplayHandle) -> Any:
         return self._device("nvmlDeviceGetEnforcedPowerLimit", handle)
+
+    def nvmlDeviceGetComputeRunningProcesses(self, handle: ReplayHandle) -> Any:
+        return self._device("nvmlDeviceGetComputeRunningProcesses", handle)

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from scheduler.gpus import GpuInfo, GpuMonitor, NoGpus, NvmlGpus, SimulatedGpus
+from scheduler.gpus import GpuInfo, GpuMonitor, GpuProcess, NoGpus, NvmlGpus, SimulatedGpus
 
 from .nvml_replay import ReplayNvml
 
@@ -43,6 +43,7 @@ def test_gpu_info_to_dict_is_json_with_the_field_names_and_units() -> None:
         "temperature_c": 60.0,
         "power_w": 250.5,
         "power_limit_w": 400.0,
+        "processes": None,
     }
 
 
@@ -50,6 +51,12 @@ def test_gpu_info_survives_a_round_trip_through_json_with_missing_readings() -> 
     info = make_info(utilization_pct=None, temperature_c=None, power_w=None, power_limit_w=None)
 
     assert GpuInfo.from_dict(json.loads(json.dumps(info.to_dict()))) == info
+    listed = make_info(processes=(GpuProcess(4242, 40960), GpuProcess(7, None)))
+    assert json.loads(json.dumps(listed.to_dict()))["processes"] == [
+        {"pid": 4242, "used_mib": 40960},
+        {"pid": 7, "used_mib": None},
+    ]
+    assert GpuInfo.from_dict(json.loads(json.dumps(listed.to_dict()))) == listed
 
 
 def test_gpu_info_is_frozen() -> None:

@@ -10,7 +10,7 @@ import pynvml
 import pytest
 
 from scheduler.errors import GpuInventoryError
-from scheduler.gpus import GpuInfo, NvmlGpus, nvml_available
+from scheduler.gpus import GpuInfo, GpuProcess, NvmlGpus, nvml_available
 
 from .nvml_replay import RECORDED, ReplayNvml, decode, nvml_error
 
@@ -41,6 +41,7 @@ def test_an_8_gpu_a100_box_is_read_with_memory_in_mib_and_power_in_watts(recorde
         temperature_c=67.0,
         power_w=398.412,
         power_limit_w=400.0,
+        processes=(GpuProcess(48211, 79872),),
     )
 
 
@@ -51,6 +52,22 @@ def test_the_a100_box_shows_its_mixed_usage(recorded_nvml: Recorded) -> None:
     assert [g.memory_used_mib for g in readings][4:] == [23552, 23544, 589, 40960]
     assert readings[6].memory_free_mib == 81920 - 589
     assert readings[1].power_w is not None and readings[1].power_w > readings[1].power_limit_w  # type: ignore[operator]
+
+
+def test_the_processes_on_each_gpu_are_read_with_their_memory_in_mib(recorded_nvml: Recorded) -> None:
+    readings = NvmlGpus(nvml=recorded_nvml("a100_sxm4_80gb_x8")).read()
+
+    assert readings[7].processes == (GpuProcess(31337, 40960),)  # the 40 GiB held with no work
+    assert readings[0].processes == (GpuProcess(48211, 79872),)
+    assert readings[6].processes == ()  # idle: none
+    # a driver with no figure for a process's memory (NVML_VALUE_NOT_AVAILABLE: pynvml gives None)
+    replay = recorded_nvml("a100_sxm4_80gb_x8")
+    replay.recording["devices"][7]["nvmlDeviceGetComputeRunningProcesses"] = [
+        {"pid": 31337, "usedGpuMemory": None}
+    ]
+    assert NvmlGpus(nvml=replay).read()[7].processes == (GpuProcess(31337, None),)
+    # a recording made before the adapter asked: as a driver without the call, the list is unknown
+    assert NvmlGpus(nvml=recorded_nvml("h200_idle")).read()[0].processes is None
 
 
 def test_a_power_reading_that_is_not_supported_becomes_none_and_the_rest_is_read(
@@ -71,7 +88,12 @@ def test_a_power_reading_that_is_not_supported_becomes_none_and_the_rest_is_read
 
 @pytest.mark.parametrize(
     "function",
-    ["nvmlDeviceGetUtilizationRates", "nvmlDeviceGetTemperature", "nvmlDeviceGetEnforcedPowerLimit"],
+    [
+        "nvmlDeviceGetUtilizationRates",
+        "nvmlDeviceGetTemperature",
+        "nvmlDeviceGetEnforcedPowerLimit",
+        "nvmlDeviceGetComputeRunningProcesses",
+    ],
 )
 @pytest.mark.parametrize(
     "error", ["NVML_ERROR_NOT_SUPPORTED", "NVML_ERROR_NO_PERMISSION", "NVML_ERROR_UNKNOWN"]
@@ -88,6 +110,7 @@ def test_every_optional_reading_that_raises_becomes_none(
         "nvmlDeviceGetUtilizationRates": "utilization_pct",
         "nvmlDeviceGetTemperature": "temperature_c",
         "nvmlDeviceGetEnforcedPowerLimit": "power_limit_w",
+        "nvmlDeviceGetComputeRunningProcesses": "processes",
     }[function]
     assert getattr(readings[3], field) is None
     assert getattr(readings[2], field) is not None

@@ -1,0 +1,83 @@
+"""Which processes on a GPU are not nightshift's jobs, and whose they are.
+
+The driver lists the processes using each GPU (`GpuInfo.processes`). Those of nightshift's jobs carry their
+run token in their environment, are in a job's process group, or sit in a job cgroup; any other one (a
+notebook, a training run started by hand) holds memory that no task's end gives back. `nightshift gpus`
+shows them with their owner and command, and a task kept out by their memory is told whose it is.
+
+A pid the driver reports from another pid namespace (a worker in a container) may not be visible here:
+it is still listed, with its memory, but without owner or command.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+from scheduler.executor.cgroups import FOLDER
+from scheduler.executor.reaper import TOKEN_VAR
+from scheduler.gpus.inventory import GpuProcess
+
+COMMAND_CHARS = 80
+_PROC = Path("/proc")
+
+
+@dataclass(frozen=True, slots=True)
+class OutsideProcess:
+    """A process using a GPU that is none of nightshift's jobs; user and command None where not visible."""
+
+    pid: int
+    used_mib: int | None = None
+    user: str | None = None
+    command: str | None = None
+
+    def describe(self) -> str:
+        """`"pid 4242 of alice (jupyter-lab)"`, or `"pid 4242"` when its owner cannot be seen from here."""
+        text = f"pid {self.pid}" + (f" of {self.user}" if self.user else "")
+        return text + (f" ({self.command})" if self.command else "")
+
+
+def outside_processes(
+    processes: Sequence[GpuProcess] | None, job_groups: Collection[int], proc: Path = _PROC
+) -> tuple[OutsideProcess, ...]:
+    """The processes of `processes` that are no nightshift job's (`job_groups`: the process groups of this
+    worker's jobs), largest memory first; () when the driver does not list processes."""
+    found = [
+        _describe(process)
+        for process in processes or ()
+        if process.pid != os.getpid() and not _is_a_job(process.pid, job_groups, proc)
+    ]
+    return tuple(sorted(found, key=lambda p: (-(p.used_mib or 0), p.pid)))
+
+
+def _is_a_job(pid: int, job_groups: Collection[int], proc: Path) -> bool:
+    try:
+        if os.getpgid(pid) in job_groups:
+            return True
+    except OSError:  # not visible here (another pid namespace) or gone
+        return False
+    try:
+        if f"/{FOLDER}/" in (proc / str(pid) / "cgroup").read_text():
+            return True
+        environ = (proc / str(pid) / "environ").read_bytes()
+    except OSError:  # gone, or another user's process we may not read
+        return False
+    return any(entry.startswith(f"{TOKEN_VAR}=".encode()) for entry in environ.split(b"\0"))
+
+
+def _describe(process: GpuProcess) -> OutsideProcess:
+    try:
+        found = psutil.Process(process.pid)
+        with found.oneshot():
+            user = found.username()
+            words = found.cmdline() or [found.name()]
+    except (psutil.Error, OSError):
+        return OutsideProcess(process.pid, process.used_mib)
+    command = " ".join([os.path.basename(words[0]), *words[1:]])
+    if len(command) > COMMAND_CHARS:
+        command = command[: COMMAND_CHARS - 1] + "…"
+    return OutsideProcess(process.pid, process.used_mib, user, command)

@@ -1,0 +1,103 @@
+"""Processes on a GPU that are none of nightshift's jobs: told apart from the jobs' own, named with their
+owner and command, shown by GET /gpus and named by the reason of a task their memory keeps out."""
+
+from __future__ import annotations
+
+import getpass
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+
+from api.main import create_app
+from scheduler.dispatcher import Dispatcher
+from scheduler.executor.reaper import TOKEN_VAR
+from scheduler.gpus import GpuProcess, NvmlGpus
+from scheduler.gpus.outside import OutsideProcess, outside_processes
+from scheduler.service import Cluster
+from scheduler.worker import Worker
+from tests.conftest import wait_until
+
+from .nvml_replay import ReplayNvml
+
+GIB = 1024**3
+
+
+@pytest.fixture
+def sleeper() -> Iterator[subprocess.Popen[bytes]]:
+    """A process of this user that is no job: `sleep 300` (as a notebook would be)."""
+    process = subprocess.Popen(["sleep", "300"])
+    yield process
+    process.kill()
+    process.wait()
+
+
+def test_a_process_that_is_no_job_is_named_with_its_owner_and_command(sleeper) -> None:
+    assert outside_processes([GpuProcess(sleeper.pid, 40960)], job_groups=set()) == (
+        OutsideProcess(sleeper.pid, 40960, getpass.getuser(), "sleep 300"),
+    )
+    assert OutsideProcess(sleeper.pid, 40960, "alice", "sleep 300").describe() == (
+        f"pid {sleeper.pid} of alice (sleep 300)"
+    )
+
+
+def test_a_jobs_processes_are_not_outside_nightshift(sleeper) -> None:
+    # a process with a run token in its environment, and one in a job's process group
+    env = {**os.environ, TOKEN_VAR: "node.1.lease-token"}
+    tokened = subprocess.Popen(["sleep", "300"], env=env)
+    grouped = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    try:
+        listed = [GpuProcess(p.pid, 1024) for p in (tokened, grouped, sleeper)]
+        assert [p.pid for p in outside_processes(listed, job_groups={grouped.pid})] == [sleeper.pid]
+    finally:
+        for process in (tokened, grouped):
+            process.kill()
+            process.wait()
+
+
+def test_processes_not_visible_here_are_listed_by_pid_largest_first() -> None:
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    listed = [GpuProcess(gone.pid, 1024), GpuProcess(gone.pid + 1_000_000, 90_000)]
+    assert outside_processes(listed, job_groups=set()) == (
+        OutsideProcess(gone.pid + 1_000_000, 90_000),  # another pid namespace's: no owner, no command
+        OutsideProcess(gone.pid, 1024),
+    )
+    assert outside_processes(None, job_groups=set()) == ()  # the driver lists none
+
+
+def test_memory_a_notebook_holds_is_shown_and_named_in_the_reason_of_the_task_it_keeps_out(
+    cluster: Cluster, make_identity, run_in_thread, sleeper, tmp_path
+) -> None:
+    # Given the real H200, where a process of this user (the "notebook") holds 100 GiB
+    recording = ReplayNvml.load("h200_idle").recording
+    device = recording["devices"][0]
+    total = device["nvmlDeviceGetMemoryInfo"]["total"]
+    device["nvmlDeviceGetMemoryInfo"] = {"total": total, "used": 100 * GIB, "free": total - 100 * GIB}
+    device["nvmlDeviceGetComputeRunningProcesses"] = [{"pid": sleeper.pid, "usedGpuMemory": 100 * GIB}]
+    who, token = make_identity()
+    worker = Worker(cluster, "gpu-box", NvmlGpus(nvml=ReplayNvml(recording)), base_env=dict(os.environ))
+    worker.publish_node()
+    run_in_thread(Dispatcher(cluster).run)
+    run_in_thread(worker.run)
+    headers = {"Authorization": f"Bearer {token}"}
+
+    # When a task asks for 60 GB
+    task, _ = cluster.submit(who, {"command": "true", "gpu_memory_gb": 60, "workdir": str(tmp_path)})
+
+    # Then GET /gpus shows the notebook, and the task's reason says whose memory keeps it out
+    with TestClient(create_app(cluster)) as client:
+        [gpu] = client.get("/api/v1/gpus", headers=headers).json()["gpus"]
+        reason = wait_until(
+            lambda: client.get(f"/api/v1/tasks/{task.id}/explain", headers=headers).json()["reason"]
+        )
+    user = getpass.getuser()
+    assert gpu["outside"] == [{"pid": sleeper.pid, "used_mib": 102400, "user": user, "command": "sleep 300"}]
+    assert reason == (
+        "no GPU has 60 GB free, nor would one once nightshift's tasks end: 100 GB of GPU 0 of gpu-box is in "
+        f"use outside them, most by pid {sleeper.pid} of {user} (sleep 300); it starts when that is freed"
+    )
+    assert cluster.tasks.get_any(task.id).status == "queued"
