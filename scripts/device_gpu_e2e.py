@@ -7,10 +7,12 @@ Run on a machine with one NVIDIA GPU, PyTorch and nightshift's dependencies impo
 
 Steps, each printed as one JSON line ({"step": ..., "ok": true|false, ...}) and kept in OUT_DIR/e2e.json:
 1. the worker publishes its GPU from NVML (GET /api/v1/gpus: source nvml, name, memory, power);
-2. a process outside nightshift (the "notebook") holds all but ~FREE_GIB of the GPU's memory;
+2. a process outside nightshift (the "notebook") holds all but ~FREE_GIB of the GPU's memory: GET /gpus
+   lists it (pid, owner) as outside nightshift;
 3. a task asking for more than the notebook leaves waits, and explain says the memory is held outside
-   nightshift; one that fits runs on the GPU (CUDA_VISIBLE_DEVICES set, PyTorch computes) and ends with its
-   energy measured from NVML power and a peak memory that leaves out the notebook's;
+   nightshift, by the notebook's pid; one that fits runs on the GPU (CUDA_VISIBLE_DEVICES set, PyTorch
+   computes, its process not listed as outside) and ends with its energy measured from NVML power and a
+   peak memory that leaves out the notebook's;
 4. after it ends the GPU stays in service (the notebook's memory is not the task's leftover);
 5. the notebook exits: the waiting task starts and succeeds;
 6. a running task that holds GPU memory is cancelled: NVML shows the memory back, and the worker ended the
@@ -163,7 +165,16 @@ def main() -> int:  # noqa: C901 - one script, read top to bottom
         )
         held = notebook.stdout.readline().strip() if notebook.stdout else ""
         seen = wait_for(lambda: (g := gpu0())["memory_free_mib"] < (FREE_GIB + 2) * 1024 and g, 30)
-        step("memory held outside nightshift is seen as not free", held == "held" and bool(seen), gpu=seen)
+        named = wait_for(lambda: (g := gpu0())["outside"] and g, 30)
+        step(
+            "memory held outside nightshift is seen as not free, and whose it is",
+            held == "held"
+            and bool(seen)
+            and bool(named)
+            and [p["pid"] for p in named["outside"]] == [notebook.pid]
+            and named["outside"][0]["user"] is not None,
+            gpu=named or seen,
+        )
 
         # 3. too big for what is free: waits, with the reason; a fitting one runs on the GPU
         big = submit("big", TORCH_TASK.format(py=sys.executable, gib=BIG_GB - 10, seconds=5), BIG_GB)
@@ -174,7 +185,7 @@ def main() -> int:  # noqa: C901 - one script, read top to bottom
             "a task asking more than is free waits, saying that memory is held outside nightshift",
             task(big["id"])["status"] == "queued"
             and bool(running)
-            and "in use outside them" in (explained.get("reason") or ""),
+            and f"in use outside them, most by pid {notebook.pid}" in (explained.get("reason") or ""),
             reason=explained.get("reason"),
             estimate=explained.get("estimated_start"),
         )
@@ -188,7 +199,9 @@ def main() -> int:  # noqa: C901 - one script, read top to bottom
             and done["status"] == "succeeded"
             and "count 1" in output
             and usage.get("energy_source") == "measured"
-            and 0 < (usage.get("peak_gpu_memory_mib") or 0) < SMALL_GB * 1024,  # the notebook's is not its
+            and 0 < (usage.get("peak_gpu_memory_mib") or 0) < SMALL_GB * 1024  # the notebook's is not its
+            and bool(busy)
+            and [p["pid"] for p in busy["outside"]] == [notebook.pid],  # its own is not outside
             status=(done or {}).get("status"),
             output=output,
             usage=usage,
