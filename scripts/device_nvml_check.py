@@ -39,6 +39,8 @@ def encode(value: Any) -> Any:
         return [encode(item) for item in value]
     if hasattr(type(value), "_fields_"):
         return {field[0]: encode(getattr(value, field[0])) for field in type(value)._fields_}
+    if isinstance(value, pynvml.nvmlFriendlyObject):  # the entries of a process list
+        return {name: encode(item) for name, item in vars(value).items() if not name.startswith("_")}
     return value
 
 

@@ -77,7 +77,9 @@ def _describe(process: GpuProcess) -> OutsideProcess:
             words = found.cmdline() or [found.name()]
     except (psutil.Error, OSError):
         return OutsideProcess(process.pid, process.used_mib)
-    command = " ".join([os.path.basename(words[0]), *words[1:]])
+    command = " ".join(
+        " ".join([os.path.basename(words[0]), *words[1:]]).split()
+    )  # one line: a reason holds it
     if len(command) > COMMAND_CHARS:
         command = command[: COMMAND_CHARS - 1] + "…"
     return OutsideProcess(process.pid, process.used_mib, user, command)

@@ -44,6 +44,16 @@ def test_a_process_that_is_no_job_is_named_with_its_owner_and_command(sleeper) -
     )
 
 
+def test_a_command_written_over_several_lines_is_named_on_one() -> None:
+    script = subprocess.Popen([sys.executable, "-c", "import time\ntime.sleep(300)"])
+    try:
+        [named] = outside_processes([GpuProcess(script.pid, 1024)], job_groups=set())
+        assert named.command is not None and named.command.endswith(" -c import time time.sleep(300)")
+    finally:
+        script.kill()
+        script.wait()
+
+
 def test_a_jobs_processes_are_not_outside_nightshift(sleeper) -> None:
     # a process with a run token in its environment, and one in a job's process group
     env = {**os.environ, TOKEN_VAR: "node.1.lease-token"}

@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 
 from api.main import create_app
 from scheduler.dispatcher import Dispatcher
-from scheduler.gpus import GpuInfo, NvmlGpus
+from scheduler.gpus import GpuInfo, GpuProcess, NvmlGpus
 from scheduler.service import Cluster
 from scheduler.worker import Worker
 from tests.conftest import wait_until
@@ -43,6 +43,14 @@ def test_a_busy_h200_reads_the_memory_its_process_holds_and_its_power() -> None:
     assert (busy.memory_used_mib, busy.memory_free_mib) == (32217, 111553)  # 30 GiB + CUDA context
     assert busy.memory_total_mib - (busy.memory_used_mib + busy.memory_free_mib) == 1  # each rounded down
     assert (busy.utilization_pct, busy.power_w, busy.power_limit_w) == (98.0, 693.814, 700.0)
+
+
+def test_an_h200_shared_with_a_notebook_lists_its_process_and_the_memory_it_holds() -> None:
+    [shared] = NvmlGpus(nvml=ReplayNvml.load("h200_notebook")).read()
+
+    assert shared.processes == (GpuProcess(934, 102918),)  # 100 GiB + its CUDA context
+    assert (shared.memory_used_mib, shared.memory_free_mib) == (103541, 40229)  # with the driver's own 615
+    assert (shared.utilization_pct, shared.power_w) == (0.0, 101.743)  # holding, not computing
 
 
 def test_a_task_is_placed_by_what_the_busy_h200_has_free(
