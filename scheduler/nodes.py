@@ -30,6 +30,8 @@ class NodeGpu:
     out_of_service: str | None = None  # why it takes no new tasks (too hot, memory left behind), if so
     # processes on it that are none of nightshift's jobs (a notebook), largest memory first
     outside: tuple[OutsideProcess, ...] = ()
+    # the memory they hold in all, where the driver lists the processes with their memory (else None)
+    outside_mib: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +141,7 @@ def _gpu_dict(gpu: NodeGpu) -> dict[str, Any]:
         "power_w": gpu.power_w,
         "out_of_service": gpu.out_of_service,
         "outside": [asdict(process) for process in gpu.outside],
+        "outside_mib": gpu.outside_mib,
     }
 
 

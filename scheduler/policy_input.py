@@ -95,8 +95,15 @@ def gpu_slots(nodes: Iterable[NodeState], holders: Sequence[RunningTask], now_ms
             if why is None and gpu.out_of_service:
                 why = f"GPU {gpu.index} of {node.name}: {gpu.out_of_service}"
             key = (node.name, gpu.index)
-            free = min(gpu.memory_free_mib, gpu.memory_total_mib - reserved_mib.get(key, 0))
-            outside = gpu.memory_total_mib - gpu.memory_free_mib - reserved_mib.get(key, 0)
+            reserved = reserved_mib.get(key, 0)
+            if gpu.outside_mib is not None:
+                # known from the driver's process list: a task's reservation it has not filled yet and
+                # the memory of processes outside nightshift both count, whatever the reading shows
+                outside = gpu.outside_mib
+                free = min(gpu.memory_free_mib, gpu.memory_total_mib - outside - reserved)
+            else:  # guessed: in use beyond the reservations (a task over its request counts in it)
+                outside = gpu.memory_total_mib - gpu.memory_free_mib - reserved
+                free = min(gpu.memory_free_mib, gpu.memory_total_mib - reserved)
             slots.append(
                 GpuSlot(
                     node=node.name,
@@ -108,7 +115,7 @@ def gpu_slots(nodes: Iterable[NodeState], holders: Sequence[RunningTask], now_ms
                     power_w=gpu.power_w,
                     available=why is None,
                     why_unavailable=why,
-                    outside_mib=0 if key in unsized else max(0, outside),
+                    outside_mib=0 if key in unsized and gpu.outside_mib is None else max(0, outside),
                     outside_by=gpu.outside[0].describe() if gpu.outside else None,
                 )
             )

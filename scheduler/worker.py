@@ -64,7 +64,7 @@ from scheduler.executor.reaper import (
 from scheduler.executor.sentinel import JobSentinel
 from scheduler.executor.spares import SpareShells
 from scheduler.gpus.inventory import GpuMonitor
-from scheduler.gpus.outside import outside_processes
+from scheduler.gpus.outside import outside_memory_mib, outside_processes
 from scheduler.log_relay import answer_log_requests, wake_answerer
 from scheduler.logs import ATTEMPT_END, ATTEMPT_HEADER, append_note
 from scheduler.lost_attempts import settle_lost_attempt, token_node_of
@@ -797,20 +797,23 @@ class Worker:
         readings = self.monitor.read()
         with self._lock:
             job_groups = {item.job.pid for item in self.jobs.values()}
-        gpus = [
-            NodeGpu(
-                index=gpu.index,
-                name=gpu.name,
-                memory_total_mib=gpu.memory_total_mib,
-                memory_free_mib=gpu.memory_free_mib,
-                utilization_pct=gpu.utilization_pct,
-                temperature_c=gpu.temperature_c,
-                power_w=gpu.power_w,
-                out_of_service=self.out_of_service.get(gpu.index),
-                outside=outside_processes(gpu.processes, job_groups),
+        gpus = []
+        for gpu in readings:
+            outside = outside_processes(gpu.processes, job_groups)
+            gpus.append(
+                NodeGpu(
+                    index=gpu.index,
+                    name=gpu.name,
+                    memory_total_mib=gpu.memory_total_mib,
+                    memory_free_mib=gpu.memory_free_mib,
+                    utilization_pct=gpu.utilization_pct,
+                    temperature_c=gpu.temperature_c,
+                    power_w=gpu.power_w,
+                    out_of_service=self.out_of_service.get(gpu.index),
+                    outside=outside,
+                    outside_mib=outside_memory_mib(gpu.processes, outside),
+                )
             )
-            for gpu in readings
-        ]
         in_cgroups = self.cgroups is not None and self.cgroups.usable
         self.cluster.nodes.publish(
             self.node,

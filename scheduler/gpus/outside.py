@@ -54,6 +54,16 @@ def outside_processes(
     return tuple(sorted(found, key=lambda p: (-(p.used_mib or 0), p.pid)))
 
 
+def outside_memory_mib(
+    processes: Sequence[GpuProcess] | None, outside: Sequence[OutsideProcess]
+) -> int | None:
+    """The memory the `outside` processes hold in all; None unless the driver listed the GPU's processes
+    (`processes`) and gave each outside one's memory."""
+    if processes is None or any(process.used_mib is None for process in outside):
+        return None
+    return sum(process.used_mib or 0 for process in outside)
+
+
 def _is_a_job(pid: int, job_groups: Collection[int], proc: Path) -> bool:
     try:
         if os.getpgid(pid) in job_groups:

@@ -13,10 +13,14 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api.main import create_app
+from scheduler.clock import now_ms
 from scheduler.dispatcher import Dispatcher
 from scheduler.executor.reaper import TOKEN_VAR
 from scheduler.gpus import GpuProcess, NvmlGpus
-from scheduler.gpus.outside import OutsideProcess, outside_processes
+from scheduler.gpus.outside import OutsideProcess, outside_memory_mib, outside_processes
+from scheduler.nodes import NodeGpu, NodeState
+from scheduler.policy.types import RunningTask
+from scheduler.policy_input import gpu_slots
 from scheduler.service import Cluster
 from scheduler.worker import Worker
 from tests.conftest import wait_until
@@ -79,17 +83,74 @@ def test_processes_not_visible_here_are_listed_by_pid_largest_first() -> None:
     assert outside_processes(None, job_groups=set()) == ()  # the driver lists none
 
 
-def test_memory_a_notebook_holds_is_shown_and_named_in_the_reason_of_the_task_it_keeps_out(
-    cluster: Cluster, make_identity, run_in_thread, sleeper, tmp_path
-) -> None:
-    # Given the real H200, where a process of this user (the "notebook") holds 100 GiB
+def test_the_memory_held_outside_is_known_only_where_the_driver_lists_each_processs_memory() -> None:
+    assert outside_memory_mib((), ()) == 0  # listed: nothing outside
+    assert outside_memory_mib([GpuProcess(1, 10)], [OutsideProcess(1, 10), OutsideProcess(2, 5)]) == 15
+    assert outside_memory_mib(None, ()) is None  # not listed
+    assert outside_memory_mib([GpuProcess(1)], [OutsideProcess(1)]) is None  # listed without its memory
+
+
+def _h200_beside_a_notebook(pid: int) -> ReplayNvml:
+    """The real H200 as NVML would read it while process `pid` (the "notebook") holds 100 GiB."""
     recording = ReplayNvml.load("h200_idle").recording
     device = recording["devices"][0]
     total = device["nvmlDeviceGetMemoryInfo"]["total"]
     device["nvmlDeviceGetMemoryInfo"] = {"total": total, "used": 100 * GIB, "free": total - 100 * GIB}
-    device["nvmlDeviceGetComputeRunningProcesses"] = [{"pid": sleeper.pid, "usedGpuMemory": 100 * GIB}]
+    device["nvmlDeviceGetComputeRunningProcesses"] = [{"pid": pid, "usedGpuMemory": 100 * GIB}]
+    return ReplayNvml(recording)
+
+
+def test_gpu_slots_count_a_reservation_not_filled_yet_beside_memory_listed_outside() -> None:
+    # 140 GB: the notebook's 100 GB listed by the driver; task 9 asked for 20 GB and has not allocated yet
+    gpu = NodeGpu(
+        0, "H200", 140 * 1024, 40 * 1024, outside=(OutsideProcess(4242, 100 * 1024),), outside_mib=100 * 1024
+    )
+    node = NodeState("gpu-box", (gpu,), heartbeat_ms=now_ms())
+    holder = RunningTask(9, "lab", "ada", "gpu-box", (0,), 0.0, gpu_memory_mib=20 * 1024, gpu_fraction=0.5)
+
+    [slot] = gpu_slots([node], [holder], now_ms())
+    assert (slot.memory_free_mib, slot.outside_mib) == (
+        20 * 1024,
+        100 * 1024,
+    )  # not the 40 GB the reading shows
+    assert slot.outside_by == "pid 4242"
+
+
+def test_beside_a_running_task_the_memory_held_outside_is_what_the_driver_lists(
+    cluster: Cluster, make_identity, run_in_thread, sleeper, tmp_path
+) -> None:
+    # Given the H200 beside the notebook, where a task that asked for 20 GB runs (and has not allocated yet)
     who, token = make_identity()
-    worker = Worker(cluster, "gpu-box", NvmlGpus(nvml=ReplayNvml(recording)), base_env=dict(os.environ))
+    monitor = NvmlGpus(nvml=_h200_beside_a_notebook(sleeper.pid))
+    worker = Worker(cluster, "gpu-box", monitor, base_env=dict(os.environ))
+    worker.publish_node()
+    run_in_thread(Dispatcher(cluster).run)
+    run_in_thread(worker.run)
+    first, _ = cluster.submit(who, {"command": "sleep 30", "gpu_memory_gb": 20, "workdir": str(tmp_path)})
+    wait_until(lambda: cluster.tasks.get_any(first.id).status == "running")
+
+    # When a task asks for 70 GB
+    second, _ = cluster.submit(who, {"command": "true", "gpu_memory_gb": 70, "workdir": str(tmp_path)})
+
+    # Then its reason names the notebook's 100 GB, not the 80 GB a guess from the reading would give
+    headers = {"Authorization": f"Bearer {token}"}
+    with TestClient(create_app(cluster)) as client:
+        reason = wait_until(
+            lambda: client.get(f"/api/v1/tasks/{second.id}/explain", headers=headers).json()["reason"]
+        )
+    assert ": 100 GB of GPU 0 of gpu-box is in use outside them, most by pid" in reason, reason
+    for task in (first, second):
+        cluster.cancel(who, task.id)
+
+
+def test_memory_a_notebook_holds_is_shown_and_named_in_the_reason_of_the_task_it_keeps_out(
+    cluster: Cluster, make_identity, run_in_thread, sleeper, tmp_path
+) -> None:
+    # Given the real H200, where a process of this user (the "notebook") holds 100 GiB
+    who, token = make_identity()
+    worker = Worker(
+        cluster, "gpu-box", NvmlGpus(nvml=_h200_beside_a_notebook(sleeper.pid)), base_env=dict(os.environ)
+    )
     worker.publish_node()
     run_in_thread(Dispatcher(cluster).run)
     run_in_thread(worker.run)
