@@ -1246,6 +1246,12 @@ QUESTIONS = {
         "“同时跑 N 个”限制的是一个扫参里同时运行的任务数，而这是单个任务，没有可限制的。请去掉这句再发；"
         "或者把要试的参数值写在花括号里，每个值一个任务：`python train.py --lr {1e-3,1e-4}`，同时最多跑2个。",
     ),
+    "gpu_count_choice": (
+        'A task runs on one number of GPUs: which should it be? Say it with one ("on 4 GPUs"); to try '
+        "both, send two requests, one for each count.",
+        "一个任务用固定数量的卡：要用几张？请只说一个数（“用 4 张卡”）；"
+        "两种都想试，就分两次提交，每次一个数量。",
+    ),
     "sweep_values": (
         "Which values should each run get? Put them in braces in the command and each value becomes a task: "
         "`python train.py --lr {1e-3,1e-4}` (or name the placeholder's values: `python train.py --lr {lr}` "

@@ -163,6 +163,14 @@ def _resource_starts(text: str, token: re.Match[str]) -> bool:
     return any(pattern.match(text, token.start()) for pattern in (_RESOURCE_AT, _CLOCK_AT, AT_A_TIME))
 
 
+def _leads_into_a_resource(text: str, token: re.Match[str]) -> bool:
+    """True when `token` is a stop word ("on", "with") and the next word begins a resource ("2 gpus")."""
+    if token.group().lower() not in _STOP_WORDS:
+        return False
+    following = _TOKEN.search(text, token.end())
+    return following is not None and _resource_starts(text, following)
+
+
 @dataclass(frozen=True, slots=True)
 class FoundCommand:
     """A command and where it was found in the text."""
@@ -188,7 +196,10 @@ def _scan_from(text: str, start: int) -> FoundCommand | None:
                 end = token.start() + cjk.start()
             break
         bare = word.lower().strip(".,;:!?")
-        is_flag_value = previous.startswith("-") and "=" not in previous
+        # a word after a flag is its value ("--mode on"), unless it leads into a resource: "--amp on 2 gpus"
+        is_flag_value = (
+            previous.startswith("-") and "=" not in previous and not _leads_into_a_resource(text, token)
+        )
         if (
             index > 0
             and not is_flag_value

@@ -21,6 +21,11 @@ GPUS = [
     # a bare count ending a clause: "用 H100 跑 train.py，两张"
     re.compile(rf"(?<![\d.第])(?P<n>{NUMBER})\s*[张块](?=\s*(?:$|[，,。.;；!！]))"),
 ]
+# two counts to choose from: "2 or 4 GPUs", "2-4 gpus", "两到四张卡" (a task runs on one fixed count)
+GPU_CHOICE = re.compile(
+    rf"(?<![\d.])(?:{NUMBER})\s*(?:\bor\b|\bto\b|-|–|~|或者?|到|至)\s*(?:{NUMBER})\s*(?:张|块|个)?\s*{_GPU_WORD}(?![a-z])",
+    re.I,
+)
 # a minus sign before a count: "-1 GPUs", "用 -1 张卡" (not a dash inside a word: "batch-2")
 NEGATIVE = re.compile(r"(?:^|[\s(（:：=用要给跑])[-−]\s*$")
 GPU_ONE = re.compile(r"\b(?:a|one|single|1)\s+(?:gpu|card)\b|单卡|一张卡|一块卡", re.I)

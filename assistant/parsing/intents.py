@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from assistant.parsing.clears import cleared_fields
 from assistant.parsing.commands import fenced_commands, find_command, remove_span
-from assistant.parsing.fields import BARE_NUMBER, TASK_ID, read_fields, task_ids
+from assistant.parsing.fields import BARE_NUMBER, GPU_CHOICE, TASK_ID, read_fields, task_ids
 from assistant.parsing.fields import ESTIMATE as RUN_TIME
 from assistant.parsing.history import plain_words, read_search
 from assistant.parsing.numbers import NUMBER, to_int
@@ -115,7 +115,7 @@ BEST = re.compile(r"\bbest\b|\bwinner\b|最好|最优", _I)
 # "all" of one's own sweep ("cancel all tasks of sweep 4", "取消扫参4的所有任务"): no one else's
 ALL_OF = re.compile(r"\ball\b|\bevery\b|全部|所有(?!人)|一切", _I)
 ESTIMATE = re.compile(
-    r"how\s+long\b.*\b(?:wait|until|till|before|queue|take\s+to\s+start)|\bwait(?:ing)?\s+time\b|\beta\b|how\s+soon"
+    r"how\s+long\b(?!\s+is\s+the\s+(?:queue|line)\b).*\b(?:wait|until|till|before|queue|take\s+to\s+start)|\bwait(?:ing)?\s+time\b|\beta\b|how\s+soon"
     r"|when\s+(?:will|would|does|can|could|do|is)\b.*\b(?:start|run|begin|get\s+(?:a\s+)?gpus?|go|be\s+scheduled|launch)"
     r"|\bestimate\b|how\s+long\s+(?:will|would|do)\s+(?:i|we)|expected\s+(?:start|wait)"
     r"|要?等多久|等多长时间|多久(?:能|才能|可以|会)?(?:开始|轮到|跑(?!完)|运行|排到)|什么时候(?:能|会|可以|才能|才会)?(?:开始|轮到|跑(?!完)|运行|排到)"
@@ -132,6 +132,7 @@ POSITION = re.compile(
     r"|what'?s\s+in\s+the\s+queue|(?:what|who)\s+is\s+(?:in|waiting\s+in)\s+the\s+queue|队列里(?:有)?(?:什么|啥|哪些)"
     r"|how\s+many\s+(?:jobs|tasks)\s+(?:are\s+)?(?:queued|in\s+(?:the\s+)?(?:queue|line)|waiting)"
     r"|how\s+(?:long|big)\s+is\s+the\s+queue|队列(?:里|中)?有多少|多少个?任务在排队|排队的有多少"
+    r"|\bis\s+the\s+queue\s+(?:long|big|full|busy)\b|队列(?:有多长|长吗|长不长)|排队的(?:人|任务)多(?:吗|不多)"
     r"|\b(?:show|see|view)\s+(?:me\s+)?the\s+queue\b|看看?(?:一下)?队列",
     _I,
 )
@@ -440,6 +441,8 @@ def _submit(command: str, rest: str, now: datetime, several: bool = False) -> Re
         return Reading("question", reason="one_command")
     if RECURRING.search(rest):  # one run now would drop "every night" without a word
         return Reading("question", reason="recurring")
+    if GPU_CHOICE.search(rest):  # "on 2 or 4 GPUs": which, rather than a card with one picked
+        return Reading("question", reason="gpu_count_choice")
     grid = brace_grid(command)
     worded = _worded_grid(grid.command if grid else command, rest, set(grid.grid) if grid else set())
     if isinstance(worded, Reading):
