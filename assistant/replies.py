@@ -840,12 +840,30 @@ def _cluster(data: dict[str, Any], lang: str) -> str:
     summary = data.get("summary") or {}
     total, busy = summary.get("gpus", 0), summary.get("busy", 0)
     free_gb = summary.get("free_memory_gb", 0)
-    return _t(
+    text = _t(
         lang,
         f"{busy} of {total} GPUs are busy; {total - busy} free, {free_gb:g} GB of GPU memory free; "
         f"{summary.get('queued', 0)} task(s) queued.",
         f"{total} 张卡中 {busy} 张在用，{total - busy} 张空闲，空闲显存 {free_gb:g} GB；"
         f"队列中 {summary.get('queued', 0)} 个任务。",
+    )
+    for gpu in data.get("gpus") or []:
+        for process in gpu.get("outside") or []:
+            text += "\n" + _outside_line(gpu, process, lang)
+    return text
+
+
+def _outside_line(gpu: dict[str, Any], process: dict[str, Any], lang: str) -> str:
+    """`GPU 0 of gpu-box: 100 GB held outside the queue by pid 4242 of alice (`jupyter-lab`).`"""
+    user = unwrap(process["user"]) if process.get("user") else None
+    command = unwrap(process["command"]).replace("`", "'") if process.get("command") else None
+    memory = "" if process.get("used_gb") is None else f"{process['used_gb']:g} GB "
+    by_en = f"pid {process['pid']}" + (f" of {user}" if user else "") + (f" (`{command}`)" if command else "")
+    by_zh = (f"{user} 的" if user else "") + f"进程 {process['pid']}" + (f"：`{command}`" if command else "")
+    return _t(
+        lang,
+        f"GPU {gpu['index']} of {gpu['node']}: {memory}held outside the queue by {by_en}.",
+        f"{gpu['node']} 的 {gpu['index']} 号卡：{memory}被队列以外的进程占用（{by_zh}）。",
     )
 
 

@@ -630,6 +630,17 @@ def explain_task(ctx: ToolContext, task_id: int) -> str:
     return _result(**result)
 
 
+def _outside_view(process: dict[str, Any]) -> dict[str, Any]:
+    """A process outside nightshift as the model sees it: its owner and command are data, not orders."""
+    used = process.get("used_mib")
+    return {
+        "pid": process.get("pid"),
+        "user": as_data(process["user"], 40) if process.get("user") else None,
+        "command": as_data(process["command"], 120) if process.get("command") else None,
+        "used_gb": None if used is None else round(used / 1024, 1),
+    }
+
+
 def cluster_status(ctx: ToolContext) -> str:
     """Every GPU: memory free/total, utilization, which tasks hold it; plus the queue length."""
     client = _need_client(ctx)
@@ -646,6 +657,8 @@ def cluster_status(ctx: ToolContext) -> str:
             "total_gb": round(g["memory_total_mib"] / 1024, 1),
             "util_pct": g.get("utilization_pct"),
             "tasks": g.get("tasks", []),
+            # processes that are no task of the queue (a notebook): their memory is not free
+            "outside": [_outside_view(process) for process in (g.get("outside") or [])[:3]],
         }
         for g in gpus
     ]

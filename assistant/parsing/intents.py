@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from assistant.parsing.clears import cleared_fields
-from assistant.parsing.commands import fenced_commands, find_command, remove_span
+from assistant.parsing.commands import STRONG, fenced_commands, find_command, remove_span
 from assistant.parsing.fields import BARE_NUMBER, GPU_CHOICE, TASK_ID, read_fields, task_ids
 from assistant.parsing.fields import ESTIMATE as RUN_TIME
 from assistant.parsing.history import plain_words, read_search
@@ -185,6 +185,8 @@ CLUSTER = re.compile(
     r"|\bis\s+node\s+\S+\s+(?:down|up|alive|dead|ok|online|offline)\b|\bnodes?\s+status\b"
     r"|what\s+gpus\s+(?:does|do|are)\b|\bgpus\s+(?:does|do)\s+(?:the|we|this)\b"
     r"|\b(?:any(?:one|body)|some(?:one|body)|who(?:'s|\s+is))\s+using\b"
+    r"|\b(?:show|list|see|view)\s+(?:me\s+)?(?:the\s+|all\s+(?:the\s+)?|our\s+)?gpus\b"
+    r"|谁在用\s*(?:卡|显卡|gpu)|(?:显卡|卡|gpu)\s*(?:被|让)谁(?:占|用)"
     r"|(?:卡|gpu)(?:多|够用?)(?:吗|么|不)"  # "现在卡多吗"
     r"|anything\s+free|what\s+can\s+i\s+run\s+(?:right\s+)?now|\bnodes?\b.*\b(?:up|status|alive)|空闲|空卡|显卡状态|gpu状态|集群状态|集群.*(?:怎么样|情况)|[AHVL]\d{2,3}.*空|卡.*(?:空|忙|占用|闲)"
     r"|显存.*(?:占用|剩|情况)|哪些卡|有没有卡|忙不忙|忙吗|繁忙|几张卡.*(?:空|闲|可用)|gpu.*(?:情况|使用)",
@@ -430,6 +432,14 @@ RECURRING = re.compile(
     r"\bevery\s+(?:night|day|morning|evening|hour|week|weekday|(?:mon|tues|wednes|thurs|fri|satur|sun)day)\b"
     r"|\b(?:daily|nightly|weekly|hourly)\b|每天|每晚|每天晚上|每周|每小时|每个?(?:晚上|早上|星期)",
     _I,
+)
+
+
+# a second command after the first, outside it: "run python a.py and python b.py", "然后跑 b.py"
+ANOTHER_COMMAND = re.compile(
+    r"(?:\band(?:\s+then)?\b|\bthen\b|\balso\b|;|,|，|然后|再|和)\s*(?:(?:also\s+)?run\s+|跑\s*|运行\s*)?"
+    + STRONG.pattern,
+    re.I,
 )
 
 
@@ -769,7 +779,8 @@ def understand(text: str, now: datetime) -> Reading:
     if reading is not None:
         return reading
     if found:
-        return _submit(found.command, rest, now, several=len(fenced_commands(text)) > 1)
+        several = len(fenced_commands(text)) > 1 or ANOTHER_COMMAND.search(rest) is not None
+        return _submit(found.command, rest, now, several=several)
     return _no_tool(rest)
 
 

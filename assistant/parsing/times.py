@@ -96,6 +96,7 @@ class _Date:
     day: date
     at: datetime | None
     span: tuple[int, int]
+    weekly: bool = False  # a bare weekday ("friday", "周五"): today's, or next week's once its time passed
 
 
 def _date_number(text: str | None) -> int | None:
@@ -146,7 +147,8 @@ def _date_of(match: re.Match[str], now: datetime) -> _Date | None:
     """The date one `DATE` match names, with its time when it gave one; None for no real date."""
     group = match.group
     if group("wd") or group("zwd"):
-        return _Date(_weekday(match, now), None, match.span())
+        bare = not (group("wnext") or (group("znext") or "").strip())
+        return _Date(_weekday(match, now), None, match.span(), weekly=bare)
     if group("iy"):
         day = _next_date(now, int(group("iy")), int(group("im")), int(group("id")))
         if day is None:
@@ -506,6 +508,9 @@ def _read_date(text: str, now: datetime, when: When) -> bool:
             )
         else:
             moment = datetime.combine(found.day, _DAY_END if deadline else time(8, 0), now.tzinfo)
+        said_when = clock is not None or part is not None  # "friday" alone, said on a Friday, is today
+        if found.weekly and said_when and found.day == now.date() and moment < now:  # "friday 9am" at 6pm
+            moment += timedelta(days=7)
         if deadline and when.deadline is None:
             when.deadline = moment
         elif not deadline and when.not_before is None:
@@ -520,17 +525,22 @@ def _read_date(text: str, now: datetime, when: When) -> bool:
 
 
 def _deadline_day(text: str, now: datetime, when: When) -> None:
-    """ "by tomorrow", "昨天之前": a deadline at the end of that day (a day alone is a start)."""
+    """ "by tomorrow", "昨天之前": a deadline at the end of that day (a day alone is a start); "by tomorrow
+    morning": at that part of the day."""
     match = DEADLINE_DAY.search(text)
     if match is None or when.deadline is not None:
         return
     offset = _day_offset(match.group("en") or match.group("zh")) or 0
     day = now.date() + timedelta(days=offset)
-    when.deadline = datetime.combine(day, _DAY_END, now.tzinfo)
-    when.spans.append(match.span())
+    part = _DATE_PART.match(text, match.end()) if match.group("en") else None
+    hour = _PART_HOUR.get(part.group("part").lower()) if part else None
+    when.deadline = datetime.combine(day, _DAY_END if hour is None else time(hour, 0), now.tzinfo)
+    when.spans.append(match.span() if part is None or hour is None else (match.start(), part.end()))
 
 
 def _day_only(text: str, now: datetime, when: When) -> None:
+    """ "tomorrow morning", "明天下午": a start then; a deadline when said as one ("明天早上之前",
+    "before tomorrow afternoon")."""
     match = DAY_ONLY.search(text)
     if not match:
         return
@@ -538,5 +548,12 @@ def _day_only(text: str, now: datetime, when: When) -> None:
     part = (match.group("enpart") or match.group("this") or match.group("zhpart") or "").lower()
     hour = _PART_HOUR.get(part, 8)
     base = now.replace(second=0, microsecond=0) + timedelta(days=day or 0)
-    when.not_before = base.replace(hour=hour, minute=0)
+    moment = base.replace(hour=hour, minute=0)
+    if _DATE_DEADLINE_AFTER.match(text[match.end() :]) or _DATE_DEADLINE_BEFORE.search(
+        text[max(0, match.start() - 30) : match.start()]
+    ):
+        if when.deadline is None:
+            when.deadline = moment
+    else:
+        when.not_before = moment
     when.spans.append(match.span())
