@@ -203,6 +203,8 @@ _MODEL = r"(?:[AHVB]\d{2,4}|L40S?|[LT]4|GH200|RTX\s?\d{4}|\d{4}(?=\s*(?:gpus?|ca
 # A pinned node: "on node gpu-box-2", "on machine vm", "在 gpu-box-2 节点上", "节点 vm"
 NODE = re.compile(
     r"\bon\s+(?:the\s+)?(?:node|box|machine|server|host)\s+(?P<v>[A-Za-z0-9][A-Za-z0-9_.-]*)"
+    # "on node-b", "on worker_a": a name that starts with the word a node is (no digit needed then)
+    r"|\bon\s+(?:the\s+)?(?P<u>(?:node|host|worker|server|machine)[-_.][A-Za-z0-9](?:[\w.-]*[A-Za-z0-9])?)(?![\w-])"
     r"|(?:在|用)\s*(?P<z>[A-Za-z0-9][A-Za-z0-9_.-]*)\s*(?:这台|这个)?\s*(?:节点|机器|服务器)"
     # "在 gpu-box-9 上跑": a name with a dash or a digit, where the request runs (a GPU model is no node)
     r"|在\s*(?P<y>[A-Za-z][A-Za-z0-9_.]*(?:-[A-Za-z0-9_.]+)+|[A-Za-z]+[A-Za-z_.-]*\d[A-Za-z0-9_.-]*)\s*上面?"
@@ -360,7 +362,7 @@ def _read_labels(text: str, found: Fields) -> str:
 def _read_resources(text: str, found: Fields) -> str:
     node = NODE.search(text)
     if node and not (node.group("y") and re.fullmatch(_MODEL + r"s?", node.group("y"), re.I)):
-        found.values["node"] = _group(node, "v", "z", "y", "w")
+        found.values["node"] = _group(node, "v", "z", "y", "w", "u")
         text = _blank(text, node, found)
     counted = COUNTED_MODEL.search(text)
     if counted and to_int(_group(counted, "n", "k") or ""):

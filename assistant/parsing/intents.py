@@ -736,6 +736,10 @@ def _cancel(rest: str, now: datetime) -> Reading | None:
         if field["field"].lower().startswith(("tag", "label", "name")):
             return Reading("question", reason="unclear")
         return Reading("help", reason="change_fixed")
+    if len(set(ids)) > 1:  # "cancel 3, 4 and 5": one card per task, not a card for 3 alone
+        return Reading("question", reason="bulk_own")
+    if not ids and re.search(r"\b(?:everything|all)\b|全部|所有", rest, _I):  # "cancel everything queued"
+        return Reading("question", reason="bulk_own")
     return _tool("cancel_task", task_id=ids[0]) if ids else Reading("question", reason="need_task_id")
 
 

@@ -37,6 +37,7 @@ MINIMIZE = re.compile(r"\b(?:lowest|smallest|min(?:imum|imi[sz]e)?)\b|最低|最
 _NOT_METRICS = {"the", "a", "an", "its", "their", "one", "ones", "run", "runs", "task", "tasks", "job"}
 _NOT_METRICS |= {"jobs", "result", "results", "sweep", "sweeps", "metric", "metrics", "so", "far", "which"}
 _NOT_METRICS |= {"what", "tag", "tagged", "it", "them", "now", "default", "of", "me", "i", "we", "and", "or"}
+_NOT_METRICS |= {"in", "on", "for", "at", "with", "from", "was", "is", "were", "are", "setting", "settings"}
 
 
 def sweep_id_of(text: str) -> int | None:
