@@ -173,29 +173,30 @@ class Handlers:
 
     # --- tables ---------------------------------------------------------------------------------------
 
-    def tasks(self, session: UiSession | None, status: str) -> tuple[pd.DataFrame, str]:
-        """The person's tasks (their team's; every team's for admins), optionally one status."""
+    def tasks(self, session: UiSession | None, status: str) -> tuple[Any, Any]:
+        """The person's tasks (their team's; every team's for admins), optionally one status; nothing changes
+        when a read begun later (a hold's) is already shown."""
         if session is None:
             return views.tasks_frame([]), "Sign in to see your tasks."
+        read = session.begin_tasks_read()
         try:
             tasks = session.client.list_tasks(status=None if status in ("", "all") else status, limit=200)
+            shown: tuple[Any, Any] = (views.tasks_frame(tasks, self.zone), f"{len(tasks)} task(s).")
         except ClientError as exc:
-            return views.tasks_frame([]), f"Could not load tasks: {exc.message}"
-        return views.tasks_frame(tasks, self.zone), f"{len(tasks)} task(s)."
+            shown = (views.tasks_frame([]), f"Could not load tasks: {exc.message}")
+        return shown if session.may_show_tasks_read(read) else (gr.skip(), gr.skip())
 
-    def hold(self, session: UiSession | None, task_id: float | None, status: str) -> tuple[pd.DataFrame, str]:
+    def hold(self, session: UiSession | None, task_id: float | None, status: str) -> tuple[Any, Any]:
         """Hold the task in the id box back (it stays queued and starts nowhere until released); the table."""
         return self._hold_or_release(session, task_id, status, hold=True)
 
-    def release(
-        self, session: UiSession | None, task_id: float | None, status: str
-    ) -> tuple[pd.DataFrame, str]:
+    def release(self, session: UiSession | None, task_id: float | None, status: str) -> tuple[Any, Any]:
         """Let the held task in the id box start again; the table."""
         return self._hold_or_release(session, task_id, status, hold=False)
 
     def set_priority(
         self, session: UiSession | None, task_id: float | None, priority: str | None, status: str
-    ) -> tuple[pd.DataFrame, str]:
+    ) -> tuple[Any, Any]:
         """Give the queued task in the id box this priority (it keeps its place in time); the table."""
 
         def change(number: int, client: AssistantClient) -> str:
@@ -206,7 +207,7 @@ class Handlers:
 
     def _hold_or_release(
         self, session: UiSession | None, task_id: float | None, status: str, hold: bool
-    ) -> tuple[pd.DataFrame, str]:
+    ) -> tuple[Any, Any]:
         def act(number: int, client: AssistantClient) -> str:
             if hold:
                 client.hold(number)
@@ -222,7 +223,7 @@ class Handlers:
         task_id: float | None,
         status: str,
         act: Callable[[int, AssistantClient], str],
-    ) -> tuple[pd.DataFrame, str]:
+    ) -> tuple[Any, Any]:
         """`act` on the task in the id box with the person's client; the tasks table and what was done (or
         why not)."""
         frame, note = self.tasks(session, status)

@@ -58,6 +58,10 @@ class UiSession:
     card: dict[str, Any] | None = None
     _assistant: Assistant | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # reads of the tasks table, in the order they began, and the last one the page shows: events of one page
+    # run side by side, so a refresh begun before a hold may answer after it, with the table before the hold
+    _tasks_reads: int = 0
+    _tasks_shown: int = 0
 
     @property
     def assistant(self) -> Assistant:
@@ -70,6 +74,20 @@ class UiSession:
     def language(self) -> str:
         """The language of the conversation (`en`, `zh`): the person's last message's."""
         return self._assistant.language() if self._assistant is not None else "en"
+
+    def begin_tasks_read(self) -> int:
+        """A number for a read of the tasks table about to begin (later reads get larger ones)."""
+        with self.lock:
+            self._tasks_reads += 1
+            return self._tasks_reads
+
+    def may_show_tasks_read(self, read: int) -> bool:
+        """True when read `read` may replace what the page shows (no read begun after it was shown first)."""
+        with self.lock:
+            if read < self._tasks_shown:
+                return False
+            self._tasks_shown = read
+            return True
 
     def say(self, role: str, content: str) -> None:
         """Append a chat message (what the Chatbot shows)."""
