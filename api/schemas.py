@@ -149,7 +149,7 @@ class QueuePublic(BaseModel):
 class OutsideProcessPublic(BaseModel):
     """A process using a GPU that is none of nightshift's tasks (a notebook, a run started by hand): its
     memory is not free and no task's end gives it back. `user`, `command`: None where the worker cannot see
-    them (another pid namespace)."""
+    them (another pid namespace); `command` is shown to admins only (a command line may hold a secret)."""
 
     pid: int
     used_mib: int | None

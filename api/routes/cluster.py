@@ -12,6 +12,7 @@ from api.routes.nodes import node_public
 from api.schemas import GpuPublic, GpusPublic, OutsideProcessPublic, QueueEntry, QueuePublic, TaskPublic
 from scheduler.clock import now_ms
 from scheduler.forecasts import queue_forecast, scheduler_warning
+from scheduler.gpus.outside import OutsideProcess
 
 router = APIRouter(tags=["cluster"])
 
@@ -66,7 +67,14 @@ def gpus(cluster: ClusterDep, who: IdentityDep) -> GpusPublic:
                     power_w=gpu.power_w,
                     tasks=holders.get((node.name, gpu.index), []),
                     out_of_service=gpu.out_of_service,
-                    outside=[OutsideProcessPublic(**asdict(process)) for process in gpu.outside],
+                    outside=[_outside_public(process, who.is_admin) for process in gpu.outside],
                 )
             )
     return GpusPublic(nodes=nodes, gpus=gpu_rows)
+
+
+def _outside_public(process: OutsideProcess, admin: bool) -> OutsideProcessPublic:
+    """A process outside nightshift as GET /gpus shows it: its command to admins only (a command line may
+    hold a secret, and other teams' people read this list too)."""
+    shown = asdict(process) if admin else {**asdict(process), "command": None}
+    return OutsideProcessPublic(**shown)

@@ -3,7 +3,8 @@
 The driver lists the processes using each GPU (`GpuInfo.processes`). Those of nightshift's jobs carry their
 run token in their environment, are in a job's process group, or sit in a job cgroup; any other one (a
 notebook, a training run started by hand) holds memory that no task's end gives back. `nightshift gpus`
-shows them with their owner and command, and a task kept out by their memory is told whose it is.
+shows them with their owner (and, to admins, their command: a command line may hold a secret), and a task
+kept out by their memory is told whose it is.
 
 A pid the driver reports from another pid namespace (a worker in a container) may not be visible here:
 it is still listed, with its memory, but without owner or command.
@@ -36,9 +37,9 @@ class OutsideProcess:
     command: str | None = None
 
     def describe(self) -> str:
-        """`"pid 4242 of alice (jupyter-lab)"`, or `"pid 4242"` when its owner cannot be seen from here."""
-        text = f"pid {self.pid}" + (f" of {self.user}" if self.user else "")
-        return text + (f" ({self.command})" if self.command else "")
+        """`"pid 4242 of alice"`, or `"pid 4242"` when its owner cannot be seen from here: what a waiting
+        task's reason says, which anyone whose task waits reads (never the command: it may hold a secret)."""
+        return f"pid {self.pid}" + (f" of {self.user}" if self.user else "")
 
 
 def outside_processes(

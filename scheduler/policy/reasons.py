@@ -120,7 +120,7 @@ def no_room(gpus: int, gpu_memory_mib: int, next_free_in_s: float | None) -> str
 
 def held_outside(gpus: int, gpu_memory_mib: int, closest: GpuSlot) -> str:
     """`"no GPU has 60 GB free, nor would one once nightshift's tasks end: 98 GB of GPU 0 of gpu-box is in use
-    outside them, most by pid 4242 of alice (jupyter-lab); it starts when that is freed"`: memory no task's
+    outside them, most by pid 4242 of alice; it starts when that is freed"`: memory no task's
     end gives back, and whose it is where the driver lists its processes."""
     head = no_room(gpus, gpu_memory_mib, None)
     gb = closest.outside_mib / 1024

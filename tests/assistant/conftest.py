@@ -176,8 +176,9 @@ def make_assistant(
         model: Any = None,
         now: datetime = NOW,
         dry_run: bool = False,
+        admin: bool = False,
     ) -> Assistant:
-        _, token = make_identity(user, team)
+        _, token = make_identity(user, team, admin=admin)
         client = make_client(token)
         return Assistant(
             cluster.settings, client, model=model, now=lambda: now, user=user, team=team, dry_run=dry_run

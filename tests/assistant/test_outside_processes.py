@@ -1,5 +1,5 @@
-"""Asked who uses the GPUs, the chat names processes outside the queue (a notebook) with their memory,
-owner and command; the owner and command reach the model as data, never as instructions."""
+"""Asked who uses the GPUs, the chat names processes outside the queue (a notebook) with their memory and
+owner (and, for an admin, command); owner and command reach the model as data, never as instructions."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def _shared_gpu_box(cluster) -> None:
 
 def test_who_uses_the_gpus_names_the_notebook_outside_the_queue(make_assistant, cluster):
     _shared_gpu_box(cluster)
-    assistant = make_assistant()
+    assistant = make_assistant("root", "ops", admin=True)
 
     turn = assistant.ask("who is using the gpus?")
 
@@ -43,9 +43,18 @@ def test_who_uses_the_gpus_names_the_notebook_outside_the_queue(make_assistant, 
 def test_in_chinese_the_notebook_is_named_in_chinese(make_assistant, cluster):
     _shared_gpu_box(cluster)
 
-    turn = make_assistant().ask("谁在用卡")
+    turn = make_assistant("root", "ops", admin=True).ask("谁在用卡")
 
     assert (
         "gpu-box 的 0 号卡：100 GB 被队列以外的进程占用（alice 的进程 4242：`jupyter-lab --port '8888'`）。"
         in turn.reply
     )
+
+
+def test_to_someone_who_is_no_admin_the_notebooks_command_is_not_shown(make_assistant, cluster):
+    _shared_gpu_box(cluster)
+
+    turn = make_assistant().ask("who is using the gpus?")
+
+    assert "GPU 0 of gpu-box: 100 GB held outside the queue by pid 4242 of alice." in turn.reply
+    assert "jupyter" not in turn.reply

@@ -136,8 +136,8 @@ def test_memory_held_outside_nightshift_reads_in_chinese() -> None:
         "被 nightshift 以外的进程占用；这部分显存释放后才会开始"
     )
     assert reason_zh(reasons.held_outside(2, 60 * GB, gpu)).startswith("没有一个节点同时有 2 张空闲 60 GB")
-    named = replace(gpu, outside_by="pid 4242 of alice (jupyter-lab)")
-    assert "被 nightshift 以外的进程占用，主要是 alice 的进程 4242（jupyter-lab）；" in reason_zh(
+    named = replace(gpu, outside_by="pid 4242 of alice")
+    assert "被 nightshift 以外的进程占用，主要是 alice 的进程 4242；" in reason_zh(
         reasons.held_outside(1, 60 * GB, named)
     )
     assert "主要是进程 77；" in reason_zh(reasons.held_outside(1, 60 * GB, replace(gpu, outside_by="pid 77")))

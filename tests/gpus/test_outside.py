@@ -44,7 +44,7 @@ def test_a_process_that_is_no_job_is_named_with_its_owner_and_command(sleeper) -
         OutsideProcess(sleeper.pid, 40960, getpass.getuser(), "sleep 300"),
     )
     assert OutsideProcess(sleeper.pid, 40960, "alice", "sleep 300").describe() == (
-        f"pid {sleeper.pid} of alice (sleep 300)"
+        f"pid {sleeper.pid} of alice"  # never the command: anyone whose task waits reads this
     )
 
 
@@ -159,16 +159,22 @@ def test_memory_a_notebook_holds_is_shown_and_named_in_the_reason_of_the_task_it
     # When a task asks for 60 GB
     task, _ = cluster.submit(who, {"command": "true", "gpu_memory_gb": 60, "workdir": str(tmp_path)})
 
-    # Then GET /gpus shows the notebook, and the task's reason says whose memory keeps it out
+    # Then GET /gpus shows the notebook (its command to admins only), and the task's reason says whose
+    # memory keeps it out
+    _, admin_token = make_identity("root-admin", "ops", admin=True)
     with TestClient(create_app(cluster)) as client:
         [gpu] = client.get("/api/v1/gpus", headers=headers).json()["gpus"]
+        [seen_by_admin] = client.get(
+            "/api/v1/gpus", headers={"Authorization": f"Bearer {admin_token}"}
+        ).json()["gpus"]
         reason = wait_until(
             lambda: client.get(f"/api/v1/tasks/{task.id}/explain", headers=headers).json()["reason"]
         )
     user = getpass.getuser()
-    assert gpu["outside"] == [{"pid": sleeper.pid, "used_mib": 102400, "user": user, "command": "sleep 300"}]
+    assert gpu["outside"] == [{"pid": sleeper.pid, "used_mib": 102400, "user": user, "command": None}]
+    assert seen_by_admin["outside"][0]["command"] == "sleep 300"
     assert reason == (
         "no GPU has 60 GB free, nor would one once nightshift's tasks end: 100 GB of GPU 0 of gpu-box is in "
-        f"use outside them, most by pid {sleeper.pid} of {user} (sleep 300); it starts when that is freed"
+        f"use outside them, most by pid {sleeper.pid} of {user}; it starts when that is freed"
     )
     assert cluster.tasks.get_any(task.id).status == "queued"
