@@ -202,7 +202,9 @@ NEXT_NIGHT = re.compile(r"\btomorrow\s+(?:night|evening)\b|明晚|明天晚上|�
 DAY_ONLY = re.compile(
     r"\b(?P<en>(?:the\s+)?day\s+after\s+tomorrow|tomorrow)(?:\s+(?P<enpart>morning|afternoon))?\b"
     r"|\bthis\s+(?P<this>morning|afternoon)\b"
-    r"|(?P<zh>后天|明天|明早|明日)(?P<zhpart>早上|上午|中午|下午|早晨|清晨)?",
+    r"|(?P<zh>后天|明天|明早|明日)(?P<zhpart>早上|上午|中午|下午|早晨|清晨)?"
+    # the weekend: from Saturday 00:00 ("周末跑", "run it over the weekend"); today when it is the weekend
+    r"|(?P<weekend>\b(?:(?:this|the|over\s+the|on\s+the|at\s+the)\s+)weekend\b|(?:这个?|本)?周末)",
     re.I,
 )
 _DAY_OFFSET = {
@@ -544,6 +546,20 @@ def _day_only(text: str, now: datetime, when: When) -> None:
     "before tomorrow afternoon")."""
     match = DAY_ONLY.search(text)
     if not match:
+        return
+    if match.group("weekend"):
+        saturday = now.date() + timedelta(days=(5 - now.weekday()) % 7 if now.weekday() < 5 else 0)
+        start = max(now.replace(second=0, microsecond=0), datetime.combine(saturday, time(0, 0), now.tzinfo))
+        if _DATE_DEADLINE_AFTER.match(text[match.end() :]) or _DATE_DEADLINE_BEFORE.search(
+            text[max(0, match.start() - 30) : match.start()]
+        ):  # "by the weekend", "周末前": before the next one begins
+            ahead = (5 - now.weekday()) % 7 or 7
+            when.deadline = when.deadline or datetime.combine(
+                now.date() + timedelta(days=ahead), time(0, 0), now.tzinfo
+            )
+        else:
+            when.not_before = start
+        when.spans.append(match.span())
         return
     day = _day_offset(match.group("en") or match.group("zh") or "this")
     part = (match.group("enpart") or match.group("this") or match.group("zhpart") or "").lower()
