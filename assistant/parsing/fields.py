@@ -154,9 +154,15 @@ DOCKER = [
 # day (25 and up), so a task id
 DEPENDS = [
     re.compile(
-        r"\bafter\s+(?:(?:the\s+)?(?:tasks|jobs)\s+)?(?P<l>#?\d+(?:(?:\s*,\s*|\s+and\s+|\s*&\s*)#?\d+)+)\b"
+        r"\bafter\s+(?:(?:the\s+)?(?:tasks?|jobs?)\s+)?"
+        r"(?P<l>#?\d+(?:(?:\s*,\s*|\s+and\s+|\s*&\s*)(?:(?:task|job)\s+)?#?\d+)+)\b"
         r"(?!\s*(?:min|h\b|hours?|am|pm|gpus?|gb))",
         re.I,
+    ),
+    # "等7号和8号跑完再跑 …": several parents in Chinese
+    re.compile(
+        r"(?:等|在)\s*(?:任务|作业)?\s*(?P<l>#?\d+\s*号?(?:\s*(?:和|、|,|，|与|及|跟)\s*(?:任务|作业)?\s*#?\d+\s*号?)+)"
+        r"\s*(?:任务|作业)?\s*都?\s*(?:完成|跑完|结束|成功|做完)"
     ),
     re.compile(
         r"\bafter\s+(?P<n>2[5-9]|[3-9]\d|\d{3,})\b(?!\s*(?:min|h\b|hours?|days?|secs?|gpus?|gb|steps?))"
@@ -177,6 +183,12 @@ DEPENDS = [
         r"|等\s*(?:任务|作业)?\s*#?(?P<w>\d+)\s*号?\s*(?:任务|作业)?\s*(?:完成|跑完|结束|成功|做完)"
     ),
     re.compile(r"依赖(?:于)?\s*(?:任务|作业)?\s*#?(?P<n>\d+)\s*号?\s*(?:任务|作业)?"),
+    # "不管7号和8号成功失败…": several, however they end
+    re.compile(
+        r"(?=(?:不管|无论|不论))(?:不管|无论|不论)\s*(?:任务|作业)?\s*"
+        r"(?P<l>#?\d+\s*号?(?:\s*(?:和|、|,|，|与|及|跟)\s*(?:任务|作业)?\s*#?\d+\s*号?)+)\s*(?:任务|作业)?"
+        r"(?=\s*(?:是否)?\s*(?:都)?\s*(?:成功|失败|成败|结果|怎样|如何|跑得))"
+    ),
     # "不管12号成功失败都跑 …": after task 12 however it ends (EITHER_WAY reads the rest)
     re.compile(
         r"(?=(?:不管|无论|不论))(?:不管|无论|不论)\s*(?:任务|作业)?\s*#?(?P<n>\d+)\s*号?\s*(?:任务|作业)?"
@@ -289,13 +301,14 @@ def _read_parents(text: str, found: Fields) -> str:
     listed = _group(match, "l")
     ids = [int(n) for n in re.findall(r"\d+", listed)] if listed else []
     ids = ids or [int(_group(match, "n", "h", "m", "w") or 0)]
+    said_either_way = match.group(0).lstrip().startswith(("不管", "无论", "不论"))  # "不管7号和8号成功失败"
     text = _blank(text, match, found)
     either = EITHER_WAY.search(text)
-    if either is None:
+    if either is None and not said_either_way:
         found.values["depends_on"] = ids
         return text
     found.values["depends_on_any"] = ids
-    return _blank(text, either, found)
+    return text if either is None else _blank(text, either, found)
 
 
 def read_fields(text: str) -> tuple[Fields, str]:
