@@ -100,7 +100,7 @@ TIME_LIMIT = [
 ]
 ESTIMATE = [
     re.compile(
-        r"(?:\btakes?|\btaking|\bshould\s+take|\bwill\s+take|\bruns?\s+for|\brunning\s+for|\blasts?|\bexpected"
+        r"(?:\btakes?|\btaking|\bshould\s+take|\bwill\s+take|\bruns?\s+for|\bruns(?=\s+\d)|\brunning\s+for|\blasts?|\bexpected"
         r"(?:\s+to\s+take)?|\bestimated?(?:\s+(?:at|of))?|\bfor|\bneeds?)\s*(?:about|around|roughly|~|approximately)?"
         rf"\s*(?P<d>{_DUR})",
         re.I,
@@ -110,6 +110,7 @@ ESTIMATE = [
         r"(?!\s*(?:以后|之后|后))\s*(?:左右)?"
     ),
     re.compile(rf"(?:~|about|around|roughly)\s*(?P<d>{_DUR})", re.I),
+    re.compile(rf"\b(?:job|task|run)\s+of\s+(?P<d>{_DUR})", re.I),  # "a 2-GPU job of 3h"
     re.compile(rf"(?P<d>{_DUR})\s*(?:estimated|expected|est\.?)(?![a-z])", re.I),  # "4h estimated"
     re.compile(rf"\bestimate\b.{{0,30}}?\bto\s+(?P<d>{_DUR})", re.I),  # "set the estimate of 5 to 30 min"
 ]

@@ -118,6 +118,7 @@ ESTIMATE = re.compile(
     r"how\s+long\b(?!\s+is\s+the\s+(?:queue|line)\b).*\b(?:wait|until|till|before|queue|take\s+to\s+start)|\bwait(?:ing)?\s+time\b|\beta\b|how\s+soon"
     r"|when\s+(?:will|would|does|can|could|do|is)\b.*\b(?:start|run|begin|get\s+(?:a\s+)?gpus?|go|be\s+scheduled|launch)"
     r"|\bestimate\b|how\s+long\s+(?:will|would|do)\s+(?:i|we)|expected\s+(?:start|wait)"
+    r"|\b(?:what|how\s+much)\s+(?:would|will|does|did)\s+it\s+cost\s+to\s+run\b"
     r"|要?等多久|等多长时间|多久(?:能|才能|可以|会)?(?:开始|轮到|跑(?!完)|运行|排到)|什么时候(?:能|会|可以|才能|才会)?(?:开始|轮到|跑(?!完)|运行|排到)"
     r"|预计.*开始|等待时间|排多久|多久能排到|估计.*等|能(?:不能)?(?:拿到|用上|分到|排到).{0,8}(?:卡|GPU)"
     r"|\bcan\s+(?:i|we)\s+(?:get|have)\b.{0,16}\b(?:gpus?|cards?)\b"
@@ -423,7 +424,10 @@ def _estimate(text: str) -> Reading:
         return _tool("estimate_wait", task_id=task_id)
     fields, _ = read_fields(text)
     return _tool(
-        "estimate_wait", gpus=fields.values.get("gpus"), gpu_memory_gb=fields.values.get("gpu_memory_gb")
+        "estimate_wait",
+        gpus=fields.values.get("gpus"),
+        gpu_memory_gb=fields.values.get("gpu_memory_gb"),
+        estimated_minutes=fields.values.get("estimated_minutes"),  # "a 2-GPU job that runs 3 hours"
     )
 
 

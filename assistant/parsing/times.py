@@ -45,7 +45,7 @@ CLOCK = re.compile(
 )
 RELATIVE = re.compile(
     rf"\b(?:in|after)\s+(?P<a>(?:{NUMBER})\s*(?:个半|个)?\s*{DURATION_UNIT}(?![a-z])|half\s+an\s+hour|an\s+hour)"
-    rf"(?:\s+from\s+now)?|(?P<b>half\s+an\s+hour|(?:{NUMBER})\s*{DURATION_UNIT}(?![a-z]))\s+from\s+now"
+    rf"(?:\s+from\s+now)?|(?P<b>half\s+an\s+hour|(?:{NUMBER})\s*{DURATION_UNIT}(?![a-z]))\s+(?:from\s+now|later)\b"
     rf"|过\s*(?P<c>(?:{NUMBER})\s*(?:个半|个)?\s*(?:小时|钟头|分钟)|半\s*个?\s*小时)"
     rf"|(?P<d>(?:{NUMBER})\s*(?:个半|个)?\s*(?:小时|钟头|分钟)|半\s*个?\s*小时)\s*(?:以后|之后|后)",
     re.I,
