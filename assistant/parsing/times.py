@@ -395,16 +395,20 @@ DEADLINE_DAY = re.compile(
 _DAY_END = time(23, 59)
 
 
+def _said_as_deadline(text: str, start: int, end: int) -> bool:
+    """Whether the day said at text[start:end] is a deadline by the words around it ("by ...", "... 之前")."""
+    return bool(
+        _DATE_DEADLINE_BEFORE.search(text[max(0, start - 30) : start])
+        or _DATE_DEADLINE_AFTER.match(text[end:])
+    )
+
+
 def _date_is_deadline(text: str, span: tuple[int, int], clock: re.Match[str] | None) -> bool:
     if clock is not None and _is_deadline(clock, text):
         return True
     start = min(span[0], clock.start()) if clock is not None else span[0]
     end = max(span[1], clock.end()) if clock is not None else span[1]
-    return bool(
-        _DATE_DEADLINE_BEFORE.search(text[max(0, start - 30) : start])
-        or _DATE_DEADLINE_AFTER.match(text[end:])
-        or _deadline_before(text, start)
-    )
+    return _said_as_deadline(text, start, end) or _deadline_before(text, start)
 
 
 def _relative(match: re.Match[str], now: datetime) -> datetime | None:
@@ -550,9 +554,7 @@ def _day_only(text: str, now: datetime, when: When) -> None:
     if match.group("weekend"):
         saturday = now.date() + timedelta(days=(5 - now.weekday()) % 7 if now.weekday() < 5 else 0)
         start = max(now.replace(second=0, microsecond=0), datetime.combine(saturday, time(0, 0), now.tzinfo))
-        if _DATE_DEADLINE_AFTER.match(text[match.end() :]) or _DATE_DEADLINE_BEFORE.search(
-            text[max(0, match.start() - 30) : match.start()]
-        ):  # "by the weekend", "周末前": before the next one begins
+        if _said_as_deadline(text, *match.span()):  # "by the weekend", "周末前": before the next one begins
             ahead = (5 - now.weekday()) % 7 or 7
             when.deadline = when.deadline or datetime.combine(
                 now.date() + timedelta(days=ahead), time(0, 0), now.tzinfo
@@ -566,9 +568,7 @@ def _day_only(text: str, now: datetime, when: When) -> None:
     hour = _PART_HOUR.get(part, 8)
     base = now.replace(second=0, microsecond=0) + timedelta(days=day or 0)
     moment = base.replace(hour=hour, minute=0)
-    if _DATE_DEADLINE_AFTER.match(text[match.end() :]) or _DATE_DEADLINE_BEFORE.search(
-        text[max(0, match.start() - 30) : match.start()]
-    ):
+    if _said_as_deadline(text, *match.span()):
         if when.deadline is None:
             when.deadline = moment
     else:

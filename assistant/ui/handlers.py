@@ -226,17 +226,15 @@ class Handlers:
     ) -> tuple[Any, Any]:
         """`act` on the task in the id box with the person's client; the tasks table and what was done (or
         why not)."""
-        frame, note = self.tasks(session, status)
         if session is None:
-            return frame, note
+            return self.tasks(session, status)
         if task_id is None or task_id < 1:  # an empty number box reads 0
-            return frame, "Enter a task id first (the number in the table)."
+            return self.tasks(session, status)[0], "Enter a task id first (the number in the table)."
         try:
             said = act(int(task_id), session.client)
         except ClientError as exc:
             said = f"Not done: {exc.message}"
-        frame, _ = self.tasks(session, status)
-        return frame, said
+        return self.tasks(session, status)[0], said
 
     def log_text(self, session: UiSession | None, task_id: float | None) -> str:
         """The last lines of a task's log."""

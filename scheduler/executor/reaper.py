@@ -98,18 +98,24 @@ def find_processes_with_token(run_token: str) -> list[int]:
     return [pid for pid in _pids() if pid != own and entry in _environ(pid)]
 
 
+def run_token_of(pid: int) -> str | None:
+    """The run token in a process's environment: the nightshift job it belongs to (None: no job's, gone, or
+    another user's process this one may not read)."""
+    prefix = f"{TOKEN_VAR}=".encode()
+    for entry in _environ(pid):
+        if entry.startswith(prefix):
+            return entry[len(prefix) :].decode(errors="replace")
+    return None
+
+
 def find_run_tokens() -> dict[str, list[int]]:
     """Map each run token on this machine to its live processes, for a restarted worker's reconciliation."""
-    prefix = f"{TOKEN_VAR}=".encode()
     own = os.getpid()
     found: dict[str, list[int]] = {}
     for pid in _pids():
-        if pid == own:
-            continue
-        for entry in _environ(pid):
-            if entry.startswith(prefix):
-                found.setdefault(entry[len(prefix) :].decode(errors="replace"), []).append(pid)
-                break
+        token = run_token_of(pid) if pid != own else None
+        if token is not None:
+            found.setdefault(token, []).append(pid)
     return found
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import psutil
 
 from scheduler.executor.cgroups import FOLDER
-from scheduler.executor.reaper import TOKEN_VAR
+from scheduler.executor.reaper import run_token_of
 from scheduler.gpus.inventory import GpuProcess
 
 COMMAND_CHARS = 80
@@ -43,14 +43,14 @@ class OutsideProcess:
 
 
 def outside_processes(
-    processes: Sequence[GpuProcess] | None, job_groups: Collection[int], proc: Path = _PROC
+    processes: Sequence[GpuProcess] | None, job_groups: Collection[int]
 ) -> tuple[OutsideProcess, ...]:
     """The processes of `processes` that are no nightshift job's (`job_groups`: the process groups of this
     worker's jobs), largest memory first; () when the driver does not list processes."""
     found = [
         _describe(process)
         for process in processes or ()
-        if process.pid != os.getpid() and not _is_a_job(process.pid, job_groups, proc)
+        if process.pid != os.getpid() and not _is_a_job(process.pid, job_groups)
     ]
     return tuple(sorted(found, key=lambda p: (-(p.used_mib or 0), p.pid)))
 
@@ -65,19 +65,18 @@ def outside_memory_mib(
     return sum(process.used_mib or 0 for process in outside)
 
 
-def _is_a_job(pid: int, job_groups: Collection[int], proc: Path) -> bool:
+def _is_a_job(pid: int, job_groups: Collection[int]) -> bool:
     try:
         if os.getpgid(pid) in job_groups:
             return True
     except OSError:  # not visible here (another pid namespace) or gone
         return False
     try:
-        if f"/{FOLDER}/" in (proc / str(pid) / "cgroup").read_text():
+        if f"/{FOLDER}/" in (_PROC / str(pid) / "cgroup").read_text():
             return True
-        environ = (proc / str(pid) / "environ").read_bytes()
-    except OSError:  # gone, or another user's process we may not read
+    except OSError:  # gone
         return False
-    return any(entry.startswith(f"{TOKEN_VAR}=".encode()) for entry in environ.split(b"\0"))
+    return run_token_of(pid) is not None
 
 
 def _describe(process: GpuProcess) -> OutsideProcess:
