@@ -92,13 +92,13 @@ class Settings(BaseSettings):
         ),
     )
     short_job_width_exponent: float = Field(
-        default=0.0,
+        default=1.0,
         ge=-2,
         le=2,
         description=(
-            "short-job credit falls with run time x GPUs^this: 0 = by run time alone (wide tasks are not "
-            "ranked behind narrow ones of the same length), 1 = by GPU-seconds (least mean completion time, "
-            "wide tasks wait behind narrow ones), < 0 = wide tasks favoured as Slurm's job-size factor does"
+            "short-job credit falls with run time x GPUs^this: 1 = by GPU-seconds (best mean completion "
+            "time, wide tasks wait behind narrow ones), 0 = by run time alone, < 0 = wide tasks favoured "
+            "as Slurm's job-size factor does"
         ),
     )
     max_task_gpus: int = Field(default=8, ge=1, description="refuse specs asking more GPUs than this")

@@ -48,23 +48,11 @@ def test_a_negative_exponent_starts_a_wide_task_before_a_narrow_one_submitted_a_
     narrow = make_task(1, gpus=1, enqueued_at_s=0.0)
     wide = make_task(2, gpus=4, enqueued_at_s=60.0)
     gpus = make_gpus(per_node=4)
-    # Then by run time alone (the default) the older narrow one ranks first and the wide one waits for the
-    # whole node; with the exponent below 0 the wide one ranks first and takes the node
+    # Then by GPU-seconds (the default) the narrow one ranks first and the wide one waits for the whole node;
+    # with the exponent below 0 the wide one ranks first and takes the node
     assert [s.task_id for s in decide([narrow, wide], [], gpus, 100.0, PolicyConfig()).starts] == [1]
     favour_wide = PolicyConfig(short_job_width_exponent=-0.5)
     assert [s.task_id for s in decide([narrow, wide], [], gpus, 100.0, favour_wide).starts] == [2]
-
-
-def test_by_default_a_wide_task_is_not_ranked_behind_a_later_narrow_one_of_the_same_length() -> None:
-    # Given 4 free GPUs, a 4-GPU task submitted a minute before a 1-GPU one, both estimated 1 h
-    wide = make_task(1, gpus=4, enqueued_at_s=0.0)
-    narrow = make_task(2, gpus=1, enqueued_at_s=60.0)
-    gpus = make_gpus(per_node=4)
-    # Then by default (run time alone) the older wide one takes the node
-    assert [s.task_id for s in decide([wide, narrow], [], gpus, 100.0, PolicyConfig()).starts] == [1]
-    # And by GPU-seconds the narrow one counts as a quarter of the work, ranks first and holds a GPU
-    by_area = PolicyConfig(short_job_width_exponent=1.0)
-    assert [s.task_id for s in decide([wide, narrow], [], gpus, 100.0, by_area).starts] == [2]
 
 
 def test_the_credit_stays_within_its_bound_whatever_the_exponent() -> None:

@@ -82,7 +82,7 @@ def test_an_unknown_policy_is_refused(trace: Path) -> None:
 
 def _wide_job_behind_a_stream_of_short_ones(tmp_path: Path) -> Path:
     """2 GPUs kept full by 10-s one-GPU jobs (two every 10 s for 2,000 s) and one 2-GPU job of unknown
-    run time submitted at 1 s, which a short-job credit by GPU-seconds ranks behind every one of them."""
+    run time submitted at 1 s, which short-job credit ranks behind every one of them."""
     rows = ["submit_time_s,duration_s,num_gpus,user"]
     rows += [f"{t},10,1,stream" for t in range(0, 2000, 10) for _ in range(2)]
     rows.append("1,10,2,wide")
@@ -97,7 +97,7 @@ def test_where_tasks_are_short_the_oldest_wide_task_goes_first_after_fifty_of_th
     # Given a wide job behind a stream of 10-s jobs
     trace = _wide_job_behind_a_stream_of_short_ones(tmp_path)
     wide = 400
-    config = PolicyConfig(short_job_width_exponent=1.0)
+    config = PolicyConfig()
     # When the typical run time (10 s) is observed, Then it goes first after 50 of them (500 s), long
     # before the 15-min setting, and starts once its reservation drains (within one more run)
     observed = run_simulation(trace, "2x24", 1, "nightshift", False, config)

@@ -58,8 +58,8 @@ def test_settings_takes_the_sites_policy_knobs(
     trace = str(_trace(tmp_path))
     monkeypatch.setenv("NIGHTSHIFT_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("NIGHTSHIFT_SHORT_JOB_WIDTH_EXPONENT", "-0.5")
-    # By run time alone (the built-in default) the older 1-GPU job goes first at 100 s and the 4-GPU one
-    # waits for it to end at 400 s: waits 0, 99, 398
+    # By GPU-seconds (the built-in default) the 1-GPU job goes first at 100 s and the 4-GPU one waits for
+    # it to end at 400 s: waits 0, 99, 398
     built_in = _simulate(trace, "--gpus", "4x24")
     assert built_in["mean_wait_s"] == pytest.approx((0 + 99 + 398) / 3, abs=1.0)
     # With the site's exponent of -0.5 the 4-GPU job goes first at 100 s, the 1-GPU one at 200 s: 0, 199, 98
