@@ -19,6 +19,7 @@ import json
 import math
 import statistics
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +33,14 @@ from scheduler.simulate import TraceJob, read_trace, simulate_jobs
 PHILLY = Path(__file__).resolve().parents[2] / "shared" / "data" / "traces" / "philly_dev.csv"
 
 
-def measure(every: int, nodes: int, policy: str, trace: Path = PHILLY) -> dict[str, Any]:
-    """Replay `trace`, forecasting every `every`-th job at its submit time; the accuracy figures."""
+def measure(
+    every: int, nodes: int, policy: str, trace: Path = PHILLY, width_exponent: float | None = None
+) -> dict[str, Any]:
+    """Replay `trace`, forecasting every `every`-th job at its submit time; the accuracy figures.
+    `width_exponent` replaces the default `short_job_width_exponent`, to compare forecasts under another."""
     cfg = PolicyConfig(policy=policy)  # type: ignore[arg-type]
+    if width_exponent is not None:
+        cfg = replace(cfg, short_job_width_exponent=width_exponent)
     forecasts: dict[int, tuple[float, float, float, float]] = {}  # index -> (submit, est, low, high)
 
     def probe(sim: Replay, job: TraceJob, task: QueuedTask) -> None:
@@ -86,9 +92,13 @@ def main() -> None:
     ap.add_argument("--every", type=int, default=100, help="forecast every Nth submitted job")
     ap.add_argument("--nodes", type=int, default=16)
     ap.add_argument("--policy", default="nightshift")
+    ap.add_argument("--width-exponent", type=float, default=None, help="short_job_width_exponent to use")
     args = ap.parse_args()
     t0 = time.perf_counter()
-    out = measure(args.every, args.nodes, args.policy)
+    out = measure(args.every, args.nodes, args.policy, width_exponent=args.width_exponent)
+    out["short_job_width_exponent"] = (
+        args.width_exponent if args.width_exponent is not None else PolicyConfig().short_job_width_exponent
+    )
     out["wall_s"] = round(time.perf_counter() - t0, 1)
     print(json.dumps(out))
 

@@ -6,7 +6,8 @@ of the trace runs 23 days and alone sets the makespan, hence utilization, of the
 Also runs the uncapped trace over 12-24 nodes (`as_is_by_nodes`): utilization relative to FIFO there is
 the start of that one job, and moves by a few percent either way with the cluster size, for EASY backfill
 as for nightshift. `nightshift_favour_wide` is the default policy with `short_job_width_exponent` -0.5 (wide
-tasks favoured, as Slurm's job-size factor does, instead of ranked by GPU-seconds): it trades mean JCT for
+tasks favoured, as Slurm's job-size factor does, instead of ranked by GPU-seconds) and
+`nightshift_by_run_time` the same with 0 (short jobs ranked by run time alone): both trade mean JCT for
 starting that job sooner. Each run also says how busy the GPUs were while work waited
 (`while_work_waits`), a utilization the makespan's tail does not decide. Prints one JSON line.
 """
@@ -23,6 +24,7 @@ from scheduler.policy.config import PolicyConfig
 from scheduler.simulate import SimulationResult, TraceJob, read_trace, simulate_jobs
 
 PHILLY = Path(__file__).resolve().parents[2] / "shared" / "data" / "traces" / "philly_dev.csv"
+BY_RUN_TIME = PolicyConfig(short_job_width_exponent=0.0)
 FAVOUR_WIDE = PolicyConfig(short_job_width_exponent=-0.5)
 KEYS = ("mean_jct_s", "mean_wait_s", "p99_wait_s", "max_wait_s", "makespan_s", "utilization", "wall_s")
 
@@ -34,6 +36,7 @@ def compare(jobs: list[TraceJob]) -> dict[str, Any]:
         "backfill": simulate_jobs(jobs, "8x24", 16, "backfill"),
         "nightshift": simulate_jobs(jobs, "8x24", 16, "nightshift"),
         "nightshift_oracle": simulate_jobs(jobs, "8x24", 16, "nightshift", oracle=True),
+        "nightshift_by_run_time": simulate_jobs(jobs, "8x24", 16, "nightshift", config=BY_RUN_TIME),
         "nightshift_favour_wide": simulate_jobs(jobs, "8x24", 16, "nightshift", config=FAVOUR_WIDE),
     }
     out: dict[str, Any] = {name: {k: r.to_dict()[k] for k in KEYS} for name, r in runs.items()}
@@ -45,9 +48,9 @@ def compare(jobs: list[TraceJob]) -> dict[str, Any]:
     out["lower_bound_mean_jct_s"] = round(fifo.lower_bound_mean_jct_s, 1)
     out["jct_ratio_vs_fifo"] = round(ns.mean_jct_s / fifo.mean_jct_s, 3)
     out["targets"] = _targets(ns, fifo)
-    wide = runs["nightshift_favour_wide"]
-    out["favour_wide_jct_ratio_vs_fifo"] = round(wide.mean_jct_s / fifo.mean_jct_s, 3)
-    out["favour_wide_targets"] = _targets(wide, fifo)
+    for name in ("nightshift_by_run_time", "nightshift_favour_wide"):
+        out[name]["jct_ratio_vs_fifo"] = round(runs[name].mean_jct_s / fifo.mean_jct_s, 3)
+        out[name]["targets"] = _targets(runs[name], fifo)
     return out
 
 
@@ -112,6 +115,7 @@ SIZES = tuple(range(12, 25))
 POLICY_RUNS = (
     ("backfill", "backfill", None),
     ("nightshift", "nightshift", None),
+    ("nightshift_by_run_time", "nightshift", BY_RUN_TIME),
     ("nightshift_favour_wide", "nightshift", FAVOUR_WIDE),
 )
 

@@ -55,6 +55,19 @@ def test_a_negative_exponent_starts_a_wide_task_before_a_narrow_one_submitted_a_
     assert [s.task_id for s in decide([narrow, wide], [], gpus, 100.0, favour_wide).starts] == [2]
 
 
+def test_by_gpu_seconds_a_later_narrow_task_goes_before_a_wide_one_and_by_run_time_alone_it_does_not() -> None:
+    # Given 4 free GPUs, a 4-GPU task submitted a minute before a 1-GPU one, both estimated 1 h
+    wide = make_task(1, gpus=4, enqueued_at_s=0.0)
+    narrow = make_task(2, gpus=1, enqueued_at_s=60.0)
+    gpus = make_gpus(per_node=4)
+    # Then by GPU-seconds (the default) the narrow one counts as a quarter of the work, ranks first and
+    # takes a GPU, so the wide one waits for the whole node
+    assert [s.task_id for s in decide([wide, narrow], [], gpus, 100.0, PolicyConfig()).starts] == [2]
+    # And by run time alone the older wide one takes the node
+    by_run_time = PolicyConfig(short_job_width_exponent=0.0)
+    assert [s.task_id for s in decide([wide, narrow], [], gpus, 100.0, by_run_time).starts] == [1]
+
+
 def test_the_credit_stays_within_its_bound_whatever_the_exponent() -> None:
     for exponent in (-2.0, -0.5, 0.0, 1.0, 2.0):
         cfg = PolicyConfig(short_job_width_exponent=exponent)
