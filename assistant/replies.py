@@ -787,7 +787,37 @@ def _explain(data: dict[str, Any], lang: str, now: datetime | None) -> str:
         text += _running_end(info["estimated_end"], lang, now)
     if info.get("deadline_warning"):
         text += _deadline_words(unwrap(info["deadline_warning"]), lang)
+    if data.get("usage"):
+        text += usage_words(data["usage"], lang)
     return text
+
+
+def usage_words(usage: dict[str, Any], lang: str) -> str:
+    """What an ended task used, as a sentence of the reply: " It used 2.0 GPU-hours and 0.60 kWh
+    (measured), costing 0.12 USD; peak GPU memory 18.2 GB of the 24 GB asked." """
+    hours, kwh = float(usage.get("gpu_hours") or 0), float(usage.get("energy_kwh") or 0)
+    source = str(usage.get("energy_source") or "")
+    source_en = {"measured": " (measured)", "estimated": " (estimated from the GPU model)"}.get(source, "")
+    source_zh = {"measured": "（实测）", "estimated": "（按 GPU 型号估算）"}.get(source, "")
+    cost = f"{amount(float(usage.get('cost') or 0), 2)} {usage.get('currency') or ''}".rstrip()
+    text = _t(
+        lang,
+        f" It used {amount(hours, 2)} GPU-hours and {amount(kwh, 2)} kWh{source_en}, costing {cost}",
+        f"共用 {amount(hours, 2)} GPU小时、{amount(kwh, 2)} kWh{source_zh}，费用 {cost}",
+    )
+    attempts = int(usage.get("attempts") or 1)
+    if attempts > 1:
+        text += _t(lang, f" over {attempts} attempts", f"（{attempts} 次尝试）")
+    peak = usage.get("peak_gpu_memory_mib")
+    if peak is not None:
+        asked = usage.get("requested_gpu_memory_mib")
+        asked_gb = f"{float(asked) / 1024:.0f} GB" if asked else ""
+        text += _t(
+            lang,
+            f"; peak GPU memory {float(peak) / 1024:.1f} GB" + (f" of the {asked_gb} asked" if asked else ""),
+            f"；显存峰值 {float(peak) / 1024:.1f} GB" + (f"（申请 {asked_gb}）" if asked else ""),
+        )
+    return text + _t(lang, ".", "。")
 
 
 def _deadline_words(warning: str, lang: str) -> str:
@@ -909,7 +939,7 @@ def _night(data: dict[str, Any], lang: str, now: datetime | None) -> str:
 def _utilization(data: dict[str, Any], lang: str) -> str:
     report = data.get("report") or {}
     rows = sorted(report.get("rows", []), key=lambda r: -float(r.get("gpu_hours", 0)))
-    pct = float(report.get("utilization", 0)) * 100
+    pct = float(report.get("utilization") or 0) * 100
     days = f"{float(report.get('days') or 0):g}"
     head = _t(
         lang,
@@ -917,6 +947,10 @@ def _utilization(data: dict[str, Any], lang: str) -> str:
         f"utilization {pct:.0f}%.",
         f"过去 {days} 天共用 {float(report.get('total_gpu_hours', 0)):.1f} GPU小时，利用率 {pct:.0f}%。",
     )
+    if report.get("total_cost") is not None:  # "how much has my team spent"
+        kwh = amount(float(report.get("total_energy_kwh") or 0), 1)
+        cost = f"{amount(float(report['total_cost']), 2)} {report.get('currency') or ''}".rstrip()
+        head += _t(lang, f" Energy {kwh} kWh, cost {cost}.", f"耗电 {kwh} kWh，费用 {cost}。")
     shown = [
         _t(
             lang,

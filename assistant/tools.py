@@ -37,6 +37,7 @@ from scheduler.edits import CLEARABLE_FIELDS, changed_spec, check_clearable, spe
 from scheduler.errors import SpecError
 from scheduler.resubmit import spec_again, with_command
 from scheduler.spec import Priority, SweepGrid, SweepList, TaskSpec
+from scheduler.store.tables import FINAL_STATUSES
 
 DATA_CHARS = 300
 LOG_CHARS = 1500
@@ -603,9 +604,22 @@ def list_tasks(ctx: ToolContext, status: str | None = None, **search: str | None
     )
 
 
+_USAGE_FIELDS = (
+    "attempts", "gpu_hours", "energy_kwh", "energy_source", "offpeak_share", "cost", "currency",
+    "peak_gpu_memory_mib", "requested_gpu_memory_mib", "mean_utilization_pct", "cpu_hours",
+)  # fmt: skip
+
+
+def usage_view(usage: Mapping[str, Any]) -> dict[str, Any]:
+    """What an ended task used (GPU-hours, energy, cost, peak memory), as the model sees it: numbers only."""
+    return {key: usage[key] for key in _USAGE_FIELDS if usage.get(key) is not None}
+
+
 def explain_task(ctx: ToolContext, task_id: int) -> str:
-    """Why a task is where it is: status, position, reason, estimated start (log tail if failed)."""
+    """Why a task is where it is: status, position, reason, estimated start (log tail if failed); once it
+    has ended, what it used: GPU-hours, energy, cost and peak GPU memory ("what did task 9 cost")."""
     client = _need_client(ctx)
+    task: dict[str, Any] | None = None
     try:
         info = client.explain(task_id)
     except Unavailable:
@@ -627,6 +641,10 @@ def explain_task(ctx: ToolContext, task_id: int) -> str:
             result["log_tail"] = as_data(text, LOG_CHARS + 20)
         except ClientError:
             pass
+    if info.get("status") in FINAL_STATUSES:
+        usage = (task or client.get_task(task_id)).get("usage")
+        if usage:
+            result["usage"] = usage_view(usage)
     return _result(**result)
 
 

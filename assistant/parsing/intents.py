@@ -98,7 +98,10 @@ TASK_STATE = re.compile(
     r"|(?:跑|运行)了多久|用了多少(?:显存|卡|GPU|内存)"
     r"|how\s+long\s+has\b.*\b(?:been\s+)?running|how\s+much\s+(?:gpu\s+)?(?:memory|vram)\b.*\busing\b"
     r"|what(?:'?s|\s+is)\s+(?:the\s+)?(?:time\s+limit|deadline|priority|estimate|command)\s+(?:of|for|on)\b"
-    r"|(?:什么时候|何时|多久)(?:能|才能|会)?(?:跑完|结束|完成)",
+    r"|(?:什么时候|何时|多久)(?:能|才能|会)?(?:跑完|结束|完成)"
+    # what an ended task used ("what did task 9 cost", "9号任务花了多少钱"): explain_task shows its usage
+    r"|\bcost\b|\bhow\s+much\s+(?:energy|power|electricity)\b|\bkwh\b|\bgpu[\s-]?hours?\b"
+    r"|花了多少|多少钱|费用|电费|(?:用|耗)了?多少(?:电|度)|耗电|多少(?:GPU|卡)?机?时",
     _I,
 )
 # the logs of a task: not one of the tools; the reply says where to find them
@@ -174,7 +177,9 @@ UTILIZATION = re.compile(
     r"|\bhog(?:ging|s)?\b|\bhogged\b"  # "who's been hogging the GPUs"
     r"|what\s+did\s+(?:my\s+|our\s+|the\s+|each\s+)?(?:team|teams|we|i|everyone|everybody)\s+use\b"
     r"|how\s+much\s+(?:did|have)\s+(?:we|i|my\s+team|our\s+team|each\s+team)\s+used?\b"
-    r"|\b(?:last|this|past)\s+(?:week|month)'?s\s+(?:numbers|figures)\b",
+    r"|\b(?:last|this|past)\s+(?:week|month)'?s\s+(?:numbers|figures)\b"
+    r"|how\s+much\s+(?:has|have|did)\s+(?:we|i|my\s+team|our\s+team|the\s+team)\s+(?:spen[dt]|cost)\b"
+    r"|\b(?:team|our|my)'?s?\s+(?:cost|costs|spend(?:ing)?|bill)\b|花了多少钱|花费|开销",
     _I,
 )
 CLUSTER = re.compile(
@@ -199,6 +204,9 @@ RERUN = re.compile(
     r"|\bonce\s+more\b|\bretry\s+(?=(?:task|job|#))|^\s*(?:please\s+)?retry\s+(?=\d+\s*$|\d+\s+(?!times?\b))"
     r"|\bsame\s+as\s+(?=(?:task|job|#)?\s*\d)|\blike\s+(?=(?:task|job|#)\s*\d)"
     r"|\b(?:clone|copy|duplicate)\s+(?=(?:task|job|#)?\s*\d)"  # "the same as 12"
+    # "put 12 back in the queue"
+    r"|\b(?:put|send)\b(?=.{0,24}\bback\s+(?:in|into|on|to)\s+(?:the\s+)?queue\b)"
+    r"|重新排队|重新(?:放|加)(?:回|进|入)队列|放回队列"
     r"|重跑|重新(?:跑|运行|提交|执行)(?:一次|一遍|一下)?|再(?:跑|运行|提交|执行)(?:一次|一遍)|重来一?(?:次|遍)?"
     r"|(?<=号)一样|(?<=\d)一样|(?:和|跟|同)(?=(?:任务|作业)?\s*#?\d+\s*号?(?:任务)?一样)",  # 和12号一样
     _I,

@@ -469,3 +469,26 @@ def test_a_card_foresees_the_apis_note_on_a_deadline_it_cannot_meet_and_says_it(
     assert "\n• ⚠ 它赶不上截止时间 22:00：最早 23:00 才能开始（谷时窗口）。\n确认之前不会提交。" in card_text(
         card, "zh", NOW
     )
+
+
+def test_a_usage_report_says_its_energy_and_cost_and_a_report_without_capacity_reads_zero() -> None:
+    # "how much has my team spent": the report's totals of energy and cost
+    content = json.dumps(
+        {
+            "report": {
+                "days": 7.0,
+                "total_gpu_hours": 12.5,
+                "utilization": None,  # no GPUs reported over the window
+                "total_energy_kwh": 3.75,
+                "total_cost": 0.84375,
+                "currency": "EUR",
+                "rows": [],
+            }
+        }
+    )
+    assert reply_for("utilization_report", content, "en", NOW) == (
+        "Last 7 day(s): 12.5 GPU-hours used, utilization 0%. Energy 3.8 kWh, cost 0.84 EUR."
+    )
+    assert reply_for("utilization_report", content, "zh", NOW) == (
+        "过去 7 天共用 12.5 GPU小时，利用率 0%。耗电 3.8 kWh，费用 0.84 EUR。"
+    )

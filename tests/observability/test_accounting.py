@@ -10,10 +10,13 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api.main import create_app
+from assistant.agent import Assistant
+from assistant.client import AssistantClient
 from scheduler.gpus.inventory import GpuInfo
 from scheduler.policy.tariff import DEFAULT_TARIFF
 from scheduler.policy.windows import parse_windows
 from scheduler.telemetry.accounting import UsageMeter, offpeak_seconds
+from tests.assistant.conftest import AppTransport, new_endpoints
 from tests.conftest import wait_until
 
 # A Wednesday: the default tariff charges 0.15/kWh before 07:00 and 0.30/kWh from 07:00 (UTC here).
@@ -137,3 +140,40 @@ def test_a_finished_tasks_usage_has_its_cpu_time_where_jobs_run_in_cgroups(
     client = TestClient(create_app(cluster))
     body = client.get(f"/api/v1/tasks/{task.id}", headers={"Authorization": f"Bearer {token}"}).json()
     assert 0.45 <= body["usage"]["cpu_hours"] * 3600 < 5.0
+
+
+def test_the_chat_says_what_a_finished_task_used_and_cost(cluster, make_identity, start_node, tmp_path: Path):
+    # Given alice's task ran on one GPU for an hour at 300 W (measured) from 06:30, asking for 8 GB
+    who, token = make_identity("alice", "vision")
+    node = start_node(gpus="2x24", start_s=SIX_THIRTY)
+    done = tmp_path / "done"
+    spec = {
+        "command": f"while [ ! -f {done} ]; do sleep 0.05; done",
+        "gpu_memory_gb": 8,
+        "workdir": str(tmp_path),
+    }
+    task = cluster.submit(who, spec)[0]
+    wait_until(lambda: task.id in node.worker.gpu_holders())
+    gpu = node.worker.gpu_holders()[task.id][0]
+    node.gpus.set_reading(gpu, power_w=300.0, utilization_pct=95, memory_used_mib=6000)
+    for _ in range(60):
+        node.telemetry.sample_once(node.clock.advance(60))
+    node.gpus.set_reading(gpu, memory_used_mib=0)
+    done.touch()
+    wait_until(lambda: cluster.tasks.get_any(task.id).status == "succeeded")
+
+    # When she asks the chat what it cost, in English and in Chinese
+    with TestClient(create_app(cluster)) as api:
+        client = AssistantClient("http://testserver", token, transport=AppTransport(api, new_endpoints))
+        assistant = Assistant(cluster.settings, client, user="alice", team="vision")
+        english = assistant.ask(f"what did task {task.id} cost?").reply
+        chinese = assistant.ask(f"{task.id}号任务花了多少钱").reply
+        client.close()
+
+    # Then the answer gives its GPU-hours, measured energy, cost (split at 07:00) and peak memory
+    cost = f"{0.15 * 0.15 + 0.15 * 0.30:.2f} {DEFAULT_TARIFF.currency}"
+    assert f"Task #{task.id} succeeded." in english, english
+    assert f"It used 1.00 GPU-hours and 0.30 kWh (measured), costing {cost}" in english, english
+    assert "peak GPU memory 5.9 GB of the 8 GB asked." in english, english
+    assert f"共用 1.00 GPU小时、0.30 kWh（实测），费用 {cost}" in chinese, chinese
+    assert "显存峰值 5.9 GB（申请 8 GB）" in chinese, chinese

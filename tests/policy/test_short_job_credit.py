@@ -55,7 +55,7 @@ def test_a_negative_exponent_starts_a_wide_task_before_a_narrow_one_submitted_a_
     assert [s.task_id for s in decide([narrow, wide], [], gpus, 100.0, favour_wide).starts] == [2]
 
 
-def test_by_gpu_seconds_a_later_narrow_task_goes_before_a_wide_one_and_by_run_time_alone_it_does_not() -> None:
+def test_gpu_seconds_put_a_later_narrow_task_first_and_run_time_alone_does_not() -> None:
     # Given 4 free GPUs, a 4-GPU task submitted a minute before a 1-GPU one, both estimated 1 h
     wide = make_task(1, gpus=4, enqueued_at_s=0.0)
     narrow = make_task(2, gpus=1, enqueued_at_s=60.0)
