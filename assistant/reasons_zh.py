@@ -145,6 +145,29 @@ _RULES: list[Rule] = [
     ),
     (re.compile(r"only a queued task can be held"), lambda m: "只有排队中的任务可以暂停"),
     (re.compile(r"only a queued task can be changed"), lambda m: "只有排队中的任务可以修改"),
+    (
+        re.compile(r"only a queued or running task can be changed"),
+        lambda m: "只有排队中或运行中的任务可以修改",
+    ),
+    (
+        re.compile(r"task (\d+) is running: (.+) can no longer change"),
+        lambda m: f"任务 {m[1]} 正在运行：{m[2]} 已不能修改",
+    ),
+    (
+        re.compile(r"a running task can change only .+"),
+        lambda m: "运行中的任务只能改时间限制、预计时长、重试次数、名称和标签",
+    ),
+    (
+        re.compile(r"task (\d+) has no time limit, so it needs no more time: it runs until it ends"),
+        lambda m: f"任务 {m[1]} 没有时间限制，不需要加时：它会一直运行到结束",
+    ),
+    (re.compile(r"task (\d+) has run (\d+) min already"), lambda m: f"任务 {m[1]} 已经运行了 {m[2]} 分钟"),
+    (
+        re.compile(
+            r"a ([\d.]+)-min time limit would stop it at once: give it more than (\d+) min, or cancel it"
+        ),
+        lambda m: f"{m[1]} 分钟的时间限制会让它立刻停止：请给它超过 {m[2]} 分钟，或者取消它",
+    ),
     (re.compile(r"you can see only your own team's quota"), lambda m: "你只能查看自己团队的配额"),
     (re.compile(r"this needs an admin token"), lambda m: "这需要管理员令牌"),
     (re.compile(r"behind (\d+) higher-priority tasks?"), lambda m: f"前面还有 {m[1]} 个优先级更高的任务"),

@@ -33,8 +33,14 @@ from assistant.cards import (
 )
 from assistant.client import AssistantClient, Unavailable
 from assistant.parsing.history import resolve_since, resolve_until
-from scheduler.edits import CLEARABLE_FIELDS, changed_spec, check_clearable, spec_differences
-from scheduler.errors import SpecError
+from scheduler.edits import (
+    CLEARABLE_FIELDS,
+    changed_spec,
+    check_clearable,
+    check_running_changes,
+    spec_differences,
+)
+from scheduler.errors import ConflictError, SpecError
 from scheduler.resubmit import spec_again, with_command
 from scheduler.spec import Priority, SweepGrid, SweepList, TaskSpec
 from scheduler.store.tables import FINAL_STATUSES
@@ -201,10 +207,16 @@ class ChangeFields(BaseModel):
 
 
 class ChangeArgs(ChangeFields):
-    """A queued task of yours and what to change in it: only what the person asked for."""
+    """A task of yours and what to change in it: only what the person asked for (a running one: its time
+    limit, estimate, retries and name only)."""
 
     task_id: int
     name: str | None = None
+    more_minutes: float | None = Field(
+        default=None,
+        gt=0,
+        description='add this much to its time limit ("give task 5 4 more hours", "给5号多加4小时" → 240)',
+    )
 
 
 class ChangeSweepArgs(ChangeFields):
@@ -476,19 +488,36 @@ def _changes_words(changes: Mapping[str, Any]) -> str:
 
 
 def change_task(
-    ctx: ToolContext, task_id: int, start_now: bool = False, clear: list[str] | None = None, **fields: Any
+    ctx: ToolContext,
+    task_id: int,
+    start_now: bool = False,
+    clear: list[str] | None = None,
+    more_minutes: float | None = None,
+    **fields: Any,
 ) -> str:
     """Prepare a change to one of your queued tasks (priority, start time, off-peak, deadline, limits,
     retries, name; `clear` puts fields back to their defaults: "remove the time limit" is
-    clear=["time_limit_minutes"], a change, not a cancel): returns a card the person must confirm. The task
-    keeps its place in time; GPUs, memory and the command cannot change (run it again with submit_task
-    like_task instead)."""
+    clear=["time_limit_minutes"], a change, not a cancel), or to the time limit of a running one
+    (`more_minutes` adds to it): returns a card the person must confirm. The task keeps its place in time;
+    GPUs, memory and the command cannot change (run it again with submit_task like_task instead)."""
+    task = _need_client(ctx).get_task(task_id)
+    if more_minutes is not None:
+        more = _more_time(task, more_minutes, fields)
+        if isinstance(more, str):
+            return more
+        fields = {**fields, "time_limit_minutes": more}
     changes = _asked_changes(fields, start_now, clear=clear)
     if isinstance(changes, str):
         return changes
-    task = _need_client(ctx).get_task(task_id)
-    if task.get("status") != "queued":
-        return _error(f"task {task_id} already {task.get('status')}; only a queued task can be changed")
+    if task.get("status") == "running":
+        try:
+            check_running_changes(task_id, changes)
+        except ConflictError as exc:
+            return _error(str(exc))
+    elif task.get("status") != "queued":
+        return _error(
+            f"task {task_id} already {task.get('status')}; only a queued or running task can be changed"
+        )
     try:
         diff = {
             key: list(values)
@@ -503,6 +532,18 @@ def change_task(
     _add_warnings(card, deadline_warnings(after, ctx.now(), ctx.offpeak))
     ctx.actions.add("change", card, {"task_id": task_id, "changes": {key: changes[key] for key in diff}})
     return _result(pending_action=card, note="Nothing has been changed: the person must confirm the card.")
+
+
+def _more_time(task: Mapping[str, Any], more_minutes: float, fields: Mapping[str, Any]) -> float | str:
+    """The time limit `more_minutes` past the task's own, or the error (it has none; a limit given too)."""
+    if fields.get("time_limit_minutes") is not None:
+        return _error("a time limit of its own, or more time on the one it has: not both")
+    current = (task.get("spec") or {}).get("time_limit_minutes")
+    if current is None:
+        return _error(
+            f"task {task.get('id')} has no time limit, so it needs no more time: it runs until it ends"
+        )
+    return float(current) + more_minutes
 
 
 def hold_task(ctx: ToolContext, task_id: int) -> str:

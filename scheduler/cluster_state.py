@@ -21,7 +21,7 @@ from scheduler.policy.rolling import (
 from scheduler.policy.types import GpuSlot, QueuedTask, RunningTask
 from scheduler.policy_input import gpu_slots, holder_of, queued_task_of, running_task_of
 from scheduler.service import Cluster
-from scheduler.store.tasks import RowVersion
+from scheduler.store.tasks import RowVersion, RunningVersion
 from scheduler.usage import gpu_spans, learned_durations, team_usage
 
 USAGE_CACHE_S = 10.0
@@ -135,7 +135,7 @@ class RowCache:
 
     def __init__(self) -> None:
         self.queued: dict[tuple[int, RowVersion], QueuedTask] = {}
-        self.running: dict[tuple[int, str | None], RunningTask | None] = {}
+        self.running: dict[tuple[int, RunningVersion], RunningTask | None] = {}
         self._estimated: dict[int, tuple[QueuedTask, QueuedTask]] = {}  # id -> (view, with its estimate)
         self._estimated_from: DurationHistory | None = None  # the history those estimates came from
 
@@ -180,7 +180,7 @@ class RowCache:
         return out
 
     def running_views(
-        self, cluster: Cluster, tokens: dict[int, str | None] | None = None
+        self, cluster: Cluster, tokens: dict[int, RunningVersion] | None = None
     ) -> list[RunningTask]:
         """The policy view of every running task (`tokens`: `tasks.running_tokens()`, when already read)."""
         if tokens is None:
@@ -194,7 +194,7 @@ class RowCache:
                 view = None
                 if row.node is not None and row.started_at is not None:
                     view = running_task_of(row, row.node, row.gpu_indices or [], to_epoch_s(row.started_at))
-                self.running[(row.id, row.lease_token)] = loaded[row.id] = view
+                self.running[(row.id, (row.lease_token, row.revision))] = loaded[row.id] = view
         views = [self.running.get(item) or loaded.get(item[0]) for item in tokens.items()]
         return [view for view in views if view is not None]
 

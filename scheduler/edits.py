@@ -1,5 +1,6 @@
 """Changing a queued task (like Slurm's `scontrol update`): which fields may change, and the spec after the
-change (pure: the `Cluster` stores it and re-queues the task with the score it now has).
+change (pure: the `Cluster` stores it and re-queues the task with the score it now has). A running task may
+change only how long it may run and what is said about it (`RUNNING_EDITABLE_FIELDS`).
 
 Only fields that decide *when* a task starts or how long it may run can change; fields that decide *what*
 runs or *where* (command, GPUs, memory, node, environment) cannot, since a task already placed on a node
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from scheduler.errors import SpecError
+from scheduler.errors import ConflictError, SpecError
 from scheduler.spec import TaskSpec, parse_spec
 
 EDITABLE_FIELDS = (
@@ -26,6 +27,9 @@ EDITABLE_FIELDS = (
     "retries",
     "tags",
 )
+# what may change once a task runs: how long it may run and what is said about it, nothing about when or
+# where it starts (Slurm's `scontrol update TimeLimit=` on a running job)
+RUNNING_EDITABLE_FIELDS = ("name", "tags", "time_limit_minutes", "estimated_minutes", "retries")
 # what a change or a rerun may put back to its default ("remove the time limit", "no deadline"): each has
 # one (the others are what runs, where, or a name the spec makes from the command)
 CLEARABLE_FIELDS = (
@@ -103,3 +107,13 @@ def spec_differences(
         for field in changes
         if getattr(before, field) != getattr(after, field)
     }
+
+
+def check_running_changes(task_id: int, changes: Mapping[str, Any]) -> None:
+    """ConflictError naming the fields a running task cannot change (when and where it starts is decided)."""
+    fixed = [field for field in changes if field not in RUNNING_EDITABLE_FIELDS]
+    if fixed:
+        raise ConflictError(
+            f"task {task_id} is running: {', '.join(fixed)} can no longer change; a running task can change "
+            f"only {', '.join(RUNNING_EDITABLE_FIELDS)}"
+        )

@@ -97,6 +97,11 @@ class RedisKeys:
         """STRING set when a running task should be stopped; its worker sees it on the next loop."""
         return f"{self.prefix}cancel:{task_id}"
 
+    def time_limit(self, task_id: int) -> str:
+        """STRING `token:seconds` (no seconds: no limit) set when a running task's time limit changes; the
+        worker running the attempt with that lease token applies it on its next loop."""
+        return f"{self.prefix}limit:{task_id}"
+
     def notified(self, what: str) -> str:
         """STRING (with expiry) marking a once-only notification as sent, e.g. a team's quota warning."""
         return f"{self.prefix}notified:{what}"

@@ -11,8 +11,8 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from scheduler.clock import from_epoch_s, local_zone, machine_zone_name, now_ms, now_s
-from scheduler.edits import changed_spec
+from scheduler.clock import from_epoch_s, local_zone, machine_zone_name, now_ms, now_s, to_epoch_s
+from scheduler.edits import changed_spec, check_changes, check_running_changes
 from scheduler.errors import ConflictError, NotFoundError, SpecError
 from scheduler.keys import RedisKeys
 from scheduler.nodes import NodeRegistry, NodeState
@@ -59,6 +59,7 @@ def policy_config_of(settings: Settings) -> PolicyConfig:
 
 # resolved from words like "+2h" or "tomorrow 9am" at each try: a retried submission may differ there alone
 _RETRY_MAY_CHANGE = frozenset({"not_before", "deadline"})
+MIN_TIME_LEFT_S = 60.0  # a running task's new time limit leaves it at least this long to run
 
 
 def same_submission(first: dict[str, object], again: dict[str, object]) -> bool:
@@ -297,8 +298,12 @@ class Cluster:
         task is no longer queued, or a node has already claimed it (it is starting as it was).
         """
         task = self.tasks.get_for(who, task_id)
+        if task.status == "running":
+            return self._update_running(task, changes)
         if task.status != "queued":
-            raise ConflictError(f"task {task_id} already {task.status}; only a queued task can be changed")
+            raise ConflictError(
+                f"task {task_id} already {task.status}; only a queued or running task can be changed"
+            )
         spec = changed_spec(task_id, task.spec or {}, changes)
         if changes.get("deadline") is not None:  # one that passed while it waited stays as it was
             check_times_ahead(spec, self.zone, from_epoch_s(now_s()))
@@ -325,6 +330,31 @@ class Cluster:
             self.queue.ring_scheduler()
         self._admit_in_sweep_of(updated)
         return updated
+
+    def _update_running(self, task: Task, changes: Mapping[str, Any]) -> Task:
+        """Give a running task a new time limit (or estimate, retries, name, tags): stored for its next
+        attempts and forecasts, and told to the worker running it, which applies it on its next loop. A
+        limit it has already run past is refused: that would stop it at once, which is a cancel."""
+        check_changes(task.id, changes)  # what is no spec field, or never changes (command, GPUs): a 422
+        check_running_changes(task.id, changes)
+        spec = changed_spec(task.id, task.spec or {}, changes)
+        limit = spec.time_limit_minutes
+        if limit is not None and task.started_at is not None:
+            ran_s = now_s() - to_epoch_s(task.started_at)
+            if limit * 60 <= ran_s + MIN_TIME_LEFT_S:
+                at_least = ran_s / 60 + MIN_TIME_LEFT_S / 60
+                raise ConflictError(
+                    f"task {task.id} has run {ran_s / 60:.0f} min already; a {limit:g}-min time limit would "
+                    f"stop it at once: give it more than {at_least:.0f} min, or cancel it"
+                )
+        new = resolve(spec, self.zone, self.default_workdir())
+        token = task.lease_token
+        if token is None or task.node is None or not self.tasks.update_running(task.id, token, new):
+            now = self.tasks.get_any(task.id).status
+            raise ConflictError(f"task {task.id} already {now}; it can no longer be changed")
+        if "time_limit_minutes" in changes:
+            self.queue.announce_time_limit(task.id, task.node, token, None if limit is None else limit * 60.0)
+        return self.tasks.get_any(task.id)
 
     def requeue_waiting(self, task_ids: Sequence[int]) -> None:
         """Queue again those of these tasks that still wait (queued, not held, not being cancelled) and that

@@ -73,7 +73,7 @@ from scheduler.nodes import NodeGpu
 from scheduler.private_files import restrict
 from scheduler.results import collect_metrics, prepare_output_dir
 from scheduler.service import Cluster, Settlement
-from scheduler.store.queue import Claim, RenewResult
+from scheduler.store.queue import Claim, RenewResult, announced_time_limit
 from scheduler.store.tables import Task
 from scheduler.wakeup import ring_when_set
 
@@ -558,17 +558,36 @@ class Worker:
         return max(attempts, key=lambda item: item.attempt, default=None)
 
     def _check_cancels(self) -> None:
+        """Stop the jobs whose task was cancelled, and give those whose time limit changed the new one (one
+        Redis round trip for all)."""
         with self._lock:
             items = [item for item in self.jobs.values() if item.stop_reason is None]
         if not items:
             return
-        client = self.cluster.queue.client
-        pipe = client.pipeline(transaction=False)
+        queue = self.cluster.queue
+        pipe = queue.client.pipeline(transaction=False)
         for item in items:
-            pipe.exists(self.cluster.queue.keys.cancel(item.claim.task_id))
-        for item, flagged in zip(items, pipe.execute(), strict=True):
+            pipe.exists(queue.keys.cancel(item.claim.task_id))
+            pipe.get(queue.keys.time_limit(item.claim.task_id))
+        answers = pipe.execute()
+        for item, flagged, limit in zip(items, answers[::2], answers[1::2], strict=True):
             if flagged:
                 self._request_stop(item, "cancelled")
+                continue
+            announced = announced_time_limit(limit)
+            if announced is not None and announced[0] == item.claim.token:
+                self._set_time_limit(item, announced[1])
+
+    def _set_time_limit(self, item: ActiveJob, limit_s: float | None) -> None:
+        """Apply a running task's changed time limit to its job (the timeout check reads it)."""
+        if item.job.time_limit_s == limit_s:
+            return
+        item.job.time_limit_s = limit_s
+        log.info(
+            "task %s: time limit now %s",
+            item.claim.task_id,
+            "none" if limit_s is None else f"{limit_s / 60:g} min",
+        )
 
     def _request_stop(self, item: ActiveJob, reason: StopReason, grace_s: float | None = None) -> None:
         """Stop this attempt's job beside the loop (its grace period, then KILL), once; an attempt already

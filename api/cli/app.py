@@ -560,7 +560,9 @@ def task_changes(
 
 @app.command()
 def change(
-    task_id: Annotated[int | None, typer.Argument(help="a queued task")] = None,
+    task_id: Annotated[
+        int | None, typer.Argument(help="a queued task (or a running one: --time-limit, --estimate, ...)")
+    ] = None,
     sweep: Annotated[int | None, typer.Option("--sweep", help="every queued task of this sweep")] = None,
     priority: Annotated[str | None, typer.Option(help="low | normal | high | urgent")] = None,
     after: Annotated[str | None, typer.Option(help="not before: 23:00, tomorrow 9am, +2h, ISO")] = None,
@@ -591,7 +593,8 @@ def change(
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Change a queued task's priority, start window, limits, retries or name; it keeps its age.
+    """Change a queued task's priority, start window, limits, retries or name; it keeps its age. A running
+    task's time limit, estimate, retries and name (`nightshift change 5 --time-limit 240`).
 
     With --sweep ID, every queued task of that sweep (and --max-running, how many of them run at once).
     GPUs, memory or the command: `nightshift submit --like ID ...`, then cancel ID."""
@@ -632,10 +635,10 @@ def change(
 def _change_task(
     client: NightshiftClient, task_id: int, changes: dict[str, Any]
 ) -> tuple[dict[str, Any], dict[str, tuple[Any, Any]]]:
-    """Send only what really changes a queued task (nothing when it already is so); the task after, and
-    each changed field's (before, after). Anything the cluster refuses, it answers itself."""
+    """Send only what really changes a queued or running task (nothing when it already is so); the task
+    after, and each changed field's (before, after). Anything the cluster refuses, it answers itself."""
     task = client.get_task(task_id)
-    if task.get("status") != "queued":
+    if task.get("status") not in ("queued", "running"):
         return client.change(task_id, changes), {}
     try:
         diff = spec_differences(task_id, task.get("spec") or {}, changes)

@@ -167,10 +167,13 @@ Changes = Annotated[
 def change_task(
     task_id: TaskId, changes: Changes, cluster: ClusterDep, usage: UsageDep, who: IdentityDep
 ) -> TaskPublic:
-    """Change a queued task's priority, start window, limits, retries, name or tags; it keeps its age.
+    """Change a queued task's priority, start window, limits, retries, name or tags; it keeps its age. A
+    running task may change its time limit (its worker applies it within a second), estimate, retries,
+    name and tags.
 
     422 names a field that cannot change (command, GPUs, memory, node, ...: submit it again with
-    `--like ID` instead); 409 when the task is no longer queued. `warnings` says when it can no longer
+    `--like ID` instead); 409 when the task has ended, when a running task is asked to change when or
+    where it starts, or given a limit it has already run past. `warnings` says when it can no longer
     finish by its deadline.
     """
     return tasks_as_submitted(cluster, usage, [cluster.update(who, task_id, changes)])[0]

@@ -12,7 +12,7 @@ from assistant.parsing.commands import STRONG, fenced_commands, find_command, re
 from assistant.parsing.fields import BARE_NUMBER, GPU_CHOICE, TASK_ID, read_fields, task_ids
 from assistant.parsing.fields import ESTIMATE as RUN_TIME
 from assistant.parsing.history import plain_words, read_search
-from assistant.parsing.numbers import NUMBER, to_int
+from assistant.parsing.numbers import DURATION, NUMBER, duration_minutes, tidy, to_int
 from assistant.parsing.sweeps import (
     PLACEHOLDER,
     SWEEP_INTENT,
@@ -635,7 +635,7 @@ def _rerun(rest: str, command: str | None, now: datetime) -> Reading | None:
 # changing a queued task ("make 12 urgent", "run 12 tonight instead", "start 12 now", "把12号改成高优先级")
 CHANGE_VERB = re.compile(
     r"\b(?:change|make|set|bump|raise|lower|move|reschedule|switch|update|start|run|give|push|limit|cap)\b"
-    r"|改成|改为|改到|调到|调成|调高|调低|提高|降低|提到|推迟|挪到|换成|现在就|马上|立刻",
+    r"|改成|改为|改到|调到|调成|调高|调低|提高|降低|提到|推迟|挪到|换成|现在就|马上|立刻|延长到|延到",
     _I,
 )
 PRIORITY_UP = re.compile(
@@ -675,6 +675,35 @@ def _change_reading(text: str, now: datetime, tool: str, **which: int) -> Readin
     if not args and not start_now and not clear:
         return None
     return _tool(tool, **which, start_now=True if start_now else None, clear=clear or None, **args)
+
+
+# more time on a task's limit ("give task 5 4 more hours", "extend 5 by 2 hours", "给5号多加4小时"): relative
+MORE_TIME = re.compile(
+    r"\b(?:more|extra|additional|another)\b|\bextend\b.*\bby\b|\badd\b"
+    r"|多加|再加|加上|多给|再给|延长(?!到)|延时|加时|续",
+    _I,
+)
+# a limit said outright ("extend 5's time limit to 6 hours", "时限延长到6小时"): a change of the field itself
+LIMIT_TO = re.compile(
+    r"\bto\s+(?:\d|an?\b|one\b|two\b|three\b|four\b|five\b|six\b|ten\b|twelve\b)|到|改成|改为|设为|设成", _I
+)
+_MORE_BEFORE_UNIT = re.compile(
+    r"\s+(?:more|extra|additional)\s+(?=(?:hours?|hrs?|minutes?|mins?|days?)\b)", _I
+)
+NOT_TIME = re.compile(r"\bgpus?\b|\bcards?\b|\bmemory\b|\bvram\b|\bretr(?:y|ies)\b|显存|卡|重试", _I)
+
+
+def _more_time(rest: str) -> Reading | None:
+    """More time on one task's limit ("give task 5 4 more hours": change_task with `more_minutes`, its
+    limit plus that); None when the request is not one."""
+    text = _MORE_BEFORE_UNIT.sub(" ", rest)  # "4 more hours": a duration of 4 hours
+    ids = task_ids(DURATION.sub(" ", text))  # "give 5 4 more hours": task 5, not 4
+    if len(ids) != 1 or not MORE_TIME.search(rest) or LIMIT_TO.search(rest) or NOT_TIME.search(rest):
+        return None
+    minutes = duration_minutes(TASK_ID.sub(" ", text))
+    if minutes is None or minutes <= 0:
+        return None
+    return _tool("change_task", task_id=ids[0], more_minutes=tidy(minutes))
 
 
 def _clear(rest: str, now: datetime) -> Reading | None:
@@ -788,7 +817,7 @@ def understand(text: str, now: datetime) -> Reading:
     again = _rerun(rest, found.command if found else None, now)
     if again is not None:
         return again
-    change = _change(rest, now) if not found else None
+    change = (_more_time(rest) or _change(rest, now)) if not found else None
     if change is not None:
         return change
     reading = _question(rest) if not found else None

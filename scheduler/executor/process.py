@@ -95,6 +95,8 @@ class RunningJob:
         self.cpu_s: float | None = None  # CPU time of all the job's processes, once over (in a cgroup)
         self.pid = popen.pid
         self.started_at = started_at
+        # the request's, until the task's time limit is changed while it runs (`Worker._set_time_limit`)
+        self.time_limit_s = request.time_limit_s
         self._popen = popen
         self._log_offset = log_offset
         self._cleanup_argv = list(cleanup_argv) if cleanup_argv else None
@@ -123,7 +125,7 @@ class RunningJob:
 
     def time_limit_exceeded(self, now_monotonic: float) -> bool:
         """True once the job has run longer than its time limit (never, without one)."""
-        limit = self.request.time_limit_s
+        limit = self.time_limit_s
         return limit is not None and now_monotonic >= self.started_at + limit
 
     def output_limit_exceeded(self) -> bool:

@@ -452,6 +452,14 @@ class RedisQueue:
         self._ring_node(pipe, node)
         pipe.execute()
 
+    def announce_time_limit(self, task_id: int, node: str, token: str, limit_s: float | None) -> None:
+        """Tell the worker running attempt `token` of a task its new time limit (None: none), and ring it."""
+        pipe = self.client.pipeline(transaction=False)
+        value = f"{token}:{'' if limit_s is None else repr(float(limit_s))}"
+        pipe.set(self.keys.time_limit(task_id), value, ex=7 * 24 * 3600)  # applied long before; held by SQL
+        self._ring_node(pipe, node)
+        pipe.execute()
+
     def ring_node(self, node: str) -> None:
         """Wake the worker of `node` now (it is told to stop, say)."""
         pipe = self.client.pipeline(transaction=False)
@@ -515,3 +523,10 @@ class RedisQueue:
 
 
 __all__ = ["Claim", "Lease", "RedisQueue", "RenewResult"]
+
+
+def announced_time_limit(value: str | bytes | None) -> tuple[str, float | None] | None:
+    """The (lease token, limit in seconds or None) of an `announce_time_limit` value, None without one."""
+    text = value.decode() if isinstance(value, bytes) else (value or "")
+    token, _, seconds = text.rpartition(":")
+    return (token, float(seconds) if seconds else None) if token else None

@@ -38,6 +38,15 @@ class NewTask:
 MAX_TASK_ID = 2**63 - 1  # the largest id a 64-bit SQL integer holds
 # what the scheduler reads of a queued row changes only with these: (claim count, spec changes)
 RowVersion = tuple[int, int]
+# a running task's lease token (its attempt) and revision (a change of its time limit, say)
+RunningVersion = tuple[str | None, int]
+
+
+def _running_versions(connection: Connection) -> dict[int, RunningVersion]:
+    rows = connection.execute(
+        select(Task.id, Task.lease_token, Task.revision).where(Task.status == "running")
+    )
+    return {task_id: (token, revision) for task_id, token, revision in rows}
 
 
 def _queued_versions(connection: Connection, ids: list[int]) -> dict[int, RowVersion]:
@@ -291,21 +300,21 @@ class TaskStore:
         with self._engine.connect().execution_options(**{READ_ONLY: True}) as connection:
             return _queued_versions(connection, ids)
 
-    def running_tokens(self) -> dict[int, str | None]:
-        """Id -> lease token of every running task (the scheduler's hot path: two columns, no joins)."""
+    def running_tokens(self) -> dict[int, RunningVersion]:
+        """Id -> lease token and revision of every running task (the scheduler's hot path: no joins)."""
         with self._engine.connect().execution_options(**{READ_ONLY: True}) as connection:
-            rows = connection.execute(select(Task.id, Task.lease_token).where(Task.status == "running"))
-            return {task_id: token for task_id, token in rows}
+            return _running_versions(connection)
 
-    def pass_versions(self, task_ids: Iterable[int]) -> tuple[dict[int, RowVersion], dict[int, str | None]]:
+    def pass_versions(
+        self, task_ids: Iterable[int]
+    ) -> tuple[dict[int, RowVersion], dict[int, RunningVersion]]:
         """`queued_versions(task_ids)` and `running_tokens()` on one connection (once per scheduling pass)."""
         ids = list(task_ids)
         queued: dict[int, RowVersion] = {}
         with self._engine.connect().execution_options(**{READ_ONLY: True}) as connection:
             if ids:
                 queued = _queued_versions(connection, ids)
-            rows = connection.execute(select(Task.id, Task.lease_token).where(Task.status == "running"))
-            return queued, {task_id: token for task_id, token in rows}
+            return queued, _running_versions(connection)
 
     def schedulable_states(self, only: Iterable[int] | None = None) -> dict[int, str]:
         """Id -> status of the tasks Redis should know (among `only`, or all): queued ones that nobody
@@ -347,6 +356,17 @@ class TaskStore:
                     retries=new.retries,
                     revision=Task.revision + 1,  # the scheduler's cached view of it is stale now
                 )
+            )
+            return _rowcount(result) == 1
+
+    def update_running(self, task_id: int, token: str, new: NewTask) -> bool:
+        """Store a running attempt's changed spec (its time limit, estimate, retries, name or tags); False
+        when that attempt (`token`) is no longer the one running."""
+        with transaction(self.factory) as session:
+            result = session.execute(
+                update(Task)
+                .where(Task.id == task_id, Task.status == "running", Task.lease_token == token)
+                .values(name=new.name, spec=new.spec, retries=new.retries, revision=Task.revision + 1)
             )
             return _rowcount(result) == 1
 

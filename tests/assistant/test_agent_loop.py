@@ -329,10 +329,10 @@ def test_a_change_the_task_cannot_take_is_explained_and_makes_no_card(make_assis
 
     assert gpus.tool_calls == [] and "run 12 again on 4 GPUs" in gpus.reply
     assert finished.cards == [] and finished.reply.endswith(
-        f"task {done} already cancelled; only a queued task can be changed"
+        f"task {done} already cancelled; only a queued or running task can be changed"
     )
     assert same.cards == [] and same.reply.endswith(f"task {queued} already has priority: high")
-    assert chinese.reply == f"抱歉，没能完成：任务 {done} 已经被取消；只有排队中的任务可以修改"
+    assert chinese.reply == f"抱歉，没能完成：任务 {done} 已经被取消；只有排队中或运行中的任务可以修改"
     assert cluster.tasks.get_any(queued).priority == "high"
 
 

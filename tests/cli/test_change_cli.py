@@ -1,10 +1,13 @@
-"""`nightshift change ID --priority ... --now ...`: a queued task's timing changed from the command line."""
+"""`nightshift change ID --priority ... --now ...`: a queued task's timing changed from the command line, and
+a running task's time limit."""
 
 from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta
 
+from scheduler.clock import now_ms
+from scheduler.store.queue import announced_time_limit
 from tests.cli.conftest import cli_as, lr_sweep_file
 
 
@@ -118,3 +121,28 @@ def test_submit_takes_a_deadline_as_change_does(cluster, a100_node, make_identit
     hours = datetime.fromisoformat(spec["deadline"]) - datetime.fromisoformat(spec["not_before"])
     assert hours == timedelta(hours=28)
     assert unreadable.exit_code == 2 and "cannot read the time" in unreadable.output
+
+
+def test_a_running_tasks_time_limit_is_changed_from_the_command_line(
+    cluster, a100_node, make_identity, monkeypatch, tmp_path
+):
+    # Given alice's task, claimed and running on box-1 with a 10-minute limit
+    who, token = make_identity("alice", "vision")
+    task, _ = cluster.submit(who, {"command": "sleep 60", "time_limit_minutes": 10, "workdir": str(tmp_path)})
+    assert cluster.queue.assign(task.id, a100_node, [0], now_ms())
+    claim = cluster.queue.claim(a100_node, now_ms(), 60_000)
+    assert claim is not None
+    assert cluster.tasks.mark_running(task.id, claim.token, a100_node, claim.gpu_indices) == 1
+
+    with cli_as(cluster, token, monkeypatch, tmp_path / "client-home") as nightshift:
+        longer = nightshift("change", str(task.id), "--time-limit", "240")
+        priority = nightshift("change", str(task.id), "--priority", "high")
+
+    # Then the limit changes, and the worker holding its claim is told; its priority cannot change now
+    assert longer.exit_code == 0, longer.output
+    assert f"task {task.id} changed: time_limit_minutes 10.0 -> 240.0" in longer.output
+    assert cluster.tasks.get_any(task.id).spec["time_limit_minutes"] == 240.0
+    told = cluster.queue.client.get(cluster.queue.keys.time_limit(task.id))
+    assert announced_time_limit(told) == (claim.token, 240 * 60.0)
+    assert priority.exit_code == 1
+    assert f"task {task.id} is running: priority can no longer change" in " ".join(priority.output.split())

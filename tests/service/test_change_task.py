@@ -145,7 +145,9 @@ def test_only_a_queued_task_of_ones_own_team_can_change(cluster, make_identity):
     with pytest.raises(NotFoundError):
         cluster.update(other_team, task.id, {"priority": "urgent"})
     cluster.cancel(who, task.id)
-    with pytest.raises(ConflictError, match="already cancelled; only a queued task can be changed"):
+    with pytest.raises(
+        ConflictError, match="already cancelled; only a queued or running task can be changed"
+    ):
         cluster.update(who, task.id, {"priority": "urgent"})
     assert cluster.tasks.get_any(task.id).priority == "normal"
 
@@ -214,7 +216,10 @@ def test_the_api_changes_a_task_and_answers_422_and_409_with_what_to_do(cluster,
     assert not_an_object.status_code == 422
     assert empty.status_code == 422 and "send one or more of these fields: name, priority" in empty.text
     assert [item["field"] for item in empty.json()["errors"]] == [None]
-    assert too_late.status_code == 409 and "only a queued task can be changed" in too_late.json()["detail"]
+    assert (
+        too_late.status_code == 409
+        and "only a queued or running task can be changed" in too_late.json()["detail"]
+    )
 
 
 def test_tasks_changed_again_and_again_while_the_cluster_runs_each_run_exactly_once(
