@@ -7,6 +7,7 @@ from datetime import datetime
 
 from scheduler.clock import to_epoch_s
 from scheduler.nodes import NodeState
+from scheduler.policy.placement import memory_need_mib
 from scheduler.policy.types import GpuSlot, PriorityClass, QueuedTask, RunningTask
 from scheduler.store.tables import Task
 
@@ -30,6 +31,7 @@ def queued_task_of(task: Task) -> QueuedTask:
         enqueued_at_s=to_epoch_s(task.enqueued_at),
         priority=PriorityClass.parse(task.priority),
         gpu_memory_mib=int((task.gpu_memory_gb or 0) * MIB_PER_GB),
+        gpu_fraction=float(spec.get("gpu_fraction") or 1.0),
         estimated_s=float(estimate) * 60 if estimate else None,
         time_limit_s=float(limit) * 60 if limit else None,
         not_before_s=_epoch_or_none(spec.get("not_before")),
@@ -61,6 +63,7 @@ def holder_of(queued: QueuedTask, node: str, gpu_indices: Sequence[int], started
         gpu_indices=tuple(gpu_indices),
         started_at_s=started_at_s,
         gpu_memory_mib=queued.gpu_memory_mib,
+        gpu_fraction=queued.gpu_fraction,
         priority=queued.priority,
         estimated_end_s=started_at_s + estimate if estimate else None,
     )
@@ -77,16 +80,10 @@ def _node_out_of_service(node: NodeState, now_ms_: int) -> str | None:
 
 def gpu_slots(nodes: Iterable[NodeState], holders: Sequence[RunningTask], now_ms_: int) -> list[GpuSlot]:
     """Each GPU of each live node, with what nightshift's own tasks already hold subtracted."""
-    reserved_mib: dict[tuple[str, int], int] = {}
-    shares: dict[tuple[str, int], float] = {}
-    unsized: set[tuple[str, int]] = set()  # a holder that asked for no memory: what it uses is unknown
+    on_gpu: dict[tuple[str, int], list[RunningTask]] = {}
     for task in holders:
         for index in task.gpu_indices:
-            key = (task.node, index)
-            shares[key] = shares.get(key, 0.0) + task.gpu_fraction
-            reserved_mib[key] = reserved_mib.get(key, 0) + task.gpu_memory_mib
-            if task.gpu_memory_mib <= 0:
-                unsized.add(key)
+            on_gpu.setdefault((task.node, index), []).append(task)
     slots: list[GpuSlot] = []
     for node in nodes:
         node_why = _node_out_of_service(node, now_ms_)
@@ -95,7 +92,15 @@ def gpu_slots(nodes: Iterable[NodeState], holders: Sequence[RunningTask], now_ms
             if why is None and gpu.out_of_service:
                 why = f"GPU {gpu.index} of {node.name}: {gpu.out_of_service}"
             key = (node.name, gpu.index)
-            reserved = reserved_mib.get(key, 0)
+            held = on_gpu.get(key, [])
+            shares = sum(task.gpu_fraction for task in held)
+            # what its holders asked for (a sharer without a request: its fraction of the GPU)
+            reserved = sum(
+                memory_need_mib(task.gpu_memory_mib, task.gpu_fraction, gpu.memory_total_mib) for task in held
+            )
+            unsized = any(
+                memory_need_mib(t.gpu_memory_mib, t.gpu_fraction, gpu.memory_total_mib) <= 0 for t in held
+            )
             if gpu.outside_mib is not None:
                 # known from the driver's process list: a task's reservation it has not filled yet and
                 # the memory of processes outside nightshift both count, whatever the reading shows
@@ -111,11 +116,11 @@ def gpu_slots(nodes: Iterable[NodeState], holders: Sequence[RunningTask], now_ms
                     memory_total_mib=gpu.memory_total_mib,
                     memory_free_mib=max(0, free),
                     model=gpu.name,
-                    shares_used=shares.get(key, 0.0),
+                    shares_used=shares,
                     power_w=gpu.power_w,
                     available=why is None,
                     why_unavailable=why,
-                    outside_mib=0 if key in unsized and gpu.outside_mib is None else max(0, outside),
+                    outside_mib=0 if unsized and gpu.outside_mib is None else max(0, outside),
                     outside_by=gpu.outside[0].describe() if gpu.outside else None,
                 )
             )

@@ -28,6 +28,7 @@ from scheduler.telemetry.report import (
     span_cpu_s,
     span_energy,
 )
+from scheduler.usage import gpu_fraction_of
 
 GroupBy = Literal["team", "user", "gpu"]
 DAY_S = 86400.0
@@ -63,6 +64,7 @@ class AttemptSpan:
     status: str
     wait_s: float | None
     attempt: int = 0
+    gpu_fraction: float = 1.0  # a task sharing one GPU: its GPU-hours and estimated energy are this part
 
 
 def _spans(
@@ -81,6 +83,7 @@ def _spans(
             Task.status,
             Task.submitted_at,
             Attempt.number,
+            gpu_fraction_of(Task),
         )
         .join(Task, Attempt.task_id == Task.id)
         .join(Team, Task.team_id == Team.id)
@@ -102,6 +105,7 @@ def _spans(
             status,
             submitted,
             number,
+            fraction,
         ) in session.execute(query):
             start = max(to_epoch_s(started), since_s)
             end = min(to_epoch_s(finished), now_s) if finished else now_s
@@ -110,7 +114,17 @@ def _spans(
             wait = to_epoch_s(started) - to_epoch_s(submitted) if number == 1 else None
             spans.append(
                 AttemptSpan(
-                    task_id, team_name, user, tuple(gpu_indices or ()), node, start, end, status, wait, number
+                    task_id,
+                    team_name,
+                    user,
+                    tuple(gpu_indices or ()),
+                    node,
+                    start,
+                    end,
+                    status,
+                    wait,
+                    number,
+                    min(fraction or 1.0, 1.0),
                 )
             )
     return spans
@@ -198,7 +212,7 @@ def utilization_report(
     for span in spans:
         power_w = _span_power_w(span, gpu_models, sampled, config)
         stored = measured.get((span.task_id, span.attempt))
-        use = _SpanUse(*span_energy(span, len(span.gpus), power_w, stored, config),
+        use = _SpanUse(*span_energy(span, len(span.gpus), power_w * span.gpu_fraction, stored, config),
                        offpeak_share_s(span, config), stored)  # fmt: skip
         energy.append((use.kwh, use.cost))
         _add_span(total, span, len(span.gpus), use)
@@ -253,10 +267,11 @@ class _SpanUse:
 def _add_span(row: _Row, span: AttemptSpan, gpus: int, use: _SpanUse) -> None:
     """Add `gpus` of the span's GPUs (its share of energy, cost and CPU time) and its task to `row`."""
     share = gpus / len(span.gpus) if span.gpus else 1.0
-    row.gpu_s += gpus * (span.end_s - span.start_s)
+    held = gpus * span.gpu_fraction
+    row.gpu_s += held * (span.end_s - span.start_s)
     row.energy_kwh += use.kwh * share
     row.cost += use.cost * share
-    row.offpeak_gpu_s += gpus * use.offpeak_s
+    row.offpeak_gpu_s += held * use.offpeak_s
     cpu_s = span_cpu_s(span, gpus, use.stored)
     if cpu_s is not None:
         row.cpu_s = (row.cpu_s or 0.0) + cpu_s

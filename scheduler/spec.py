@@ -67,6 +67,14 @@ class TaskSpec(BaseModel):
     gpu_memory_gb: float | None = Field(
         default=None, strict=True, gt=0, le=4096, allow_inf_nan=False, description="min free memory per GPU"
     )
+    gpu_fraction: float = Field(
+        default=1.0,
+        gt=0,
+        le=1,
+        allow_inf_nan=False,
+        description="share one GPU: 0.5 = half of it (tasks share a GPU while their fractions sum to at "
+        "most 1 and their memory fits; without gpu_memory_gb a task holds its fraction of the GPU's memory)",
+    )
     priority: Priority = "normal"
     not_before: datetime | None = Field(default=None, description="do not start before this time")
     offpeak: bool = Field(default=False, description="start only inside an off-peak window")
@@ -286,6 +294,11 @@ class TaskSpec(BaseModel):
             raise ValueError("gpu_memory_gb needs gpus of at least 1 (gpus is 0: a CPU-only task)")
         if self.gpus == 0 and self.gpu_model is not None:
             raise ValueError("gpu_model needs gpus of at least 1 (gpus is 0: a CPU-only task)")
+        if self.gpu_fraction < 1 and self.gpus != 1:
+            raise ValueError(
+                f"gpu_fraction below 1 shares one GPU: it needs gpus 1 (you asked for {self.gpus}); "
+                "a task on several GPUs holds them whole"
+            )
         if (
             self.not_before
             and self.deadline

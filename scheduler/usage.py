@@ -7,12 +7,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import timedelta
 
-from sqlalchemy import or_, select
+from sqlalchemy import ColumnElement, or_, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from scheduler.clock import from_epoch_s, to_epoch_s
 from scheduler.policy.config import TeamUsage
 from scheduler.policy.estimate import DurationHistory
+from scheduler.policy.quotas import gpu_weight
 from scheduler.store.tables import Attempt, Task, Team, User
 
 DAY_S = 86400.0
@@ -24,7 +25,7 @@ class GpuSpan:
     """GPUs held by one team from `start_s` to `end_s` (None while still running)."""
 
     team: str
-    gpus: int
+    gpus: float  # a task sharing one GPU holds its fraction of it
     start_s: float
     end_s: float | None
 
@@ -62,16 +63,27 @@ def gpu_spans(factory: sessionmaker[Session], now_s: float, history_s: float) ->
     """Every attempt that held GPUs during the last `history_s` seconds (running ones included)."""
     since = from_epoch_s(now_s - history_s)
     query = (
-        select(Team.name, Task.gpus, Attempt.started_at, Attempt.finished_at)
+        select(Team.name, Task.gpus, gpu_fraction_of(Task), Attempt.started_at, Attempt.finished_at)
         .join(Task, Attempt.task_id == Task.id)
         .join(Team, Task.team_id == Team.id)
         .where(Task.gpus > 0, or_(Attempt.finished_at.is_(None), Attempt.finished_at >= since))
     )
     with factory() as session:
         return [
-            GpuSpan(team, gpus, to_epoch_s(started), to_epoch_s(finished) if finished else None)
-            for team, gpus, started, finished in session.execute(query)
+            GpuSpan(
+                team,
+                gpu_weight(gpus, fraction or 1.0),
+                to_epoch_s(started),
+                to_epoch_s(finished) if finished else None,
+            )
+            for team, gpus, fraction, started, finished in session.execute(query)
         ]
+
+
+def gpu_fraction_of(task: type[Task]) -> ColumnElement[float | None]:
+    """The SQL expression of a task's `gpu_fraction` (NULL for specs stored before it existed: 1)."""
+    fraction: ColumnElement[float | None] = task.spec["gpu_fraction"].as_float()
+    return fraction
 
 
 def learned_durations(

@@ -317,6 +317,10 @@ def submit(
     args: Annotated[list[str] | None, typer.Argument(help="[FILE.yaml] -- COMMAND...")] = None,
     gpus: Annotated[int | None, typer.Option(help="GPUs (0 = CPU only)")] = None,
     gpu_mem: Annotated[float | None, typer.Option("--gpu-mem", help="min free GB per GPU")] = None,
+    gpu_fraction: Annotated[
+        float | None,
+        typer.Option("--gpu-fraction", help="share one GPU: 0.5 = half of it (with --gpus 1)"),
+    ] = None,
     priority: Annotated[
         str | None,
         typer.Option(
@@ -373,7 +377,8 @@ def submit(
     settings = get_settings()
     now = datetime.now().astimezone()
     overrides: dict[str, Any] = {
-        "gpus": gpus, "gpu_memory_gb": gpu_mem, "priority": priority, "offpeak": True if tonight else None,
+        "gpus": gpus, "gpu_memory_gb": gpu_mem, "gpu_fraction": gpu_fraction, "priority": priority,
+        "offpeak": True if tonight else None,
         "time_limit_minutes": time_limit, "estimated_minutes": estimate, "conda_env": conda,
         "docker_image": docker, "retries": retries, "name": name, "depends_on": depends_on or None,
         "depends_on_any": after_any or None, "gpu_model": gpu_model, "node": node, "tags": tag or None,

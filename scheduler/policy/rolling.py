@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 from scheduler.policy.config import PolicyConfig, TeamUsage
 from scheduler.policy.estimate import expected_end_s
-from scheduler.policy.quotas import budget_status
+from scheduler.policy.quotas import budget_status, gpu_weight
 from scheduler.policy.types import RunningTask
 
 DAY_S = 86400.0
@@ -115,7 +115,8 @@ def with_running_to(
     for task in running:
         held_s = now_s - max(task.started_at_s, usage_at_s)
         if held_s > 0:
-            extra[task.team] = extra.get(task.team, 0.0) + len(task.gpu_indices) * held_s
+            held = gpu_weight(len(task.gpu_indices), task.gpu_fraction)  # a shared GPU: its fraction
+            extra[task.team] = extra.get(task.team, 0.0) + held * held_s
     if not extra:
         return dict(usage)
     out = dict(usage)
@@ -146,7 +147,9 @@ def team_spans(
             continue
         expected_s = expected_end_s(task, now_s, config, config.forecast_overrun_factor)
         end_s = now_s + (expected_s - now_s) * factor
-        out[task.team].append(UsageSpan(len(task.gpu_indices), task.started_at_s, end_s))
+        out[task.team].append(
+            UsageSpan(gpu_weight(len(task.gpu_indices), task.gpu_fraction), task.started_at_s, end_s)
+        )
     return out
 
 

@@ -81,6 +81,7 @@ class _Meter:
     models: dict[int, str]
     last_s: float
     used_before_mib: dict[int, int] = field(default_factory=dict)  # GPU memory in use as it started
+    gpu_fraction: float = 1.0  # a task sharing its GPU: its part of the GPU-hours and of a model's power
     last_power_w: dict[int, float | None] = field(default_factory=dict)
     measured_kwh: float = 0.0
     estimated_kwh: float = 0.0
@@ -120,13 +121,16 @@ class UsageMeter:
         requested_memory_mib: int | None = None,
         models: Mapping[int, str] | None = None,
         used_before_mib: Mapping[int, int] | None = None,
+        gpu_fraction: float = 1.0,
     ) -> None:
         """Start metering an attempt holding `gpu_indices` from `started_s`; `used_before_mib`: the memory
-        of each GPU in use as it started (another process's), left out of its peak."""
+        of each GPU in use as it started (another process's), left out of its peak; `gpu_fraction`: the part
+        of its GPU a sharing task holds (its GPU-hours, and its model power when none is measured)."""
         with self._lock:
             self._meters[task_id] = _Meter(
                 task_id, attempt, tuple(gpu_indices), started_s, requested_memory_mib,
                 dict(models or {}), last_s=started_s, used_before_mib=dict(used_before_mib or {}),
+                gpu_fraction=min(gpu_fraction, 1.0),
             )  # fmt: skip
 
     def running(self) -> list[int]:
@@ -189,7 +193,7 @@ class UsageMeter:
             gpus=len(meter.gpu_indices),
             started_s=meter.started_s,
             finished_s=finished_s,
-            gpu_hours=len(meter.gpu_indices) * (finished_s - meter.started_s) / 3600.0,
+            gpu_hours=len(meter.gpu_indices) * meter.gpu_fraction * (finished_s - meter.started_s) / 3600.0,
             energy_kwh=total,
             energy_source=source,
             offpeak_energy_kwh=meter.offpeak_kwh,
@@ -211,7 +215,9 @@ class UsageMeter:
         for index in meter.gpu_indices:
             power = None if long_gap else powers.get(index)
             if power is None:
-                estimated_w += gpu_power_w(meter.models.get(index, ""), None, self.power_table)
+                estimated_w += (
+                    gpu_power_w(meter.models.get(index, ""), None, self.power_table) * meter.gpu_fraction
+                )
             else:
                 measured_w += power
         measured = measured_w * duration_s / J_PER_KWH

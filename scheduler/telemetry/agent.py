@@ -221,7 +221,10 @@ class WorkerTelemetry:
             task, claim = item.task, item.claim
             requested = int(task.gpu_memory_gb * 1024) if task.gpu_memory_gb else None
             used_before = {gpu.index: gpu.memory_used_mib for gpu in gpus if gpu.index in claim.gpu_indices}
-            self.meter.begin(task.id, item.attempt, claim.gpu_indices, now, requested, models, used_before)
+            fraction = float((task.spec or {}).get("gpu_fraction") or 1.0)
+            self.meter.begin(
+                task.id, item.attempt, claim.gpu_indices, now, requested, models, used_before, fraction
+            )
             self.health.task_started(claim.token, used_before)
             where = ", ".join(str(i) for i in claim.gpu_indices) or "none (CPU)"
             self._notify(

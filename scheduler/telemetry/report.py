@@ -45,6 +45,8 @@ class SpanLike(Protocol):
     @property
     def end_s(self) -> float: ...
     @property
+    def gpu_fraction(self) -> float: ...
+    @property
     def wait_s(self) -> float | None: ...
     @property
     def attempt(self) -> int: ...
@@ -190,7 +192,7 @@ def by_day(
         for day, start_s, end_s in _day_pieces(span.start_s, span.end_s, config.timezone):
             row = days.setdefault((day, span.team), _Day())
             share = (end_s - start_s) / duration_s if duration_s > 0 else 0.0
-            row.gpu_s += len(span.gpus) * (end_s - start_s)
+            row.gpu_s += len(span.gpus) * span.gpu_fraction * (end_s - start_s)
             row.energy_kwh += kwh * share
             row.cost += cost * share
             row.tasks.add(span.task_id)

@@ -177,3 +177,16 @@ def test_the_chat_says_what_a_finished_task_used_and_cost(cluster, make_identity
     assert "peak GPU memory 5.9 GB of the 8 GB asked." in english, english
     assert f"共用 1.00 GPU小时、0.30 kWh（实测），费用 {cost}" in chinese, chinese
     assert "显存峰值 5.9 GB（申请 8 GB）" in chinese, chinese
+
+
+def test_a_task_sharing_its_gpu_is_charged_its_part_of_the_gpu_hours_and_of_the_estimated_power():
+    # Given a half-GPU task on an A100 for an hour, with no power reading
+    meter = UsageMeter("n", DEFAULT_TARIFF, (), "UTC")
+    meter.begin(3, 1, [0], SIX_THIRTY, gpu_fraction=0.5)
+    meter.observe(SIX_THIRTY + 1800, [_gpu(0, None, name="NVIDIA A100-SXM4-80GB")])
+    usage = meter.end(3, SIX_THIRTY + 3600)
+
+    # Then half a GPU-hour, and half the A100's 400 W
+    assert usage is not None and usage.energy_source == "estimated"
+    assert usage.gpu_hours == pytest.approx(0.5)
+    assert usage.energy_kwh == pytest.approx(0.2)

@@ -27,9 +27,23 @@ H = 3600.0
 MIDNIGHT = datetime(2026, 3, 5, 0, 0, tzinfo=UTC).timestamp()  # Thursday 00:00 UTC
 
 
-def _ran(cluster, who, *, submitted, started, finished, gpus=1, status="succeeded", reason="exit", tmp):
-    """A task that waited from `submitted` and ran on `gpus` GPUs from `started` to `finished`."""
-    task = cluster.submit(who, {"command": "true", "gpus": gpus, "workdir": str(tmp)})[0]
+def _ran(
+    cluster,
+    who,
+    *,
+    submitted,
+    started,
+    finished,
+    gpus=1,
+    status="succeeded",
+    reason="exit",
+    tmp,
+    fraction=1.0,
+):
+    """A task that waited from `submitted` and ran on `gpus` GPUs (`fraction` of one) from `started` to
+    `finished`."""
+    spec = {"command": "true", "gpus": gpus, "gpu_fraction": fraction, "workdir": str(tmp)}
+    task = cluster.submit(who, spec)[0]
     cluster.queue.remove(task.id)
     with transaction(cluster.factory) as session:
         session.execute(
@@ -97,6 +111,28 @@ def test_reports_aggregate_gpu_hours_energy_and_waits_by_team_and_day(cluster, m
 
     rendered = utilization_tables(report)
     assert len(rendered.renderables) == 3
+
+
+def test_a_task_sharing_a_gpu_counts_its_part_of_the_gpu_hours_energy_and_budget(
+    cluster, make_identity, tmp_path
+):
+    # Given two quarter-GPU tasks of nlp on one A100 for 4 hours each (no measured usage)
+    bob, _ = make_identity("bob", "nlp")
+    for _ in range(2):
+        _ran(cluster, bob, submitted=MIDNIGHT + 9 * H, started=MIDNIGHT + 10 * H, finished=MIDNIGHT + 14 * H,
+             fraction=0.25, tmp=tmp_path)  # fmt: skip
+    config = PolicyConfig(timezone="UTC", day_budget_gpu_h={"nlp": 4.0})
+
+    report = utilization_report(cluster.factory, MIDNIGHT + 20 * H, 1, "team", config, {"box:0": "A100"}, 1)
+
+    # Then 2 GPU-hours (not 8), a quarter of the A100's 400 W each, and half the day budget used
+    [row] = report["rows"]
+    assert row["gpu_hours"] == pytest.approx(2.0)
+    assert row["energy_kwh"] == pytest.approx(2 * 0.1 * 4, abs=1e-3)
+    [day] = report["by_day"]
+    assert day["gpu_hours"] == pytest.approx(2.0)
+    [quota] = report["quota"]
+    assert quota["day_used_gpu_h"] == pytest.approx(2.0) and quota["day_share"] == pytest.approx(0.5)
 
 
 def test_the_api_report_limits_members_to_their_team(cluster, make_identity, tmp_path):
