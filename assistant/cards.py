@@ -266,6 +266,7 @@ def _energy(
         power = gpu_power_w(names[0]) if names else FALLBACK_GPU_POWER_W
     except ImportError:  # pragma: no cover - the policy package is optional for the assistant
         power = FALLBACK_GPU_POWER_W
+    power *= min(float(spec.get("gpu_fraction") or 1.0), 1.0)  # a task sharing its GPU: its part
     kwh = tasks * spec["gpus"] * power * minutes * 60 / 3.6e6
     return {"kwh": kwh, "gpus": spec["gpus"], "power_w": power, "minutes": float(minutes), "tasks": tasks}
 
@@ -290,6 +291,7 @@ def summarize(
             est = client.estimate(
                 gpus=spec.get("gpus"),
                 gpu_memory_gb=spec.get("gpu_memory_gb"),
+                gpu_fraction=spec.get("gpu_fraction"),
                 estimated_minutes=spec.get("estimated_minutes"),
                 offpeak=bool(spec.get("offpeak")),
                 not_before=spec.get("not_before"),
@@ -350,7 +352,7 @@ def _quota_effect(
         "budget_gpu_h": None if budget is None else float(budget),
         "used_gpu_h": float(day.get("used_gpu_h") or 0),
         "state": day.get("state"),
-        "uses_gpu_h": (tasks * spec.get("gpus", 1) * float(minutes) / 60) if minutes else None,
+        "uses_gpu_h": (tasks * _held_gpus(spec) * float(minutes) / 60) if minutes else None,
     }
 
 
@@ -366,3 +368,8 @@ def sweep_preview(spec: dict[str, Any]) -> dict[str, Any] | None:
         "more": max(0, len(tasks) - SWEEP_EXAMPLES),
         "max_running": spec.get("max_running"),
     }
+
+
+def _held_gpus(spec: Mapping[str, Any]) -> float:
+    """GPUs a spec counts against budgets: a task sharing one GPU, its fraction of it."""
+    return int(spec.get("gpus", 1)) * min(float(spec.get("gpu_fraction") or 1.0), 1.0)

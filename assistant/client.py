@@ -48,6 +48,7 @@ class AssistantClient(NightshiftClient):
         depends_on: list[int] | None = None,
         deadline: str | None = None,
         depends_on_any: list[int] | None = None,
+        gpu_fraction: float | None = None,
     ) -> dict[str, Any]:
         """GET /estimate for a task, or for a hypothetical one of that size (and start window); with a
         `name`, its run time is learned from your past runs of that name and size; with a `deadline`,
@@ -58,6 +59,7 @@ class AssistantClient(NightshiftClient):
             "/estimate",
             gpus=gpus,
             gpu_memory_gb=gpu_memory_gb,
+            gpu_fraction=gpu_fraction if gpu_fraction is not None and gpu_fraction < 1 else None,
             estimated_minutes=estimated_minutes,
             offpeak="true" if offpeak else None,
             not_before=not_before,

@@ -146,8 +146,12 @@ def resources_words(spec: dict[str, Any], lang: str, free: str = "") -> str:
     gpus = spec.get("gpus", 1)
     if gpus == 0:
         text = _t(lang, "CPU only (no GPU)", "只用 CPU（不占 GPU）")
+    elif float(spec.get("gpu_fraction") or 1.0) < 1.0:  # "0.5 of a GPU (shared)"
+        part = f"{float(spec['gpu_fraction']):g}"
+        text = _t(lang, f"{part} of a GPU (shared)", f"{part} 张卡（共享）")
     else:
         text = _t(lang, f"{gpus} GPU{'s' if gpus != 1 else ''}", f"{gpus} 张卡")
+    if gpus != 0:
         if spec.get("gpu_model"):
             text += _t(lang, f" ({spec['gpu_model']})", f"（{spec['gpu_model']}）")
         if spec.get("gpu_memory_gb"):

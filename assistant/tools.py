@@ -145,6 +145,9 @@ class SubmitArgs(BaseModel):
     workdir: str | None = Field(default=None, description="absolute folder")
     gpus: int | None = Field(default=None, description="GPUs (0 = CPU only), default 1")
     gpu_memory_gb: float | None = Field(default=None, description="min free memory per GPU, GB")
+    gpu_fraction: float | None = Field(
+        default=None, description='part of one GPU to share ("half a GPU" → 0.5, with gpus 1), default whole'
+    )
     priority: Literal["low", "normal", "high", "urgent"] | None = None
     not_before: str | None = Field(default=None, description="ISO 8601 with offset: do not start before")
     offpeak: bool | None = Field(default=None, description="start only in the off-peak (cheap power) window")

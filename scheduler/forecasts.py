@@ -14,7 +14,7 @@ from typing import Any
 
 from scheduler.clock import from_epoch_s, now_ms, now_s, to_epoch_s
 from scheduler.cluster_state import ClusterState, UsageCache, gather_state, with_learned_estimate
-from scheduler.errors import NotFoundError
+from scheduler.errors import NotFoundError, SpecError
 from scheduler.logs import LAST_OUTPUT_LINES
 from scheduler.policy import reasons
 from scheduler.policy.aging import static_score, task_estimate_s
@@ -329,6 +329,7 @@ def estimate_wait(
     task_id: int | None = None,
     gpus: int = 1,
     gpu_memory_gb: float | None = None,
+    gpu_fraction: float = 1.0,
     estimated_minutes: float | None = None,
     priority: str = "normal",
     offpeak: bool = False,
@@ -361,6 +362,9 @@ def estimate_wait(
             "end": answer.get("estimated_end"),
             "deadline_warning": answer.get("deadline_warning"),
         }
+    if gpu_fraction < 1 and gpus != 1:
+        message = f"gpu_fraction below 1 shares one GPU: it needs gpus 1 (you asked for {gpus})"
+        raise SpecError(message, [{"field": "gpu_fraction", "message": message}])
     state = _state(cluster, usage)
     what_if = QueuedTask(
         task_id=WHAT_IF_TASK_ID,
@@ -370,6 +374,7 @@ def estimate_wait(
         enqueued_at_s=state.now_s,
         priority=PriorityClass.parse(priority),
         gpu_memory_mib=int((gpu_memory_gb or 0) * MIB_PER_GB),
+        gpu_fraction=gpu_fraction,
         estimated_s=estimated_minutes * 60 if estimated_minutes else None,
         time_limit_s=time_limit_minutes * 60 if time_limit_minutes else None,
         offpeak=offpeak,
@@ -430,7 +435,7 @@ def _energy_and_cost(
     power = max((gpu_power_w(g.model, None, config.gpu_power_w) for g in fitting), default=None)
     if power is None:
         power = gpu_power_w("", None, config.gpu_power_w)
-    kwh = estimate_energy_kwh(task.gpus, power, run_s)
+    kwh = estimate_energy_kwh(task.gpus, power * min(task.gpu_fraction, 1.0), run_s)  # a sharer: its part
     cost = None if math.isinf(start_s) else estimate_cost(start_s, start_s + run_s, kwh, config.tariff)
     return {
         "energy_kwh": round(kwh, 3),

@@ -30,6 +30,9 @@ def estimate(
     task_id: Annotated[int | None, Query(description="a queued task; or describe a new one below")] = None,
     gpus: Annotated[int, Query(ge=0, le=64)] = 1,
     gpu_memory_gb: Annotated[float | None, Query(gt=0, le=4096, allow_inf_nan=False)] = None,
+    gpu_fraction: Annotated[
+        float, Query(gt=0, le=1, allow_inf_nan=False, description="part of one GPU it shares (gpus 1)")
+    ] = 1.0,
     estimated_minutes: Annotated[float | None, Query(gt=0, le=60 * 24 * 60, allow_inf_nan=False)] = None,
     priority: Literal["low", "normal", "high", "urgent"] = "normal",
     offpeak: Annotated[bool, Query(description="starts only in an off-peak window")] = False,
@@ -64,7 +67,7 @@ def estimate(
     check_within_reach("deadline", deadline, cluster.zone, from_epoch_s(now_s()))
     return estimate_wait(
         cluster, usage, who, task_id=task_id, gpus=gpus, gpu_memory_gb=gpu_memory_gb,
-        estimated_minutes=estimated_minutes, priority=priority, offpeak=offpeak,
+        gpu_fraction=gpu_fraction, estimated_minutes=estimated_minutes, priority=priority, offpeak=offpeak,
         not_before_s=not_before.timestamp() if not_before is not None else None,
         name=name, time_limit_minutes=time_limit_minutes, depends_on=tuple(depends_on or ()),
         depends_on_any=tuple(depends_on_any or ()),

@@ -28,6 +28,15 @@ GPU_CHOICE = re.compile(
 )
 # a minus sign before a count: "-1 GPUs", "用 -1 张卡" (not a dash inside a word: "batch-2")
 NEGATIVE = re.compile(r"(?:^|[\s(（:：=用要给跑])[-−]\s*$")
+# a part of one GPU ("half a GPU", "0.25 of a gpu", "a shared GPU", "半张卡", "共享一张卡"): gpu_fraction
+GPU_PART = re.compile(
+    r"\b(?:(?P<half>half)|(?P<quarter>(?:a\s+)?quarter))(?:\s+of)?(?:\s+(?:a|one|the))?\s+(?:gpu|card)\b"
+    r"|(?<![\d.])(?P<n>0?\.\d+)\s*(?:of\s+(?:a|one)\s+)?(?:gpus?|cards?)\b"
+    r"|\b(?P<shared>shared|sharing\s+(?:a|one|the)|share\s+(?:a|one|the))\s+(?:gpu|card)\b"
+    r"|(?P<zhalf>半)\s*(?:张|块|个)\s*(?:卡|GPU|gpu|显卡)|(?P<zquarter>四分之一)\s*(?:张|块|个)?\s*(?:卡|GPU|gpu|显卡)"
+    r"|(?P<zshared>(?:共享|共用|合用|分享))\s*(?:一)?\s*(?:张|块|个)?\s*(?:卡|GPU|gpu|显卡)",
+    re.I,
+)
 GPU_ONE = re.compile(r"\b(?:a|one|single|1)\s+(?:gpu|card)\b|单卡|一张卡|一块卡", re.I)
 GPU_ZERO = re.compile(
     r"\bcpu[\s-]*only\b|\bno\s+gpus?\b|\bwithout\s+(?:a\s+)?gpus?\b|\bon\s+(?:the\s+)?cpu\b|\b0\s+gpus?\b"
@@ -393,6 +402,12 @@ def _read_resources(text: str, found: Fields) -> str:
         if number:
             found.values["gpu_memory_gb"] = tidy(number)
             text = _blank(text, memory, found)
+    part = GPU_PART.search(text)
+    if part:
+        fraction = _gpu_part(part)
+        if fraction is not None:
+            found.values["gpus"], found.values["gpu_fraction"] = 1, fraction
+            return _blank(text, part, found)
     zero = GPU_ZERO.search(text)
     if zero:
         found.values["gpus"] = 0
@@ -410,6 +425,16 @@ def _read_resources(text: str, found: Fields) -> str:
         found.values["gpus"] = 1
         text = _blank(text, one, found)
     return text
+
+
+def _gpu_part(match: re.Match[str]) -> float | None:
+    """The part of one GPU a `GPU_PART` match names (a shared GPU without a number: half of it)."""
+    if match.group("n"):
+        number = to_number(match.group("n"))
+        return tidy(number) if number is not None and 0 < number < 1 else None
+    if match.group("quarter") or match.group("zquarter"):
+        return 0.25
+    return 0.5
 
 
 def task_ids(text: str) -> list[int]:

@@ -83,29 +83,32 @@ def test_offpeak_seconds_counts_windows_across_midnight():
     assert offpeak_seconds(evening, evening + 10 * 3600, windows, "UTC") == 8 * 3600
 
 
-def test_a_finished_task_shows_its_usage_on_get(cluster, make_identity, start_node, tmp_path: Path):
-    # Given a task on one simulated GPU that runs from 06:30 to 07:30 by the agent's clock
-    who, token = make_identity("alice", "vision")
+def _an_hour_at_300_w(cluster, who, start_node, tmp_path: Path):
+    """A task asking for 8 GB that runs on one simulated GPU from 06:30 to 07:30 by the agent's clock,
+    drawing 300 W at 95 % and holding 6000 MiB; once it has ended."""
     node = start_node(gpus="2x24", start_s=SIX_THIRTY)
     done = tmp_path / "done"
-    task = cluster.submit(
-        who,
-        {
-            "command": f"while [ ! -f {done} ]; do sleep 0.05; done",
-            "gpu_memory_gb": 8,
-            "workdir": str(tmp_path),
-        },
-    )[0]
+    spec = {
+        "command": f"while [ ! -f {done} ]; do sleep 0.05; done",
+        "gpu_memory_gb": 8,
+        "workdir": str(tmp_path),
+    }
+    task = cluster.submit(who, spec)[0]
     wait_until(lambda: task.id in node.worker.gpu_holders())
     gpu = node.worker.gpu_holders()[task.id][0]
     node.gpus.set_reading(gpu, power_w=300.0, utilization_pct=95, memory_used_mib=6000)
     for _ in range(60):
         node.telemetry.sample_once(node.clock.advance(60))
-
-    # When the job ends
     node.gpus.set_reading(gpu, memory_used_mib=0)
     done.touch()
     wait_until(lambda: cluster.tasks.get_any(task.id).status == "succeeded")
+    return task
+
+
+def test_a_finished_task_shows_its_usage_on_get(cluster, make_identity, start_node, tmp_path: Path):
+    # Given a task that ran on one simulated GPU from 06:30 to 07:30 by the agent's clock
+    who, token = make_identity("alice", "vision")
+    task = _an_hour_at_300_w(cluster, who, start_node, tmp_path)
 
     # Then GET /tasks/{id} carries its GPU-hours, measured energy, split cost, peak vs requested memory
     client = TestClient(create_app(cluster))
@@ -145,22 +148,7 @@ def test_a_finished_tasks_usage_has_its_cpu_time_where_jobs_run_in_cgroups(
 def test_the_chat_says_what_a_finished_task_used_and_cost(cluster, make_identity, start_node, tmp_path: Path):
     # Given alice's task ran on one GPU for an hour at 300 W (measured) from 06:30, asking for 8 GB
     who, token = make_identity("alice", "vision")
-    node = start_node(gpus="2x24", start_s=SIX_THIRTY)
-    done = tmp_path / "done"
-    spec = {
-        "command": f"while [ ! -f {done} ]; do sleep 0.05; done",
-        "gpu_memory_gb": 8,
-        "workdir": str(tmp_path),
-    }
-    task = cluster.submit(who, spec)[0]
-    wait_until(lambda: task.id in node.worker.gpu_holders())
-    gpu = node.worker.gpu_holders()[task.id][0]
-    node.gpus.set_reading(gpu, power_w=300.0, utilization_pct=95, memory_used_mib=6000)
-    for _ in range(60):
-        node.telemetry.sample_once(node.clock.advance(60))
-    node.gpus.set_reading(gpu, memory_used_mib=0)
-    done.touch()
-    wait_until(lambda: cluster.tasks.get_any(task.id).status == "succeeded")
+    task = _an_hour_at_300_w(cluster, who, start_node, tmp_path)
 
     # When she asks the chat what it cost, in English and in Chinese
     with TestClient(create_app(cluster)) as api:

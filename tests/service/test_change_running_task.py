@@ -5,9 +5,7 @@ refused rather than stopping it at once."""
 
 from __future__ import annotations
 
-import os
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,24 +15,13 @@ from api.main import create_app
 from assistant.agent import Assistant
 from assistant.client import AssistantClient
 from scheduler import service
-from scheduler.dispatcher import Dispatcher
 from scheduler.errors import ConflictError, SpecError
-from scheduler.gpus import SimulatedGpus
 from scheduler.service import Cluster
 from scheduler.store.queue import announced_time_limit
-from scheduler.worker import Worker
 from tests.assistant.conftest import AppTransport, new_endpoints
 from tests.conftest import wait_until
 
 NODE = "node-a"
-
-
-def _start(cluster: Cluster, run_in_thread: Callable) -> Worker:
-    worker = Worker(cluster, NODE, SimulatedGpus("2x24", node=NODE), base_env=dict(os.environ))
-    worker.publish_node()
-    run_in_thread(Dispatcher(cluster).run)
-    run_in_thread(worker.run)
-    return worker
 
 
 def _running(cluster: Cluster, task_id: int) -> None:
@@ -48,11 +35,11 @@ def no_margin(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_more_time_lets_a_running_task_finish_past_its_first_limit(
-    cluster, make_identity, run_in_thread, tmp_path: Path, no_margin
+    cluster, make_identity, start_worker, tmp_path: Path, no_margin
 ):
     # Given a 5-second task with a 3-second limit, running
     who, _ = make_identity()
-    _start(cluster, run_in_thread)
+    start_worker()
     task, _ = cluster.submit(
         who, {"command": "sleep 5; echo done", "time_limit_minutes": 0.05, "workdir": str(tmp_path)}
     )
@@ -72,11 +59,11 @@ def test_more_time_lets_a_running_task_finish_past_its_first_limit(
 
 
 def test_a_lower_limit_stops_a_running_task_as_a_timeout(
-    cluster, make_identity, run_in_thread, tmp_path: Path, no_margin
+    cluster, make_identity, start_worker, tmp_path: Path, no_margin
 ):
     # Given a long task with a 10-minute limit, running
     who, _ = make_identity()
-    _start(cluster, run_in_thread)
+    start_worker()
     task, _ = cluster.submit(
         who, {"command": "sleep 300", "time_limit_minutes": 10, "workdir": str(tmp_path)}
     )
@@ -91,10 +78,10 @@ def test_a_lower_limit_stops_a_running_task_as_a_timeout(
 
 
 def test_a_running_task_changes_only_how_long_it_may_run_and_a_limit_it_has_run_past_is_refused(
-    cluster, make_identity, run_in_thread, tmp_path: Path
+    cluster, make_identity, start_worker, tmp_path: Path
 ):
     who, _ = make_identity()
-    _start(cluster, run_in_thread)
+    start_worker()
     task, _ = cluster.submit(
         who, {"command": "sleep 300", "time_limit_minutes": 10, "workdir": str(tmp_path)}
     )
@@ -134,11 +121,11 @@ def test_a_running_task_changes_only_how_long_it_may_run_and_a_limit_it_has_run_
 
 
 def test_a_limit_announced_for_another_attempt_is_not_applied(
-    cluster, make_identity, run_in_thread, tmp_path: Path
+    cluster, make_identity, start_worker, tmp_path: Path
 ):
     # Given a running task, and a stale announcement naming an earlier attempt's lease token
     who, _ = make_identity()
-    worker = _start(cluster, run_in_thread)
+    worker = start_worker()
     task, _ = cluster.submit(
         who, {"command": "sleep 300", "time_limit_minutes": 10, "workdir": str(tmp_path)}
     )
@@ -156,10 +143,10 @@ def test_a_limit_announced_for_another_attempt_is_not_applied(
 
 
 def test_the_api_and_the_chat_give_a_running_task_more_time(
-    cluster, make_identity, run_in_thread, tmp_path: Path
+    cluster, make_identity, start_worker, tmp_path: Path
 ):
     who, token = make_identity("alice", "vision")
-    worker = _start(cluster, run_in_thread)
+    worker = start_worker()
     task, _ = cluster.submit(
         who, {"command": "sleep 300", "time_limit_minutes": 10, "workdir": str(tmp_path)}
     )

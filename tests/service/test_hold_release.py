@@ -3,9 +3,6 @@ task leaves the queue, starts nowhere, survives a Redis rebuild as held, and kee
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable
-
 import pytest
 from fastapi.testclient import TestClient
 
@@ -14,29 +11,19 @@ from scheduler.batches import submit_sweep
 from scheduler.clock import now_ms
 from scheduler.dispatcher import Dispatcher
 from scheduler.errors import ConflictError, NotFoundError
-from scheduler.gpus import SimulatedGpus
-from scheduler.service import Cluster
 from scheduler.spec import parse_spec
-from scheduler.worker import Worker
 from tests.conftest import wait_until
 
 NODE = "node-a"
 
 
-def _start(cluster: Cluster, run_in_thread: Callable) -> None:
-    worker = Worker(cluster, NODE, SimulatedGpus("2x24", node=NODE), base_env=dict(os.environ))
-    worker.publish_node()
-    run_in_thread(Dispatcher(cluster).run)
-    run_in_thread(worker.run)
-
-
 def test_a_held_task_starts_nowhere_until_released_and_then_runs(
-    cluster, make_identity, run_in_thread, tmp_path
+    cluster, make_identity, start_worker, tmp_path
 ):
     who, _ = make_identity()
     held, _ = cluster.submit(who, {"command": "echo held", "workdir": str(tmp_path)})
     cluster.hold(who, held.id)
-    _start(cluster, run_in_thread)
+    start_worker()
     other, _ = cluster.submit(who, {"command": "echo other", "workdir": str(tmp_path)})
 
     # the other task runs on the free GPUs; the held one stays queued, out of the queue

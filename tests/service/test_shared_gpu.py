@@ -4,31 +4,22 @@ task waits for them; each is charged its part of the GPU-hours."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 
 from api.main import create_app
+from assistant.agent import Assistant
+from assistant.client import AssistantClient
 from scheduler.dispatcher import Dispatcher
 from scheduler.errors import SpecError
-from scheduler.gpus import SimulatedGpus
 from scheduler.service import Cluster
 from scheduler.usage import gpu_spans
-from scheduler.worker import Worker
+from tests.assistant.conftest import AppTransport, new_endpoints
 from tests.conftest import wait_until
 
 NODE = "node-a"
-
-
-def _start(cluster: Cluster, run_in_thread: Callable, gpus: str = "1x24") -> Worker:
-    worker = Worker(cluster, NODE, SimulatedGpus(gpus, node=NODE), base_env=dict(os.environ))
-    worker.publish_node()
-    run_in_thread(Dispatcher(cluster).run)
-    run_in_thread(worker.run)
-    return worker
 
 
 def _held_until(flag: Path, tmp_path: Path, **spec: object) -> dict[str, object]:
@@ -41,11 +32,11 @@ def _status(cluster: Cluster, task_id: int) -> str:
 
 
 def test_half_gpu_tasks_share_one_gpu_and_a_whole_gpu_task_waits_for_them(
-    cluster, make_identity, run_in_thread, tmp_path: Path
+    cluster, make_identity, start_worker, tmp_path: Path
 ):
     # Given one 24 GB GPU, and three half-GPU tasks then a whole-GPU one
     who, _ = make_identity()
-    worker = _start(cluster, run_in_thread)
+    worker = start_worker("1x24")
     first, second, third = (tmp_path / name for name in ("first", "second", "third"))
     a = cluster.submit(who, _held_until(first, tmp_path, gpu_fraction=0.5))[0]
     b = cluster.submit(who, _held_until(second, tmp_path, gpu_fraction=0.5))[0]
@@ -54,7 +45,7 @@ def test_half_gpu_tasks_share_one_gpu_and_a_whole_gpu_task_waits_for_them(
     whole = cluster.submit(who, {"command": "true", "workdir": str(tmp_path)})[0]
 
     # Then the first two run side by side on GPU 0, and neither of the others starts beside them
-    assert worker.gpu_holders() == {a.id: (0,), b.id: (0,)}
+    wait_until(lambda: worker.gpu_holders() == {a.id: (0,), b.id: (0,)})
     Dispatcher(cluster).run_pass()
     assert (_status(cluster, c.id), _status(cluster, whole.id)) == ("queued", "queued")
 
@@ -62,7 +53,7 @@ def test_half_gpu_tasks_share_one_gpu_and_a_whole_gpu_task_waits_for_them(
     first.touch()
     wait_until(lambda: _status(cluster, c.id) == "running")
     assert _status(cluster, whole.id) == "queued"
-    assert worker.gpu_holders() == {b.id: (0,), c.id: (0,)}
+    wait_until(lambda: worker.gpu_holders() == {b.id: (0,), c.id: (0,)})
 
     # And once both are done, the whole-GPU task runs
     second.touch()
@@ -72,11 +63,11 @@ def test_half_gpu_tasks_share_one_gpu_and_a_whole_gpu_task_waits_for_them(
 
 
 def test_sharers_whose_memory_would_not_fit_together_take_turns(
-    cluster, make_identity, run_in_thread, tmp_path: Path
+    cluster, make_identity, start_worker, tmp_path: Path
 ):
     # Given one 24 GB GPU and two half-GPU tasks that each ask for 16 GB
     who, token = make_identity()
-    worker = _start(cluster, run_in_thread)
+    worker = start_worker("1x24")
     flag = tmp_path / "done"
     a = cluster.submit(who, _held_until(flag, tmp_path, gpu_fraction=0.5, gpu_memory_gb=16))[0]
     wait_until(lambda: _status(cluster, a.id) == "running")
@@ -84,7 +75,8 @@ def test_sharers_whose_memory_would_not_fit_together_take_turns(
 
     # Then the second waits (memory is never oversubscribed) for the GPU, reserved for it
     Dispatcher(cluster).run_pass()
-    assert _status(cluster, b.id) == "queued" and worker.gpu_holders() == {a.id: (0,)}
+    wait_until(lambda: worker.gpu_holders() == {a.id: (0,)})
+    assert _status(cluster, b.id) == "queued"
     with TestClient(create_app(cluster)) as api:
         headers = {"Authorization": f"Bearer {token}"}
         explained = api.get(f"/api/v1/tasks/{b.id}/explain", headers=headers).json()
@@ -93,9 +85,9 @@ def test_sharers_whose_memory_would_not_fit_together_take_turns(
     wait_until(lambda: _status(cluster, b.id) == "succeeded")
 
 
-def test_a_sharer_is_charged_its_part_of_the_gpu_hours(cluster, make_identity, run_in_thread, tmp_path: Path):
+def test_a_sharer_is_charged_its_part_of_the_gpu_hours(cluster, make_identity, start_worker, tmp_path: Path):
     who, _ = make_identity()
-    _start(cluster, run_in_thread)
+    start_worker("1x24")
     half = cluster.submit(who, {"command": "sleep 1", "gpu_fraction": 0.25, "workdir": str(tmp_path)})[0]
     wait_until(lambda: _status(cluster, half.id) == "succeeded")
 
@@ -117,3 +109,38 @@ def test_a_fraction_needs_one_gpu_and_says_so(cluster, make_identity):
     assert zero.status_code == 422 and "gpu_fraction" in zero.text
     assert above.status_code == 422 and "gpu_fraction" in above.text
     assert cluster.tasks.with_status("queued") == []
+
+
+def test_the_estimate_and_the_chat_know_a_half_gpu_task_fits_beside_another(
+    cluster, make_identity, start_worker, tmp_path: Path
+):
+    # Given one GPU, half of it taken by a running sharer
+    who, token = make_identity("alice", "vision")
+    start_worker("1x24")
+    flag = tmp_path / "done"
+    a = cluster.submit(who, _held_until(flag, tmp_path, gpu_fraction=0.5, estimated_minutes=30))[0]
+    wait_until(lambda: _status(cluster, a.id) == "running")
+    headers = {"Authorization": f"Bearer {token}"}
+    with TestClient(create_app(cluster)) as api:
+        # a half-GPU task would start now; a whole one waits for the sharer; a fraction needs gpus 1
+        half = api.get("/api/v1/estimate?gpu_fraction=0.5", headers=headers).json()
+        whole = api.get("/api/v1/estimate", headers=headers).json()
+        wide = api.get("/api/v1/estimate?gpus=2&gpu_fraction=0.5", headers=headers)
+        # the chat reads "half a GPU", shows it on the card, and submits it as a sharer
+        client = AssistantClient("http://testserver", token, transport=AppTransport(api, new_endpoints))
+        assistant = Assistant(cluster.settings, client, user="alice", team="vision")
+        asked = assistant.ask(f"run `echo shared` on half a GPU in {tmp_path}")
+        confirmed = assistant.confirm(asked.cards[0]["action_id"])
+        client.close()
+
+    assert half["wait"] == "none", half
+    assert whole["wait"] != "none" and whole["reason"].startswith("next in line"), whole
+    assert half["energy_kwh"] == pytest.approx(whole["energy_kwh"] / 2, abs=0.002)
+    assert wide.status_code == 422 and "gpu_fraction below 1 shares one GPU" in wide.text
+    assert "0.5 of a GPU (shared)" in asked.reply, asked.reply
+    assert confirmed["ok"], confirmed
+    task = cluster.tasks.get_any(confirmed["task"]["id"])
+    assert (task.gpus, task.spec["gpu_fraction"]) == (1, 0.5)
+    wait_until(lambda: _status(cluster, task.id) == "succeeded")  # beside the first, still running
+    assert _status(cluster, a.id) == "running"
+    flag.touch()
