@@ -297,7 +297,7 @@ class TaskSpec(BaseModel):
         if self.gpu_fraction < 1 and self.gpus != 1:
             raise ValueError(
                 f"gpu_fraction below 1 shares one GPU: it needs gpus 1 (you asked for {self.gpus}); "
-                "a task on several GPUs holds them whole"
+                "a task on several GPUs holds them whole (gpu_fraction 1)"
             )
         if (
             self.not_before
