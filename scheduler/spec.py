@@ -461,3 +461,10 @@ def load_spec_file(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise SpecError(f"spec file {path} must hold a mapping of fields, got {type(data).__name__}")
     return data
+
+
+def gpus_label(task: Mapping[str, Any]) -> str:
+    """A task's GPUs for a table cell: `2`, or `0.5` for a task sharing one GPU (its spec's gpu_fraction)."""
+    fraction = float((task.get("spec") or {}).get("gpu_fraction") or 1.0)
+    gpus = int(task.get("gpus") or 0)
+    return f"{fraction:g}" if gpus == 1 and fraction < 1 else str(gpus)

@@ -18,6 +18,7 @@ from rich.text import Text
 from api.cli.zone import cli_zone
 from scheduler.policy.reasons import amount, human_duration
 from scheduler.settings import get_settings
+from scheduler.spec import gpus_label
 
 # Piped output (scripts, CI logs) gets wide lines instead of columns squeezed to 80 characters.
 console = Console(width=None if sys.stdout.isatty() else 200)
@@ -138,7 +139,7 @@ def tasks_table(tasks: list[dict[str, Any]], title: str = "tasks") -> Table:
             str(task["id"]),
             plain(task["name"]),
             _status(task),
-            str(task["gpus"]),
+            gpus_label(task),
             f"{task['team']}/{task['user']}",
             where,
             short_time(task.get("submitted_at")),
@@ -263,7 +264,7 @@ def queue_table(queue: dict[str, Any]) -> Table:
             str(task["id"]),
             plain(task["name"]),
             task["priority"],
-            str(task["gpus"]),
+            gpus_label(task),
             f"{task['team']}/{task['user']}",
             short_time(task["submitted_at"]),
             plain(entry.get("reason") or ""),

@@ -31,6 +31,7 @@ from assistant.replies import (
     unwrap,
     warning_words,
 )
+from scheduler.spec import gpus_label
 
 MIB_PER_GB = 1024
 HOURS_PER_DAY = 24.0
@@ -61,7 +62,7 @@ def tasks_frame(tasks: list[dict[str, Any]], zone: tzinfo | None = None) -> pd.D
             task.get("name", ""),
             task.get("status", ""),
             task.get("user", ""),
-            task.get("gpus", 0),
+            gpus_label(task),
             short_time(task.get("submitted_at"), zone),
             # a task queued again after an attempt has not started this time
             short_time(task.get("started_at") if task.get("status") != "queued" else None, zone),
@@ -84,7 +85,7 @@ def queue_frame(queue: dict[str, Any], zone: tzinfo | None = None) -> pd.DataFra
             entry["task"].get("name", ""),
             entry["task"].get("user", ""),
             entry["task"].get("team", ""),
-            entry["task"].get("gpus", 0),
+            gpus_label(entry["task"]),
             short_time(entry.get("estimated_start"), zone) or "unknown",
             entry.get("reason") or "",
         ]

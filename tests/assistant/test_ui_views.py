@@ -183,10 +183,13 @@ def test_the_task_table_has_one_row_per_task_with_times_in_the_cluster_zone() ->
     frame = views.tasks_frame([task], ZONE)
     assert list(frame.columns) == views.TASK_COLUMNS
     assert frame.iloc[0].tolist() == [
-        7, "train", "failed", "alice", 2, "2026-03-02 15:00", "2026-03-02 15:01", "", "nonzero_exit"
+        7, "train", "failed", "alice", "2", "2026-03-02 15:00", "2026-03-02 15:01", "", "nonzero_exit"
     ]  # fmt: skip
     again = views.tasks_frame([{**task, "status": "queued", "reason": "lost_worker"}], ZONE)
     assert again.iloc[0]["started"] == ""  # queued again: its last attempt's start is not this one's
+    # a task sharing one GPU shows its part of it
+    shared = views.tasks_frame([{**task, "gpus": 1, "spec": {"gpu_fraction": 0.25}}], ZONE)
+    assert shared.iloc[0]["gpus"] == "0.25"
 
 
 def test_the_queue_table_shows_positions_and_expected_starts() -> None:
@@ -204,6 +207,7 @@ def test_the_queue_table_shows_positions_and_expected_starts() -> None:
     }
     frame = views.queue_frame(queue, ZONE)
     assert frame["position"].tolist() == [2, 3]
+    assert frame["gpus"].tolist() == ["1", "4"]
     assert frame["estimated start"].tolist() == ["2026-03-02 23:00", "unknown"]
 
 

@@ -19,6 +19,8 @@ def test_a_shared_gpu_task_from_the_command_line_and_run_again_whole(
         whole = nightshift(
             "submit", "--like", str(_new_id(half.output)), "--gpus", "2", "--gpu-fraction", "1"
         )
+        listed = nightshift("ls")
+        queue = nightshift("queue")
 
     assert half.exit_code == 0, half.output
     shared = cluster.tasks.get_any(_new_id(half.output))
@@ -30,3 +32,9 @@ def test_a_shared_gpu_task_from_the_command_line_and_run_again_whole(
     assert whole.exit_code == 0, whole.output
     again = cluster.tasks.get_any(_new_id(whole.output))
     assert (again.gpus, again.spec["gpu_fraction"]) == (2, 1.0)
+    # the tables show the shared task's part of its GPU
+    for table in (listed.output, queue.output):
+        row = next(
+            line for line in table.splitlines() if f" {shared.id} " in f" {line} " and "eval.py" in line
+        )
+        assert " 0.5 " in f" {row} ", table
