@@ -63,8 +63,8 @@ from scheduler.executor.reaper import (
 )
 from scheduler.executor.sentinel import JobSentinel
 from scheduler.executor.spares import SpareShells
-from scheduler.gpus.inventory import GpuMonitor
-from scheduler.gpus.outside import outside_memory_mib, outside_processes
+from scheduler.gpus.inventory import GpuInfo, GpuMonitor
+from scheduler.gpus.outside import job_processes, outside_memory_mib, outside_processes
 from scheduler.log_relay import answer_log_requests, wake_answerer
 from scheduler.logs import ATTEMPT_END, ATTEMPT_HEADER, append_note
 from scheduler.lost_attempts import settle_lost_attempt, token_node_of
@@ -802,6 +802,22 @@ class Worker:
             item.renewed_at = max(item.renewed_at, asked_at)
         else:
             self._lost(item, "the lease is gone and SQL no longer gives the task to this claim (MISSING)")
+
+    def gpu_process_owners(self, readings: Sequence[GpuInfo]) -> dict[int, int] | None:
+        """Pid -> task id of this worker's jobs' processes the driver lists on its GPUs (what each task holds
+        on a GPU it shares); None when the driver lists none, or lists one not visible from here."""
+        if not any(gpu.processes for gpu in readings):
+            return None
+        with self._lock:
+            by_group = {item.job.pid: item.claim.task_id for item in self.jobs.values()}
+            by_token = {item.job.run_token: item.claim.task_id for item in self.jobs.values()}
+        owners: dict[int, int] = {}
+        for gpu in readings:
+            found = job_processes(gpu.processes, by_group, by_token)
+            if found is None:
+                return None
+            owners.update(found)
+        return owners
 
     def publish_node(self) -> None:
         """Tell the scheduler what this node has: its GPUs as the monitor reads them.

@@ -13,7 +13,7 @@ it is still listed, with its memory, but without owner or command.
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,6 +63,27 @@ def outside_memory_mib(
     if processes is None or any(process.used_mib is None for process in outside):
         return None
     return sum(process.used_mib or 0 for process in outside)
+
+
+def job_processes(
+    processes: Sequence[GpuProcess] | None, by_group: Mapping[int, int], by_token: Mapping[str, int]
+) -> dict[int, int] | None:
+    """Pid -> task id for the processes of `processes` that are a job's: in its process group (`by_group`:
+    a job leader's pid, which is its group, -> task) or carrying its run token (`by_token`); someone else's
+    are left out. None when one cannot be seen from here (another pid namespace, or gone): whose it is,
+    and so each task's memory, is then unknown."""
+    owners: dict[int, int] = {}
+    for process in processes or ():
+        try:
+            task_id = by_group.get(os.getpgid(process.pid))
+        except OSError:
+            return None
+        if task_id is None:
+            token = run_token_of(process.pid)
+            task_id = by_token.get(token) if token is not None else None
+        if task_id is not None:
+            owners[process.pid] = task_id
+    return owners
 
 
 def _is_a_job(pid: int, job_groups: Collection[int]) -> bool:

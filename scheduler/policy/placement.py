@@ -25,8 +25,8 @@ def memory_need_mib(gpu_memory_mib: int, gpu_fraction: float, memory_total_mib: 
     """Memory a task holds on one GPU: its request, else its fraction of the GPU when it shares."""
     if gpu_memory_mib > 0:
         return gpu_memory_mib
-    if gpu_fraction < 1.0:
-        return math.ceil(gpu_fraction * memory_total_mib)
+    if gpu_fraction < 1.0:  # rounded down, so that the shares of a GPU add up to no more than it has
+        return math.floor(gpu_fraction * memory_total_mib + 1e-9)
     return 0
 
 

@@ -138,8 +138,12 @@ class UsageMeter:
         with self._lock:
             return list(self._meters)
 
-    def observe(self, now_s: float, readings: Sequence[GpuInfo]) -> None:
-        """One sample of the node's GPUs at `now_s`: add each attempt's energy since its previous sample."""
+    def observe(
+        self, now_s: float, readings: Sequence[GpuInfo], owners: Mapping[int, int] | None = None
+    ) -> None:
+        """One sample of the node's GPUs at `now_s`: add each attempt's energy since its previous sample.
+        `owners` (pid -> task id of the jobs' processes the driver lists) makes each task's memory its own
+        processes' (exact where tasks share a GPU); without it, what the GPU holds beyond its use at start."""
         by_index = {gpu.index: gpu for gpu in readings}
         with self._lock:
             shares: dict[int, int] = {}
@@ -160,7 +164,7 @@ class UsageMeter:
                     powers[index] = None if gpu.power_w is None else gpu.power_w / shares[index]
                     if gpu.utilization_pct is not None:
                         utils.append(gpu.utilization_pct)
-                    own_mib = gpu.memory_used_mib - meter.used_before_mib.get(index, 0)
+                    own_mib = _own_memory_mib(gpu, meter, owners)
                     meter.peak_mib = max(meter.peak_mib or 0, own_mib)
                 self._add(meter, meter.last_s, now_s, powers)
                 meter.last_power_w = powers
@@ -228,3 +232,12 @@ class UsageMeter:
         meter.cost += estimate_cost(start_s, end_s, kwh, self.tariff)
         share = offpeak_seconds(start_s, end_s, self.offpeak, self.timezone) / duration_s
         meter.offpeak_kwh += kwh * share
+
+
+def _own_memory_mib(gpu: GpuInfo, meter: _Meter, owners: Mapping[int, int] | None) -> int:
+    """The memory an attempt holds on `gpu`: its processes' where the driver lists them with their memory
+    (`owners` maps their pids to tasks), else what the GPU holds beyond its use when the attempt started."""
+    listed = gpu.processes
+    if owners is not None and listed is not None and all(p.used_mib is not None for p in listed):
+        return sum(p.used_mib or 0 for p in listed if owners.get(p.pid) == meter.task_id)
+    return gpu.memory_used_mib - meter.used_before_mib.get(gpu.index, 0)

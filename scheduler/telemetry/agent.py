@@ -150,7 +150,7 @@ class WorkerTelemetry:
             self.store.add_host_sample(self.worker.node, ts, host)
         with self._lock:
             self._last_gpus = gpus
-        self.meter.observe(now, gpus)
+        self.meter.observe(now, gpus, self.worker.gpu_process_owners(gpus))
         snapshot = Snapshot(now, gpus, points, host)
         snapshot.idle_alerts = self.idle.observe(now, holders, gpus)
         for alert in snapshot.idle_alerts:

@@ -7,8 +7,11 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from scheduler.clock import now_ms
+from scheduler.nodes import NodeGpu, NodeState
 from scheduler.policy.placement import Pool, place_on_gpus
-from scheduler.policy.types import GpuSlot
+from scheduler.policy.types import GpuSlot, RunningTask
+from scheduler.policy_input import gpu_slots
 from tests.policy.builders import GB, make_gpus, make_task
 
 
@@ -73,3 +76,14 @@ def test_memory_and_shares_are_never_oversubscribed(requests: list[tuple[int, fl
             for g in node.gpus:
                 assert g.free_mib >= 0
                 assert g.shares <= 1.0 + 1e-9
+
+
+def test_halves_of_a_gpu_whose_memory_is_an_odd_number_of_mib_both_fit() -> None:
+    # Given an H200 as NVML reports it (143,771 MiB, 615 of them the driver's), half of it held by a task
+    gpu = NodeGpu(0, "NVIDIA H200", 143_771, 143_156)
+    node = NodeState("gpu-box", (gpu,), heartbeat_ms=now_ms())
+    half = RunningTask(1, "t", "u", "gpu-box", (0,), 0.0, gpu_fraction=0.5)
+    # Then the other half fits beside it (each holds half its memory, rounded down), and no third one
+    assert place_on_gpus(make_task(2, gpu_fraction=0.5), gpu_slots([node], [half], now_ms())) is not None
+    both = [half, replace(half, task_id=2)]
+    assert place_on_gpus(make_task(3, gpu_fraction=0.5), gpu_slots([node], both, now_ms())) is None
