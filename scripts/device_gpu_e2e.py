@@ -16,7 +16,10 @@ Steps, each printed as one JSON line ({"step": ..., "ok": true|false, ...}) and 
 4. after it ends the GPU stays in service (the notebook's memory is not the task's leftover);
 5. the notebook exits: the waiting task starts and succeeds;
 6. a running task that holds GPU memory is cancelled: NVML shows the memory back, and the worker ended the
-   job only once it was (no 'out of service' leftover warning).
+   job only once it was (no 'out of service' leftover warning);
+7. two half-GPU tasks (gpu_fraction 0.5) run PyTorch side by side on the GPU, and each one's peak memory is
+   its own process's (from NVML's process list), not both together; each is charged half its GPU-hours;
+8. a running task given more time (PATCH time_limit_minutes) runs past its first limit and succeeds.
 Exit status 0 when every step passed. OUT_DIR also gets the scheduler's and the worker's logs.
 """
 
@@ -120,8 +123,8 @@ def main() -> int:  # noqa: C901 - one script, read top to bottom
     def get(path: str) -> Any:
         return api.get(f"/api/v1{path}").json()
 
-    def submit(name: str, command: str, gpu_memory_gb: float | None = None) -> dict[str, Any]:
-        spec: dict[str, Any] = {"name": name, "command": command, "gpus": 1, "workdir": str(workdir)}
+    def submit(name: str, command: str, gpu_memory_gb: float | None = None, **extra: Any) -> dict[str, Any]:
+        spec: dict[str, Any] = {"name": name, "command": command, "gpus": 1, "workdir": str(workdir), **extra}
         if gpu_memory_gb is not None:
             spec["gpu_memory_gb"] = gpu_memory_gb
         answer = api.post("/api/v1/tasks", json=spec)
@@ -248,6 +251,48 @@ def main() -> int:  # noqa: C901 - one script, read top to bottom
             after=freed,
             total_gib=total_gib,
         )
+        # 7. two half-GPU tasks side by side, each with its own peak memory and half the GPU-hours
+        halves = [
+            submit(
+                f"half-{n}", TORCH_TASK.format(py=sys.executable, gib=8 + 4 * n, seconds=20), gpu_fraction=0.5
+            )
+            for n in range(2)
+        ]
+        together = wait_for(
+            lambda: g if sorted((g := gpu0())["tasks"]) == sorted(h["id"] for h in halves) else None, 90
+        )
+        ended = [
+            wait_for(lambda h=h: status_is(h["id"], "succeeded", "failed", "cancelled"), 150) for h in halves
+        ]
+        usages = [(e or {}).get("usage") or {} for e in ended]
+        peaks = [u.get("peak_gpu_memory_mib") or 0 for u in usages]
+        step(
+            "two half-GPU tasks run side by side, each with its own peak memory and half the GPU-hours",
+            bool(together)
+            and all(e and e["status"] == "succeeded" for e in ended)
+            and 8 * 1024 <= peaks[0] < 11 * 1024  # its own 8 GiB (+ its CUDA context), not 8 + 12
+            and 12 * 1024 <= peaks[1] < 15 * 1024
+            and all(0 < (u.get("gpu_hours") or 0) < 30 / 3600 for u in usages),  # half of under a minute
+            gpu=together,
+            usages=usages,
+            outputs=[log_of(h["id"]) for h in halves],
+        )
+
+        # 8. more time for a running task: it runs past its first limit
+        longer = submit(
+            "longer", TORCH_TASK.format(py=sys.executable, gib=2, seconds=40), time_limit_minutes=0.5
+        )
+        wait_for(lambda: status_is(longer["id"], "running"), 60)
+        patched = api.patch(f"/api/v1/tasks/{longer['id']}", json={"time_limit_minutes": 3})
+        finished = wait_for(lambda: status_is(longer["id"], "succeeded", "failed", "cancelled"), 150)
+        step(
+            "a running task given more time runs past its first limit",
+            patched.status_code == 200 and bool(finished) and finished["status"] == "succeeded",
+            patch=patched.json() if patched.status_code == 200 else patched.text,
+            status=(finished or {}).get("status"),
+            reason=(finished or {}).get("reason"),
+        )
+
         answer = api.get("/api/v1/reports/utilization")
         report = answer.json() if answer.status_code == 200 else answer.text
         step("report", True, report=report)
