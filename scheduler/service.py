@@ -292,10 +292,11 @@ class Cluster:
 
     def update(self, who: Identity, task_id: int, changes: Mapping[str, Any]) -> Task:
         """Change when a queued task may start or how long it may run (`edits.EDITABLE_FIELDS`), keeping its
-        age, as Slurm's `scontrol update` does; it is re-queued with the score it now has.
+        age, as Slurm's `scontrol update` does; it is re-queued with the score it now has. A running task
+        may change how long it may run (`_update_running`).
 
         SpecError when a field may not change or the result is not a valid spec; ConflictError when the
-        task is no longer queued, or a node has already claimed it (it is starting as it was).
+        task has ended, or a node has already claimed it (it is starting as it was).
         """
         task = self.tasks.get_for(who, task_id)
         if task.status == "running":

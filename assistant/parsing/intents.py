@@ -680,7 +680,7 @@ def _change_reading(text: str, now: datetime, tool: str, **which: int) -> Readin
 # more time on a task's limit ("give task 5 4 more hours", "extend 5 by 2 hours", "给5号多加4小时"): relative
 MORE_TIME = re.compile(
     r"\b(?:more|extra|additional|another)\b|\bextend\b.*\bby\b|\badd\b"
-    r"|多加|再加|加上|多给|再给|延长(?!到)|延时|加时|续",
+    r"|多加|再加|加上|多给|再给|延长(?!到)|延时|加时|续时|续期",
     _I,
 )
 # a limit said outright ("extend 5's time limit to 6 hours", "时限延长到6小时"): a change of the field itself
