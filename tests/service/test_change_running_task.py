@@ -37,11 +37,11 @@ def no_margin(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_more_time_lets_a_running_task_finish_past_its_first_limit(
     cluster, make_identity, start_worker, tmp_path: Path, no_margin
 ):
-    # Given a 5-second task with a 3-second limit, running
+    # Given a 9-second task with a 6-second limit, running (room for a slow machine to change it in time)
     who, _ = make_identity()
     start_worker()
     task, _ = cluster.submit(
-        who, {"command": "sleep 5; echo done", "time_limit_minutes": 0.05, "workdir": str(tmp_path)}
+        who, {"command": "sleep 9; echo done", "time_limit_minutes": 0.1, "workdir": str(tmp_path)}
     )
     _running(cluster, task.id)
     revision = cluster.tasks.get_any(task.id).revision
@@ -52,7 +52,7 @@ def test_more_time_lets_a_running_task_finish_past_its_first_limit(
     # Then it runs on past its first limit and succeeds, and the row holds the new limit
     assert changed.status == "running" and changed.spec["time_limit_minutes"] == 1
     assert changed.revision == revision + 1
-    wait_until(lambda: cluster.tasks.get_any(task.id).status != "running", timeout_s=15)
+    wait_until(lambda: cluster.tasks.get_any(task.id).status != "running", timeout_s=30)
     row = cluster.tasks.get_any(task.id)
     assert (row.status, row.exit_code) == ("succeeded", 0), (row.reason, row.message)
     assert "done" in cluster.log_path(task.id).read_text()
@@ -69,11 +69,11 @@ def test_a_lower_limit_stops_a_running_task_as_a_timeout(
     )
     _running(cluster, task.id)
 
-    # When its limit is lowered to 2 seconds from its start
-    cluster.update(who, task.id, {"time_limit_minutes": 2 / 60})
+    # When its limit is lowered to 5 seconds from its start
+    cluster.update(who, task.id, {"time_limit_minutes": 5 / 60})
 
     # Then its worker stops it as it would any task past its limit
-    wait_until(lambda: cluster.tasks.get_any(task.id).status == "failed", timeout_s=15)
+    wait_until(lambda: cluster.tasks.get_any(task.id).status == "failed", timeout_s=30)
     assert cluster.tasks.get_any(task.id).reason == "timeout"
 
 
