@@ -5,7 +5,6 @@ refused rather than stopping it at once."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -123,23 +122,28 @@ def test_a_running_task_changes_only_how_long_it_may_run_and_a_limit_it_has_run_
 def test_a_limit_announced_for_another_attempt_is_not_applied(
     cluster, make_identity, start_worker, tmp_path: Path
 ):
-    # Given a running task, and a stale announcement naming an earlier attempt's lease token
+    # Given two running tasks; a stale announcement for the first names an earlier attempt's lease token
     who, _ = make_identity()
     worker = start_worker()
-    task, _ = cluster.submit(
-        who, {"command": "sleep 300", "time_limit_minutes": 10, "workdir": str(tmp_path)}
-    )
-    _running(cluster, task.id)
-    cluster.queue.announce_time_limit(task.id, NODE, "an-earlier-attempt", 0.5)
-    time.sleep(1.5)  # several worker loops
+    spec = {"command": "sleep 300", "time_limit_minutes": 10, "workdir": str(tmp_path)}
+    stale, other = (cluster.submit(who, spec)[0] for _ in range(2))
+    _running(cluster, stale.id)
+    _running(cluster, other.id)
+    cluster.queue.announce_time_limit(stale.id, NODE, "an-earlier-attempt", 0.5)
 
-    # Then its job keeps the limit its own attempt has
-    job = worker.job_of(task.id)
+    # When the second's limit is changed after it, and its worker has applied that (the same round trip
+    # reads both announcements, so the stale one has been read by then)
+    cluster.update(who, other.id, {"time_limit_minutes": 20})
+    wait_until(lambda: (job := worker.job_of(other.id)) is not None and job.job.time_limit_s == 1200.0)
+
+    # Then the first keeps the limit its own attempt has, and runs on
+    job = worker.job_of(stale.id)
     assert job is not None and job.job.time_limit_s == 600.0
-    assert cluster.tasks.get_any(task.id).status == "running"
+    assert cluster.tasks.get_any(stale.id).status == "running"
     assert announced_time_limit(None) is None
     assert announced_time_limit(b"tok:en:90.0") == ("tok:en", 90.0)
-    cluster.cancel(who, task.id)
+    for task in (stale, other):
+        cluster.cancel(who, task.id)
 
 
 def test_the_api_and_the_chat_give_a_running_task_more_time(
