@@ -22,10 +22,11 @@ from assistant.client import AssistantClient
 from scheduler.errors import SpecError
 from scheduler.nodes import NodeGpu, NodeState
 from scheduler.policy.config import PolicyConfig
+from scheduler.policy.quotas import gpu_weight
 from scheduler.policy.reasons import amount
 from scheduler.policy.types import QueuedTask
 from scheduler.policy.windows import offpeak_start_s, parse_windows, zone
-from scheduler.spec import TaskSpec, parse_spec
+from scheduler.spec import TaskSpec, parse_spec, spec_gpu_fraction
 from scheduler.submission import check_against_cluster, check_times_ahead, deadline_out_of_reach, resolve
 from scheduler.sweeps import expand
 
@@ -266,7 +267,7 @@ def _energy(
         power = gpu_power_w(names[0]) if names else FALLBACK_GPU_POWER_W
     except ImportError:  # pragma: no cover - the policy package is optional for the assistant
         power = FALLBACK_GPU_POWER_W
-    power *= min(float(spec.get("gpu_fraction") or 1.0), 1.0)  # a task sharing its GPU: its part
+    power *= spec_gpu_fraction(spec)  # a task sharing its GPU: its part
     kwh = tasks * spec["gpus"] * power * minutes * 60 / 3.6e6
     return {"kwh": kwh, "gpus": spec["gpus"], "power_w": power, "minutes": float(minutes), "tasks": tasks}
 
@@ -352,7 +353,11 @@ def _quota_effect(
         "budget_gpu_h": None if budget is None else float(budget),
         "used_gpu_h": float(day.get("used_gpu_h") or 0),
         "state": day.get("state"),
-        "uses_gpu_h": (tasks * _held_gpus(spec) * float(minutes) / 60) if minutes else None,
+        "uses_gpu_h": (
+            tasks * gpu_weight(int(spec.get("gpus", 1)), spec_gpu_fraction(spec)) * float(minutes) / 60
+            if minutes
+            else None
+        ),
     }
 
 
@@ -368,8 +373,3 @@ def sweep_preview(spec: dict[str, Any]) -> dict[str, Any] | None:
         "more": max(0, len(tasks) - SWEEP_EXAMPLES),
         "max_running": spec.get("max_running"),
     }
-
-
-def _held_gpus(spec: Mapping[str, Any]) -> float:
-    """GPUs a spec counts against budgets: a task sharing one GPU, its fraction of it."""
-    return int(spec.get("gpus", 1)) * min(float(spec.get("gpu_fraction") or 1.0), 1.0)

@@ -9,6 +9,7 @@ from typing import Any
 
 from assistant.reasons_zh import reason_zh
 from scheduler.policy.reasons import amount
+from scheduler.spec import spec_gpu_fraction
 
 _DATA = re.compile(r"</?data>")
 CJK = re.compile(r"[\u3400-\u9fff]")
@@ -146,8 +147,8 @@ def resources_words(spec: dict[str, Any], lang: str, free: str = "") -> str:
     gpus = spec.get("gpus", 1)
     if gpus == 0:
         text = _t(lang, "CPU only (no GPU)", "只用 CPU（不占 GPU）")
-    elif float(spec.get("gpu_fraction") or 1.0) < 1.0:  # "0.5 of a GPU (shared)"
-        part = f"{float(spec['gpu_fraction']):g}"
+    elif spec_gpu_fraction(spec) < 1.0:  # "0.5 of a GPU (shared)"
+        part = f"{spec_gpu_fraction(spec):g}"
         text = _t(lang, f"{part} of a GPU (shared)", f"{part} 张卡（共享）")
     else:
         text = _t(lang, f"{gpus} GPU{'s' if gpus != 1 else ''}", f"{gpus} 张卡")

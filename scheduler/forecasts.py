@@ -29,6 +29,7 @@ from scheduler.policy.tariff import estimate_cost, estimate_energy_kwh, gpu_powe
 from scheduler.policy.types import MIB_PER_GB, GpuSlot, PriorityClass, QueuedTask
 from scheduler.policy_input import queued_task_of, running_task_of
 from scheduler.service import Cluster
+from scheduler.spec import gpu_fraction_problem
 from scheduler.store.identity import Identity, team_id_by_name
 from scheduler.store.tables import Task
 from scheduler.submission import deadline_out_of_reach
@@ -362,9 +363,9 @@ def estimate_wait(
             "end": answer.get("estimated_end"),
             "deadline_warning": answer.get("deadline_warning"),
         }
-    if gpu_fraction < 1 and gpus != 1:
-        message = f"gpu_fraction below 1 shares one GPU: it needs gpus 1 (you asked for {gpus})"
-        raise SpecError(message, [{"field": "gpu_fraction", "message": message}])
+    problem = gpu_fraction_problem(gpus, gpu_fraction)
+    if problem is not None:
+        raise SpecError(problem, [{"field": "gpu_fraction", "message": problem}])
     state = _state(cluster, usage)
     what_if = QueuedTask(
         task_id=WHAT_IF_TASK_ID,

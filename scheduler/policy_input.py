@@ -9,6 +9,7 @@ from scheduler.clock import to_epoch_s
 from scheduler.nodes import NodeState
 from scheduler.policy.placement import memory_need_mib
 from scheduler.policy.types import GpuSlot, PriorityClass, QueuedTask, RunningTask
+from scheduler.spec import spec_gpu_fraction
 from scheduler.store.tables import Task
 
 MIB_PER_GB = 1024
@@ -31,7 +32,7 @@ def queued_task_of(task: Task) -> QueuedTask:
         enqueued_at_s=to_epoch_s(task.enqueued_at),
         priority=PriorityClass.parse(task.priority),
         gpu_memory_mib=int((task.gpu_memory_gb or 0) * MIB_PER_GB),
-        gpu_fraction=float(spec.get("gpu_fraction") or 1.0),
+        gpu_fraction=spec_gpu_fraction(spec),
         estimated_s=float(estimate) * 60 if estimate else None,
         time_limit_s=float(limit) * 60 if limit else None,
         not_before_s=_epoch_or_none(spec.get("not_before")),
@@ -95,12 +96,9 @@ def gpu_slots(nodes: Iterable[NodeState], holders: Sequence[RunningTask], now_ms
             held = on_gpu.get(key, [])
             shares = sum(task.gpu_fraction for task in held)
             # what its holders asked for (a sharer without a request: its fraction of the GPU)
-            reserved = sum(
-                memory_need_mib(task.gpu_memory_mib, task.gpu_fraction, gpu.memory_total_mib) for task in held
-            )
-            unsized = any(
-                memory_need_mib(t.gpu_memory_mib, t.gpu_fraction, gpu.memory_total_mib) <= 0 for t in held
-            )
+            needs = [memory_need_mib(t.gpu_memory_mib, t.gpu_fraction, gpu.memory_total_mib) for t in held]
+            reserved = sum(needs)
+            unsized = any(need <= 0 for need in needs)  # a holder that asked for none: its use is unknown
             if gpu.outside_mib is not None:
                 # known from the driver's process list: a task's reservation it has not filled yet and
                 # the memory of processes outside nightshift both count, whatever the reading shows

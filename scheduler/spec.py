@@ -294,11 +294,9 @@ class TaskSpec(BaseModel):
             raise ValueError("gpu_memory_gb needs gpus of at least 1 (gpus is 0: a CPU-only task)")
         if self.gpus == 0 and self.gpu_model is not None:
             raise ValueError("gpu_model needs gpus of at least 1 (gpus is 0: a CPU-only task)")
-        if self.gpu_fraction < 1 and self.gpus != 1:
-            raise ValueError(
-                f"gpu_fraction below 1 shares one GPU: it needs gpus 1 (you asked for {self.gpus}); "
-                "a task on several GPUs holds them whole (gpu_fraction 1)"
-            )
+        problem = gpu_fraction_problem(self.gpus, self.gpu_fraction)
+        if problem is not None:
+            raise ValueError(problem)
         if (
             self.not_before
             and self.deadline
@@ -463,8 +461,24 @@ def load_spec_file(path: Path) -> dict[str, Any]:
     return data
 
 
+def gpu_fraction_problem(gpus: int, gpu_fraction: float) -> str | None:
+    """What is wrong with sharing a GPU at `gpu_fraction` on `gpus` GPUs, or None: a part of a GPU is of
+    one GPU (a spec's check, and GET /estimate's)."""
+    if gpu_fraction < 1 and gpus != 1:
+        return (
+            f"gpu_fraction below 1 shares one GPU: it needs gpus 1 (you asked for {gpus}); "
+            "a task on several GPUs holds them whole (gpu_fraction 1)"
+        )
+    return None
+
+
+def spec_gpu_fraction(spec: Mapping[str, Any] | None) -> float:
+    """The part of its GPU a stored spec (or a card's) holds: its `gpu_fraction`, 1 where it has none."""
+    return min(float((spec or {}).get("gpu_fraction") or 1.0), 1.0)
+
+
 def gpus_label(task: Mapping[str, Any]) -> str:
     """A task's GPUs for a table cell: `2`, or `0.5` for a task sharing one GPU (its spec's gpu_fraction)."""
-    fraction = float((task.get("spec") or {}).get("gpu_fraction") or 1.0)
+    fraction = spec_gpu_fraction(task.get("spec"))
     gpus = int(task.get("gpus") or 0)
     return f"{fraction:g}" if gpus == 1 and fraction < 1 else str(gpus)

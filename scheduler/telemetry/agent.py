@@ -29,6 +29,7 @@ from scheduler.notify.events import Event
 from scheduler.notify.notifier import Notifier
 from scheduler.policy.windows import parse_windows
 from scheduler.settings import Settings
+from scheduler.spec import spec_gpu_fraction
 from scheduler.telemetry.accounting import AttemptUsage, UsageMeter
 from scheduler.telemetry.downsample import DownsampleReport, downsample
 from scheduler.telemetry.host import HostReading, read_host
@@ -221,7 +222,7 @@ class WorkerTelemetry:
             task, claim = item.task, item.claim
             requested = int(task.gpu_memory_gb * 1024) if task.gpu_memory_gb else None
             used_before = {gpu.index: gpu.memory_used_mib for gpu in gpus if gpu.index in claim.gpu_indices}
-            fraction = float((task.spec or {}).get("gpu_fraction") or 1.0)
+            fraction = spec_gpu_fraction(task.spec)
             self.meter.begin(
                 task.id, item.attempt, claim.gpu_indices, now, requested, models, used_before, fraction
             )

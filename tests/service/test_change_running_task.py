@@ -16,15 +16,21 @@ from assistant.client import AssistantClient
 from scheduler import service
 from scheduler.errors import ConflictError, SpecError
 from scheduler.service import Cluster
+from scheduler.store.identity import Identity
 from scheduler.store.queue import announced_time_limit
+from scheduler.store.tables import Task
 from tests.assistant.conftest import AppTransport, new_endpoints
 from tests.conftest import wait_until
 
 NODE = "node-a"
 
 
-def _running(cluster: Cluster, task_id: int) -> None:
-    wait_until(lambda: cluster.tasks.get_any(task_id).status == "running")
+def _running(cluster: Cluster, who: Identity, command: str, limit_minutes: float, workdir: Path) -> Task:
+    """A task of `who` running `command` with a time limit, once it runs."""
+    spec = {"command": command, "time_limit_minutes": limit_minutes, "workdir": str(workdir)}
+    task = cluster.submit(who, spec)[0]
+    wait_until(lambda: cluster.tasks.get_any(task.id).status == "running")
+    return task
 
 
 @pytest.fixture
@@ -39,10 +45,7 @@ def test_more_time_lets_a_running_task_finish_past_its_first_limit(
     # Given a 9-second task with a 6-second limit, running (room for a slow machine to change it in time)
     who, _ = make_identity()
     start_worker()
-    task, _ = cluster.submit(
-        who, {"command": "sleep 9; echo done", "time_limit_minutes": 0.1, "workdir": str(tmp_path)}
-    )
-    _running(cluster, task.id)
+    task = _running(cluster, who, "sleep 9; echo done", 0.1, tmp_path)
     revision = cluster.tasks.get_any(task.id).revision
 
     # When its limit is raised to a minute while it runs
@@ -63,10 +66,7 @@ def test_a_lower_limit_stops_a_running_task_as_a_timeout(
     # Given a long task with a 10-minute limit, running
     who, _ = make_identity()
     start_worker()
-    task, _ = cluster.submit(
-        who, {"command": "sleep 300", "time_limit_minutes": 10, "workdir": str(tmp_path)}
-    )
-    _running(cluster, task.id)
+    task = _running(cluster, who, "sleep 300", 10, tmp_path)
 
     # When its limit is lowered to 5 seconds from its start
     cluster.update(who, task.id, {"time_limit_minutes": 5 / 60})
@@ -81,10 +81,7 @@ def test_a_running_task_changes_only_how_long_it_may_run_and_a_limit_it_has_run_
 ):
     who, _ = make_identity()
     start_worker()
-    task, _ = cluster.submit(
-        who, {"command": "sleep 300", "time_limit_minutes": 10, "workdir": str(tmp_path)}
-    )
-    _running(cluster, task.id)
+    task = _running(cluster, who, "sleep 300", 10, tmp_path)
     before = cluster.tasks.get_any(task.id)
 
     # what decides when or where it starts is past
@@ -125,10 +122,7 @@ def test_a_limit_announced_for_another_attempt_is_not_applied(
     # Given two running tasks; a stale announcement for the first names an earlier attempt's lease token
     who, _ = make_identity()
     worker = start_worker()
-    spec = {"command": "sleep 300", "time_limit_minutes": 10, "workdir": str(tmp_path)}
-    stale, other = (cluster.submit(who, spec)[0] for _ in range(2))
-    _running(cluster, stale.id)
-    _running(cluster, other.id)
+    stale, other = (_running(cluster, who, "sleep 300", 10, tmp_path) for _ in range(2))
     cluster.queue.announce_time_limit(stale.id, NODE, "an-earlier-attempt", 0.5)
 
     # When the second's limit is changed after it, and its worker has applied that (the same round trip
@@ -151,10 +145,7 @@ def test_the_api_and_the_chat_give_a_running_task_more_time(
 ):
     who, token = make_identity("alice", "vision")
     worker = start_worker()
-    task, _ = cluster.submit(
-        who, {"command": "sleep 300", "time_limit_minutes": 10, "workdir": str(tmp_path)}
-    )
-    _running(cluster, task.id)
+    task = _running(cluster, who, "sleep 300", 10, tmp_path)
     headers = {"Authorization": f"Bearer {token}"}
     with TestClient(create_app(cluster)) as api:
         # PATCH answers 200 with the new limit, 409 with what can change
