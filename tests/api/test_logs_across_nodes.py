@@ -277,6 +277,9 @@ def test_following_a_task_whose_node_dies_goes_on_to_its_next_attempt_elsewhere(
     # Given attempt 1 running on box-a (it would wait for the gate forever), followed
     made = boxes()
     task_id = _start_on_a(client, alice, cluster, tmp_path)
+    # its first line is in box-a's log before the follow starts (else box-a may "die" before it is read)
+    log_on_a = made[A].cluster.log_path(task_id)
+    wait_until(lambda: log_on_a.is_file() and "attempt 1 starts" in log_on_a.read_text())
     streaming, a_is_dead = threading.Event(), threading.Event()
     real_read_from, real_ask_node = task_routes.read_log_from, task_logs._ask_node
 
