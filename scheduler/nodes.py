@@ -32,6 +32,8 @@ class NodeGpu:
     outside: tuple[OutsideProcess, ...] = ()
     # the memory they hold in all, where the driver lists the processes with their memory (else None)
     outside_mib: int | None = None
+    # the memory its driver holds for itself: what was in use when it was last seen idle (`DriverReserve`)
+    driver_reserved_mib: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +144,7 @@ def _gpu_dict(gpu: NodeGpu) -> dict[str, Any]:
         "out_of_service": gpu.out_of_service,
         "outside": [asdict(process) for process in gpu.outside],
         "outside_mib": gpu.outside_mib,
+        "driver_reserved_mib": gpu.driver_reserved_mib,
     }
 
 

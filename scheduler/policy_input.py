@@ -95,18 +95,19 @@ def gpu_slots(nodes: Iterable[NodeState], holders: Sequence[RunningTask], now_ms
             key = (node.name, gpu.index)
             held = on_gpu.get(key, [])
             shares = sum(task.gpu_fraction for task in held)
-            # what its holders asked for (a sharer without a request: its fraction of the GPU)
-            needs = [memory_need_mib(t.gpu_memory_mib, t.gpu_fraction, gpu.memory_total_mib) for t in held]
+            shareable = max(0, gpu.memory_total_mib - gpu.driver_reserved_mib)
+            # what its holders asked for (a sharer without a request: its fraction of what the GPU offers)
+            needs = [memory_need_mib(t.gpu_memory_mib, t.gpu_fraction, shareable) for t in held]
             reserved = sum(needs)
             unsized = any(need <= 0 for need in needs)  # a holder that asked for none: its use is unknown
             if gpu.outside_mib is not None:
                 # known from the driver's process list: a task's reservation it has not filled yet and
                 # the memory of processes outside nightshift both count, whatever the reading shows
                 outside = gpu.outside_mib
-                free = min(gpu.memory_free_mib, gpu.memory_total_mib - outside - reserved)
+                free = min(gpu.memory_free_mib, shareable - outside - reserved)
             else:  # guessed: in use beyond the reservations (a task over its request counts in it)
-                outside = gpu.memory_total_mib - gpu.memory_free_mib - reserved
-                free = min(gpu.memory_free_mib, gpu.memory_total_mib - reserved)
+                outside = shareable - gpu.memory_free_mib - reserved
+                free = min(gpu.memory_free_mib, shareable - reserved)
             slots.append(
                 GpuSlot(
                     node=node.name,
@@ -120,6 +121,7 @@ def gpu_slots(nodes: Iterable[NodeState], holders: Sequence[RunningTask], now_ms
                     why_unavailable=why,
                     outside_mib=0 if unsized and gpu.outside_mib is None else max(0, outside),
                     outside_by=gpu.outside[0].describe() if gpu.outside else None,
+                    driver_reserved_mib=gpu.memory_total_mib - shareable,
                 )
             )
     return slots

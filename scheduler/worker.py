@@ -63,6 +63,7 @@ from scheduler.executor.reaper import (
 )
 from scheduler.executor.sentinel import JobSentinel
 from scheduler.executor.spares import SpareShells
+from scheduler.gpus.driver_reserve import DriverReserve
 from scheduler.gpus.inventory import GpuInfo, GpuMonitor
 from scheduler.gpus.outside import job_processes, outside_memory_mib, outside_processes
 from scheduler.log_relay import answer_log_requests, wake_answerer
@@ -179,6 +180,7 @@ class Worker:
         self._silence_ended_at: float | None = None
         self.listeners: list[JobListener] = []
         self.out_of_service: dict[int, str] = {}  # GPU index -> why it takes no new tasks (watchdogs)
+        self.driver_reserve = DriverReserve()
         self._publish_lock = threading.Lock()
         self._exit_watcher: ExitWatcher | None = None
         self._exited: set[int] = set()  # pids of job leaders seen to exit, not yet settled
@@ -832,6 +834,7 @@ class Worker:
         readings = self.monitor.read()
         with self._lock:
             job_groups = {item.job.pid for item in self.jobs.values()}
+            held = {index for item in self.jobs.values() for index in item.claim.gpu_indices}
         gpus = []
         for gpu in readings:
             outside = outside_processes(gpu.processes, job_groups)
@@ -847,6 +850,7 @@ class Worker:
                     out_of_service=self.out_of_service.get(gpu.index),
                     outside=outside,
                     outside_mib=outside_memory_mib(gpu.processes, outside),
+                    driver_reserved_mib=self.driver_reserve.observe(gpu, held),
                 )
             )
         in_cgroups = self.cgroups is not None and self.cgroups.usable

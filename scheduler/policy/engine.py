@@ -329,7 +329,7 @@ def _no_room_reason(ps: _Pass, task: QueuedTask) -> str:
         for h in ps.holdings(ps.config.forecast_overrun_factor)
         if any(
             (g := ps.pool.gpu(h.node, i)) is not None
-            and g.total_mib >= memory_need_mib(task.gpu_memory_mib, task.gpu_fraction, g.total_mib)
+            and g.total_mib >= memory_need_mib(task.gpu_memory_mib, task.gpu_fraction, g.shareable_mib)
             for i in h.gpu_indices
         )
     ]

@@ -21,12 +21,13 @@ from scheduler.policy.types import GpuSlot, QueuedTask
 EPS = 1e-9
 
 
-def memory_need_mib(gpu_memory_mib: int, gpu_fraction: float, memory_total_mib: int) -> int:
-    """Memory a task holds on one GPU: its request, else its fraction of the GPU when it shares."""
+def memory_need_mib(gpu_memory_mib: int, gpu_fraction: float, shareable_mib: int) -> int:
+    """Memory a task holds on one GPU: its request, else, when it shares, its fraction of the memory the GPU
+    offers tasks (`GpuSlot.shareable_mib`), so that two halves of a GPU fit beside the driver's own."""
     if gpu_memory_mib > 0:
         return gpu_memory_mib
     if gpu_fraction < 1.0:  # rounded down, so that the shares of a GPU add up to no more than it has
-        return math.floor(gpu_fraction * memory_total_mib + 1e-9)
+        return math.floor(gpu_fraction * shareable_mib + 1e-9)
     return 0
 
 
@@ -42,6 +43,7 @@ class GpuState:
     available: bool
     model: str
     power_w: float | None
+    shareable_mib: int  # the total less the driver's own memory (`GpuSlot.shareable_mib`)
 
     def fits(self, need_mib: int, fraction: float) -> bool:
         """True when a task needing `need_mib` and `fraction` of this GPU can go here now."""
@@ -62,6 +64,7 @@ class GpuState:
             self.shares,
             self.power_w,
             self.available,
+            driver_reserved_mib=self.total_mib - self.shareable_mib,
         )
 
 
@@ -90,7 +93,9 @@ def _eligible(task: QueuedTask, g: GpuState | GpuSlot) -> bool:
 
 
 def _copy(g: GpuState) -> GpuState:
-    return GpuState(g.node, g.index, g.total_mib, g.free_mib, g.shares, g.available, g.model, g.power_w)
+    return GpuState(
+        g.node, g.index, g.total_mib, g.free_mib, g.shares, g.available, g.model, g.power_w, g.shareable_mib
+    )
 
 
 class Pool:
@@ -115,6 +120,7 @@ class Pool:
                     s.available,
                     s.model,
                     s.power_w,
+                    s.shareable_mib,
                 )
             )
             if s.available:
@@ -209,7 +215,7 @@ class Pool:
                 for g in node.gpus
                 if (g.node, g.index) not in exclude
                 and _eligible(task, g)
-                and g.fits(memory_need_mib(task.gpu_memory_mib, fraction, g.total_mib), fraction)
+                and g.fits(memory_need_mib(task.gpu_memory_mib, fraction, g.shareable_mib), fraction)
             ]
             if len(cands) < task.gpus:
                 continue
@@ -247,7 +253,7 @@ class Pool:
                 continue
             was_open = g.available and g.shares < 1.0 - EPS
             g.shares += fraction
-            g.free_mib -= memory_need_mib(gpu_memory_mib, fraction, g.total_mib)
+            g.free_mib -= memory_need_mib(gpu_memory_mib, fraction, g.shareable_mib)
             self.open += (g.available and g.shares < 1.0 - EPS) - was_open
         for name in {g.node for g in chosen}:
             self.nodes[name].recount()
@@ -261,7 +267,7 @@ class Pool:
             if g is not None:
                 was_open = g.available and g.shares < 1.0 - EPS
                 g.shares = max(0.0, g.shares - fraction)
-                need_mib = memory_need_mib(gpu_memory_mib, fraction, g.total_mib)
+                need_mib = memory_need_mib(gpu_memory_mib, fraction, g.shareable_mib)
                 g.free_mib = min(g.total_mib, g.free_mib + need_mib)
                 self.open += (g.available and g.shares < 1.0 - EPS) - was_open
         if node in self.nodes:

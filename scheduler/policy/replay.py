@@ -122,7 +122,7 @@ class Replay:
         slot = self.slots[key]
         was_open = _open(slot)
         frac = min(abs(fraction), 1.0)
-        need = memory_need_mib(gpu_memory_mib, frac, slot.memory_total_mib)
+        need = memory_need_mib(gpu_memory_mib, frac, slot.shareable_mib)
         sign = 1 if fraction > 0 else -1
         slot = GpuSlot(
             slot.node,
@@ -133,6 +133,7 @@ class Replay:
             max(0.0, slot.shares_used + sign * frac),
             slot.power_w,
             slot.available,
+            driver_reserved_mib=slot.driver_reserved_mib,
         )
         self.slots[key] = slot
         self.open_gpus += _open(slot) - was_open

@@ -39,6 +39,14 @@ class GpuSlot:
     # notebook's): no nightshift task's end frees it; 0 when not known
     outside_mib: int = 0
     outside_by: str | None = None  # the process holding the most of it, "pid 4242 of alice (jupyter-lab)"
+    # memory the driver holds for itself (in use while no process is: ~0.6 GB of an H200), which no task can
+    # have: a sharer's part of the GPU is its fraction of the rest (`shareable_mib`)
+    driver_reserved_mib: int = 0
+
+    @property
+    def shareable_mib(self) -> int:
+        """The memory tasks can have: the total less what the driver holds for itself."""
+        return max(0, self.memory_total_mib - self.driver_reserved_mib)
 
 
 @dataclass(frozen=True, slots=True)

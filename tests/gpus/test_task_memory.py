@@ -9,8 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from scheduler.executor.reaper import TOKEN_VAR
 from scheduler.gpus import GpuProcess, NvmlGpus
 from scheduler.gpus.inventory import GpuInfo
@@ -106,19 +104,3 @@ def test_a_worker_tells_its_jobs_processes_on_a_real_gpus_process_list(
 
     # Then each job's process is its task's; the notebook is nobody's
     assert owners == {pid: task_id for task_id, pid in leaders.items()}
-
-
-@pytest.fixture
-def start_worker_on(cluster: Cluster, run_in_thread):
-    """Factory: the scheduler and a worker reading `monitor`, in threads; the worker."""
-    from scheduler.dispatcher import Dispatcher
-    from scheduler.worker import Worker
-
-    def start(monitor):
-        worker = Worker(cluster, "gpu-box", monitor, base_env=dict(os.environ))
-        worker.publish_node()
-        run_in_thread(Dispatcher(cluster).run)
-        run_in_thread(worker.run)
-        return worker
-
-    return start

@@ -9,6 +9,8 @@ from hypothesis import strategies as st
 
 from scheduler.clock import now_ms
 from scheduler.nodes import NodeGpu, NodeState
+from scheduler.policy.config import PolicyConfig
+from scheduler.policy.engine import decide
 from scheduler.policy.placement import Pool, place_on_gpus
 from scheduler.policy.types import GpuSlot, RunningTask
 from scheduler.policy_input import gpu_slots
@@ -87,3 +89,30 @@ def test_halves_of_a_gpu_whose_memory_is_an_odd_number_of_mib_both_fit() -> None
     assert place_on_gpus(make_task(2, gpu_fraction=0.5), gpu_slots([node], [half], now_ms())) is not None
     both = [half, replace(half, task_id=2)]
     assert place_on_gpus(make_task(3, gpu_fraction=0.5), gpu_slots([node], both, now_ms())) is None
+
+
+def test_a_gpus_halves_are_halves_of_what_its_driver_leaves_so_both_fit_when_the_first_is_filled() -> None:
+    # Given the H200 with its driver's 615 MiB known, and a half-GPU task that has filled its half
+    half_mib = (143_771 - 615) // 2
+    gpu = NodeGpu(0, "NVIDIA H200", 143_771, 143_771 - 615 - half_mib, driver_reserved_mib=615)
+    node = NodeState("gpu-box", (gpu,), heartbeat_ms=now_ms())
+    half = RunningTask(1, "t", "u", "gpu-box", (0,), 0.0, gpu_fraction=0.5)
+    [slot] = gpu_slots([node], [half], now_ms())
+    assert (slot.shareable_mib, slot.memory_free_mib) == (143_156, half_mib)
+    # Then the other half still fits beside it (halves of the total would not: 71,885 MiB > 71,578 free)
+    assert place_on_gpus(make_task(2, gpu_fraction=0.5), [slot]) is not None
+    # and a task that asked for more than what is left does not
+    assert place_on_gpus(make_task(3, gpu_memory_mib=half_mib + 1), [slot]) is None
+
+
+def test_both_halves_of_an_idle_gpu_start_in_one_pass() -> None:
+    # Given the idle H200 as NVML reads it: 615 MiB in use by the driver, the rest free
+    gpu = NodeGpu(0, "NVIDIA H200", 143_771, 143_156, driver_reserved_mib=615)
+    slots = gpu_slots([NodeState("gpu-box", (gpu,), heartbeat_ms=now_ms())], [], now_ms())
+    halves = [make_task(n, gpu_fraction=0.5) for n in (1, 2, 3)]
+
+    decisions = decide(halves, [], slots, 0.0, PolicyConfig())
+
+    # Then two halves start at once (within one pass the first's share is taken from the free reading)
+    assert sorted(s.task_id for s in decisions.starts) == [1, 2]
+    assert 3 in decisions.pending_reasons
