@@ -24,7 +24,7 @@ from langchain_core.tools import BaseTool
 
 from assistant.parsing.commands import find_command, remove_span
 from assistant.parsing.fields import task_ids
-from assistant.parsing.intents import Reading, follow_up_to_card, understand
+from assistant.parsing.intents import ASKS_COST, Reading, follow_up_to_card, understand
 from assistant.replies import canned, language_of, reply_for
 from assistant.tools import CARD_TOOLS
 
@@ -93,7 +93,7 @@ class OfflineChatModel(BaseChatModel):
         now = self._now(messages)
         results = [m for m in messages[human_index + 1 :] if isinstance(m, ToolMessage)]
         if results:
-            return self._summarize(results, lang, now)
+            return self._summarize(results, lang, now, about_cost=bool(ASKS_COST.search(text)))
         card = last_card(messages[:human_index])
         follow = follow_up_to_card(text, now) if card is not None else None
         if card is not None and follow is not None:
@@ -145,8 +145,13 @@ class OfflineChatModel(BaseChatModel):
         content = canned(reading.kind, reading.reason, lang, task_id=reading.args.get("task_id"))
         return AIMessage(content=content, response_metadata={META_KEY: meta})
 
-    def _summarize(self, results: Sequence[ToolMessage], lang: str, now: datetime) -> AIMessage:
-        replies = [reply_for(str(result.name or ""), _text(result), lang, now) for result in results]
+    def _summarize(
+        self, results: Sequence[ToolMessage], lang: str, now: datetime, *, about_cost: bool
+    ) -> AIMessage:
+        replies = [
+            reply_for(str(result.name or ""), _text(result), lang, now, about_cost=about_cost)
+            for result in results
+        ]
         return AIMessage(content="\n\n".join(replies), response_metadata={META_KEY: {"kind": "answer"}})
 
 

@@ -756,7 +756,7 @@ _STATUS_WORDS: dict[str, tuple[str, str]] = {
 }
 
 
-def _explain(data: dict[str, Any], lang: str, now: datetime | None) -> str:
+def _explain(data: dict[str, Any], lang: str, now: datetime | None, about_cost: bool = False) -> str:
     info = data.get("explain") or {}
     tid = info.get("task_id")
     status = str(info.get("status") or "")
@@ -792,9 +792,25 @@ def _explain(data: dict[str, Any], lang: str, now: datetime | None) -> str:
         text += _running_end(info["estimated_end"], lang, now)
     if info.get("deadline_warning"):
         text += _deadline_words(unwrap(info["deadline_warning"]), lang)
+    if about_cost and status == "queued" and info.get("energy_cost") is not None:
+        text += expected_cost_words(info, lang)
     if data.get("usage"):
         text += usage_words(data["usage"], lang)
     return text
+
+
+def expected_cost_words(info: dict[str, Any], lang: str) -> str:
+    """What a queued task should cost, run as estimated from its expected start, as a sentence of the
+    reply: " Run as estimated (120 min), it should use ~1.4 kWh and cost ~0.17 USD." """
+    kwh = amount(float(info.get("energy_kwh") or 0), 1)
+    cost = f"{amount(float(info['energy_cost']), 2)} {info.get('currency') or ''}".rstrip()
+    run_s = info.get("estimated_run_s")
+    span = minutes_words(float(run_s) / 60, lang) if run_s else ""
+    return _t(
+        lang,
+        f" Run as estimated{f' ({span})' if span else ''}, it should use ~{kwh} kWh and cost ~{cost}.",
+        f"按预估运行{f'（{span}）' if span else ''}，预计耗电约 {kwh} kWh，费用约 {cost}。",
+    )
 
 
 def usage_words(usage: dict[str, Any], lang: str) -> str:
@@ -1243,8 +1259,10 @@ def sweep_changed_words(sweep: dict[str, Any], fields: list[str], lang: str) -> 
     )
 
 
-def reply_for(tool: str, content: str, lang: str, now: datetime | None = None) -> str:
-    """One tool result as a short reply."""
+def reply_for(
+    tool: str, content: str, lang: str, now: datetime | None = None, *, about_cost: bool = False
+) -> str:
+    """One tool result as a short reply (`about_cost`: the person asked what something costs)."""
     try:
         data = json.loads(content)
     except (TypeError, ValueError):
@@ -1266,7 +1284,7 @@ def reply_for(tool: str, content: str, lang: str, now: datetime | None = None) -
         "list_tasks": lambda: _tasks(data, lang, now),
         "queue_position": lambda: _position(data, lang),
         "estimate_wait": lambda: _estimate(data, lang, now),
-        "explain_task": lambda: _explain(data, lang, now),
+        "explain_task": lambda: _explain(data, lang, now, about_cost),
         "hold_task": lambda: _held_or_released(data, lang),
         "release_task": lambda: _held_or_released(data, lang),
         "cluster_status": lambda: _cluster(data, lang),

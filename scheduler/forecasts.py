@@ -174,7 +174,8 @@ def _not_queued(task: Task, timezone: str) -> dict[str, Any]:
 
 
 def explain_task(cluster: Cluster, usage: UsageCache, who: Identity, task_id: int) -> dict[str, Any]:
-    """Why a task is (not) running, when it should start, and its priority broken into parts."""
+    """Why a task is (not) running, when it should start, and its priority broken into parts; for a queued
+    one also its energy and cost by its estimate, as `estimate_wait` gives them for a new one."""
     task = cluster.tasks.get_for(who, task_id)
     base: dict[str, Any] = {
         "estimated_start": None,
@@ -221,6 +222,8 @@ def explain_task(cluster: Cluster, usage: UsageCache, who: Identity, task_id: in
         "deadline_warning": deadline_warning(end_s, queued.deadline_s, config.timezone),
         "scheduler_warning": scheduler_warning(cluster),  # the start above assumes a scheduler runs
         "estimated_run_s": answer.estimated_run_s,
+        # what it should cost, run as estimated from its expected start ("what will task 9 cost")
+        **_energy_and_cost(queued, state.gpus, start, answer.estimated_run_s, config),
         "aging_bound_s": answer.aging_bound_s,
         "priority": {
             "class": task.priority,

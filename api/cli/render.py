@@ -333,6 +333,8 @@ def explain_panel(data: dict[str, Any]) -> Table:
         table.add_row("expected end", _when(data.get("estimated_end")))
     elif data.get("status") == "running" and data.get("estimated_end"):  # by its estimate or time limit
         table.add_row("expected end", _when(data["estimated_end"]))
+    if data.get("energy_kwh") is not None:  # a queued task's, run as estimated from its expected start
+        table.add_row("expected energy", _energy_words(data))
     if data.get("scheduler_warning"):  # the expected start assumes a scheduler runs
         table.add_row("scheduler", Text(str(data["scheduler_warning"]), style="yellow"))
     if data.get("deadline_warning"):  # the deadline is a soft goal: said, never enforced
@@ -376,9 +378,16 @@ def estimate_line(data: dict[str, Any]) -> str:
     if data.get("estimated_run_s") is not None and data.get("estimate_source"):  # a new task's run time
         line += f"; assumed run {duration_words(float(data['estimated_run_s']))} ({data['estimate_source']})"
     if data.get("energy_cost") is not None:  # priced at the tariff's rates from that start
-        cost = f"~{amount(data['energy_cost'], 2)} {data.get('currency') or ''}".rstrip()
-        line += f"; energy ~{amount(data['energy_kwh'], 1)} kWh, {cost}"
+        line += f"; energy {_energy_words(data)}"
     return line
+
+
+def _energy_words(data: dict[str, Any]) -> str:
+    """ "~1.2 kWh, ~0.15 USD" (the cost left out while the start is unknown)."""
+    words = f"~{amount(data['energy_kwh'], 1)} kWh"
+    if data.get("energy_cost") is None:
+        return words
+    return f"{words}, ~{amount(data['energy_cost'], 2)} {data.get('currency') or ''}".rstrip()
 
 
 def _range(low: str | None, high: str | None) -> str | None:

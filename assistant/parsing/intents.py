@@ -104,6 +104,13 @@ TASK_STATE = re.compile(
     r"|花了多少|多少钱|费用|电费|(?:用|耗)了?多少(?:电|度)|耗电|多少(?:GPU|卡)?机?时",
     _I,
 )
+# a question about money or energy ("what will 9 cost", "要花多少钱"): the explain reply then says a queued
+# task's expected energy and cost too (not in every "why is 9 waiting")
+ASKS_COST = re.compile(
+    r"\bcost\b|\bprice\b|\bhow\s+much\s+(?:money|energy|power|electricity)\b|\bkwh\b|\bspend\b"
+    r"|花了?多少|多少钱|费用|电费|(?:用|耗)了?多少(?:电|度)|耗电",
+    _I,
+)
 # the logs of a task: not one of the tools; the reply says where to find them
 LOGS = re.compile(
     r"\blogs?\b|\boutput\b|\bstdout\b|\bstderr\b|\btail\b|\bwhat\s+(?:does|did)\b.*\bprint|日志|输出", _I

@@ -492,3 +492,19 @@ def test_a_usage_report_says_its_energy_and_cost_and_a_report_without_capacity_r
     assert reply_for("utilization_report", content, "zh", NOW) == (
         "过去 7 天共用 12.5 GPU小时，利用率 0%。耗电 3.8 kWh，费用 0.84 EUR。"
     )
+
+
+def test_a_queued_tasks_expected_cost_is_said_when_asked_and_its_start_is_known() -> None:
+    queued = {"task_id": 4, "status": "queued", "position": 1, "reason": "all GPUs are busy",
+              "estimated_run_s": 5400.0, "energy_kwh": 0.84, "currency": "USD"}  # fmt: skip
+    priced = json.dumps({"explain": {**queued, "energy_cost": 0.17}})
+    unknown = json.dumps({"explain": {**queued, "energy_cost": None}})
+
+    assert reply_for("explain_task", priced, "en", NOW, about_cost=True).endswith(
+        "Run as estimated (90 min), it should use ~0.8 kWh and cost ~0.17 USD."
+    )
+    assert reply_for("explain_task", priced, "zh", NOW, about_cost=True).endswith(
+        "预计耗电约 0.8 kWh，费用约 0.17 USD。"
+    )
+    assert "kWh" not in reply_for("explain_task", unknown, "en", NOW, about_cost=True)
+    assert "kWh" not in reply_for("explain_task", priced, "en", NOW)  # "why is 4 waiting?" is not about cost

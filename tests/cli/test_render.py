@@ -157,6 +157,19 @@ def test_the_queue_and_explain_say_when_no_scheduler_runs() -> None:
     assert "scheduler" not in _text(queue_table({"length": 1, "entries": [entry]}))
 
 
+def test_explain_shows_what_a_queued_task_should_cost_and_only_the_energy_while_its_start_is_unknown() -> (
+    None
+):
+    queued = {"task_id": 9, "status": "queued", "reason": "all GPUs are busy", "energy_kwh": 1.23}
+
+    priced = _text(explain_panel({**queued, "energy_cost": 0.2, "currency": "USD"}))
+    assert "expected energy" in priced and "~1.2 kWh, ~0.20 USD" in priced
+    assert "~1.2 kWh" in _text(explain_panel({**queued, "energy_cost": None})) and "USD" not in _text(
+        explain_panel({**queued, "energy_cost": None})
+    )
+    assert "expected energy" not in _text(explain_panel({"task_id": 9, "status": "succeeded", "reason": ""}))
+
+
 def test_the_simulators_times_read_in_hours_and_days_too() -> None:
     result = {"policy": "fifo", "jobs": 3, "gpus": 8, "mean_jct_s": 82000.0, "utilization": 0.3956}
 

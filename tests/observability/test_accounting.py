@@ -13,7 +13,8 @@ from api.main import create_app
 from assistant.agent import Assistant
 from assistant.client import AssistantClient
 from scheduler.gpus.inventory import GpuInfo
-from scheduler.policy.tariff import DEFAULT_TARIFF
+from scheduler.policy.reasons import amount
+from scheduler.policy.tariff import DEFAULT_TARIFF, estimate_cost, gpu_power_w
 from scheduler.policy.windows import parse_windows
 from scheduler.telemetry.accounting import UsageMeter, offpeak_seconds
 from tests.assistant.conftest import AppTransport, new_endpoints
@@ -178,3 +179,36 @@ def test_a_task_sharing_its_gpu_is_charged_its_part_of_the_gpu_hours_and_of_the_
     assert usage is not None and usage.energy_source == "estimated"
     assert usage.gpu_hours == pytest.approx(0.5)
     assert usage.energy_kwh == pytest.approx(0.2)
+
+
+def test_the_chat_and_explain_say_what_a_queued_task_should_cost(
+    cluster, make_identity, start_node, tmp_path
+):
+    # Given alice's 2-GPU task of 90 min that may not start before 06:00 on a Wednesday (cheap until 07:00)
+    who, token = make_identity("alice", "vision")
+    start_node(gpus="2x24")
+    spec = {"command": "true", "gpus": 2, "estimated_minutes": 90, "not_before": "2030-01-09T06:00:00+00:00"}
+    task, _ = cluster.submit(who, {**spec, "workdir": str(tmp_path)})
+
+    # When she asks what it will cost, through the API and the chat
+    with TestClient(create_app(cluster)) as api:
+        explained = api.get(f"/api/v1/tasks/{task.id}/explain", headers={"Authorization": f"Bearer {token}"})
+        client = AssistantClient("http://testserver", token, transport=AppTransport(api, new_endpoints))
+        assistant = Assistant(cluster.settings, client, user="alice", team="vision")
+        english = assistant.ask(f"what will task {task.id} cost?").reply
+        chinese = assistant.ask(f"{task.id}号任务要花多少钱").reply
+        why = assistant.ask(f"why isn't task {task.id} running?").reply
+        client.close()
+
+    # Then its energy is its GPUs' typical draw for its estimate, priced from 06:00: 1 h cheap, 30 min not
+    body = explained.json()
+    power = gpu_power_w(cluster.nodes.all()[0].gpus[0].name, None, cluster.policy_config.gpu_power_w)
+    kwh = 2 * power * 5400 / 3.6e6
+    start = datetime(2030, 1, 9, 6, tzinfo=UTC).timestamp()
+    cost = estimate_cost(start, start + 5400, kwh, DEFAULT_TARIFF)
+    assert cost == pytest.approx(kwh * (2 / 3 * 0.15 + 1 / 3 * 0.30))
+    assert (body["energy_kwh"], body["energy_cost"]) == (round(kwh, 3), round(cost, 2))
+    said = f"it should use ~{amount(kwh, 1)} kWh and cost ~{amount(round(cost, 2), 2)} {DEFAULT_TARIFF.currency}."
+    assert f"Run as estimated (90 min), {said}" in english, english
+    assert f"按预估运行（90 分钟），预计耗电约 {amount(kwh, 1)} kWh" in chinese, chinese
+    assert "kWh" not in why, why  # said when asked, not in every answer about the task
