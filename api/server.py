@@ -10,6 +10,7 @@ import re
 import signal
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -181,13 +182,18 @@ def serve(settings: Settings, *, api: bool, scheduler: bool, worker: bool, host:
                 _wait_for_signal(stop)
         finally:
             stop.set()
+            began = time.monotonic()
+            log.info("stopping: %s", ", ".join(thread.name for thread in threads) or "the API")
             for thread in threads:
                 thread.join(timeout=settings.kill_grace_s + 10)
+                if thread.is_alive():
+                    log.warning("the %s did not stop within %.0f s", thread.name, settings.kill_grace_s + 10)
             for jobs in background:
                 jobs.stop()
             notifier.close()
             if monitor is not None:
                 monitor.close()
+            log.info("stopped in %.1f s", time.monotonic() - began)
 
 
 def serve_assistant(settings: Settings, *, host: str, port: int) -> None:

@@ -279,8 +279,11 @@ class Worker:
 
     def shutdown(self) -> None:
         """Stop every job (its stop signal, grace, KILL) and requeue it: a worker restart is not its fault."""
+        began = time.monotonic()
         with self._lock:
             active = list(self.jobs.values())
+        if active:
+            log.info("worker %s shutting down: stopping %d job(s)", self.node, len(active))
         stoppers = [
             threading.Thread(
                 target=self._stop_job, args=(item, "worker_shutdown"), name=f"stop-{item.claim.task_id}"
@@ -308,6 +311,13 @@ class Worker:
                 item.claim.token,
                 "worker_shutdown",
                 message=f"worker {self.node} was shut down (a restart); the task goes back to the queue",
+            )
+        if active:
+            log.info(
+                "worker %s: %d job(s) stopped and settled in %.1f s",
+                self.node,
+                len(active),
+                time.monotonic() - began,
             )
         with self._lock:
             self.jobs.clear()
