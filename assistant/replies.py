@@ -792,7 +792,7 @@ def _explain(data: dict[str, Any], lang: str, now: datetime | None, about_cost: 
         text += _running_end(info["estimated_end"], lang, now)
     if info.get("deadline_warning"):
         text += _deadline_words(unwrap(info["deadline_warning"]), lang)
-    if about_cost and status == "queued" and info.get("energy_cost") is not None:
+    if about_cost and status in ("queued", "running") and info.get("energy_cost") is not None:
         text += expected_cost_words(info, lang)
     if data.get("usage"):
         text += usage_words(data["usage"], lang)
@@ -801,9 +801,17 @@ def _explain(data: dict[str, Any], lang: str, now: datetime | None, about_cost: 
 
 def expected_cost_words(info: dict[str, Any], lang: str) -> str:
     """What a queued task should cost, run as estimated from its expected start, as a sentence of the
-    reply: " Run as estimated (120 min), it should use ~1.4 kWh and cost ~0.17 USD." """
+    reply: " Run as estimated (120 min), it should use ~1.4 kWh and cost ~0.17 USD." A running one's, from
+    its start to its expected end: " Run to its expected end, it should use ~1.4 kWh and cost ~0.17 USD in
+    all." """
     kwh = amount(float(info.get("energy_kwh") or 0), 1)
     cost = f"{amount(float(info['energy_cost']), 2)} {info.get('currency') or ''}".rstrip()
+    if info.get("status") == "running":
+        return _t(
+            lang,
+            f" Run to its expected end, it should use ~{kwh} kWh and cost ~{cost} in all.",
+            f"按预计时间跑完，预计共耗电约 {kwh} kWh，费用约 {cost}。",
+        )
     run_s = info.get("estimated_run_s")
     span = minutes_words(float(run_s) / 60, lang) if run_s else ""
     return _t(

@@ -27,7 +27,7 @@ from scheduler.policy.quotas import budget_status, gpus_in_use
 from scheduler.policy.reasons import human_duration, local_time
 from scheduler.policy.tariff import estimate_cost, estimate_energy_kwh, gpu_power_w
 from scheduler.policy.types import MIB_PER_GB, GpuSlot, PriorityClass, QueuedTask
-from scheduler.policy_input import queued_task_of, running_task_of
+from scheduler.policy_input import gpu_slots, queued_task_of, running_task_of
 from scheduler.service import Cluster
 from scheduler.spec import gpu_fraction_problem
 from scheduler.store.identity import Identity, team_id_by_name
@@ -187,6 +187,8 @@ def explain_task(cluster: Cluster, usage: UsageCache, who: Identity, task_id: in
     }
     if task.status != "queued":
         ended = {**base, **_not_queued(task, cluster.policy_config.timezone)}
+        if task.status == "running":
+            ended.update(_running_energy_and_cost(cluster, task))
         if task.status == "failed":  # why, in its own words: the last lines its last attempt printed
             ended["last_output"] = failure_lines(cluster, task, LAST_OUTPUT_LINES)
         return ended
@@ -420,6 +422,22 @@ def estimate_wait(
         "reason": estimate.reason,
         "position": estimate.position,
     }
+
+
+def _running_energy_and_cost(cluster: Cluster, task: Task) -> dict[str, Any]:
+    """A running task's energy and cost in all, from its start to its expected end (by its spec's estimate
+    or time limit), as a queued one's are given; nothing when no end is expected."""
+    if task.node is None or task.started_at is None:
+        return {}
+    start_s = to_epoch_s(task.started_at)
+    view = running_task_of(task, task.node, task.gpu_indices or [], start_s)
+    if view.estimated_end_s is None:
+        return {}
+    held = set(view.gpu_indices)
+    node = [n for n in cluster.nodes.all() if n.name == task.node]
+    on = [g for g in gpu_slots(node, [], now_ms()) if g.index in held]
+    queued = queued_task_of(task)
+    return _energy_and_cost(queued, on, start_s, view.estimated_end_s - start_s, cluster.policy_config)
 
 
 def _wait_words(wait_s: float | None) -> str:

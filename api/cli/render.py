@@ -333,7 +333,7 @@ def explain_panel(data: dict[str, Any]) -> Table:
         table.add_row("expected end", _when(data.get("estimated_end")))
     elif data.get("status") == "running" and data.get("estimated_end"):  # by its estimate or time limit
         table.add_row("expected end", _when(data["estimated_end"]))
-    if data.get("energy_kwh") is not None:  # a queued task's, run as estimated from its expected start
+    if data.get("energy_kwh") is not None:  # a queued task's from its expected start, a running one's in all
         table.add_row("expected energy", _energy_words(data))
     if data.get("scheduler_warning"):  # the expected start assumes a scheduler runs
         table.add_row("scheduler", Text(str(data["scheduler_warning"]), style="yellow"))

@@ -212,3 +212,37 @@ def test_the_chat_and_explain_say_what_a_queued_task_should_cost(
     assert f"Run as estimated (90 min), {said}" in english, english
     assert f"按预估运行（90 分钟），预计耗电约 {amount(kwh, 1)} kWh" in chinese, chinese
     assert "kWh" not in why, why  # said when asked, not in every answer about the task
+
+
+def test_the_chat_says_what_a_running_task_should_cost_in_all(cluster, make_identity, start_node, tmp_path):
+    # Given alice's 1-GPU task of 90 min (by her estimate), running
+    who, token = make_identity("alice", "vision")
+    start_node(gpus="1x24")
+    flag = tmp_path / "done"
+    spec = {"command": f"while [ ! -f {flag} ]; do sleep 0.05; done", "estimated_minutes": 90}
+    task, _ = cluster.submit(who, {**spec, "workdir": str(tmp_path)})
+    wait_until(lambda: cluster.tasks.get_any(task.id).status == "running")
+
+    # When she asks what it will cost
+    try:
+        with TestClient(create_app(cluster)) as api:
+            headers = {"Authorization": f"Bearer {token}"}
+            explained = api.get(f"/api/v1/tasks/{task.id}/explain", headers=headers).json()
+            started = api.get(f"/api/v1/tasks/{task.id}", headers=headers).json()["started_at"]
+            client = AssistantClient("http://testserver", token, transport=AppTransport(api, new_endpoints))
+            assistant = Assistant(cluster.settings, client, user="alice", team="vision")
+            english = assistant.ask(f"how much will task {task.id} cost?").reply
+            client.close()
+    finally:
+        flag.touch()
+
+    # Then its energy and cost run from its start to its expected end, 90 min later
+    power = gpu_power_w(cluster.nodes.all()[0].gpus[0].name, None, cluster.policy_config.gpu_power_w)
+    kwh = power * 5400 / 3.6e6
+    start = datetime.fromisoformat(started).timestamp()
+    cost = round(estimate_cost(start, start + 5400, kwh, DEFAULT_TARIFF), 2)
+    assert (explained["energy_kwh"], explained["energy_cost"]) == (round(kwh, 3), cost)
+    said = (
+        f"it should use ~{amount(kwh, 1)} kWh and cost ~{amount(cost, 2)} {DEFAULT_TARIFF.currency} in all."
+    )
+    assert f"Run to its expected end, {said}" in english, english
