@@ -175,7 +175,8 @@ def _not_queued(task: Task, timezone: str) -> dict[str, Any]:
 
 def explain_task(cluster: Cluster, usage: UsageCache, who: Identity, task_id: int) -> dict[str, Any]:
     """Why a task is (not) running, when it should start, and its priority broken into parts; for a queued
-    one also its energy and cost by its estimate, as `estimate_wait` gives them for a new one."""
+    one also its energy and cost by its estimate, as `estimate_wait` gives them for a new one, and for a
+    running one its energy and cost in all, to its expected end."""
     task = cluster.tasks.get_for(who, task_id)
     base: dict[str, Any] = {
         "estimated_start": None,

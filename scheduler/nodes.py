@@ -32,7 +32,7 @@ class NodeGpu:
     outside: tuple[OutsideProcess, ...] = ()
     # the memory they hold in all, where the driver lists the processes with their memory (else None)
     outside_mib: int | None = None
-    # the memory its driver holds for itself: what was in use when it was last seen idle (`DriverReserve`)
+    # the memory its driver holds for itself: in use beyond its processes' (`DriverReserve`); 0 if unknown
     driver_reserved_mib: int = 0
 
 

@@ -105,7 +105,7 @@ TASK_STATE = re.compile(
     _I,
 )
 # a question about money or energy ("what will 9 cost", "要花多少钱"): the explain reply then says a queued
-# task's expected energy and cost too (not in every "why is 9 waiting")
+# or running task's expected energy and cost too (not in every "why is 9 waiting")
 ASKS_COST = re.compile(
     r"\bcost\b|\bprice\b|\bhow\s+much\s+(?:money|energy|power|electricity)\b|\bkwh\b|\bspend\b"
     r"|花了?多少|多少钱|费用|电费|(?:用|耗)了?多少(?:电|度)|耗电",
