@@ -71,9 +71,12 @@ from scheduler.logs import ATTEMPT_END, ATTEMPT_HEADER, append_note
 from scheduler.lost_attempts import settle_lost_attempt, token_node_of
 from scheduler.node_owner import NodeOwnership
 from scheduler.nodes import NodeGpu
+from scheduler.policy.placement import memory_need_mib
+from scheduler.policy.types import MIB_PER_GB
 from scheduler.private_files import restrict
 from scheduler.results import collect_metrics, prepare_output_dir
 from scheduler.service import Cluster, Settlement
+from scheduler.spec import spec_gpu_fraction
 from scheduler.store.queue import Claim, RenewResult, announced_time_limit
 from scheduler.store.tables import Task
 from scheduler.wakeup import ring_when_set
@@ -181,6 +184,7 @@ class Worker:
         self.listeners: list[JobListener] = []
         self.out_of_service: dict[int, str] = {}  # GPU index -> why it takes no new tasks (watchdogs)
         self.driver_reserve = DriverReserve()
+        self._shareable_mib: dict[int, int] = {}  # GPU index -> its memory less the driver's, as last read
         self._publish_lock = threading.Lock()
         self._exit_watcher: ExitWatcher | None = None
         self._exited: set[int] = set()  # pids of job leaders seen to exit, not yet settled
@@ -535,7 +539,18 @@ class Worker:
             output_dir=output_dir,
             node=self.node,
             max_log_bytes=int(self.settings.max_log_mb * 1024 * 1024) if self.settings.max_log_mb else None,
+            gpu_fraction=spec_gpu_fraction(spec),
+            gpu_memory_share_mib=self._memory_share_mib(task, claim.gpu_indices),
         )
+
+    def _memory_share_mib(self, task: Task, gpu_indices: Sequence[int]) -> int:
+        """A sharer's memory on its GPU, as the scheduler charged it: its request, else its fraction of what
+        the GPU's driver leaves (0 for a task that has its GPUs alone)."""
+        fraction = spec_gpu_fraction(task.spec)
+        if fraction >= 1.0 or not gpu_indices:
+            return 0
+        requested = int((task.gpu_memory_gb or 0) * MIB_PER_GB)
+        return memory_need_mib(requested, fraction, self._shareable_mib.get(gpu_indices[0], 0))
 
     def grace_of(self, task: Task) -> float:
         """How long a graceful stop waits after the stop signal: the spec's grace_seconds, bounded."""
@@ -848,6 +863,8 @@ class Worker:
         gpus = []
         for gpu in readings:
             outside = outside_processes(gpu.processes, job_groups)
+            reserved = self.driver_reserve.observe(gpu, held)
+            self._shareable_mib[gpu.index] = max(0, gpu.memory_total_mib - reserved)
             gpus.append(
                 NodeGpu(
                     index=gpu.index,
@@ -860,7 +877,7 @@ class Worker:
                     out_of_service=self.out_of_service.get(gpu.index),
                     outside=outside,
                     outside_mib=outside_memory_mib(gpu.processes, outside),
-                    driver_reserved_mib=self.driver_reserve.observe(gpu, held),
+                    driver_reserved_mib=reserved,
                 )
             )
         in_cgroups = self.cgroups is not None and self.cgroups.usable

@@ -85,6 +85,8 @@ class LaunchRequest:
     max_log_bytes: int | None = None  # this attempt's output beyond it stops the job (None: no limit)
     # the workdir is nightshift's own default folder (not one the spec named): entered before the switch
     default_workdir: bool = False
+    gpu_fraction: float = 1.0  # < 1: the task shares its GPU (`GpuShare`)
+    gpu_memory_share_mib: int = 0  # a sharer's memory on its GPU (its request, else its fraction); 0: none
 
     @property
     def workdir_entered_as_account(self) -> bool:
@@ -102,7 +104,7 @@ def _gpu_list(request: LaunchRequest) -> str:
 
 
 def _job_var_names(request: LaunchRequest) -> list[str]:
-    names = ["NIGHTSHIFT_TASK_ID", "NIGHTSHIFT_ATTEMPT", "NIGHTSHIFT_GPUS", TOKEN_VAR]
+    names = ["NIGHTSHIFT_TASK_ID", "NIGHTSHIFT_ATTEMPT", "NIGHTSHIFT_GPUS", TOKEN_VAR, *_share_env(request)]
     if request.checkpoint_dir is not None:
         names.append("NIGHTSHIFT_CHECKPOINT_DIR")
     if request.resume_from is not None:
@@ -227,7 +229,28 @@ def _job_env(request: LaunchRequest, clean_env: Mapping[str, str]) -> dict[str, 
     if request.run_as is not None:
         env["HOME"] = request.run_as.home
         env["USER"] = env["LOGNAME"] = request.run_as.name
+    for name, value in _share_env(request).items():
+        if name.startswith("NIGHTSHIFT_") or name not in request.env:  # a spec's own MPS setting wins
+            env[name] = value
     return env
+
+
+def _share_env(request: LaunchRequest) -> dict[str, str]:
+    """What a task sharing its GPU is told of its share: NIGHTSHIFT_GPU_FRACTION and NIGHTSHIFT_GPU_MEMORY_MIB
+    (for a job to limit itself, e.g. `torch.cuda.set_per_process_memory_fraction`), and the same as CUDA
+    MPS client limits, which the driver enforces where the node runs the MPS daemon
+    (`nvidia-cuda-mps-control -d`) and ignores elsewhere. Nothing for a task that has its GPUs alone."""
+    if request.gpu_fraction >= 1.0 or not request.gpu_indices:
+        return {}
+    share = {
+        "NIGHTSHIFT_GPU_FRACTION": f"{request.gpu_fraction:g}",
+        "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": str(max(1, round(request.gpu_fraction * 100))),
+    }
+    if request.gpu_memory_share_mib > 0:
+        share["NIGHTSHIFT_GPU_MEMORY_MIB"] = str(request.gpu_memory_share_mib)
+        # device 0: the one GPU the job sees (CUDA_VISIBLE_DEVICES)
+        share["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = f"0={request.gpu_memory_share_mib}M"
+    return share
 
 
 # A directly started job's first line: it waits for the worker's go (one line on stdin, once the job is in

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -208,6 +209,34 @@ def test_the_spec_env_is_added_but_cannot_override_nightshifts_own_variables(
     assert env["WANDB_MODE"] == "offline"
     assert env["NIGHTSHIFT_TASK_ID"] == "12"
     assert env["CUDA_VISIBLE_DEVICES"] == "1"
+
+
+def test_a_job_sharing_its_gpu_is_told_its_share_and_given_it_as_mps_limits(
+    make_request: MakeRequest,
+) -> None:
+    half = make_request(gpu_indices=(1,), gpu_fraction=0.5, gpu_memory_share_mib=71_578)
+
+    env = build_env(half, {})
+
+    assert (env["NIGHTSHIFT_GPU_FRACTION"], env["NIGHTSHIFT_GPU_MEMORY_MIB"]) == ("0.5", "71578")
+    assert env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] == "50"
+    assert env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] == "0=71578M"  # device 0: the one GPU it sees
+    # a spec may set its own MPS limits, not its share
+    own = {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "30", "NIGHTSHIFT_GPU_FRACTION": "1"}
+    mine = build_env(make_request(env=own, gpu_indices=(1,), gpu_fraction=0.5), {})
+    assert (mine["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"], mine["NIGHTSHIFT_GPU_FRACTION"]) == ("30", "0.5")
+    assert "NIGHTSHIFT_GPU_MEMORY_MIB" not in mine  # no share of memory known: none said
+    # a task with its GPUs alone is told nothing of the kind
+    alone = build_env(make_request(gpu_indices=(1,)), {})
+    assert not {name for name in alone if "MPS" in name or name.startswith("NIGHTSHIFT_GPU_")}
+    # and a docker job is passed them too
+    argv = build_argv(replace(half, docker_image="pytorch/pytorch:2.4.0"), which=installed)
+    passed = {argv[n + 1] for n, word in enumerate(argv) if word == "-e"}
+    assert {
+        "NIGHTSHIFT_GPU_FRACTION",
+        "NIGHTSHIFT_GPU_MEMORY_MIB",
+        "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT",
+    } <= passed
 
 
 def test_a_spec_env_name_that_is_not_an_identifier_is_refused(make_request: MakeRequest) -> None:

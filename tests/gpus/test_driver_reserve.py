@@ -67,3 +67,25 @@ def test_a_second_half_starts_beside_a_first_that_filled_its_half(
         assert worker.gpu_holders() == {first.id: (0,), second.id: (0,)}
     finally:
         flag.touch()
+
+
+def test_a_half_gpu_job_is_told_its_share_of_the_gpu(
+    cluster: Cluster, make_identity, start_worker_on, tmp_path: Path
+) -> None:
+    # Given the real idle H200 and a worker on it
+    who, _ = make_identity()
+    nvml = ReplayNvml.load("h200_idle")
+    nvml.recording["devices"][0]["nvmlDeviceGetComputeRunningProcesses"] = []
+    start_worker_on(NvmlGpus(nvml=nvml))
+
+    # When a half-GPU task runs
+    spec = {"command": "env > seen", "gpu_fraction": 0.5, "workdir": str(tmp_path)}
+    task, _ = cluster.submit(who, spec)
+    wait_until(lambda: cluster.tasks.get_any(task.id).status == "succeeded")
+
+    # Then it is told its half of what the driver leaves, and given it as MPS client limits
+    seen = dict(line.split("=", 1) for line in (tmp_path / "seen").read_text().splitlines() if "=" in line)
+    half = (143_771 - 615) // 2
+    assert (seen["NIGHTSHIFT_GPU_FRACTION"], seen["NIGHTSHIFT_GPU_MEMORY_MIB"]) == ("0.5", str(half))
+    assert seen["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] == f"0={half}M"
+    assert seen["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] == "50"
