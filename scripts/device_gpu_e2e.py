@@ -19,7 +19,10 @@ Steps, each printed as one JSON line ({"step": ..., "ok": true|false, ...}) and 
    job only once it was (no 'out of service' leftover warning);
 7. two half-GPU tasks (gpu_fraction 0.5) run PyTorch side by side on the GPU, and each one's peak memory is
    its own process's (from NVML's process list), not both together; each is charged half its GPU-hours;
-8. a running task given more time (PATCH time_limit_minutes) runs past its first limit and succeeds.
+8. a running task given more time (PATCH time_limit_minutes) runs past its first limit and succeeds;
+9. where it may start the MPS daemon (root, nvidia-cuda-mps-control), a half-GPU job that allocates 0.8 of
+   its NIGHTSHIFT_GPU_MEMORY_MIB succeeds and one that allocates 1.3 of it runs out of memory (the
+   CUDA_MPS_PINNED_DEVICE_MEM_LIMIT it was given); elsewhere a note says the step did not run.
 Exit status 0 when every step passed. OUT_DIR also gets the scheduler's and the worker's logs.
 """
 
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -292,6 +296,37 @@ def main() -> int:  # noqa: C901 - one script, read top to bottom
             status=(finished or {}).get("status"),
             reason=(finished or {}).get("reason"),
         )
+
+        # 9. under the MPS daemon a half-GPU job gets its half of the memory and no more
+        mps = shutil.which("nvidia-cuda-mps-control")
+        if mps is None or os.geteuid() != 0:
+            note = "MPS step not run: needs root and nvidia-cuda-mps-control"
+            print(json.dumps({"note": note}), flush=True)
+        else:
+            subprocess.run([mps, "-d"], check=True)
+            try:
+                grab = (
+                    "{py} -c \"import os, torch; share = int(os.environ['NIGHTSHIFT_GPU_MEMORY_MIB']); "
+                    "x = torch.empty(int(share * {part}) * 2**20, dtype=torch.uint8, device='cuda'); "
+                    "print('held', {part}, 'of', share, 'MiB', flush=True)\""
+                )
+                within, beyond = (
+                    submit(f"mps-{part}", grab.format(py=sys.executable, part=part), gpu_fraction=0.5)
+                    for part in (0.8, 1.3)
+                )
+                ends = [
+                    wait_for(lambda t=t: status_is(t["id"], "succeeded", "failed", "cancelled"), 120)
+                    for t in (within, beyond)
+                ]
+                step(
+                    "under MPS a half-GPU job gets its half of the memory and no more",
+                    [(e or {}).get("status") for e in ends] == ["succeeded", "failed"]
+                    and "out of memory" in log_of(beyond["id"]).lower(),
+                    within=log_of(within["id"]),
+                    beyond=log_of(beyond["id"]),
+                )
+            finally:
+                subprocess.run([mps], input=b"quit\n", check=False)
 
         answer = api.get("/api/v1/reports/utilization")
         report = answer.json() if answer.status_code == 200 else answer.text
