@@ -169,6 +169,8 @@ class GpuPublic(BaseModel):
     temperature_c: float | None
     power_w: float | None
     tasks: list[int]
+    # the part of the GPU each task of `tasks` that shares it holds (`gpu_fraction` < 1), by task id
+    shares: dict[int, float] = {}
     out_of_service: str | None = None  # why it takes no new tasks (too hot, memory left behind), if so
     outside: list[OutsideProcessPublic] = []  # processes on it that are no nightshift task's, largest first
 

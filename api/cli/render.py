@@ -299,12 +299,24 @@ def gpus_table(data: dict[str, Any]) -> Table:
             "-" if gpu["utilization_pct"] is None else f"{gpu['utilization_pct']:.0f}%",
             "-" if gpu["temperature_c"] is None else f"{gpu['temperature_c']:.0f}°C",
             "-" if gpu["power_w"] is None else f"{gpu['power_w']:.0f} W",
-            ",".join(map(str, gpu["tasks"])) or "-",
+            _holders(gpu),
         ]
         if shared:
             row.append("\n".join(_outside_process(process) for process in gpu.get("outside") or []) or "-")
         table.add_row(*row)
     return table
+
+
+def _holders(gpu: dict[str, Any]) -> str:
+    """The tasks on a GPU: `3,4`, or `3 (0.5),4 (0.25)` for tasks sharing it; `-` for none."""
+    shares = {int(task_id): float(part) for task_id, part in (gpu.get("shares") or {}).items()}
+    return (
+        ",".join(
+            f"{task_id} ({shares[task_id]:g})" if task_id in shares else str(task_id)
+            for task_id in gpu["tasks"]
+        )
+        or "-"
+    )
 
 
 def _outside_process(process: dict[str, Any]) -> str:

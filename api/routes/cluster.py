@@ -13,6 +13,7 @@ from api.schemas import GpuPublic, GpusPublic, OutsideProcessPublic, QueueEntry,
 from scheduler.clock import now_ms
 from scheduler.forecasts import queue_forecast, scheduler_warning
 from scheduler.gpus.outside import OutsideProcess
+from scheduler.spec import spec_gpu_fraction
 
 router = APIRouter(tags=["cluster"])
 
@@ -48,9 +49,13 @@ def gpus(cluster: ClusterDep, who: IdentityDep) -> GpusPublic:
     """Every node and GPU with free memory, utilization and which tasks hold it."""
     now = now_ms()
     holders: dict[tuple[str, int], list[int]] = {}
+    shares: dict[tuple[str, int], dict[int, float]] = {}
     for task in cluster.tasks.with_status("running"):
+        fraction = spec_gpu_fraction(task.spec)
         for index in task.gpu_indices or []:
             holders.setdefault((task.node or "", index), []).append(task.id)
+            if fraction < 1:
+                shares.setdefault((task.node or "", index), {})[task.id] = fraction
     nodes, gpu_rows = [], []
     for node in cluster.nodes.all():
         nodes.append(node_public(node, now))
@@ -66,6 +71,7 @@ def gpus(cluster: ClusterDep, who: IdentityDep) -> GpusPublic:
                     temperature_c=gpu.temperature_c,
                     power_w=gpu.power_w,
                     tasks=holders.get((node.name, gpu.index), []),
+                    shares=shares.get((node.name, gpu.index), {}),
                     out_of_service=gpu.out_of_service,
                     outside=[_outside_public(process, who.is_admin) for process in gpu.outside],
                 )

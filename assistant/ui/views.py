@@ -107,6 +107,7 @@ def gpus_frame(view: dict[str, Any]) -> pd.DataFrame:
         free_gb = gpu["memory_free_mib"] / MIB_PER_GB
         util = gpu.get("utilization_pct")
         temp = gpu.get("temperature_c")
+        shares = {str(task_id): float(part) for task_id, part in (gpu.get("shares") or {}).items()}
         rows.append(
             [
                 gpu_label(gpu),
@@ -116,7 +117,10 @@ def gpus_frame(view: dict[str, Any]) -> pd.DataFrame:
                 round(free_gb, 1),
                 "" if util is None else round(float(util)),
                 "" if temp is None else round(float(temp)),
-                ", ".join(f"#{task_id}" for task_id in gpu.get("tasks", [])),
+                ", ".join(
+                    f"#{task_id}" + (f" ({shares[str(task_id)]:g})" if str(task_id) in shares else "")
+                    for task_id in gpu.get("tasks", [])
+                ),
             ]
         )
     return pd.DataFrame(rows, columns=GPU_COLUMNS)

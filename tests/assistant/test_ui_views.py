@@ -235,6 +235,9 @@ def test_the_gpu_table_and_chart_show_memory_and_utilization_per_gpu() -> None:
     frame = views.gpus_frame(gpus_view())
     assert frame.iloc[0].tolist() == ["node-a:0", "Simulated GPU 24GB", 12.0, 24.0, 12.0, 93, "", "#4"]
     assert frame.iloc[1]["util %"] == "" and frame.iloc[1]["tasks"] == ""
+    shared = gpus_view()
+    shared["gpus"][1] = {**shared["gpus"][1], "tasks": [5, 6], "shares": {"5": 0.5, "6": 0.25}}
+    assert views.gpus_frame(shared).iloc[1]["tasks"] == "#5 (0.5), #6 (0.25)"
     usage = views.gpu_usage_frame(gpus_view())
     assert usage.values.tolist() == [
         ["node-a:0", "memory used %", 50.0],

@@ -371,3 +371,13 @@ def test_gpus_shows_processes_outside_nightshift_only_where_there_are_some() -> 
     assert "outside nightshift" in shown
     assert "pid 4242 alice: jupyter-lab [x], 100.0 GB" in shown  # the command's brackets are no markup
     assert "pid 77" in shown
+
+
+def test_gpus_shows_the_part_each_sharing_task_holds() -> None:
+    gpu = {"node": "gpu-box", "index": 0, "name": "NVIDIA H200", "memory_free_mib": 40960,
+           "memory_total_mib": 143771, "utilization_pct": 0.0, "temperature_c": 38.0, "power_w": 80.0,
+           "tasks": [3, 4], "shares": {"3": 0.5, "4": 0.25}, "outside": []}  # fmt: skip
+    nodes = [{"name": "gpu-box", "alive": True, "drained": False}]
+
+    assert "3 (0.5),4 (0.25)" in _text(gpus_table({"nodes": nodes, "gpus": [gpu]}))
+    assert "│ 7 " in _text(gpus_table({"nodes": nodes, "gpus": [{**gpu, "tasks": [7], "shares": {}}]}))

@@ -35,7 +35,7 @@ def test_half_gpu_tasks_share_one_gpu_and_a_whole_gpu_task_waits_for_them(
     cluster, make_identity, start_worker, tmp_path: Path
 ):
     # Given one 24 GB GPU, and three half-GPU tasks then a whole-GPU one
-    who, _ = make_identity()
+    who, token = make_identity()
     worker = start_worker("1x24")
     first, second, third = (tmp_path / name for name in ("first", "second", "third"))
     a = cluster.submit(who, _held_until(first, tmp_path, gpu_fraction=0.5))[0]
@@ -48,6 +48,11 @@ def test_half_gpu_tasks_share_one_gpu_and_a_whole_gpu_task_waits_for_them(
     wait_until(lambda: worker.gpu_holders() == {a.id: (0,), b.id: (0,)})
     Dispatcher(cluster).run_pass()
     assert (_status(cluster, c.id), _status(cluster, whole.id)) == ("queued", "queued")
+    # and GET /gpus shows the half each holds
+    with TestClient(create_app(cluster)) as client:
+        [gpu] = client.get("/api/v1/gpus", headers={"Authorization": f"Bearer {token}"}).json()["gpus"]
+    assert sorted(gpu["tasks"]) == sorted([a.id, b.id])
+    assert gpu["shares"] == {str(a.id): 0.5, str(b.id): 0.5}
 
     # When one sharer ends, the third takes its half; the whole-GPU task still waits
     first.touch()
