@@ -906,6 +906,13 @@ def _cluster(data: dict[str, Any], lang: str) -> str:
         f"{total} 张卡中 {busy} 张在用，{total - busy} 张空闲，空闲显存 {free_gb:g} GB；"
         f"队列中 {summary.get('queued', 0)} 个任务。",
     )
+    for room in summary.get("shared_with_room") or []:
+        taken, left = float(room["taken"]), round(1 - float(room["taken"]), 2)
+        text += "\n" + _t(
+            lang,
+            f"GPU {room['index']} of {room['node']} is shared: {taken:g} taken, room for {left:g} more.",
+            f"{room['node']} 的 {room['index']} 号卡为共享使用：已占 {taken:g}，还能再放 {left:g}。",
+        )
     for gpu in data.get("gpus") or []:
         for process in gpu.get("outside") or []:
             text += "\n" + _outside_line(gpu, process, lang)

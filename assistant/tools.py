@@ -703,6 +703,16 @@ def _outside_view(process: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _room_to_share(gpu: dict[str, Any]) -> dict[str, Any] | None:
+    """A GPU that only sharing tasks hold, with part of it left for another sharer: where, and how much is
+    taken (so "is there a free GPU?" is not answered 'none' while half of one waits for a half-GPU task)."""
+    tasks, shares = gpu.get("tasks") or [], gpu.get("shares") or {}
+    if not tasks or len(shares) < len(tasks):  # idle, or a task holds it whole
+        return None
+    taken = round(sum(float(part) for part in shares.values()), 2)
+    return {"node": gpu["node"], "index": gpu["index"], "taken": taken} if taken < 1 else None
+
+
 def cluster_status(ctx: ToolContext) -> str:
     """Every GPU: memory free/total, utilization, which tasks hold it; plus the queue length."""
     client = _need_client(ctx)
@@ -719,6 +729,8 @@ def cluster_status(ctx: ToolContext) -> str:
             "total_gb": round(g["memory_total_mib"] / 1024, 1),
             "util_pct": g.get("utilization_pct"),
             "tasks": g.get("tasks", []),
+            # the part of the GPU each sharing task holds (gpu_fraction < 1), by task id
+            "shares": g.get("shares") or {},
             # processes that are no task of the queue (a notebook): their memory is not free
             "outside": [_outside_view(process) for process in (g.get("outside") or [])[:3]],
         }
@@ -728,6 +740,7 @@ def cluster_status(ctx: ToolContext) -> str:
     summary = {
         "gpus": len(gpus),
         "busy": busy,
+        "shared_with_room": [room for room in map(_room_to_share, gpus) if room is not None],
         "free_memory_gb": round(free_gb, 1),
         "queued": queued,
         "nodes": len(view.get("nodes", [])),

@@ -134,6 +134,8 @@ def test_the_estimate_and_the_chat_know_a_half_gpu_task_fits_beside_another(
         # the chat reads "half a GPU", shows it on the card, and submits it as a sharer
         client = AssistantClient("http://testserver", token, transport=AppTransport(api, new_endpoints))
         assistant = Assistant(cluster.settings, client, user="alice", team="vision")
+        free = assistant.ask("which GPUs are free?").reply
+        free_zh = assistant.ask("哪些卡空闲").reply
         asked = assistant.ask(f"run `echo shared` on half a GPU in {tmp_path}")
         confirmed = assistant.confirm(asked.cards[0]["action_id"])
         client.close()
@@ -142,6 +144,8 @@ def test_the_estimate_and_the_chat_know_a_half_gpu_task_fits_beside_another(
     assert whole["wait"] != "none" and whole["reason"].startswith("next in line"), whole
     assert half["energy_kwh"] == pytest.approx(whole["energy_kwh"] / 2, abs=0.002)
     assert wide.status_code == 422 and "gpu_fraction below 1 shares one GPU" in wide.text
+    assert "GPU 0 of node-a is shared: 0.5 taken, room for 0.5 more." in free, free
+    assert "node-a 的 0 号卡为共享使用：已占 0.5，还能再放 0.5。" in free_zh, free_zh
     assert "0.5 of a GPU (shared)" in asked.reply, asked.reply
     assert confirmed["ok"], confirmed
     task = cluster.tasks.get_any(confirmed["task"]["id"])
