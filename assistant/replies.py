@@ -1035,9 +1035,26 @@ def _quota(data: dict[str, Any], lang: str, now: datetime | None = None) -> str:
         again = _t(lang, f"; new starts again {at}", f"；{at} 起可以再启动新任务")
     # the budgets are rolling windows, not a calendar day and week
     day_part, week_part = part(day, "last 24 h", "过去 24 小时"), part(week, "last 7 days", "过去 7 天")
+    fair = _fair_share_words(quota.get("fair_share") or {}, lang)
     if lang == "zh":
-        return f"{head}；{day_part}；{week_part}{again}。"
-    return f"{head}; {day_part}; {week_part}{again}."
+        return f"{head}；{day_part}；{week_part}{again}。{fair}"
+    return f"{head}; {day_part}; {week_part}{again}.{fair}"
+
+
+def _fair_share_words(fair: dict[str, Any], lang: str) -> str:
+    """ " Fair share: 40% of recent use against an equal share of 33%, so its waiting tasks get 2.6 of 6 h
+    of priority credit." (nothing where the policy gives no such credit)"""
+    if not fair.get("max_credit_h"):
+        return ""
+    part, equal = float(fair["part_of_use"]), float(fair["equal_share"])
+    credit, most = float(fair["credit_h"]), float(fair["max_credit_h"])
+    return _t(
+        lang,
+        f" Fair share: {part:.0%} of recent use against an equal share of {equal:.0%}, so its waiting tasks "
+        f"get {credit:g} of {most:g} h of priority credit.",
+        f"公平份额：近期用量占 {part:.0%}（平均份额 {equal:.0%}），"
+        f"排队任务获得 {credit:g}/{most:g} 小时的优先级加分。",
+    )
 
 
 # --- a whole sweep -----------------------------------------------------------------------------------

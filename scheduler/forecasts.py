@@ -7,7 +7,7 @@ the live state, like Slurm's `squeue --start`.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -21,6 +21,7 @@ from scheduler.policy.aging import static_score, task_estimate_s
 from scheduler.policy.config import PolicyConfig, TeamUsage
 from scheduler.policy.estimate import estimate_duration_s, expected_end_s
 from scheduler.policy.explain import explain
+from scheduler.policy.fairshare import fairshare_factors
 from scheduler.policy.forecast import StartEstimate, estimate_starts
 from scheduler.policy.placement import cpu_node
 from scheduler.policy.quotas import budget_status, gpus_in_use
@@ -473,8 +474,9 @@ def quota_status(cluster: Cluster, usage: UsageCache, team: str) -> dict[str, An
         raise NotFoundError(f"team {team!r} not found")
     config = cluster.policy_config
     # as the scheduler sees it: running work counted up to now, and when a used-up budget frees (as the
-    # team's work, running tasks to their expected ends, ages out); one queued task read, not the queue
-    state = gather_state(cluster, usage, 1)
+    # team's work, running tasks to their expected ends, ages out); the queue's window read for the teams
+    # that share the fair-share credit with it, as a pass does
+    state = gather_state(cluster, usage, config.window)
     usage_by_team = state.usage
     used = usage_by_team.get(team, TeamUsage(team))
     # as the cap counts them: tasks assigned or starting hold their GPUs too, a shared GPU its fraction
@@ -495,6 +497,29 @@ def quota_status(cluster: Cluster, usage: UsageCache, team: str) -> dict[str, An
         "state": {"ok": "ok", "warn": "warning", "exhausted": "exhausted"}[status.level],
         "message": status.message or "within budget",
         "new_starts_at": new_starts_at,
+        "fair_share": _fair_share(team, {t.team for t in state.queued}, usage_by_team, config),
+    }
+
+
+def _fair_share(
+    team: str, waiting: Set[str], usage_by_team: Mapping[str, TeamUsage], config: PolicyConfig
+) -> dict[str, Any]:
+    """A team's fair-share standing, as Slurm's `sshare` shows it: its decayed use (half-life
+    `fairshare_half_life_s`), its part of everyone's, the equal share (among the teams with recent use or
+    `waiting` tasks, as a pass counts them), and the priority credit that gives its waiting tasks
+    (`fairshare_max_credit_s` x 2^(-part/share); none under fifo and backfill)."""
+    teams = set(usage_by_team) | set(waiting) | {team}
+    factor = fairshare_factors(usage_by_team, teams)[team]
+    total = sum(max(0.0, u.decayed_gpu_s) for u in usage_by_team.values())
+    used_s = max(0.0, usage_by_team[team].decayed_gpu_s) if team in usage_by_team else 0.0
+    return {
+        "decayed_gpu_h": round(used_s / 3600, 4),
+        "half_life_days": round(config.fairshare_half_life_s / 86400, 2),
+        "part_of_use": round(used_s / total, 3) if total > 0 else 0.0,
+        "equal_share": round(1 / len(teams), 3),
+        "factor": round(factor, 3),
+        "credit_h": round(config.fairshare_max_credit_s * factor / 3600, 2) if config.credits_on else 0.0,
+        "max_credit_h": round(config.fairshare_max_credit_s / 3600, 2) if config.credits_on else 0.0,
     }
 
 

@@ -438,6 +438,19 @@ def quota_table(data: dict[str, Any]) -> Table:
             gpu_hours_text(budget),
             item["state"],
         )
+    fair = data.get("fair_share")
+    if fair:  # as Slurm's sshare: decayed use against an equal share, and the credit it gives
+        credit = (
+            f"priority credit {fair['credit_h']:g} of {fair['max_credit_h']:g} h"
+            if fair.get("max_credit_h")
+            else "no fair-share credit under this policy"
+        )
+        table.add_row(
+            f"fair share (half-life {fair['half_life_days']:g} d)",
+            f"{gpu_hours_text(fair['decayed_gpu_h'])} ({fair['part_of_use']:.0%} of all use)",
+            f"equal share {fair['equal_share']:.0%}",
+            credit,
+        )
     if data.get("new_starts_at"):
         table.caption = f"new starts again at {short_time(data['new_starts_at'])}, as its use ages out"
         table.caption_justify = "left"

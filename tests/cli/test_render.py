@@ -187,6 +187,19 @@ def test_a_team_above_its_cap_is_shown_borrowing_idle_gpus() -> None:
     assert "borrowing" not in _text(quota_table({**quota, "gpus_in_use": 1}))
 
 
+def test_quota_shows_the_teams_fair_share_standing() -> None:
+    period = {"used_gpu_h": 0.0, "budget_gpu_h": None, "state": "ok"}
+    fair = {"decayed_gpu_h": 12.0, "half_life_days": 7.0, "part_of_use": 0.4, "equal_share": 0.333,
+            "factor": 0.435, "credit_h": 2.61, "max_credit_h": 6.0}  # fmt: skip
+    quota = {"team": "nlp", "state": "ok", "gpu_cap": None, "gpus_in_use": 0, "day": period, "week": period}
+
+    shown = _text(quota_table({**quota, "fair_share": fair}))
+    assert "fair share (half-life 7 d)" in shown and "(40% of all use)" in shown
+    assert "equal share 33%" in shown and "priority credit 2.61 of 6 h" in shown
+    fifo = _text(quota_table({**quota, "fair_share": {**fair, "credit_h": 0.0, "max_credit_h": 0.0}}))
+    assert "no fair-share credit under this policy" in fifo
+
+
 def test_a_used_up_budget_says_when_new_starts_are_allowed_again() -> None:
     used_up = {"used_gpu_h": 41.0, "budget_gpu_h": 40.0, "state": "exhausted"}
     quota = {"team": "nlp", "state": "exhausted", "gpu_cap": None, "gpus_in_use": 0, "day": used_up,
