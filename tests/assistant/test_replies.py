@@ -226,6 +226,18 @@ def test_a_teams_quota_reads_in_chinese_with_chinese_punctuation_and_states() ->
         "Team vision: 2 GPU(s) in use of a cap of 4; last 24 h: 9.0 of 10 GPU-h used, 1.0 left (warning); "
         "last 7 days: 30.0 GPU-h used, no budget."
     )
+    # with the team's fair-share standing, in both languages; none said under a policy without the credit
+    fair = {"part_of_use": 0.4, "equal_share": 0.333, "credit_h": 2.61, "max_credit_h": 6.0}
+    standing = json.dumps({"quota": {**json.loads(content)["quota"], "fair_share": fair}})
+    assert reply_for("quota_status", standing, "zh", NOW).endswith(
+        "公平份额：近期用量占 40%（平均份额 33%），排队任务获得 2.61/6 小时的优先级加分。"
+    )
+    assert reply_for("quota_status", standing, "en", NOW).endswith(
+        " Fair share: 40% of recent use against an equal share of 33%, so its waiting tasks get 2.61 of 6 h of "
+        "priority credit."
+    )
+    fifo = json.dumps({"quota": {**json.loads(standing)["quota"], "fair_share": {**fair, "max_credit_h": 0}}})
+    assert "Fair share" not in reply_for("quota_status", fifo, "en", NOW)
 
 
 def test_a_task_list_names_why_a_task_ended_only_where_that_says_more() -> None:
