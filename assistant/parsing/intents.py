@@ -87,6 +87,11 @@ EXPLAIN = re.compile(
     r"|为什么|为啥|怎么还没|咋还没|卡住|卡着|原因|还在排队|怎么(?:会)?(?:挂|失败|崩|报错)|怎么回事|咋回事",
     _I,
 )
+# words of money and energy, in a question about a task's cost (`TASK_STATE`, `ASKS_COST`)
+_COST_WORDS = (
+    r"\bcost\b|\bhow\s+much\s+(?:energy|power|electricity)\b|\bkwh\b"
+    r"|花了多少|多少钱|费用|电费|(?:用|耗)了?多少(?:电|度)|耗电"
+)
 # how one named task is doing ("status of task 5", "did #5 finish?", "任务 5 怎么样了"): explain_task
 TASK_STATE = re.compile(
     r"(?<![A-Za-z])status(?![A-Za-z])|\bstate\b|how(?:\s+is|'s|\s+are)\b|how\s+did\b|what\s+happened"
@@ -100,17 +105,12 @@ TASK_STATE = re.compile(
     r"|what(?:'?s|\s+is)\s+(?:the\s+)?(?:time\s+limit|deadline|priority|estimate|command)\s+(?:of|for|on)\b"
     r"|(?:什么时候|何时|多久)(?:能|才能|会)?(?:跑完|结束|完成)"
     # what an ended task used ("what did task 9 cost", "9号任务花了多少钱"): explain_task shows its usage
-    r"|\bcost\b|\bhow\s+much\s+(?:energy|power|electricity)\b|\bkwh\b|\bgpu[\s-]?hours?\b"
-    r"|花了多少|多少钱|费用|电费|(?:用|耗)了?多少(?:电|度)|耗电|多少(?:GPU|卡)?机?时",
+    rf"|{_COST_WORDS}|\bgpu[\s-]?hours?\b|多少(?:GPU|卡)?机?时",
     _I,
 )
 # a question about money or energy ("what will 9 cost", "要花多少钱"): the explain reply then says a queued
 # or running task's expected energy and cost too (not in every "why is 9 waiting")
-ASKS_COST = re.compile(
-    r"\bcost\b|\bprice\b|\bhow\s+much\s+(?:money|energy|power|electricity)\b|\bkwh\b|\bspend\b"
-    r"|花了?多少|多少钱|费用|电费|(?:用|耗)了?多少(?:电|度)|耗电",
-    _I,
-)
+ASKS_COST = re.compile(rf"{_COST_WORDS}|\bprice\b|\bhow\s+much\s+money\b|\bspend\b|花了?多少", _I)
 # the logs of a task: not one of the tools; the reply says where to find them
 LOGS = re.compile(
     r"\blogs?\b|\boutput\b|\bstdout\b|\bstderr\b|\btail\b|\bwhat\s+(?:does|did)\b.*\bprint|日志|输出", _I
