@@ -53,6 +53,7 @@ def build_ui(settings: Settings, api_url: str | None = None) -> gr.Blocks:
     handlers = Handlers(settings, api_url)
     with gr.Blocks(title="nightshift", analytics_enabled=False, fill_width=True) as demo:
         session = gr.State(None, time_to_live=SESSION_TTL_S, delete_callback=close_session)
+        sent = gr.Textbox(visible=False)  # the chat message being answered, taken out of the input box
         with gr.Row(equal_height=True):
             gr.Markdown("## nightshift: GPU queue assistant")
             who = gr.Markdown("Not signed in.", elem_id="who")
@@ -244,8 +245,12 @@ def build_ui(settings: Settings, api_url: str | None = None) -> gr.Blocks:
         )
 
         chat_out = [chatbot, text, card_box, card_body]
-        send.click(handlers.chat, [text, session], chat_out)
-        text.submit(handlers.chat, [text, session], chat_out)
+        # The message leaves the box in the browser, at once, so nothing typed after it is wiped by a late
+        # answer; the reply is a second step that takes every message in turn ("multiple": Gradio's
+        # default, "once", drops a message sent while the last reply still streams).
+        gr.on([send.click, text.submit], None, [text], [sent, text], js="(typed) => [typed, '']").then(
+            handlers.chat, [sent, session], chat_out, trigger_mode="multiple"
+        )
         confirm.click(handlers.confirm, [session], identity).then(
             handlers.tasks, [session, status], tasks_out
         )

@@ -31,7 +31,7 @@ TASK_STATUSES = ["all", "queued", "running", "succeeded", "failed", "cancelled"]
 PRIORITIES = list(get_args(Priority))
 GOAL_AUTO = "auto"
 GOALS = [GOAL_AUTO, "min", "max"]
-ChatUpdate = tuple[list[dict[str, Any]], str, Any, str]
+ChatUpdate = tuple[list[dict[str, Any]], Any, Any, str]
 
 
 class Handlers:
@@ -115,18 +115,22 @@ class Handlers:
         ) if card else ""
 
     def chat(self, text: str, session: UiSession | None) -> Iterator[ChatUpdate]:
-        """One chat turn, the reply streamed as it is written; a submit or cancel shows the confirm card."""
-        if session is None:
+        """One chat turn, the reply streamed as it is written; a submit or cancel shows the confirm card.
+
+        The browser has already taken `text` out of the input box (`app.build_ui`); what is typed there
+        while the reply streams is left alone (`typed_on`)."""
+        typed_on = gr.update()
+        if session is None:  # the message goes back into the box, to send once signed in
             yield [{"role": "assistant", "content": "Sign in first (token above)."}], text, gr.update(), ""
             return
         text = (text or "").strip()
         if not text:
-            yield list(session.messages), "", *self._card_update(session)
+            yield list(session.messages), typed_on, *self._card_update(session)
             return
         with session.lock:
             session.say("user", text)
             session.say("assistant", "…")
-            yield list(session.messages), "", *self._card_update(session)
+            yield list(session.messages), typed_on, *self._card_update(session)
             streamed, turn = "", None
             try:
                 for part in session.assistant.stream(text):
@@ -135,7 +139,7 @@ class Handlers:
                     elif part:
                         streamed += part
                         session.messages[-1]["content"] = streamed
-                        yield list(session.messages), "", *self._card_update(session)
+                        yield list(session.messages), typed_on, *self._card_update(session)
             except Exception as exc:  # the model or the network failed: say so, keep the session
                 log.exception("chat turn failed")
                 streamed = f"Sorry, that failed: {type(exc).__name__}: {exc}"
@@ -143,7 +147,7 @@ class Handlers:
             session.messages[-1]["content"] = reply
             # the turn's own card, else the newest still waiting (a new request drops the earlier ones)
             session.card = turn.cards[-1] if turn is not None and turn.cards else session.next_card()
-            yield list(session.messages), "", *self._card_update(session)
+            yield list(session.messages), typed_on, *self._card_update(session)
 
     def confirm(self, session: UiSession | None) -> tuple[Any, ...]:
         """Perform the card's action through the API with the person's token."""

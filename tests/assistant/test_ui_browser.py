@@ -356,6 +356,35 @@ def test_a_refused_new_request_takes_the_card_before_it_away(live_server: LiveSe
         assert api.get("/tasks").json()["tasks"] == []
 
 
+def test_a_message_sent_before_the_last_reply_has_finished_is_answered_after_it(
+    live_server: LiveServer, page: Any
+) -> None:
+    from playwright.sync_api import expect
+
+    token = live_server.token("erin", "vision")
+    sign_in(page, live_server, token, "erin")
+    say(page, "run `python a.py` on 1 GPU")
+    say(page, "run `python b.py` on 9 GPUs")  # at once, while the first reply is on its way
+    chat = page.locator("#chat")
+    expect(chat).to_contain_text("I can't submit that")
+    expect(chat).to_contain_text("The earlier card (submit python a.py) is dropped")
+    expect(page.locator("#chat-input textarea")).to_have_value("")
+    text = chat.inner_text()
+    assert text.index("python a.py") < text.index("python b.py") < text.index("I can't submit that")
+
+
+def test_what_is_typed_while_a_reply_streams_stays_in_the_box(live_server: LiveServer, page: Any) -> None:
+    from playwright.sync_api import expect
+
+    token = live_server.token("erin", "vision")
+    sign_in(page, live_server, token, "erin")
+    say(page, "which GPUs are free?")
+    page.locator("#chat-input textarea").fill("and what about tonight")
+    expect(page.locator("#chat")).to_contain_text("GPU")
+    page.wait_for_timeout(500)  # the reply's last update has had time to arrive
+    expect(page.locator("#chat-input textarea")).to_have_value("and what about tonight")
+
+
 def test_asking_how_long_i_will_wait_answers_with_the_estimate_and_the_queue_shows_it(
     live_server: LiveServer, page: Any
 ) -> None:
