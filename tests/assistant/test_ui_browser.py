@@ -379,10 +379,14 @@ def test_what_is_typed_while_a_reply_streams_stays_in_the_box(live_server: LiveS
     token = live_server.token("erin", "vision")
     sign_in(page, live_server, token, "erin")
     say(page, "which GPUs are free?")
-    page.locator("#chat-input textarea").fill("and what about tonight")
+    box = page.locator("#chat-input textarea")
+    box.fill("run `python c.py` on 1 GPU")
     expect(page.locator("#chat")).to_contain_text("GPU")
     page.wait_for_timeout(500)  # the reply's last update has had time to arrive
-    expect(page.locator("#chat-input textarea")).to_have_value("and what about tonight")
+    expect(box).to_have_value("run `python c.py` on 1 GPU")
+    box.press("Enter")  # Enter sends it, as the button does
+    expect(page.locator("#confirm-card")).to_contain_text("python c.py")
+    expect(box).to_have_value("")
 
 
 def test_asking_how_long_i_will_wait_answers_with_the_estimate_and_the_queue_shows_it(
