@@ -5,7 +5,8 @@ drives them with an injected clock and the worker's telemetry agent with the wal
 
 - `IdleWatchdog`: a running task whose every GPU stays below `idle_pct` utilization for `after_s` is
   reported once (an `IdleAlert`); a busy sample resets it, so a later idle stretch is reported again.
-- `GpuHealth`: which GPUs must take no new tasks, with the reason shown to people: too hot (above
+- `GpuHealth`: which GPUs must take no new tasks, with the reason shown to people: unreadable (the driver
+  lost it: `unreadable_reason`, which the worker also applies to every GPU it publishes), too hot (above
   `max_temperature_c`, until back below `cool_temperature_c`), or still holding more than `leftover_mib` of
   memory beyond what it held when the task started, after that task ended (until the memory is freed or
   nightshift gives it a new task). Memory held outside nightshift since before the task (a notebook on a
@@ -65,6 +66,16 @@ class IdleWatchdog:
         return alerts
 
 
+def unreadable_reason(gpu: GpuInfo) -> str | None:
+    """Why a GPU the driver could not read (`GpuInfo.fault`) takes no new tasks; None when it reads."""
+    if gpu.fault is None:
+        return None
+    return (
+        f"unreadable: {gpu.fault.rstrip('.')}; back in service once the driver reads it again "
+        "(a lost GPU needs a reset or a reboot)"
+    )
+
+
 class GpuHealth:
     """Decides which GPUs of a node are out of service, and why."""
 
@@ -96,6 +107,10 @@ class GpuHealth:
         it ended does not free its GPU)."""
         reasons: dict[int, str] = {}
         for gpu in readings:
+            unreadable = unreadable_reason(gpu)
+            if unreadable is not None:
+                reasons[gpu.index] = unreadable
+                continue
             temp = gpu.temperature_c
             if temp is not None and temp > self.max_temperature_c:
                 self._hot.add(gpu.index)

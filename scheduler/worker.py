@@ -80,6 +80,7 @@ from scheduler.spec import spec_gpu_fraction
 from scheduler.store.queue import Claim, RenewResult, announced_time_limit
 from scheduler.store.tables import Task
 from scheduler.wakeup import ring_when_set
+from scheduler.watchdogs import unreadable_reason
 
 log = logging.getLogger(__name__)
 MIB = 1024 * 1024
@@ -863,7 +864,7 @@ class Worker:
         gpus = []
         for gpu in readings:
             outside = outside_processes(gpu.processes, job_groups)
-            reserved = self.driver_reserve.observe(gpu, held)
+            reserved = 0 if gpu.fault else self.driver_reserve.observe(gpu, held)
             self._shareable_mib[gpu.index] = max(0, gpu.memory_total_mib - reserved)
             gpus.append(
                 NodeGpu(
@@ -874,7 +875,7 @@ class Worker:
                     utilization_pct=gpu.utilization_pct,
                     temperature_c=gpu.temperature_c,
                     power_w=gpu.power_w,
-                    out_of_service=self.out_of_service.get(gpu.index),
+                    out_of_service=unreadable_reason(gpu) or self.out_of_service.get(gpu.index),
                     outside=outside,
                     outside_mib=outside_memory_mib(gpu.processes, outside),
                     driver_reserved_mib=reserved,

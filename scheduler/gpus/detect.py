@@ -33,16 +33,19 @@ def open_gpu_monitor(simulate: str | None, node: str, *, nvml: Any = None) -> Gp
         log.info("GPUs on %s: none (%s)", node, exc.message)
         return NoGpus()
     try:
-        count = len(nvml_monitor.read())
+        readings = nvml_monitor.read()
     except GpuInventoryError as exc:
         log.warning(
             "GPUs on %s: NVML started but could not read the GPUs (%s); using none", node, exc.message
         )
         nvml_monitor.close()
         return NoGpus()
-    if count == 0:
+    if not readings:
         log.info("GPUs on %s: none (NVML reports no devices)", node)
         nvml_monitor.close()
         return NoGpus()
-    log.info("GPUs on %s: %d from NVML", node, count)
+    log.info("GPUs on %s: %d from NVML", node, len(readings))
+    for gpu in readings:
+        if gpu.fault is not None:  # served around: out of service until it reads again
+            log.warning("GPU %s:%d takes no tasks: %s", node, gpu.index, gpu.fault)
     return nvml_monitor

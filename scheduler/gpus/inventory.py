@@ -25,7 +25,8 @@ class GpuProcess:
 @dataclass(frozen=True, slots=True)
 class GpuInfo:
     """One reading of one GPU; optional readings are None where the device cannot report them
-    (`processes`: None where the source cannot list them, as simulated GPUs cannot)."""
+    (`processes`: None where the source cannot list them, as simulated GPUs cannot). `fault`: why the
+    driver could not read this GPU (a lost GPU), which then has no memory to offer; the others still read."""
 
     index: int
     uuid: str
@@ -38,6 +39,13 @@ class GpuInfo:
     power_w: float | None = None
     power_limit_w: float | None = None
     processes: tuple[GpuProcess, ...] | None = None
+    fault: str | None = None
+
+    @classmethod
+    def unreadable(cls, index: int, fault: str) -> GpuInfo:
+        """The reading of a GPU the driver could not read, saying why: nothing on it can be known or used."""
+        return cls(index=index, uuid="", name="unreadable GPU", memory_total_mib=0, memory_used_mib=0,
+                   memory_free_mib=0, fault=fault)  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready mapping, field names as in the dataclass (for `GET /gpus` and heartbeats)."""
@@ -58,6 +66,7 @@ class GpuInfo:
             power_w=_optional_float(data.get("power_w")),
             power_limit_w=_optional_float(data.get("power_limit_w")),
             processes=_processes(data.get("processes")),
+            fault=None if data.get("fault") is None else str(data["fault"]),
         )
 
 

@@ -86,12 +86,20 @@ class NvmlGpus:
             ) from exc
 
     def read(self) -> list[GpuInfo]:
-        """A fresh reading of every GPU; raises GpuInventoryError when a required reading fails."""
+        """A fresh reading of every GPU. A GPU whose required readings fail (a lost GPU) is read as
+        `GpuInfo.unreadable`, so the node goes on serving the others; GpuInventoryError when NVML cannot
+        even count the GPUs."""
         with self._lock:
             if self._closed:
                 raise GpuInventoryError("The NVML GPU monitor is closed.")
             count = self._required(None, "the device count", self._nvml.nvmlDeviceGetCount)
-            return [self._read_device(index) for index in range(int(count))]
+            return [self._read_device_or_fault(index) for index in range(int(count))]
+
+    def _read_device_or_fault(self, index: int) -> GpuInfo:
+        try:
+            return self._read_device(index)
+        except GpuInventoryError as exc:
+            return GpuInfo.unreadable(index, exc.message)
 
     def close(self) -> None:
         """Shut NVML down once; later calls do nothing and later reads raise GpuInventoryError."""

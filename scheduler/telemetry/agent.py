@@ -127,10 +127,11 @@ class WorkerTelemetry:
         """Read the GPUs and the host, store the samples, meter the attempts, run the watchdogs."""
         now = self.clock() if at_s is None else at_s
         try:
-            gpus = self.worker.monitor.read()
+            readings = self.worker.monitor.read()
         except GpuInventoryError as exc:
             log.warning("telemetry: cannot read the GPUs: %s", exc.message)
-            gpus = []
+            readings = []
+        gpus = [gpu for gpu in readings if gpu.fault is None]  # an unreadable GPU has nothing to sample
         holders = self.worker.gpu_holders()
         by_gpu: dict[int, list[int | None]] = {}
         for task_id, indices in holders.items():
@@ -156,7 +157,7 @@ class WorkerTelemetry:
         snapshot.idle_alerts = self.idle.observe(now, holders, gpus)
         for alert in snapshot.idle_alerts:
             self._on_idle(alert)
-        snapshot.out_of_service = self._assess(gpus, self.worker.gpu_claims())
+        snapshot.out_of_service = self._assess(readings, self.worker.gpu_claims())
         return snapshot
 
     def downsample(self) -> DownsampleReport:

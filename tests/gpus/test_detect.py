@@ -47,11 +47,15 @@ def test_without_a_simulate_spec_nvml_is_used_when_it_sees_gpus(
     assert len(monitor.read()) == 8
 
 
-@pytest.mark.parametrize("recording", ["driver_not_loaded", "zero_devices", "gpu_lost"])
+@pytest.mark.parametrize("recording", ["driver_not_loaded", "zero_devices", "count_fails"])
 def test_a_node_where_nvml_cannot_start_or_read_gpus_becomes_cpu_only(
     recorded_nvml: Recorded, recording: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    replay = recorded_nvml(recording)
+    if recording == "count_fails":
+        replay = recorded_nvml("rtx4090_x2_power_not_supported")
+        replay.recording["nvmlDeviceGetCount"] = {"nvml_error": "NVML_ERROR_UNKNOWN"}
+    else:
+        replay = recorded_nvml(recording)
 
     with caplog.at_level(logging.INFO, logger="scheduler.gpus.detect"):
         monitor = open_gpu_monitor(None, "box1", nvml=replay)
@@ -61,6 +65,18 @@ def test_a_node_where_nvml_cannot_start_or_read_gpus_becomes_cpu_only(
     assert monitor.read() == []
     assert replay.init_depth == 0  # NVML was shut down again, or never started
     assert "GPUs on box1: none" in caplog.text or "using none" in caplog.text
+
+
+def test_a_node_with_a_lost_gpu_serves_the_others_and_says_which_is_lost(
+    recorded_nvml: Recorded, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO, logger="scheduler.gpus.detect"):
+        monitor = open_gpu_monitor(None, "box1", nvml=recorded_nvml("gpu_lost"))
+
+    assert isinstance(monitor, NvmlGpus)
+    assert [gpu.fault is None for gpu in monitor.read()] == [True, False]
+    assert "GPUs on box1: 2 from NVML" in caplog.text
+    assert "GPU box1:1 takes no tasks: NVML could not read the handle of GPU 1: GPU is lost." in caplog.text
 
 
 def test_on_this_machine_the_choice_follows_what_the_real_nvml_reports() -> None:

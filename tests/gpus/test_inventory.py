@@ -44,6 +44,7 @@ def test_gpu_info_to_dict_is_json_with_the_field_names_and_units() -> None:
         "power_w": 250.5,
         "power_limit_w": 400.0,
         "processes": None,
+        "fault": None,
     }
 
 

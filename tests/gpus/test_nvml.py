@@ -126,24 +126,41 @@ def test_names_and_uuids_that_come_back_as_bytes_are_decoded(recorded_nvml: Reco
     assert (h100.power_w, h100.power_limit_w) == (118.734, 700.0)
 
 
-def test_a_lost_gpu_fails_the_read_with_a_message_naming_it(recorded_nvml: Recorded) -> None:
+def test_a_lost_gpu_is_read_as_unreadable_saying_why_and_the_others_are_read(recorded_nvml: Recorded) -> None:
     gpus = NvmlGpus(nvml=recorded_nvml("gpu_lost"))
 
-    with pytest.raises(GpuInventoryError) as caught:
-        gpus.read()
+    good, lost = gpus.read()
 
-    assert caught.value.message == "NVML could not read the handle of GPU 1: GPU is lost."
-    assert caught.value.details == {"index": 1, "nvml_error": pynvml.NVML_ERROR_GPU_IS_LOST}
-    assert isinstance(caught.value.__cause__, pynvml.NVMLError_GpuIsLost)
+    assert lost == GpuInfo.unreadable(1, "NVML could not read the handle of GPU 1: GPU is lost.")
+    assert (lost.memory_total_mib, lost.memory_free_mib) == (0, 0)
+    assert good.fault is None and good.index == 0 and good.memory_total_mib > 0
 
 
 @pytest.mark.parametrize("function", ["nvmlDeviceGetName", "nvmlDeviceGetUUID", "nvmlDeviceGetMemoryInfo"])
-def test_a_required_reading_that_raises_fails_the_read(recorded_nvml: Recorded, function: str) -> None:
+def test_a_required_reading_that_raises_makes_that_gpu_unreadable(
+    recorded_nvml: Recorded, function: str
+) -> None:
     replay = recorded_nvml("rtx4090_x2_power_not_supported")
     replay.recording["devices"][0][function] = {"nvml_error": "NVML_ERROR_UNKNOWN"}
 
-    with pytest.raises(GpuInventoryError, match="of GPU 0: Unknown Error"):
+    first, second = NvmlGpus(nvml=replay).read()
+
+    assert first.fault is not None and first.fault.endswith("of GPU 0: Unknown Error.")
+    assert second.fault is None and second.name == "NVIDIA GeForce RTX 4090"
+
+
+def test_nvml_that_cannot_count_the_gpus_fails_the_read(recorded_nvml: Recorded) -> None:
+    replay = recorded_nvml("rtx4090_x2_power_not_supported")
+    replay.recording["nvmlDeviceGetCount"] = {"nvml_error": "NVML_ERROR_UNKNOWN"}
+
+    with pytest.raises(GpuInventoryError, match="NVML could not read the device count: Unknown Error"):
         NvmlGpus(nvml=replay).read()
+
+
+def test_an_unreadable_gpu_survives_the_heartbeat_record() -> None:
+    lost = GpuInfo.unreadable(3, "NVML could not read the handle of GPU 3: GPU is lost.")
+
+    assert GpuInfo.from_dict(lost.to_dict()) == lost
 
 
 def test_nvml_that_cannot_start_raises_an_inventory_error(recorded_nvml: Recorded) -> None:

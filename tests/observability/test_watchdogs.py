@@ -66,6 +66,17 @@ def test_gpu_health_uses_hysteresis_for_heat_and_frees_leftover_memory_gpus():
     assert health.assess([_gpu(1, 0.0, used_mib=4000)], held={}) == {}  # not ours to judge any more
 
 
+def test_gpu_health_takes_an_unreadable_gpu_out_of_service_until_it_reads_again():
+    health = GpuHealth(max_temperature_c=85, cool_temperature_c=80, leftover_mib=256)
+    lost = GpuInfo.unreadable(1, "NVML could not read the handle of GPU 1: GPU is lost.")
+
+    assert health.assess([_gpu(0, 0.0), lost], held={}) == {
+        1: "unreadable: NVML could not read the handle of GPU 1: GPU is lost; back in service once the driver "
+        "reads it again (a lost GPU needs a reset or a reboot)"
+    }
+    assert health.assess([_gpu(0, 0.0), _gpu(1, 0.0)], held={}) == {}
+
+
 def test_a_reading_taken_as_a_task_ends_still_sees_its_leftover_memory_until_another_attempt_holds_it():
     health = GpuHealth(max_temperature_c=85, cool_temperature_c=80, leftover_mib=256)
     health.task_ended(12, [0], "claim-a")
