@@ -234,6 +234,16 @@ _RULES: list[Rule] = [
     ),
     (re.compile(r"back in service once it is freed"), lambda m: "释放后恢复"),
     (
+        re.compile(r"GPU (\d+) of (\S+): unreadable: (.+)"),
+        lambda m: f"{m[2]} 的 {m[1]} 号卡无法读取（驱动报告：{m[3]}）",
+    ),
+    (
+        re.compile(
+            r"back in service once the driver reads it again \(a lost GPU needs a reset or a reboot\)"
+        ),
+        lambda m: "驱动能再次读取后恢复（掉卡需要重置或重启）",
+    ),
+    (
         re.compile(r"a drained or down node, a GPU too hot or holding a finished task's memory"),
         lambda m: "节点被排空或离线、卡过热或显存仍被已结束的任务占着",
     ),

@@ -898,14 +898,19 @@ def _running_end(end_iso: str, lang: str, now: datetime | None) -> str:
 def _cluster(data: dict[str, Any], lang: str) -> str:
     summary = data.get("summary") or {}
     total, busy = summary.get("gpus", 0), summary.get("busy", 0)
-    free_gb = summary.get("free_memory_gb", 0)
+    free, free_gb = summary.get("free", total - busy), summary.get("free_memory_gb", 0)
+    out = total - busy - free
     text = _t(
         lang,
-        f"{busy} of {total} GPUs are busy; {total - busy} free, {free_gb:g} GB of GPU memory free; "
-        f"{summary.get('queued', 0)} task(s) queued.",
-        f"{total} 张卡中 {busy} 张在用，{total - busy} 张空闲，空闲显存 {free_gb:g} GB；"
-        f"队列中 {summary.get('queued', 0)} 个任务。",
+        f"{busy} of {total} GPUs are busy; {free} free"
+        + (f", {out} out of service" if out else "")
+        + f", {free_gb:g} GB of GPU memory free; {summary.get('queued', 0)} task(s) queued.",
+        f"{total} 张卡中 {busy} 张在用，{free} 张空闲"
+        + (f"，{out} 张停用" if out else "")
+        + f"，空闲显存 {free_gb:g} GB；队列中 {summary.get('queued', 0)} 个任务。",
     )
+    for group in (summary.get("out_of_service") or [])[:4]:
+        text += _out_of_service_line(str(group["why"]), [str(where) for where in group["gpus"]], lang)
     for room in summary.get("shared_with_room") or []:
         taken, left = float(room["taken"]), round(1 - float(room["taken"]), 2)
         text += "\n" + _t(
@@ -916,6 +921,24 @@ def _cluster(data: dict[str, Any], lang: str) -> str:
     for gpu in data.get("gpus") or []:
         for process in gpu.get("outside") or []:
             text += "\n" + _outside_line(gpu, process, lang)
+    return text
+
+
+def _out_of_service_line(why: str, where: list[str], lang: str) -> str:
+    """`Out of service: GPU 1 of node-a: too hot: 91 °C (...).`, or a node's reason once for its GPUs
+    (`Out of service: node n0 is drained (4 GPUs).`), in the words `explain` uses."""
+    if why.startswith("node "):
+        count = len(where)
+        return "\n" + _t(
+            lang,
+            f"Out of service: {why} ({count} GPU{'s' if count != 1 else ''}).",
+            f"停用：{reason_zh(why)}（{count} 张卡）。",
+        )
+    text = ""
+    for place in where:
+        node, _, index = place.rpartition(":")
+        reason = f"GPU {index} of {node}: {why}"
+        text += "\n" + _t(lang, f"Out of service: {reason}.", f"停用：{reason_zh(reason)}。")
     return text
 
 

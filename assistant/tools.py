@@ -713,13 +713,38 @@ def _room_to_share(gpu: dict[str, Any]) -> dict[str, Any] | None:
     return {"node": gpu["node"], "index": gpu["index"], "taken": taken} if taken < 1 else None
 
 
+def _out_of_service(gpu: dict[str, Any], nodes: dict[str, dict[str, Any]]) -> str | None:
+    """Why a GPU takes no new tasks: its node down or drained, or its own reason (too hot, memory left
+    behind, unreadable); None when it is in service."""
+    node = nodes.get(gpu["node"], {})
+    if not node.get("alive", True):
+        return f"node {gpu['node']} is down"
+    if node.get("drained"):
+        return f"node {gpu['node']} is drained"
+    why = gpu.get("out_of_service")
+    return str(why) if why else None
+
+
+def _grouped_reasons(out: Mapping[str, str]) -> list[dict[str, Any]]:
+    """Each reason once, with the GPUs (`node:index`) it holds out: a drained node's GPUs share one."""
+    grouped: dict[str, list[str]] = {}
+    for where, why in out.items():
+        grouped.setdefault(why, []).append(where)
+    return [{"why": why, "gpus": where} for why, where in grouped.items()]
+
+
 def cluster_status(ctx: ToolContext) -> str:
-    """Every GPU: memory free/total, utilization, which tasks hold it; plus the queue length."""
+    """Every GPU: memory free/total, utilization, which tasks hold it, why it is out of service if it is;
+    plus the queue length. A GPU out of service is not counted free."""
     client = _need_client(ctx)
     view = client.gpus()
     gpus = view.get("gpus", [])
+    nodes = {node["name"]: node for node in view.get("nodes", [])}
+    out = [(g, _out_of_service(g, nodes)) for g in gpus]
     busy = sum(1 for g in gpus if g.get("tasks"))
-    free_gb = sum(g.get("memory_free_mib", 0) for g in gpus if not g.get("tasks")) / 1024
+    idle_out = {f"{g['node']}:{g['index']}": why for g, why in out if why and not g.get("tasks")}
+    free = [g for g, why in out if why is None and not g.get("tasks")]
+    free_gb = sum(g.get("memory_free_mib", 0) for g in free) / 1024
     rows = [
         {
             "node": g["node"],
@@ -733,13 +758,16 @@ def cluster_status(ctx: ToolContext) -> str:
             "shares": g.get("shares") or {},
             # processes that are no task of the queue (a notebook): their memory is not free
             "outside": [_outside_view(process) for process in (g.get("outside") or [])[:3]],
+            "out_of_service": why,
         }
-        for g in gpus
+        for g, why in out
     ]
     queued = client.queue(limit=1).get("length", 0)
     summary = {
         "gpus": len(gpus),
         "busy": busy,
+        "free": len(free),
+        "out_of_service": _grouped_reasons(idle_out),
         "shared_with_room": [room for room in map(_room_to_share, gpus) if room is not None],
         "free_memory_gb": round(free_gb, 1),
         "queued": queued,

@@ -285,7 +285,8 @@ def gpus_table(data: dict[str, Any]) -> Table:
     table = Table(title="gpus", title_justify="left")
     columns = ["node", "gpu", "name", "memory free / total", "util", "temp", "power", "tasks"]
     shared = any(gpu.get("outside") for gpu in data["gpus"])
-    for column in columns + (["outside nightshift"] if shared else []):
+    out = any(gpu.get("out_of_service") for gpu in data["gpus"])
+    for column in columns + (["outside nightshift"] if shared else []) + (["out of service"] if out else []):
         table.add_column(column)
     for gpu in data["gpus"]:
         node = alive.get(gpu["node"], {})
@@ -303,6 +304,8 @@ def gpus_table(data: dict[str, Any]) -> Table:
         ]
         if shared:
             row.append("\n".join(_outside_process(process) for process in gpu.get("outside") or []) or "-")
+        if out:
+            row.append(plain(gpu["out_of_service"]) if gpu.get("out_of_service") else "-")
         table.add_row(*row)
     return table
 

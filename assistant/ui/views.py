@@ -38,7 +38,9 @@ HOURS_PER_DAY = 24.0
 
 TASK_COLUMNS = ["id", "name", "status", "user", "gpus", "submitted", "started", "finished", "reason"]
 QUEUE_COLUMNS = ["position", "id", "name", "user", "team", "gpus", "estimated start", "reason"]
-GPU_COLUMNS = ["gpu", "model", "used GB", "total GB", "free GB", "util %", "temp °C", "tasks"]
+GPU_COLUMNS = [
+    "gpu", "model", "used GB", "total GB", "free GB", "util %", "temp °C", "tasks", "out of service",
+]  # fmt: skip
 
 
 def short_time(value: str | None, zone: tzinfo | None = None) -> str:
@@ -121,6 +123,7 @@ def gpus_frame(view: dict[str, Any]) -> pd.DataFrame:
                     f"#{task_id}" + (f" ({shares[str(task_id)]:g})" if str(task_id) in shares else "")
                     for task_id in gpu.get("tasks", [])
                 ),
+                gpu.get("out_of_service") or "",  # too hot, memory left behind, unreadable: takes no tasks
             ]
         )
     return pd.DataFrame(rows, columns=GPU_COLUMNS)
@@ -130,8 +133,8 @@ def gpu_usage_frame(view: dict[str, Any]) -> pd.DataFrame:
     """Long form for the GPU chart: per GPU, the memory used (% of total) and the utilization (%)."""
     rows = []
     for gpu in view.get("gpus", []):
-        total = gpu["memory_total_mib"] or 1
-        used_pct = 100.0 * (total - gpu["memory_free_mib"]) / total
+        total = gpu["memory_total_mib"]
+        used_pct = 100.0 * (total - gpu["memory_free_mib"]) / total if total else 0.0  # 0: unreadable
         rows.append([gpu_label(gpu), "memory used %", round(used_pct, 1)])
         rows.append([gpu_label(gpu), "utilization %", float(gpu.get("utilization_pct") or 0.0)])
     return pd.DataFrame(rows, columns=["gpu", "measure", "percent"])

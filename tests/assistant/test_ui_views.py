@@ -233,7 +233,7 @@ def gpus_view() -> dict[str, Any]:
 
 def test_the_gpu_table_and_chart_show_memory_and_utilization_per_gpu() -> None:
     frame = views.gpus_frame(gpus_view())
-    assert frame.iloc[0].tolist() == ["node-a:0", "Simulated GPU 24GB", 12.0, 24.0, 12.0, 93, "", "#4"]
+    assert frame.iloc[0].tolist() == ["node-a:0", "Simulated GPU 24GB", 12.0, 24.0, 12.0, 93, "", "#4", ""]
     assert frame.iloc[1]["util %"] == "" and frame.iloc[1]["tasks"] == ""
     shared = gpus_view()
     shared["gpus"][1] = {**shared["gpus"][1], "tasks": [5, 6], "shares": {"5": 0.5, "6": 0.25}}
@@ -245,6 +245,15 @@ def test_the_gpu_table_and_chart_show_memory_and_utilization_per_gpu() -> None:
         ["node-a:1", "memory used %", 0.0],
         ["node-a:1", "utilization %", 0.0],
     ]
+
+
+def test_a_gpu_out_of_service_shows_why_and_an_unreadable_one_no_memory_used() -> None:
+    view = gpus_view()
+    lost = "unreadable: NVML could not read the handle of GPU 1: GPU is lost; back in service once ..."
+    view["gpus"][1] = {**view["gpus"][1], "memory_total_mib": 0, "memory_free_mib": 0, "out_of_service": lost}
+
+    assert views.gpus_frame(view).iloc[1]["out of service"] == lost
+    assert views.gpu_usage_frame(view).values.tolist()[2] == ["node-a:1", "memory used %", 0.0]
 
 
 def test_gpu_share_counts_gpus_that_never_ran_anything_as_idle() -> None:

@@ -394,3 +394,17 @@ def test_gpus_shows_the_part_each_sharing_task_holds() -> None:
 
     assert "3 (0.5),4 (0.25)" in _text(gpus_table({"nodes": nodes, "gpus": [gpu]}))
     assert "│ 7 " in _text(gpus_table({"nodes": nodes, "gpus": [{**gpu, "tasks": [7], "shares": {}}]}))
+
+
+def test_gpus_shows_why_a_gpu_is_out_of_service_only_where_one_is() -> None:
+    gpu = {"node": "gpu-box", "index": 0, "name": "NVIDIA H200", "memory_free_mib": 40960,
+           "memory_total_mib": 143771, "utilization_pct": 0.0, "temperature_c": 38.0, "power_w": 80.0,
+           "tasks": [], "outside": [], "out_of_service": None}  # fmt: skip
+    nodes = [{"name": "gpu-box", "alive": True, "drained": False}]
+    assert "out of service" not in _text(gpus_table({"nodes": nodes, "gpus": [gpu]}))
+
+    hot = {**gpu, "index": 1, "out_of_service": "too hot: 91 °C (above 85 °C; back in service below 80 °C)"}
+    shown = _text(gpus_table({"nodes": nodes, "gpus": [gpu, hot]}))
+    assert "out of service" in shown
+    hot_row = next(line for line in shown.splitlines() if line.startswith("│ gpu-box │ 1"))
+    assert hot_row.rstrip(" │").endswith("too hot: 91 °C (above 85 °C; back in service below 80 °C)"), shown

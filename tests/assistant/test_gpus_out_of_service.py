@@ -1,0 +1,62 @@
+"""Asked which GPUs are free, the chat does not count a GPU that takes no tasks (too hot, unreadable, on a
+drained node) as free, and says why it is out, in English and Chinese, in the words `explain` uses."""
+
+from __future__ import annotations
+
+from scheduler.clock import now_ms
+from scheduler.nodes import NodeGpu
+from tests.assistant.conftest import tool_result
+
+GB = 1024
+HOT = "too hot: 91 °C (above 85 °C; back in service below 80 °C)"
+LOST = (
+    "unreadable: NVML could not read the handle of GPU 2: GPU is lost; back in service once the driver reads "
+    "it again (a lost GPU needs a reset or a reboot)"
+)
+
+
+def _boxes(cluster) -> None:
+    """gpu-box: GPU 0 in service, 1 too hot, 2 lost; spare-box (2 GPUs) drained; published as workers would."""
+    gpus = [
+        NodeGpu(0, "NVIDIA A100", 80 * GB, 80 * GB),
+        NodeGpu(1, "NVIDIA A100", 80 * GB, 80 * GB, out_of_service=HOT),
+        NodeGpu(2, "unreadable GPU", 0, 0, out_of_service=LOST),
+    ]
+    cluster.nodes.publish("gpu-box", gpus, now_ms(), "nvml")
+    spare = [NodeGpu(i, "NVIDIA L4", 24 * GB, 24 * GB) for i in range(2)]
+    cluster.nodes.publish("spare-box", spare, now_ms(), "nvml")
+    cluster.nodes.set_drained("spare-box", True)
+
+
+def test_which_gpus_are_free_counts_only_those_in_service_and_says_why_the_others_are_out(
+    make_assistant, cluster
+):
+    _boxes(cluster)
+    assistant = make_assistant()
+
+    reply = assistant.ask("which GPUs are free?").reply
+
+    assert "0 of 5 GPUs are busy; 1 free, 4 out of service, 80 GB of GPU memory free" in reply, reply
+    assert f"Out of service: GPU 1 of gpu-box: {HOT}." in reply
+    assert f"Out of service: GPU 2 of gpu-box: {LOST}." in reply
+    assert "Out of service: node spare-box is drained (2 GPUs)." in reply
+    summary = tool_result(assistant.history, "cluster_status")["summary"]
+    assert summary["out_of_service"] == [
+        {"why": HOT, "gpus": ["gpu-box:1"]},
+        {"why": LOST, "gpus": ["gpu-box:2"]},
+        {"why": "node spare-box is drained", "gpus": ["spare-box:0", "spare-box:1"]},
+    ]
+
+
+def test_in_chinese_the_reasons_are_said_in_chinese(make_assistant, cluster):
+    _boxes(cluster)
+
+    reply = make_assistant().ask("哪些卡空闲").reply
+
+    assert "5 张卡中 0 张在用，1 张空闲，4 张停用，空闲显存 80 GB" in reply, reply
+    assert "停用：gpu-box 的 1 号卡过热：91 °C（超过 85 °C；降到 80 °C 以下恢复）。" in reply
+    assert (
+        "停用：gpu-box 的 2 号卡无法读取（驱动报告：NVML could not read the handle of GPU 2: GPU is lost）；"
+        "驱动能再次读取后恢复（掉卡需要重置或重启）。"
+    ) in reply
+    assert "停用：节点 spare-box 已排空（2 张卡）。" in reply
