@@ -701,8 +701,13 @@ def _position(data: dict[str, Any], lang: str) -> str:
     return ("; " if lang == "en" else "；").join(parts) + ("." if lang == "en" else "。")
 
 
-def _estimate(data: dict[str, Any], lang: str, now: datetime | None) -> str:
+def _estimate(data: dict[str, Any], lang: str, now: datetime | None, about_cost: bool = False) -> str:
     est = data.get("estimate") or {}
+    cost = expected_cost_words(est, lang) if about_cost and est.get("energy_cost") is not None else ""
+    return _estimated_start(data, est, lang, now) + cost
+
+
+def _estimated_start(data: dict[str, Any], est: dict[str, Any], lang: str, now: datetime | None) -> str:
     if est.get("status") not in (None, "queued") and data.get("task_id"):
         # "when will task 5 finish?": it is not waiting, so say what it is doing (and when it should end)
         info = {**est, "task_id": data["task_id"], "estimated_end": est.get("end"), "estimated_start": None}
@@ -1338,7 +1343,7 @@ def reply_for(
     writers = {
         "list_tasks": lambda: _tasks(data, lang, now),
         "queue_position": lambda: _position(data, lang),
-        "estimate_wait": lambda: _estimate(data, lang, now),
+        "estimate_wait": lambda: _estimate(data, lang, now, about_cost),
         "explain_task": lambda: _explain(data, lang, now, about_cost),
         "hold_task": lambda: _held_or_released(data, lang),
         "release_task": lambda: _held_or_released(data, lang),

@@ -259,6 +259,7 @@ class EstimateArgs(BaseModel):
     gpus: int | None = None
     gpu_memory_gb: float | None = None
     estimated_minutes: float | None = None
+    offpeak: bool = Field(default=False, description='only in the off-peak window ("tonight", "今晚")')
 
 
 _PAST_WORDS = "ISO 8601, or words: yesterday, monday, last week, this month, last 3 days, 9am, 昨天, 上周"
@@ -590,14 +591,17 @@ def estimate_wait(
     gpus: int | None = None,
     gpu_memory_gb: float | None = None,
     estimated_minutes: float | None = None,
+    offpeak: bool = False,
 ) -> str:
-    """Estimated start (with its range and reason) for a task, or for a task of the given size."""
+    """Estimated start (with its range and reason) for a task, or for a task of the given size (run time,
+    and only in the off-peak window with `offpeak`: "tonight"); with its expected energy and cost at the
+    tariff's rates from that start."""
     client = _need_client(ctx)
-    if task_id is None and gpus is None and gpu_memory_gb is None:
+    if task_id is None and gpus is None and gpu_memory_gb is None and estimated_minutes is None:
         queued = client.list_tasks(status="queued", limit=1)
         task_id = queued[0]["id"] if queued else None
         gpus = None if queued else 1
-    estimate = client.estimate(task_id, gpus, gpu_memory_gb, estimated_minutes)
+    estimate = client.estimate(task_id, gpus, gpu_memory_gb, estimated_minutes, offpeak=offpeak)
     estimate["reason"] = as_data(estimate.get("reason", ""))
     if task_id is not None:
         return _result(task_id=task_id, estimate=estimate)

@@ -329,6 +329,9 @@ def _add_parent_statuses(cluster: Cluster, state: ClusterState, parents: tuple[i
             state.failed.add(parent)
 
 
+_PRICED = ("energy_kwh", "energy_cost", "currency", "estimated_run_s")
+
+
 def estimate_wait(
     cluster: Cluster,
     usage: UsageCache,
@@ -348,8 +351,9 @@ def estimate_wait(
     depends_on_any: tuple[int, ...] = (),
     deadline_s: float | None = None,
 ) -> dict[str, Any]:
-    """When a task (existing, or one like this submitted now) should start, with a range and a reason; for
-    one like this, also its energy and cost, and the run time assumed with where it came from (`name`
+    """When a task (existing, or one like this submitted now) should start, with a range and a reason, and
+    its energy and cost as `explain` prices them; for one like this, the run time assumed with where it came
+    from too (`name`
     lets it be learned from your finished tasks of that name and size, as the scheduler would; with
     `depends_on` it waits for those tasks to succeed, with `depends_on_any` for them to end, as it would once
     submitted; with `deadline_s`, the note a
@@ -369,6 +373,8 @@ def estimate_wait(
             "status": answer["status"],  # a task that runs or ended has no start to wait for
             "end": answer.get("estimated_end"),
             "deadline_warning": answer.get("deadline_warning"),
+            # a queued task's from its expected start, a running one's to its expected end (explain's)
+            **{key: answer[key] for key in _PRICED if key in answer},
         }
     problem = gpu_fraction_problem(gpus, gpu_fraction)
     if problem is not None:

@@ -111,6 +111,11 @@ TASK_STATE = re.compile(
 # a question about money or energy ("what will 9 cost", "要花多少钱"): the explain reply then says a queued
 # or running task's expected energy and cost too (not in every "why is 9 waiting")
 ASKS_COST = re.compile(rf"{_COST_WORDS}|\bprice\b|\bhow\s+much\s+money\b|\bspend\b|花了?多少", _I)
+# what a task not yet sent would cost ("what would 2 GPUs for 3 hours cost tonight?", "两张卡跑三个小时要多少钱"):
+# estimate_wait prices one of the size it names
+COST_OF_A_SIZE = re.compile(
+    r"\b(?:would|will)\b.*\bcost\b|\bhow\s+much\s+(?:would|will)\b|(?:要|得|会)花?多少钱|多少电费", _I
+)
 # the logs of a task: not one of the tools; the reply says where to find them
 LOGS = re.compile(
     r"\blogs?\b|\boutput\b|\bstdout\b|\bstderr\b|\btail\b|\bwhat\s+(?:does|did)\b.*\bprint|日志|输出", _I
@@ -433,17 +438,26 @@ def _utilization(text: str) -> Reading:
     return _tool("utilization_report", days=days, by=by)
 
 
-def _estimate(text: str) -> Reading:
+def _estimate(text: str, now: datetime) -> Reading:
     task_id = _first_id(text)
     if task_id is not None:
         return _tool("estimate_wait", task_id=task_id)
-    fields, _ = read_fields(text)
-    return _tool(
+    asked = _spec_args(text, now)
+    sized = _tool(
         "estimate_wait",
-        gpus=fields.values.get("gpus"),
-        gpu_memory_gb=fields.values.get("gpu_memory_gb"),
-        estimated_minutes=fields.values.get("estimated_minutes"),  # "a 2-GPU job that runs 3 hours"
+        gpus=asked.get("gpus"),
+        gpu_memory_gb=asked.get("gpu_memory_gb"),
+        estimated_minutes=asked.get("estimated_minutes"),  # "a 2-GPU job that runs 3 hours"
     )
+    return _tool("estimate_wait", **sized.args, offpeak=True) if asked.get("offpeak") else sized
+
+
+def _prices_a_size(rest: str, now: datetime) -> bool:
+    """True for a question of what a task not yet sent would cost, naming its size or run time ("what
+    would 2 GPUs for 3 hours cost tonight?"); a task of the queue named by number is explain's."""
+    if not COST_OF_A_SIZE.search(rest) or task_ids(rest):
+        return False
+    return bool({"gpus", "gpu_memory_gb", "estimated_minutes"} & _spec_args(rest, now).keys())
 
 
 # a schedule that repeats ("every night", "daily", "每晚"): nightshift runs a task once
@@ -819,8 +833,8 @@ def understand(text: str, now: datetime) -> Reading:
     order = listing or (_cancel(rest, now) if not found else None)
     if order is not None:
         return order
-    if _asks_for_an_estimate(rest):
-        return _estimate(rest)
+    if _asks_for_an_estimate(rest) or (not found and _prices_a_size(rest, now)):
+        return _estimate(rest, now)
     again = _rerun(rest, found.command if found else None, now)
     if again is not None:
         return again

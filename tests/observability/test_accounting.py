@@ -246,3 +246,43 @@ def test_the_chat_says_what_a_running_task_should_cost_in_all(cluster, make_iden
         f"it should use ~{amount(kwh, 1)} kWh and cost ~{amount(cost, 2)} {DEFAULT_TARIFF.currency} in all."
     )
     assert f"Run to its expected end, {said}" in english, english
+
+
+def test_the_chat_prices_a_task_not_yet_sent_and_one_it_is_asked_to_wait_for(
+    cluster, make_identity, start_node, tmp_path
+):
+    # Given alice on a 2-GPU node, with a queued 1-GPU task of 90 min that waits for the off-peak window
+    who, token = make_identity("alice", "vision")
+    start_node(gpus="2x24")
+    spec = {"command": "true", "estimated_minutes": 90, "offpeak": True, "workdir": str(tmp_path)}
+    task, _ = cluster.submit(who, spec)
+    headers = {"Authorization": f"Bearer {token}"}
+    sized = "/api/v1/estimate?gpus=2&estimated_minutes=180&offpeak=true"
+
+    # When she asks what 2 GPUs for 3 hours would cost tonight, in English and Chinese, and how long her
+    # task waits and what it will cost
+    with TestClient(create_app(cluster)) as api:
+        before = [
+            api.get(path, headers=headers).json() for path in (sized, f"/api/v1/estimate?task_id={task.id}")
+        ]
+        client = AssistantClient("http://testserver", token, transport=AppTransport(api, new_endpoints))
+        assistant = Assistant(cluster.settings, client, user="alice", team="vision")
+        english = assistant.ask("what would 2 GPUs for 3 hours cost tonight?").reply
+        chinese = assistant.ask("今晚两张卡跑三个小时要多少钱").reply
+        waits = assistant.ask(f"how long will task {task.id} wait and what will it cost?").reply
+        client.close()
+        after = [
+            api.get(path, headers=headers).json() for path in (sized, f"/api/v1/estimate?task_id={task.id}")
+        ]
+
+    # Then each answer says when it would start and what GET /estimate prices it at (read just before or
+    # just after, in case a tariff hour turned between)
+    def said(estimate: dict, minutes: int) -> str:
+        kwh, cost = amount(estimate["energy_kwh"], 1), amount(estimate["energy_cost"], 2)
+        return f"Run as estimated ({minutes} min), it should use ~{kwh} kWh and cost ~{cost} EUR."
+
+    assert any(said(e[0], 180) in english for e in (before, after)), (english, before[0])
+    assert "A 2-GPU task: Estimated start" in english or "A 2-GPU task would start now" in english, english
+    assert any(f"预计耗电约 {amount(e[0]['energy_kwh'], 1)} kWh" in chinese for e in (before, after)), chinese
+    assert any(said(e[1], 90) in waits for e in (before, after)), (waits, before[1])
+    assert waits.startswith(f"#{task.id} Estimated start"), waits
