@@ -111,8 +111,8 @@ TASK_STATE = re.compile(
 # a question about money or energy ("what will 9 cost", "要花多少钱"): the explain reply then says a queued
 # or running task's expected energy and cost too (not in every "why is 9 waiting")
 ASKS_COST = re.compile(rf"{_COST_WORDS}|\bprice\b|\bhow\s+much\s+money\b|\bspend\b|花了?多少", _I)
-# what a task not yet sent would cost ("what would 2 GPUs for 3 hours cost tonight?", "两张卡跑三个小时要多少钱"):
-# estimate_wait prices one of the size it names
+# what a task not yet sent would cost ("what would 2 GPUs for 3 hours cost tonight?",
+# "两张卡跑三个小时要多少钱"): estimate_wait prices one of the size it names
 COST_OF_A_SIZE = re.compile(
     r"\b(?:would|will)\b.*\bcost\b|\bhow\s+much\s+(?:would|will)\b|(?:要|得|会)花?多少钱|多少电费", _I
 )
