@@ -41,14 +41,14 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
 from scheduler.accounts import OsAccount, account_for, root_worker_warning
 from scheduler.clock import now_ms
-from scheduler.errors import ExecutorError, NightshiftError
+from scheduler.errors import ExecutorError, GpuInventoryError, NightshiftError
 from scheduler.executor.cgroups import JobCgroups
 from scheduler.executor.exit_watch import ExitWatcher
 from scheduler.executor.launch import LaunchRequest, job_base_env, start_job, warm_up
@@ -186,6 +186,7 @@ class Worker:
         self.out_of_service: dict[int, str] = {}  # GPU index -> why it takes no new tasks (watchdogs)
         self.driver_reserve = DriverReserve()
         self._shareable_mib: dict[int, int] = {}  # GPU index -> its memory less the driver's, as last read
+        self._last_readings: list[GpuInfo] = []  # the GPUs as last read whole, named while NVML cannot read
         self._publish_lock = threading.Lock()
         self._exit_watcher: ExitWatcher | None = None
         self._exited: set[int] = set()  # pids of job leaders seen to exit, not yet settled
@@ -856,8 +857,27 @@ class Worker:
         with self._publish_lock:
             self._publish_node()
 
+    def _read_gpus(self) -> list[GpuInfo]:
+        """The GPUs as the monitor reads them; where it cannot read them at all (NVML cannot count them),
+        the GPUs of the last reading, each unreadable with the reason, so the node says why it takes no
+        tasks instead of going silent. Raises GpuInventoryError when nothing was ever read."""
+        try:
+            readings = self.monitor.read()
+        except GpuInventoryError as exc:
+            if not self._last_readings:
+                raise
+            if not any(gpu.fault == exc.message for gpu in self._last_readings):
+                log.error("cannot read the GPUs of %s: %s; they take no tasks until they read again",
+                          self.node, exc.message)  # fmt: skip
+            readings = [
+                replace(GpuInfo.unreadable(gpu.index, exc.message), name=gpu.name, uuid=gpu.uuid)
+                for gpu in self._last_readings
+            ]
+        self._last_readings = readings
+        return readings
+
     def _publish_node(self) -> None:
-        readings = self.monitor.read()
+        readings = self._read_gpus()
         with self._lock:
             job_groups = {item.job.pid for item in self.jobs.values()}
             held = {index for item in self.jobs.values() for index in item.claim.gpu_indices}

@@ -185,7 +185,8 @@ class Handlers:
         read = session.begin_tasks_read()
         try:
             tasks = session.client.list_tasks(status=None if status in ("", "all") else status, limit=200)
-            shown: tuple[Any, Any] = (views.tasks_frame(tasks, self.zone), f"{len(tasks)} task(s).")
+            note = session.recent_action_note() or f"{len(tasks)} task(s)."
+            shown: tuple[Any, Any] = (views.tasks_frame(tasks, self.zone), note)
         except ClientError as exc:
             shown = (views.tasks_frame([]), f"Could not load tasks: {exc.message}")
         return shown if session.may_show_tasks_read(read) else (gr.skip(), gr.skip())
@@ -233,11 +234,13 @@ class Handlers:
         if session is None:
             return self.tasks(session, status)
         if task_id is None or task_id < 1:  # an empty number box reads 0
-            return self.tasks(session, status)[0], "Enter a task id first (the number in the table)."
-        try:
-            said = act(int(task_id), session.client)
-        except ClientError as exc:
-            said = f"Not done: {exc.message}"
+            said = "Enter a task id first (the number in the table)."
+        else:
+            try:
+                said = act(int(task_id), session.client)
+            except ClientError as exc:
+                said = f"Not done: {exc.message}"
+        session.note_action(said)
         return self.tasks(session, status)[0], said
 
     def log_text(self, session: UiSession | None, task_id: float | None) -> str:

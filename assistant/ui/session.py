@@ -7,6 +7,7 @@ address the request reached this very server at, so the API checks identity and 
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +45,9 @@ def local_admin_token(request: Any, settings: Settings) -> str | None:
         return None
 
 
+ACTION_NOTE_KEEP_S = 10.0  # how long what a click on a task said outlasts the table's refreshes
+
+
 @dataclass
 class UiSession:
     """A signed-in person: who they are (from GET /me), their client, assistant, chat and pending card."""
@@ -62,6 +66,9 @@ class UiSession:
     # run side by side, so a refresh begun before a hold may answer after it, with the table before the hold
     _tasks_reads: int = 0
     _tasks_shown: int = 0
+    # what the last click on a task said ("Task 5 is held: ...") and when (monotonic): a refresh that
+    # answers just after it (the tab's own, still on its way) keeps saying it instead of the count
+    _action_note: tuple[str, float] | None = None
 
     @property
     def assistant(self) -> Assistant:
@@ -88,6 +95,18 @@ class UiSession:
                 return False
             self._tasks_shown = read
             return True
+
+    def note_action(self, said: str) -> None:
+        """Remember what a click on a task (hold, release, priority) said, to keep it on the page a while."""
+        with self.lock:
+            self._action_note = (said, time.monotonic())
+
+    def recent_action_note(self, within_s: float = ACTION_NOTE_KEEP_S) -> str | None:
+        """What the last click on a task said, if it was within `within_s` seconds; else None."""
+        with self.lock:
+            if self._action_note is None or time.monotonic() - self._action_note[1] > within_s:
+                return None
+            return self._action_note[0]
 
     def say(self, role: str, content: str) -> None:
         """Append a chat message (what the Chatbot shows)."""

@@ -1,5 +1,6 @@
 """The tasks table of one page: events run side by side, so a read begun before a hold but answered after it
-must not put back the table (and note) from before the hold."""
+must not put back the table (and note) from before the hold, and one begun after it keeps what the hold
+said for a while."""
 
 from __future__ import annotations
 
@@ -27,4 +28,15 @@ def test_reads_answered_in_order_are_all_shown() -> None:
     session = _session()
     for _ in range(3):
         assert session.may_show_tasks_read(session.begin_tasks_read())
+    session.close()
+
+
+def test_what_a_click_on_a_task_said_outlasts_a_refresh_that_answers_just_after_it() -> None:
+    # the tab's refresh, sent before the hold but read after it, would otherwise replace "Task 5 is held"
+    session = _session()
+    assert session.recent_action_note() is None
+    session.note_action("Task 5 is held: it starts only after you release it.")
+
+    assert session.recent_action_note() == "Task 5 is held: it starts only after you release it."
+    assert session.recent_action_note(within_s=0.0) is None  # then the count comes back
     session.close()

@@ -7,6 +7,7 @@ import copy
 from pathlib import Path
 
 from api.main import create_app
+from scheduler.clock import now_ms
 from scheduler.gpus import NvmlGpus
 from scheduler.service import Cluster
 from tests.api.conftest import TestClient, bearer
@@ -47,3 +48,35 @@ def test_a_lost_gpu_is_out_of_service_with_the_reason_while_the_other_runs_tasks
     flag.touch()
     wait_until(lambda: cluster.tasks.get_any(both.id).status == "succeeded")
     assert cluster.tasks.get_any(both.id).gpu_indices == [0, 1]
+
+
+def test_when_nvml_cannot_read_any_gpu_the_node_says_so_instead_of_going_silent(
+    cluster: Cluster, make_identity, start_worker_on, tmp_path: Path
+) -> None:
+    # Given a worker on a box with two good GPUs
+    who, token = make_identity()
+    nvml = ReplayNvml.load("rtx4090_x2_power_not_supported")
+    worker = start_worker_on(NvmlGpus(nvml=nvml))
+
+    # When NVML can no longer even count the GPUs (a driver in trouble)
+    nvml.recording["nvmlDeviceGetCount"] = {"nvml_error": "NVML_ERROR_UNKNOWN"}
+    worker.publish_node()
+
+    # Then the node stays alive, its GPUs (still named) out of service with NVML's words, and a task waits
+    (node,) = cluster.nodes.all()
+    assert node.alive(now_ms())
+    reason = "unreadable: NVML could not read the device count: Unknown Error; back in service once"
+    assert [(gpu.name, gpu.out_of_service[: len(reason)]) for gpu in node.gpus] == [
+        ("NVIDIA GeForce RTX 4090", reason), ("NVIDIA GeForce RTX 4090", reason)
+    ]  # fmt: skip
+    task, _ = cluster.submit(who, {"command": "true", "workdir": str(tmp_path)})
+    with TestClient(create_app(cluster)) as client:
+        explained = client.get(f"/api/v1/tasks/{task.id}/explain", headers=bearer(token)).json()
+    assert explained["reason"].startswith(
+        "waiting for GPUs out of service (2 of 2: GPU 0 of gpu-box: " + reason
+    )
+
+    # And once NVML reads again, the task runs
+    nvml.recording["nvmlDeviceGetCount"] = 2
+    worker.publish_node()
+    wait_until(lambda: cluster.tasks.get_any(task.id).status == "succeeded")
