@@ -61,7 +61,9 @@ class UiSession:
     messages: list[ChatMessage] = field(default_factory=list)
     card: dict[str, Any] | None = None
     _assistant: Assistant | None = None
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    lock: threading.Lock = field(default_factory=threading.Lock)  # one chat turn or card click at a time
+    # the tasks table's bookkeeping below: its own lock, so the Tasks tab answers while a reply streams
+    _view_lock: threading.Lock = field(default_factory=threading.Lock)
     # reads of the tasks table, in the order they began, and the last one the page shows: events of one page
     # run side by side, so a refresh begun before a hold may answer after it, with the table before the hold
     _tasks_reads: int = 0
@@ -84,13 +86,13 @@ class UiSession:
 
     def begin_tasks_read(self) -> int:
         """A number for a read of the tasks table about to begin (later reads get larger ones)."""
-        with self.lock:
+        with self._view_lock:
             self._tasks_reads += 1
             return self._tasks_reads
 
     def may_show_tasks_read(self, read: int) -> bool:
         """True when read `read` may replace what the page shows (no read begun after it was shown first)."""
-        with self.lock:
+        with self._view_lock:
             if read < self._tasks_shown:
                 return False
             self._tasks_shown = read
@@ -98,12 +100,12 @@ class UiSession:
 
     def note_action(self, said: str) -> None:
         """Remember what a click on a task (hold, release, priority) said, to keep it on the page a while."""
-        with self.lock:
+        with self._view_lock:
             self._action_note = (said, time.monotonic())
 
     def recent_action_note(self, within_s: float = ACTION_NOTE_KEEP_S) -> str | None:
         """What the last click on a task said, if it was within `within_s` seconds; else None."""
-        with self.lock:
+        with self._view_lock:
             if self._action_note is None or time.monotonic() - self._action_note[1] > within_s:
                 return None
             return self._action_note[0]

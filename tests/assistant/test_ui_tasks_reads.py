@@ -4,6 +4,8 @@ said for a while."""
 
 from __future__ import annotations
 
+import threading
+
 from assistant.client import AssistantClient
 from assistant.ui.session import UiSession
 from scheduler.settings import Settings
@@ -39,4 +41,20 @@ def test_what_a_click_on_a_task_said_outlasts_a_refresh_that_answers_just_after_
 
     assert session.recent_action_note() == "Task 5 is held: it starts only after you release it."
     assert session.recent_action_note(within_s=0.0) is None  # then the count comes back
+    session.close()
+
+
+def test_the_tasks_table_is_read_while_a_chat_reply_streams() -> None:
+    # a chat turn holds the session's lock while its reply streams (an LLM's can take a while)
+    session = _session()
+    done = threading.Event()
+
+    def refresh() -> None:
+        session.may_show_tasks_read(session.begin_tasks_read())
+        session.recent_action_note()
+        done.set()
+
+    with session.lock:
+        threading.Thread(target=refresh, daemon=True).start()
+        assert done.wait(5), "the Tasks tab waited for the chat reply"
     session.close()
