@@ -713,7 +713,14 @@ def _estimated_start(data: dict[str, Any], est: dict[str, Any], lang: str, now: 
         info = {**est, "task_id": data["task_id"], "estimated_end": est.get("end"), "estimated_start": None}
         return _explain({"explain": info}, lang, now)
     if not est.get("start"):
-        return _t(lang, "I have no estimate right now.", "暂时没有估计。")
+        reason = unwrap(est.get("reason") or "")
+        if not reason:
+            return _t(lang, "I have no estimate right now.", "暂时没有估计。")
+        return _t(
+            lang,
+            f"I have no estimate of when it would start: {chat_words(reason, lang)}.",
+            f"暂时估计不出什么时候开始：{chat_words(reason, lang)}。",
+        )
     asked = _asked_task(data.get("asked"), lang)
     label = f"#{data['task_id']} " if data.get("task_id") else (asked + _t(lang, ": ", "：") if asked else "")
     wait_s = est.get("wait_s")

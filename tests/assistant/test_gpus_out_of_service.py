@@ -60,3 +60,22 @@ def test_in_chinese_the_reasons_are_said_in_chinese(make_assistant, cluster):
         "驱动能再次读取后恢复（掉卡需要重置或重启）。"
     ) in reply
     assert "停用：节点 spare-box 已排空（2 张卡）。" in reply
+
+
+def test_a_wait_asked_while_every_gpu_is_out_of_service_says_why_there_is_no_estimate(
+    make_assistant, cluster
+):
+    spare = [NodeGpu(i, "NVIDIA L4", 24 * GB, 24 * GB) for i in range(2)]
+    cluster.nodes.publish("spare-box", spare, now_ms(), "nvml")
+    cluster.nodes.set_drained("spare-box", True)
+
+    english = make_assistant().ask("how long would a 1-GPU job wait?").reply
+    chinese = make_assistant().ask("一张卡的任务要等多久").reply
+
+    assert english.startswith(
+        "I have no estimate of when it would start: waiting for GPUs out of service (2 of 2: node spare-box is "
+        "drained"
+    ), english
+    assert chinese.startswith(
+        "暂时估计不出什么时候开始：等待停用的卡恢复（2 张中的 2 张：节点 spare-box 已排空"
+    ), chinese
