@@ -36,7 +36,7 @@ class TelemetryCollector(Collector):
         )
         out = GaugeMetricFamily(
             "nightshift_gpu_out_of_service",
-            "1 when the GPU takes no new tasks (too hot, memory left behind)",
+            "1 when the GPU takes no new tasks (too hot, memory still held, unreadable)",
             labels=["node", "gpu", "reason"],
         )
         beat = GaugeMetricFamily(

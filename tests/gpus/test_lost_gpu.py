@@ -33,6 +33,8 @@ def test_a_lost_gpu_is_out_of_service_with_the_reason_while_the_other_runs_tasks
         gpus = client.get("/api/v1/gpus", headers=bearer(token)).json()["gpus"]
         assert gpus[0]["out_of_service"] is None
         assert gpus[1]["out_of_service"].startswith(LOST), gpus[1]
+        metrics = client.get("/metrics").text
+        assert 'nightshift_gpu_out_of_service{gpu="1",node="gpu-box",reason="unreadable"} 1.0' in metrics
 
         # And a task runs on the good GPU, while a two-GPU task waits, saying why
         first, _ = cluster.submit(who, spec)
