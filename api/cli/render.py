@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from api.cli.zone import cli_zone
-from scheduler.policy.reasons import amount, human_duration
+from scheduler.policy.reasons import amount, energy_cost_words, human_duration
 from scheduler.settings import get_settings
 from scheduler.spec import gpus_label
 
@@ -398,11 +398,8 @@ def estimate_line(data: dict[str, Any]) -> str:
 
 
 def _energy_words(data: dict[str, Any]) -> str:
-    """ "~1.2 kWh, ~0.15 USD" (the cost left out while the start is unknown)."""
-    words = f"~{amount(data['energy_kwh'], 1)} kWh"
-    if data.get("energy_cost") is None:
-        return words
-    return f"{words}, ~{amount(data['energy_cost'], 2)} {data.get('currency') or ''}".rstrip()
+    """ "~1.2 kWh, ~0.15 USD" from an answer's `energy_kwh`, `energy_cost` and `currency`."""
+    return energy_cost_words(data["energy_kwh"], data.get("energy_cost"), data.get("currency") or "")
 
 
 def _range(low: str | None, high: str | None) -> str | None:

@@ -114,7 +114,10 @@ def build_ui(settings: Settings, api_url: str | None = None) -> gr.Blocks:
                 with gr.Row(equal_height=True):
                     est_gpus = gr.Number(1, label="GPUs", precision=0)  # checked by the handler, in words
                     est_mem = gr.Number(None, label="GB free per GPU (optional)")
-                    est_minutes = gr.Number(None, label="estimated minutes (optional)")
+                    est_minutes = gr.Number(
+                        None, label="estimated minutes (optional)", elem_id="estimate-minutes"
+                    )
+                    est_tonight = gr.Checkbox(False, label="tonight (off-peak)", elem_id="estimate-tonight")
                     estimate = gr.Button("Estimate", scale=0, elem_id="estimate-button")
                 estimate_out = gr.Markdown(elem_id="estimate-answer")
             with gr.Tab("GPUs", id="gpus-tab") as gpus_tab:
@@ -265,7 +268,8 @@ def build_ui(settings: Settings, api_url: str | None = None) -> gr.Blocks:
         tasks_table.select(handlers.select_task, [session, tasks_table], [log_id, log_view])
         for event in (queue_tab.select, refresh_queue.click):
             event(handlers.queue, [session], [queue_table, queue_note])
-        estimate.click(handlers.estimate, [session, est_gpus, est_mem, est_minutes], estimate_out)
+        what_if = [session, est_gpus, est_mem, est_minutes, est_tonight]
+        estimate.click(handlers.estimate, what_if, estimate_out)
         for event in (gpus_tab.select, refresh_gpus.click):
             event(handlers.gpus, [session], gpus_out)
         for event in (admin_tab.select, refresh_admin.click):

@@ -278,17 +278,24 @@ class Handlers:
         return views.queue_frame(queue, self.zone), f"{queue.get('length', 0)} task(s) queued; {shown} shown."
 
     def estimate(
-        self, session: UiSession | None, gpus: float | None, memory_gb: float | None, minutes: float | None
+        self,
+        session: UiSession | None,
+        gpus: float | None,
+        memory_gb: float | None,
+        minutes: float | None,
+        tonight: bool = False,
     ) -> str:
-        """What-if: when would a task of this size start if submitted now."""
+        """What-if: when would a task of this size start if submitted now (`tonight`: only in the off-peak
+        window), and what its energy would cost."""
         if session is None:
             return "Sign in first."
         if gpus is not None and gpus < 0:
             return "No estimate: GPUs must be 0 (CPU only) or more."
         try:
             answer = session.client.estimate(
-                gpus=int(gpus or 0), gpu_memory_gb=memory_gb or None, estimated_minutes=minutes or None
-            )
+                gpus=int(gpus or 0), gpu_memory_gb=memory_gb or None, estimated_minutes=minutes or None,
+                offpeak=bool(tonight),
+            )  # fmt: skip
         except ClientError as exc:
             return f"No estimate: {exc.message}"
         return views.estimate_text(answer, self.zone)

@@ -31,6 +31,7 @@ from assistant.replies import (
     unwrap,
     warning_words,
 )
+from scheduler.policy.reasons import energy_cost_words
 from scheduler.spec import gpus_label
 
 MIB_PER_GB = 1024
@@ -206,9 +207,23 @@ def amount(value: float) -> str:
 
 
 def estimate_text(estimate: dict[str, Any], zone: tzinfo | None = None) -> str:
-    """A what-if estimate in one line: expected start, range, the reason and the run time assumed."""
+    """A what-if estimate in one line: expected start, range, the reason, the run time assumed and what its
+    energy would cost at the tariff's rates from that start."""
     if not estimate.get("start"):
         return f"No estimate right now: {estimate.get('reason') or 'no GPU can take it'}"
+    return _start_text(estimate, zone) + _energy_text(estimate)
+
+
+def _energy_text(estimate: dict[str, Any]) -> str:
+    """`; energy ~1.8 kWh, ~0.27 EUR` (nothing where the answer has no energy)."""
+    if estimate.get("energy_kwh") is None:
+        return ""
+    cost = estimate.get("energy_cost")
+    words = energy_cost_words(float(estimate["energy_kwh"]), cost, str(estimate.get("currency") or ""))
+    return f"; energy {words}"
+
+
+def _start_text(estimate: dict[str, Any], zone: tzinfo | None) -> str:
     low, high = short_time(estimate.get("low"), zone), short_time(estimate.get("high"), zone)
     span = f" (range {low} – {high})" if low and high else ""
     wait = f", a wait of about {estimate['wait']}" if estimate.get("wait") not in (None, "", "none") else ""

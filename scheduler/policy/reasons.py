@@ -66,6 +66,15 @@ def amount(value: float, decimals: int = 1) -> str:
     return f"{value:.{1 - math.floor(math.log10(abs(value)))}f}"
 
 
+def energy_cost_words(energy_kwh: float, energy_cost: float | None, currency: str) -> str:
+    """`"~1.2 kWh, ~0.15 USD"`: a task's expected energy and its cost (the cost left out while its start,
+    which prices it, is unknown); the CLI and the UI say it alike."""
+    words = f"~{amount(energy_kwh, 1)} kWh"
+    if energy_cost is None:
+        return words
+    return f"{words}, ~{amount(energy_cost, 2)} {currency}".rstrip()
+
+
 def behind(n: int) -> str:
     """`"behind 3 higher-priority tasks"`."""
     return f"behind {n} higher-priority task{'s' if n != 1 else ''}"

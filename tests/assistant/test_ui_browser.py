@@ -415,6 +415,26 @@ def test_asking_how_long_i_will_wait_answers_with_the_estimate_and_the_queue_sho
     expect(table).to_contain_text(f"{live_server.window[0]:02d}:00")
 
 
+def test_the_queue_tab_prices_a_new_task_now_or_tonight(live_server: LiveServer, page: Any) -> None:
+    from playwright.sync_api import expect
+
+    token = live_server.token("bob", "nlp")
+    sign_in(page, live_server, token, "bob")
+    page.get_by_role("tab", name="Queue").click()
+    page.locator("#estimate-minutes input").fill("120")
+    answer = page.locator("#estimate-answer")
+
+    page.locator("#estimate-button").click()  # the GPUs are free: now
+    expect(answer).to_contain_text("energy ~")
+    expect(answer).not_to_contain_text(f"{live_server.window[0]:02d}:00")
+
+    page.locator("#estimate-tonight input").check()  # only in the off-peak window
+    page.locator("#estimate-button").click()
+    expect(answer).to_contain_text(f"{live_server.window[0]:02d}:00")
+    expect(answer).to_contain_text("waiting for off-peak")
+    expect(answer).to_contain_text("energy ~")
+
+
 BUDGETS = {"day_budget_gpu_h": {"vision": 2.0}, "week_budget_gpu_h": {"vision": 10.0, "nlp": 5.0}}
 
 

@@ -323,6 +323,10 @@ def test_a_what_if_estimate_reads_as_one_line() -> None:
     guessed = {**at_once, "estimated_run_s": 3600.0, "estimate_source": "spec estimate"}
     assert views.estimate_text(at_once, ZONE) == "Expected start **2026-03-02 23:00** — starts now"
     assert views.estimate_text(guessed, ZONE).endswith("starts now; run time 60 min, your estimate")
+    priced = {**guessed, "energy_kwh": 1.8, "energy_cost": 0.27, "currency": "EUR"}
+    assert views.estimate_text(priced, ZONE).endswith("your estimate; energy ~1.8 kWh, ~0.27 EUR")
+    unpriced = {**priced, "energy_cost": None}  # its start unknown: no cost yet
+    assert views.estimate_text(unpriced, ZONE).endswith("your estimate; energy ~1.8 kWh")
 
 
 # --- admin: energy, cost, off-peak share, quota use (report shaped as GET /reports/utilization) -------
