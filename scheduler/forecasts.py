@@ -352,12 +352,11 @@ def estimate_wait(
     deadline_s: float | None = None,
 ) -> dict[str, Any]:
     """When a task (existing, or one like this submitted now) should start, with a range and a reason, and
-    its energy and cost as `explain` prices them; for one like this, the run time assumed with where it came
-    from too (`name`
-    lets it be learned from your finished tasks of that name and size, as the scheduler would; with
-    `depends_on` it waits for those tasks to succeed, with `depends_on_any` for them to end, as it would once
-    submitted; with `deadline_s`, the note a
-    submit would answer when it is expected to end after it behind the queue)."""
+    its energy and cost as `explain` prices them. For one like this, also the run time assumed and where it
+    came from (`name` lets it be learned from your finished tasks of that name and size, as the scheduler
+    would); with `depends_on` it waits for those tasks to succeed, with `depends_on_any` for them to end, as
+    it would once submitted; with `deadline_s`, the note a submit would answer when it is expected to end
+    after it behind the queue."""
     if task_id is not None:
         answer = explain_task(cluster, usage, who, task_id)
         start = answer.get("estimated_start")
