@@ -22,6 +22,7 @@ import redis
 import uvicorn
 from hypothesis import settings as hypothesis_settings
 
+from api.cli.zone import reported_zone_name
 from api.main import create_app
 from scheduler.errors import ServiceUnavailable
 from scheduler.executor.cgroups import JobCgroups
@@ -62,6 +63,15 @@ def unavailable(message: str) -> NoReturn:
     if IN_CI:
         pytest.fail(message)
     pytest.skip(message)
+
+
+@pytest.fixture(autouse=True)
+def fresh_cluster_zone() -> Iterator[None]:
+    """Forget the zone an API reported: a CLI process asks once, but the tests run many CLIs in one
+    process, against APIs that may reuse a port another test's API, in another zone, had."""
+    reported_zone_name.cache_clear()
+    yield
+    reported_zone_name.cache_clear()
 
 
 @pytest.fixture(scope="session")
