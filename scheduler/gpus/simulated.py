@@ -163,6 +163,7 @@ class SimulatedGpus:
         self._lock = threading.Lock()
         self._closed = False
         self._failure: str | None = None
+        self._lost: dict[int, str] = {}  # GPU index -> the driver's words for a GPU it has lost
         self._readings = [
             _Reading(
                 memory_used_mib=0,
@@ -184,7 +185,11 @@ class SimulatedGpus:
                 raise GpuInventoryError("The simulated GPU monitor is closed.")
             if self._failure is not None:
                 raise GpuInventoryError(self._failure)
-            return [self._info(index, gpu_type, r) for index, (gpu_type, r) in enumerate(self._pairs())]
+            lost = self._lost
+            return [
+                GpuInfo.unreadable(index, lost[index]) if index in lost else self._info(index, kind, reading)
+                for index, (kind, reading) in enumerate(self._pairs())
+            ]
 
     def set_reading(
         self,
@@ -223,6 +228,15 @@ class SimulatedGpus:
                 reading.temperature_c = float(temperature_c)
             if power_w is not None:
                 reading.power_w = float(power_w)
+
+    def set_lost(self, index: int, message: str | None) -> None:
+        """Make GPU `index` read as unreadable with `message` (a GPU fallen off the bus, as NVML says it)
+        until called with None; the other GPUs read as before."""
+        with self._lock:
+            if message is None:
+                self._lost.pop(index, None)
+            else:
+                self._lost[index] = message
 
     def set_failure(self, message: str | None) -> None:
         """Make every `read()` raise GpuInventoryError(message) until called with None (a lost driver)."""

@@ -3,6 +3,8 @@ a hot GPU and a GPU whose memory outlives its task get no new tasks until they r
 
 from __future__ import annotations
 
+import json
+
 from fastapi.testclient import TestClient
 
 from api.main import create_app
@@ -128,6 +130,42 @@ def test_an_idle_task_is_reported_to_its_owner_and_stopped_when_the_site_says_so
     assert notifier.flush(10)
     assert [r.body["event"] for r in hook.requests] == ["idle_warning"]
     assert hook.requests[0].body["task_id"] == task.id
+    notifier.close()
+
+
+def test_a_lost_gpu_is_reported_to_the_admins_once_and_back_in_service_when_it_reads_again(
+    cluster, make_identity, start_node, receiver, tmp_path
+):
+    # Given the admins' webhook for GPU warnings and a 2-GPU node
+    hook = receiver()
+    notifier = Notifier([NotifyTarget(url=hook.url, events=["gpu_warning"])])
+    who, _ = make_identity()
+    node = start_node(gpus="2x24", notifier=notifier)
+
+    # When GPU 1 falls off the bus, over two samples
+    node.gpus.set_lost(1, "NVML could not read the handle of GPU 1: GPU is lost.")
+    for _ in range(2):
+        node.telemetry.sample_once(node.clock.advance(10))
+    node.worker.publish_node()
+
+    # Then the admins hear of it once, with the reason, and tasks go to GPU 0 only
+    assert notifier.flush(10)
+    assert [r.body["event"] for r in hook.requests] == ["gpu_warning"]
+    assert "unreadable: NVML could not read the handle of GPU 1: GPU is lost" in json.dumps(
+        hook.requests[0].body
+    )
+    assert _available(cluster) == [True, False]
+    first = cluster.submit(who, {"command": "sleep 60", "workdir": str(tmp_path)})[0]
+    assert wait_until(lambda: cluster.tasks.get_any(first.id).gpu_indices) == [0]
+
+    # And once it reads again it takes tasks
+    node.gpus.set_lost(1, None)
+    node.telemetry.sample_once(node.clock.advance(10))
+    node.worker.publish_node()
+    second = cluster.submit(who, {"command": "sleep 60", "workdir": str(tmp_path)})[0]
+    assert wait_until(lambda: cluster.tasks.get_any(second.id).gpu_indices) == [1]
+    for task in (first, second):
+        cluster.cancel(who, task.id)
     notifier.close()
 
 
