@@ -157,7 +157,9 @@ def main() -> int:  # noqa: C901 - one script, read top to bottom
         node, first = gpus["nodes"][0], gpus["gpus"][0]
         step(
             "worker publishes its GPUs from NVML",
-            node["source"] == "nvml" and first["memory_total_mib"] > 0 and first["power_w"] is not None,
+            node["source"] == "nvml" and first["memory_total_mib"] > 0 and first["power_w"] is not None
+            # every real GPU reads whole: none published as unreadable (`GpuInfo.fault`)
+            and not any(str(g.get("out_of_service") or "").startswith("unreadable") for g in gpus["gpus"]),
             nodes=gpus["nodes"],
             gpus=gpus["gpus"],
         )
