@@ -35,6 +35,11 @@ class NodeGpu:
     # the memory its driver holds for itself: in use beyond its processes' (`DriverReserve`); 0 if unknown
     driver_reserved_mib: int = 0
 
+    @property
+    def shareable_mib(self) -> int:
+        """The memory tasks can have: the total less what the driver holds for itself."""
+        return max(0, self.memory_total_mib - self.driver_reserved_mib)
+
 
 @dataclass(frozen=True, slots=True)
 class NodeState:

@@ -95,7 +95,7 @@ def gpu_slots(nodes: Iterable[NodeState], holders: Sequence[RunningTask], now_ms
             key = (node.name, gpu.index)
             held = on_gpu.get(key, [])
             shares = sum(task.gpu_fraction for task in held)
-            shareable = max(0, gpu.memory_total_mib - gpu.driver_reserved_mib)
+            shareable = gpu.shareable_mib
             # what its holders asked for (a sharer without a request: its fraction of what the GPU offers)
             needs = [memory_need_mib(t.gpu_memory_mib, t.gpu_fraction, shareable) for t in held]
             reserved = sum(needs)

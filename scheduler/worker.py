@@ -885,7 +885,6 @@ class Worker:
         for gpu in readings:
             outside = outside_processes(gpu.processes, job_groups)
             reserved = 0 if gpu.fault else self.driver_reserve.observe(gpu, held)
-            self._shareable_mib[gpu.index] = max(0, gpu.memory_total_mib - reserved)
             gpus.append(
                 NodeGpu(
                     index=gpu.index,
@@ -901,6 +900,7 @@ class Worker:
                     driver_reserved_mib=reserved,
                 )
             )
+            self._shareable_mib[gpu.index] = gpus[-1].shareable_mib
         in_cgroups = self.cgroups is not None and self.cgroups.usable
         self.cluster.nodes.publish(
             self.node,
