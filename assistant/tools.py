@@ -718,13 +718,14 @@ def _room_to_share(gpu: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _out_of_service(gpu: dict[str, Any], nodes: dict[str, dict[str, Any]]) -> str | None:
-    """Why a GPU takes no new tasks: its node down or drained, or its own reason (too hot, memory left
-    behind, unreadable); None when it is in service."""
+    """Why a GPU takes no new tasks: its node drained or down, or its own reason (too hot, memory left
+    behind, unreadable), in the words `explain` uses; None when it is in service."""
     node = nodes.get(gpu["node"], {})
-    if not node.get("alive", True):
-        return f"node {gpu['node']} is down"
     if node.get("drained"):
         return f"node {gpu['node']} is drained"
+    if not node.get("alive", True):
+        silent_s = float(node.get("heartbeat_age_s") or 0)
+        return f"node {gpu['node']} is down (no heartbeat for {silent_s:.0f} s)"
     why = gpu.get("out_of_service")
     return str(why) if why else None
 

@@ -3,6 +3,8 @@ drained node) as free, and says why it is out, in English and Chinese, in the wo
 
 from __future__ import annotations
 
+import re
+
 from scheduler.clock import now_ms
 from scheduler.nodes import NodeGpu
 from tests.assistant.conftest import tool_result
@@ -79,3 +81,17 @@ def test_a_wait_asked_while_every_gpu_is_out_of_service_says_why_there_is_no_est
     assert chinese.startswith(
         "暂时估计不出什么时候开始：等待停用的卡恢复（2 张中的 2 张：节点 spare-box 已排空"
     ), chinese
+
+
+def test_a_down_node_is_said_in_explains_words_in_both_languages(make_assistant, cluster):
+    gone = [NodeGpu(0, "NVIDIA L4", 24 * GB, 24 * GB)]
+    cluster.nodes.publish("old-box", gone, now_ms() - 3_600_000, "nvml")  # silent for an hour
+
+    english = make_assistant().ask("which GPUs are free?").reply
+    chinese = make_assistant().ask("哪些卡空闲").reply
+
+    # an hour and the few seconds the test itself takes
+    assert re.search(
+        r"Out of service: node old-box is down \(no heartbeat for 36\d\d s\) \(1 GPU\)\.", english
+    )
+    assert re.search(r"停用：节点 old-box 离线（36\d\d 秒没有心跳）（1 张卡）。", chinese), chinese
