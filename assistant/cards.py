@@ -192,6 +192,8 @@ def cli_equivalent(spec: dict[str, Any]) -> str:
         parts += ["--after", shlex.quote(str(spec["not_before"]))]
     if spec.get("deadline"):
         parts += ["--deadline", shlex.quote(str(spec["deadline"]))]
+    for name, value in (spec.get("env") or {}).items():
+        parts += ["--env", shlex.quote(f"{name}={value}")]
     for parent in spec.get("depends_on") or []:
         parts += ["--depends-on", str(parent)]
     for parent in spec.get("depends_on_any") or []:

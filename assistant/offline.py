@@ -103,6 +103,8 @@ class OfflineChatModel(BaseChatModel):
                 changed = {
                     key: value for key, value in {**card.args, **follow.args}.items() if value is not None
                 }
+                if card.args.get("env") and follow.args.get("env"):  # "also set HF_HOME=...": one more
+                    changed["env"] = {**card.args["env"], **follow.args["env"]}
                 changed["replaces_card"] = card.action_id
                 return self._message_for(Reading("tool", "submit_task", changed), text, lang)
         reading = understand(self._with_context(messages[:human_index], text), now)

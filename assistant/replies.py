@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from datetime import date, datetime, time
 from typing import Any
 
@@ -461,6 +462,9 @@ def _spec_extras(spec: dict[str, Any], lang: str, now: datetime | None) -> list[
         extras.append(_t(lang, f"conda env {spec['conda_env']}", f"conda 环境 {spec['conda_env']}"))
     if spec.get("docker_image"):
         extras.append(_t(lang, f"docker image {spec['docker_image']}", f"docker 镜像 {spec['docker_image']}"))
+    if spec.get("env"):
+        pairs = " ".join(f"{name}={shlex.quote(str(value))}" for name, value in spec["env"].items())
+        extras.append(_t(lang, f"env {pairs}", f"环境变量 {pairs}"))
     if spec.get("depends_on"):
         ids = ", ".join(f"#{task_id}" for task_id in spec["depends_on"])
         extras.append(_t(lang, f"after task {ids} succeeds", f"等任务 {ids} 成功后"))
@@ -1393,6 +1397,15 @@ QUESTIONS = {
         "both, send two requests, one for each count.",
         "一个任务用固定数量的卡：要用几张？请只说一个数（“用 4 张卡”）；"
         "两种都想试，就分两次提交，每次一个数量。",
+    ),
+    "gpu_index": (
+        "nightshift picks the GPUs a task runs on and sets CUDA_VISIBLE_DEVICES to them, so a task cannot "
+        'ask for GPU 3 by its number. Say how many GPUs and how much free memory each needs ("on 1 GPU with '
+        '40GB"), or pin a node or a model ("on node gpu-box-2", "on an A100"); `nightshift gpus` shows them.',
+        "GPU 由 nightshift 分配，并把 CUDA_VISIBLE_DEVICES 设为分到的卡，"
+        "所以任务不能按编号指定某张卡（比如 3 号卡）。"
+        "请说要几张卡、每张至少多少空闲显存（“用 1 张卡，40G 显存”），或者指定节点或型号"
+        "（“在 gpu-box-2 节点上”，“用 A100”）；`nightshift gpus` 可以查看。",
     ),
     "sweep_values": (
         "Which values should each run get? Put them in braces in the command and each value becomes a task: "

@@ -384,6 +384,8 @@ def submit_task(ctx: ToolContext, **args: Any) -> str:
             return refused
         again = spec_again(_need_client(ctx).get_task(like)["spec"], now, clear)
         command = given.pop("command", None)
+        if given.get("env") and again.spec.get("env"):  # as `submit --like --env`: adds to the earlier env
+            given["env"] = {**again.spec["env"], **given["env"]}
         args, passed, cleared = (
             {**(with_command(again.spec, command) if command else again.spec), **given},
             again.passed,

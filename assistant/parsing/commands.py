@@ -65,6 +65,7 @@ _STOP_WORDS = frozenset(
         "from",
         "starting",
         "no",
+        "without",
         "needs",
         "need",
         "needing",

@@ -169,6 +169,13 @@ DEPENDS = [
         r"(?!\s*(?:min|h\b|hours?|am|pm|gpus?|gb))",
         re.I,
     ),
+    # "when 12 and 13 are done", "once tasks 12, 13 finish": several parents, with a word that they end
+    re.compile(
+        r"\b(?:once|when)\s+(?:(?:the\s+)?(?:tasks?|jobs?)\s+)?"
+        r"(?P<l>#?\d+(?:(?:\s*,\s*|\s+and\s+|\s*&\s*)(?:(?:task|job)\s+)?#?\d+)+)\s+(?:are\s+|have\s+|both\s+|all\s+)*"
+        r"(?:finished|done|completed|succeeded|finish|complete|succeed|end|ended|over)\b",
+        re.I,
+    ),
     # "等7号和8号跑完再跑 …": several parents in Chinese
     re.compile(
         r"(?:等|在)\s*(?:任务|作业)?\s*(?P<l>#?\d+\s*号?(?:\s*(?:和|、|,|，|与|及|跟)\s*(?:任务|作业)?\s*#?\d+\s*号?)+)"
@@ -205,6 +212,21 @@ DEPENDS = [
         r"(?=\s*(?:是否)?\s*(?:成功|失败|成败|结果|怎样|如何|跑得))"
     ),
 ]
+# An environment variable set in words, outside the command: capitals by convention ("WANDB_MODE=offline",
+# "HF_HOME='/data/hf'"), so "lr=0.1" stays a value to try and "--mode=fast" a flag
+ENV_ASSIGNMENT = re.compile(
+    r"(?<![A-Za-z0-9_$.\-/])(?:env\s+|环境变量\s*)?(?P<k>[A-Z][A-Z0-9]*_[A-Z0-9_]*|[A-Z]{2,}[0-9]*)="
+    r"(?P<v>\"[^\"]*\"|'[^']*'|[^\s,;，；。`\"']+)"
+)
+# GPUs named by their index ("on gpu 3", "use GPUs 0 and 1", "用3号卡", "CUDA_VISIBLE_DEVICES=3"): the
+# scheduler picks GPUs and sets CUDA_VISIBLE_DEVICES itself, so a request cannot pin one
+GPU_INDEX = re.compile(
+    r"\b(?:on|use|using|pin(?:ned)?\s+to|only)\s+(?:the\s+)?gpus?\s*(?:#|no\.?\s*|number\s+|index\s+|id\s+)?\d+"
+    r"(?:\s*(?:,|and|&)\s*\d+)*(?!\s*(?:gb|gib|g\b|x\b|gpus?\b|cards?\b|hours?|h\b|min))(?![\w.])"
+    r"|\bgpus?\s*(?:id|index|number)\s*[:=#]?\s*\d+|\bcuda:\d+|\bCUDA_VISIBLE_DEVICES\s*="
+    r"|(?:用|在)\s*(?:第\s*)?\d+\s*号\s*(?:卡|显卡|GPU|gpu)|第\s*[\d一二三四五六七八]+\s*[张块号]\s*(?:卡|显卡|GPU|gpu)",
+    re.I,
+)
 # Words that make a dependency wait for the parent to end however it ends (`depends_on_any`, afterany):
 # "after 12 finishes, whatever happens", "after task 12 ends, pass or fail", "12 跑完后（不管成功失败）"
 EITHER_WAY = re.compile(
@@ -321,9 +343,25 @@ def _read_parents(text: str, found: Fields) -> str:
     return text if either is None else _blank(text, either, found)
 
 
+def _read_env(text: str, found: Fields) -> str:
+    """Environment variables set outside the command ("WANDB_MODE=offline python train.py", "with
+    HF_HOME=/data/hf", "环境变量 WANDB_MODE=offline") as the spec's `env`, in the order given."""
+    env: dict[str, str] = {}
+    for match in list(ENV_ASSIGNMENT.finditer(text)):
+        value = match.group("v")
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = value[1:-1]
+        env[match.group("k")] = value
+        text = _blank(text, match, found)
+    if env:
+        found.values["env"] = env
+    return text
+
+
 def read_fields(text: str) -> tuple[Fields, str]:
     """Spec fields found in `text` (the command already removed), and the text with them blanked."""
     found = Fields()
+    text = _read_env(text, found)
     text = _read_parents(text, found)
     for key, patterns in (("time_limit_minutes", TIME_LIMIT), ("retries", RETRIES)):
         match = _first(patterns, text)

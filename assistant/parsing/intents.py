@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from assistant.parsing.clears import cleared_fields
 from assistant.parsing.commands import STRONG, fenced_commands, find_command, remove_span
-from assistant.parsing.fields import BARE_NUMBER, GPU_CHOICE, TASK_ID, read_fields, task_ids
+from assistant.parsing.fields import BARE_NUMBER, GPU_CHOICE, GPU_INDEX, TASK_ID, read_fields, task_ids
 from assistant.parsing.fields import ESTIMATE as RUN_TIME
 from assistant.parsing.history import plain_words, read_search
 from assistant.parsing.numbers import DURATION, NUMBER, duration_minutes, tidy, to_int
@@ -187,6 +187,8 @@ UTILIZATION = re.compile(
     r"|(?:每个|各个?)(?:团队|组|人|用户).{0,6}用了多少"  # "最近一周每个团队用了多少GPU"
     r"|how\s+much\s+gpu\b.*\b(?:use[ds]?|burn(?:ed|t)?|consumed?)\b"  # "how much gpu did we burn"
     r"|\bhog(?:ging|s)?\b|\bhogged\b"  # "who's been hogging the GPUs"
+    # "how busy were the GPUs", "how busy is the cluster this week": a span of time asks for a report
+    r"|how\s+busy\s+(?:were|was|have|has)\b|how\s+busy\b.*\b(?:weeks?|months?|days|yesterday)\b"
     r"|what\s+did\s+(?:my\s+|our\s+|the\s+|each\s+)?(?:team|teams|we|i|everyone|everybody)\s+use\b"
     r"|how\s+much\s+(?:did|have)\s+(?:we|i|my\s+team|our\s+team|each\s+team)\s+used?\b"
     r"|\b(?:last|this|past)\s+(?:week|month)'?s\s+(?:numbers|figures)\b"
@@ -486,6 +488,8 @@ def _submit(command: str, rest: str, now: datetime, several: bool = False) -> Re
         return Reading("question", reason="recurring")
     if GPU_CHOICE.search(rest):  # "on 2 or 4 GPUs": which, rather than a card with one picked
         return Reading("question", reason="gpu_count_choice")
+    if GPU_INDEX.search(rest):  # "on gpu 3": a card for any one GPU would drop the index without a word
+        return Reading("question", reason="gpu_index")
     grid = brace_grid(command)
     worded = _worded_grid(grid.command if grid else command, rest, set(grid.grid) if grid else set())
     if isinstance(worded, Reading):
