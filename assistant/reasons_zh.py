@@ -299,6 +299,16 @@ _RULES: list[Rule] = [
     ),
     (
         re.compile(
+            r"task (\d+) is still (running|queued): this is another task beside it "
+            r"\(cancel \d+ to (stop|drop) the first\)"
+        ),
+        lambda m: (
+            f"任务 {m[1]} 仍在{'运行' if m[2] == 'running' else '排队'}：确认后会在它之外再加一个任务"
+            f"（要{'停掉' if m[3] == 'stop' else '去掉'}原来的，请取消 {m[1]} 号）"
+        ),
+    ),
+    (
+        re.compile(
             r"with the work queued ahead of it, it should start around (.+) and end around (.+), after its "
             r"deadline (.+)"
         ),

@@ -361,6 +361,16 @@ def _add_warnings(card: dict[str, Any], warnings: list[str]) -> None:
         card["warnings"] = warnings
 
 
+def _still_live_warning(task_id: int, status: str) -> list[str]:
+    """What a card running task `task_id` again warns of while that task is still queued or running ("restart
+    9"): confirming adds a second task beside it, and the first goes on until it is cancelled."""
+    if status not in ("queued", "running"):
+        return []
+    undo = "stop" if status == "running" else "drop"
+    beside = f"this is another task beside it (cancel {task_id} to {undo} the first)"
+    return [f"task {task_id} is still {status}: {beside}"]
+
+
 def submit_task(ctx: ToolContext, **args: Any) -> str:
     """Prepare a task for submission: validates it and returns a card the person must confirm."""
     now = ctx.now()
@@ -375,6 +385,7 @@ def submit_task(ctx: ToolContext, **args: Any) -> str:
     clear = args.pop("clear", None) or []
     passed: dict[str, str] = {}
     cleared: dict[str, Any] = {}
+    beside: list[str] = []
     if clear and like is None:
         return _error(CLEAR_NEEDS_LIKE_TASK)
     if like is not None:  # "run 12 again": task 12's spec, changed by what else was asked
@@ -382,7 +393,9 @@ def submit_task(ctx: ToolContext, **args: Any) -> str:
         refused = _cleared(clear, given, CLEARABLE_FIELDS)
         if isinstance(refused, str):
             return refused
-        again = spec_again(_need_client(ctx).get_task(like)["spec"], now, clear)
+        earlier = _need_client(ctx).get_task(like)
+        again = spec_again(earlier["spec"], now, clear)
+        beside = _still_live_warning(like, str(earlier.get("status")))
         command = given.pop("command", None)
         if given.get("env") and again.spec.get("env"):  # as `submit --like --env`: adds to the earlier env
             given["env"] = {**again.spec["env"], **given["env"]}
@@ -408,7 +421,8 @@ def submit_task(ctx: ToolContext, **args: Any) -> str:
     card: dict[str, Any] = {"kind": "submit", "spec": spec, "summary": summary}
     # its windows and run time alone say it here; what the queue ahead of it does, only the server knows
     behind_queue = summary.pop("deadline_warning", None)
-    _add_warnings(card, deadline_warnings(spec, now, ctx.offpeak) or ([behind_queue] if behind_queue else []))
+    deadline = deadline_warnings(spec, now, ctx.offpeak) or ([behind_queue] if behind_queue else [])
+    _add_warnings(card, beside + deadline)
     if preview is not None:  # one card for the whole sweep
         card["sweep"] = preview
         summary["cli"] = "nightshift submit SPEC.yaml  (a spec file with this sweep)"

@@ -104,6 +104,10 @@ TASK_STATE = re.compile(
     r"|how\s+long\s+has\b.*\b(?:been\s+)?running|how\s+much\s+(?:gpu\s+)?(?:memory|vram)\b.*\busing\b"
     r"|what(?:'?s|\s+is)\s+(?:the\s+)?(?:time\s+limit|deadline|priority|estimate|command)\s+(?:of|for|on)\b"
     r"|(?:什么时候|何时|多久)(?:能|才能|会)?(?:跑完|结束|完成)"
+    # "what's the error in 9", "what went wrong with 9", "which node is 9 on", "is 9 using the GPU"
+    r"|\berrors?\b|\bwent\s+wrong\b|出错|报错|错误|\bwhich\s+(?:node|gpus?|machine|server|host)\b"
+    r"|\bis\s+(?:task\s+|job\s+|#)?#?\d+\s+(?:still\s+)?using\b"
+    r"|(?:在)?哪(?:个|台)(?:节点|机器|服务器)|哪(?:张|块)卡"
     # what an ended task used ("what did task 9 cost", "9号任务花了多少钱"): explain_task shows its usage
     rf"|{_COST_WORDS}|\bgpu[\s-]?hours?\b|多少(?:GPU|卡)?机?时",
     _I,
@@ -164,7 +168,8 @@ LIST = re.compile(
     r"|我们?(?:昨天|今天|前天|刚才|刚刚|刚|之前|上午|下午|早上|晚上)?(?:提交|跑)的(?:任务|作业)"
     # "anything crash overnight?", "list everything running"
     r"|\b(?:anything|something|any\s+(?:jobs?|tasks?|runs?))\s+(?:crash|fail|die|break)(?:ed)?\b"
-    r"|\blist\s+(?:all|everything|every\s+(?:job|task))\b",
+    r"|\blist\s+(?:all|everything|every\s+(?:job|task))\b"
+    r"|^\s*(?:is\s+|are\s+)?(?:there\s+)?(?:anything|something|any\s+(?:jobs?|tasks?))\s+(?:running|queued|pending|waiting)\b",
     _I,
 )
 # what ended while the person was away ("how did last night go?", "anything crash overnight?",
@@ -214,7 +219,7 @@ CLUSTER = re.compile(
 )
 # running an earlier task again ("rerun 12", "run task 12 again", "12号再跑一遍"): its id names the task
 RERUN = re.compile(
-    r"\bre-?(?:run|submit|queue|launch)\b|\b(?:run|submit|queue|launch|start|do)\b(?=.{0,40}?\bagain\b)"
+    r"\bre-?(?:run|submit|queue|launch)\b|\brestart\s+(?=(?:task|job|#)?\s*#?\d)|\b(?:run|submit|queue|launch|start|do)\b(?=.{0,40}?\bagain\b)"
     r"|\bonce\s+more\b|\bretry\s+(?=(?:task|job|#))|^\s*(?:please\s+)?retry\s+(?=\d+\s*$|\d+\s+(?!times?\b))"
     r"|\bsame\s+as\s+(?=(?:task|job|#)?\s*\d)|\blike\s+(?=(?:task|job|#)\s*\d)"
     r"|\b(?:clone|copy|duplicate)\s+(?=(?:task|job|#)?\s*\d)"  # "the same as 12"
@@ -658,13 +663,19 @@ def _rerun(rest: str, command: str | None, now: datetime) -> Reading | None:
 
 
 # changing a queued task ("make 12 urgent", "run 12 tonight instead", "start 12 now", "把12号改成高优先级")
+# the head of the queue ("move 9 to the front", "把9号放到最前面"): the top class, which anyone may set
+# ("skip the queue", "插队" ask to pass everyone: `PRIVILEGE` refuses them)
+_TO_THE_FRONT = r"\b(?:to|at)\s+the\s+(?:front|top|head)\b|(?:放|排|挪|移)到(?:队列)?(?:最)?前面"
 CHANGE_VERB = re.compile(
-    r"\b(?:change|make|set|bump|raise|lower|move|reschedule|switch|update|start|run|give|push|limit|cap)\b"
+    r"\b(?:change|make|set|bump|raise|lower|move|reschedule|switch|update|start|run|give|push|limit|cap"
+    r"|prioriti[sz]e)\b|放到|排到|移到"
     r"|改成|改为|改到|调到|调成|调高|调低|提高|降低|提到|推迟|挪到|换成|现在就|马上|立刻|延长到|延到",
     _I,
 )
 PRIORITY_UP = re.compile(
-    r"\b(?:raise|bump|increase)\b.*\bpriority\b|优先级\s*(?:调高|提高|调到最高|提到最高)", _I
+    r"\b(?:raise|bump|increase)\b.*\bpriority\b|优先级\s*(?:调高|提高|调到最高|提到最高)"
+    r"|\bbump\s+(?:up\s+)?(?:task|job|#)?\s*#?\d|\bprioriti[sz]e\b|" + _TO_THE_FRONT,
+    _I,
 )
 PRIORITY_DOWN = re.compile(
     r"\b(?:lower|decrease|reduce|drop)\b.*\bpriority\b|优先级\s*(?:调低|降低|调到最低)", _I
@@ -675,7 +686,7 @@ def _change(rest: str, now: datetime) -> Reading | None:
     """A change to one queued task's timing or priority (a change card to confirm); a pointer when it asks
     to change what runs or where; None when the text is not such a request."""
     ids = task_ids(rest)
-    if not CHANGE_VERB.search(rest):
+    if not CHANGE_VERB.search(rest) and not PRIORITY_UP.search(rest):  # "put 9 at the top of the queue"
         return None
     if not ids and (PRIORITY_UP.search(rest) or PRIORITY_DOWN.search(rest)):
         return Reading("question", reason="need_task_id")  # "raise my priority": of which task?
@@ -691,7 +702,8 @@ def _change_reading(text: str, now: datetime, tool: str, **which: int) -> Readin
     clear = cleared_fields(text).fields
     args = _spec_args(text, now)
     if "priority" not in args and PRIORITY_UP.search(text):
-        args["priority"] = "urgent" if re.search(r"\bhighest\b|\btop\b|最高", text, _I) else "high"
+        top = re.search(r"\bhighest\b|\btop\b|最高|" + _TO_THE_FRONT, text, _I)
+        args["priority"] = "urgent" if top else "high"
     elif "priority" not in args and PRIORITY_DOWN.search(text):
         args["priority"] = "low"
     if args.keys() - set(EDITABLE_FIELDS):

@@ -1,0 +1,86 @@
+"""Everyday words about one's tasks: "is anything running?", "what went wrong with 9", "which node is 9
+on", "move 9 to the front", "restart 9" (a card that says the first copy still runs)."""
+
+from __future__ import annotations
+
+import pytest
+
+from assistant.parsing.intents import understand
+from scheduler.clock import now_ms
+from tests.assistant.conftest import NOW
+
+pytestmark = pytest.mark.usefixtures("four_gpu_node")
+
+
+@pytest.mark.parametrize(
+    ("text", "tool", "args"),
+    [
+        ("is anything running right now", "list_tasks", {"status": "running"}),
+        ("anything running?", "list_tasks", {"status": "running"}),
+        ("are any jobs queued", "list_tasks", {"status": "queued"}),
+        ("what's the error in task 9", "explain_task", {"task_id": 9}),
+        ("what went wrong with 9", "explain_task", {"task_id": 9}),
+        ("9号任务报错了", "explain_task", {"task_id": 9}),
+        ("which node is task 9 on", "explain_task", {"task_id": 9}),
+        ("9号任务在哪个节点上", "explain_task", {"task_id": 9}),
+        ("is task 9 using the gpu", "explain_task", {"task_id": 9}),
+        ("move task 9 to the front", "change_task", {"task_id": 9, "priority": "urgent"}),
+        ("put 9 at the top of the queue", "change_task", {"task_id": 9, "priority": "urgent"}),
+        ("把9号任务放到最前面", "change_task", {"task_id": 9, "priority": "urgent"}),
+        ("bump task 9", "change_task", {"task_id": 9, "priority": "high"}),
+        ("prioritize task 9", "change_task", {"task_id": 9, "priority": "high"}),
+        ("restart 9", "submit_task", {"like_task": 9}),
+        ("restart task 9 on 2 gpus", "submit_task", {"like_task": 9, "gpus": 2}),
+    ],
+)
+def test_everyday_words_about_a_task_reach_its_tool(text, tool, args):
+    reading = understand(text, NOW)
+
+    assert (reading.tool, reading.args) == (tool, args)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "run `python train.py` and email me on error",  # a submit, whatever words follow
+        "restart the scheduler",  # the servers are not the person's to restart
+        "帮我插队",  # passing everyone is refused, as before
+    ],
+)
+def test_the_new_words_do_not_take_over_other_requests(text):
+    reading = understand(text, NOW)
+
+    assert reading.tool not in ("explain_task", "change_task") and "like_task" not in reading.args
+
+
+def test_restarting_a_running_task_says_the_first_copy_goes_on_until_it_is_cancelled(make_assistant, cluster):
+    assistant = make_assistant()
+    task = assistant.client.submit({"command": "python train.py", "gpus": 1})
+    assert cluster.queue.assign(task["id"], "node-a", [0], now_ms())
+    claim = cluster.queue.claim("node-a", now_ms(), 60_000)
+    assert claim is not None and cluster.tasks.mark_running(
+        task["id"], claim.token, "node-a", claim.gpu_indices
+    )
+
+    english = assistant.ask(f"restart {task['id']}")
+    chinese = assistant.ask(f"重新跑一下{task['id']}号")
+
+    assert english.cards[0]["warnings"] == [
+        f"task {task['id']} is still running: this is another task beside it "
+        f"(cancel {task['id']} to stop the first)"
+    ]
+    assert f"⚠ Task {task['id']} is still running" in english.reply
+    assert (
+        f"任务 {task['id']} 仍在运行：确认后会在它之外再加一个任务（要停掉原来的，请取消 {task['id']} 号）"
+        in chinese.reply
+    )
+
+
+def test_running_an_ended_task_again_has_no_such_warning(make_assistant, cluster):
+    assistant = make_assistant()
+    task = assistant.client.submit({"command": "python train.py", "gpus": 1})
+    assistant.client.cancel(task["id"])
+
+    turn = assistant.ask(f"run {task['id']} again")
+
+    assert "warnings" not in turn.cards[0]
