@@ -206,6 +206,7 @@ CLUSTER = re.compile(
     r"available)(?:\s+|的)?(?:gpus?|cards?|卡|[AHVL]\d{2,3}s?)(?![A-Za-z0-9])"  # also "free的gpu吗"
     r"|\bcluster\b.*\b(?:busy|load|full|free)\b|\bload\s+on\s+the\s+(?:cluster|gpus|nodes|servers?)\b|\b[AHVL]\d{2,3}s?\b.*\b(?:free|idle|available)\b"
     r"|cluster\s+status|status\s+of\s+the\s+(?:cluster|gpus|nodes)|which\s+gpus|nvidia-smi"
+    r"|\b(?:biggest|largest|smallest|fastest|newest)\s+(?:gpus?|cards?)\b|最大的(?:卡|显卡|GPU)"
     r"|what(?:'s|\s+is)\s+(?:using|on|running\s+on)\s+(?:the\s+)?gpu"
     r"|\bis\s+node\s+\S+\s+(?:down|up|alive|dead|ok|online|offline)\b|\bnodes?\s+status\b"
     r"|what\s+gpus\s+(?:does|do|are)\b|\bgpus\s+(?:does|do)\s+(?:the|we|this)\b"
