@@ -22,7 +22,7 @@ import redis
 import uvicorn
 from hypothesis import settings as hypothesis_settings
 
-from api.cli.zone import reported_zone_name
+from api.cli.zone import forget_reported_zones
 from api.main import create_app
 from scheduler.errors import ServiceUnavailable
 from scheduler.executor.cgroups import JobCgroups
@@ -69,9 +69,9 @@ def unavailable(message: str) -> NoReturn:
 def fresh_cluster_zone() -> Iterator[None]:
     """Forget the zone an API reported: a CLI process asks once, but the tests run many CLIs in one
     process, against APIs that may reuse a port another test's API, in another zone, had."""
-    reported_zone_name.cache_clear()
+    forget_reported_zones()
     yield
-    reported_zone_name.cache_clear()
+    forget_reported_zones()
 
 
 @pytest.fixture(scope="session")

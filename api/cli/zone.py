@@ -30,11 +30,25 @@ def in_cluster_zone(settings: Settings) -> Settings:
     return settings.model_copy(update={"timezone": reported}) if reported else settings
 
 
-@lru_cache(maxsize=4)
 def reported_zone_name(api_url: str) -> str | None:
-    """The cluster's zone as its API reports it, asked once per process and API."""
-    client = NightshiftClient(api_url, None, timeout_s=5.0)
+    """The cluster's zone as its API reports it, asked once per process and API; an API that did not
+    answer is asked again next time, rather than its times read in this machine's zone from then on."""
+    zone = _zone_reported_by(api_url)
+    if zone is None:
+        forget_reported_zones()
+    return zone
+
+
+@lru_cache(maxsize=4)
+def _zone_reported_by(api_url: str) -> str | None:
+    # the command's own timeout: a busy API that answers in 6 s must not have its times read in another zone
+    client = NightshiftClient(api_url, None)
     try:
         return client.cluster_zone_name()
     finally:
         client.close()
+
+
+def forget_reported_zones() -> None:
+    """Ask each API for its zone again (tests run many CLIs in one process, against APIs on reused ports)."""
+    _zone_reported_by.cache_clear()

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import socket
+import threading
 from datetime import datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from zoneinfo import ZoneInfo
 
 import httpx
@@ -98,3 +101,37 @@ def test_the_chat_served_apart_takes_the_apis_zone_unless_it_has_its_own(
     unreachable = in_cluster_zone(make_settings(api_url="http://127.0.0.1:9", timezone=""))
 
     assert (plain.timezone, own.timezone, unreachable.timezone) == ("Asia/Shanghai", "Europe/Berlin", "")
+
+
+def test_an_api_that_did_not_answer_is_asked_for_its_zone_again(make_settings):
+    # Given a port where no API listens yet
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    settings = make_settings(api_url=f"http://127.0.0.1:{port}", timezone="")
+    before = in_cluster_zone(settings)
+
+    # When an API answers there (a plain HTTP server saying its zone, as /healthz does)
+    class Healthz(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            body = json.dumps({"status": "ok", "timezone": "Asia/Shanghai"}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", port), Healthz)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        after = in_cluster_zone(settings)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+    # Then the failed lookup was not remembered: the zone comes from the API that now answers
+    assert (before.timezone, after.timezone) == ("", "Asia/Shanghai")
