@@ -113,7 +113,7 @@ def test_an_api_that_did_not_answer_is_asked_for_its_zone_again(make_settings):
 
     # When an API answers there (a plain HTTP server saying its zone, as /healthz does)
     class Healthz(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        def do_GET(self) -> None:
             body = json.dumps({"status": "ok", "timezone": "Asia/Shanghai"}).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
