@@ -252,6 +252,7 @@ CARD_SPEC_ROWS = (
     "retries",
     "conda_env",
     "docker_image",
+    "env",
     "depends_on",
     "depends_on_any",
     "deadline",
@@ -273,6 +274,7 @@ _CARD_ZH = {
     "retries": "重试次数",
     "conda env": "conda 环境",
     "docker image": "docker 镜像",
+    "env": "环境变量",
     "depends on": "依赖任务",
     "depends on any": "等其结束的任务",
     "deadline": "截止时间",
@@ -431,7 +433,10 @@ def _submit_rows(
             finish += in_parentheses(run_estimate_words(summary["run_estimate"], lang), lang)
         rows.append(_row(words("estimated finish"), finish))
     for key in CARD_SPEC_ROWS:
-        if spec.get(key) not in (None, [], 0, ""):  # a deadline in the cluster's time, as the estimates
+        if key == "env" and spec.get("env"):  # each variable as the shell would set it, one per line
+            pairs = [f"{name}={value}" for name, value in spec["env"].items()]
+            rows.append(_lines_row(words("env"), pairs))
+        elif spec.get(key) not in (None, [], 0, "", {}):  # a deadline in the cluster's time, as the estimates
             value = short_time(spec[key], zone) if key == "deadline" else spec[key]
             rows.append(_row(words(key.replace("_", " ")), value))
     for key in ("energy", "energy_cost", "quota", "cli"):

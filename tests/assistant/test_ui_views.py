@@ -51,6 +51,16 @@ def test_the_submit_card_shows_command_resources_start_finish_and_quota() -> Non
         assert expected in html
 
 
+def test_the_submit_card_shows_each_environment_variable_escaped_on_its_own_line() -> None:
+    card = submit_card(env={"WANDB_MODE": "offline", "NOTE": "<b>x</b>"})
+
+    english, chinese = views.card_html(card, ZONE), views.card_html(card, ZONE, "zh")
+
+    assert "<tr><th>env</th><td>WANDB_MODE=offline<br>NOTE=&lt;b&gt;x&lt;/b&gt;</td></tr>" in english
+    assert "<th>环境变量</th>" in chinese
+    assert "<th>env</th>" not in views.card_html(submit_card(env={}), ZONE)
+
+
 def test_a_cpu_only_card_says_so_instead_of_zero_gpus() -> None:
     card = submit_card()
     card["spec"]["gpus"] = 0
