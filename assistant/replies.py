@@ -10,7 +10,7 @@ from typing import Any
 
 from assistant.reasons_zh import reason_zh
 from scheduler.policy.reasons import amount
-from scheduler.spec import spec_gpu_fraction
+from scheduler.spec import MAX_SWEEP_VALUES, spec_gpu_fraction
 
 _DATA = re.compile(r"</?data>")
 CJK = re.compile(r"[\u3400-\u9fff]")
@@ -1406,6 +1406,12 @@ QUESTIONS = {
         "所以任务不能按编号指定某张卡（比如 3 号卡）。"
         "请说要几张卡、每张至少多少空闲显存（“用 1 张卡，40G 显存”），或者指定节点或型号"
         "（“在 gpu-box-2 节点上”，“用 A100”）；`nightshift gpus` 可以查看。",
+    ),
+    "sweep_too_long": (
+        f"A sweep tries at most {MAX_SWEEP_VALUES} values of one parameter, and that sequence has more. "
+        "Narrow it or give it a step: `--seed {1..100}`, `--steps {0..10000..1000}`.",
+        f"一个扫参的每个参数最多 {MAX_SWEEP_VALUES} 个取值，这个序列超过了。请缩小范围或加上步长："
+        "`--seed {1..100}`、`--steps {0..10000..1000}`。",
     ),
     "sweep_values": (
         "Which values should each run get? Put them in braces in the command and each value becomes a task: "

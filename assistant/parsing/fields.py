@@ -128,7 +128,7 @@ _VALUE = r"[A-Za-z0-9][\w.\-+:/@]*"
 _QUOTE = r"[\"'`“”‘’「」]?"
 TAG = re.compile(
     rf"\btagged\s+(?:as\s+|with\s+)?{_QUOTE}(?P<a>{_VALUE}){_QUOTE}"
-    rf"|\b(?:with\s+(?:the\s+)?)?tag\s*[:=]?\s*{_QUOTE}(?P<b>{_VALUE}){_QUOTE}"
+    rf"|\b(?:with\s+(?:the\s+)?)?tag\s*[:=]?\s*(?:(?:it|this|them)\s+(?:as\s+|with\s+)?)?{_QUOTE}(?P<b>{_VALUE}){_QUOTE}"
     rf"|(?P<c>{_VALUE})-tagged\b"
     rf"|标签\s*(?:为|是|叫)?\s*[:：]?\s*{_QUOTE}(?P<z>{_VALUE}){_QUOTE}"
     rf"|{_QUOTE}(?P<z2>{_VALUE}){_QUOTE}\s*(?:的)?标签",

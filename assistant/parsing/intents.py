@@ -30,6 +30,7 @@ from assistant.parsing.sweeps import (
 )
 from assistant.parsing.times import blank_dates, read_times
 from scheduler.edits import EDITABLE_FIELDS
+from scheduler.spec import MAX_SWEEP_VALUES
 
 Kind = Literal["tool", "question", "refusal", "help", "edit"]
 _I = re.I
@@ -497,6 +498,8 @@ def _submit(command: str, rest: str, now: datetime, several: bool = False) -> Re
     if GPU_INDEX.search(rest):  # "on gpu 3": a card for any one GPU would drop the index without a word
         return Reading("question", reason="gpu_index")
     grid = brace_grid(command)
+    if grid is not None and any(len(values) > MAX_SWEEP_VALUES for values in grid.grid.values()):
+        return Reading("question", reason="sweep_too_long")  # "{0..100000000}": narrower, or a step
     worded = _worded_grid(grid.command if grid else command, rest, set(grid.grid) if grid else set())
     if isinstance(worded, Reading):
         return worded

@@ -11,6 +11,7 @@ from typing import Any
 
 from assistant.parsing.history import TAG, plain_words
 from assistant.parsing.numbers import NUMBER, to_int
+from scheduler.spec import MAX_SWEEP_VALUES
 
 _I = re.I
 
@@ -153,7 +154,11 @@ def without_running_limit(text: str) -> str:
 # a list of values in braces in a command, a shell word of its own or after `=` ("--lr {1e-3,1e-4}",
 # "--bs={32,64}"): one parameter of a grid (never `${HOME}`, a `{lr}` placeholder, nor braces in quotes)
 _VALUE = r"[^{}\s,'\"`$;|&<>()]+"
-BRACE_LIST = re.compile(rf"(?:(?<=\s)|(?<==))\{{(?P<values>{_VALUE}(?:\s*,\s*{_VALUE})+)\}}(?=\s|$)")
+# "{1e-3,1e-4}", or a shell's sequence "{1..5}", "{0..100..10}" (every value from, to, by a step)
+BRACE_LIST = re.compile(
+    rf"(?:(?<=\s)|(?<==))\{{(?:(?P<values>{_VALUE}(?:\s*,\s*{_VALUE})+)"
+    r"|(?P<first>-?\d{1,9})\.\.(?P<last>-?\d{1,9})(?:\.\.(?P<step>-?\d{1,9}))?)\}(?=\s|$)"
+)
 _QUOTED = re.compile(r"'[^']*'|\"(?:[^\"\\]|\\.)*\"")
 _PARAM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 
@@ -177,12 +182,24 @@ def brace_grid(command: str) -> BraceGrid | None:
     grid: dict[str, list[Any]] = {}
     for index, match in enumerate(found, start=1):
         name = _param_name(masked[: match.start()], index)
-        grid[f"{name}_{index}" if name in grid else name] = _typed(
-            [v.strip() for v in match["values"].split(",")]
+        values = (
+            _typed([v.strip() for v in match["values"].split(",")])
+            if match["values"]
+            else _sequence(int(match["first"]), int(match["last"]), int(match["step"] or 1))
         )
+        grid[f"{name}_{index}" if name in grid else name] = values
     for match, name in zip(reversed(found), reversed(list(grid)), strict=True):
         command = command[: match.start()] + "{" + name + "}" + command[match.end() :]
     return BraceGrid(command, grid)
+
+
+def _sequence(first: int, last: int, step: int) -> list[int]:
+    """A shell's `{first..last..step}`: every value from `first` to `last`, either way, `step` apart (its
+    sign ignored, as bash does); past MAX_SWEEP_VALUES only one more, so the spec says the sweep is too
+    long rather than this building it."""
+    step = max(abs(step), 1) * (1 if last >= first else -1)
+    count = min(abs(last - first) // abs(step) + 1, MAX_SWEEP_VALUES + 1)
+    return [first + i * step for i in range(count)]
 
 
 def _param_name(before: str, index: int) -> str:

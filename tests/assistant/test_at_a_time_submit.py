@@ -11,6 +11,7 @@ from langchain_core.messages import AIMessage
 from assistant.parsing.commands import find_command
 from assistant.parsing.intents import understand
 from assistant.parsing.sweeps import brace_grid
+from scheduler.spec import MAX_SWEEP_VALUES
 from tests.assistant.conftest import ScriptedChatModel, tool_call, tool_result
 
 NOW = datetime.fromisoformat("2026-03-02T15:00:00+08:00")
@@ -49,6 +50,10 @@ def test_n_at_a_time_ends_the_command(text, command):
             "python t.py --seed {seed} --seed {seed_2}",
             {"seed": [1, 2], "seed_2": [3, 4]},
         ),
+        # a shell's sequence: from, to, by a step, either way
+        ("python t.py --seed {1..5}", "python t.py --seed {seed}", {"seed": [1, 2, 3, 4, 5]}),
+        ("python t.py --epochs={10..1..3}", "python t.py --epochs={epochs}", {"epochs": [10, 7, 4, 1]}),
+        ("python t.py --shift {-2..2..-2}", "python t.py --shift {shift}", {"shift": [-2, 0, 2]}),
     ],
 )
 def test_brace_lists_in_a_command_make_a_grid_named_by_their_flags(command, template, grid):
@@ -64,6 +69,8 @@ def test_brace_lists_in_a_command_make_a_grid_named_by_their_flags(command, temp
         "echo ${HOME} {lr}",
         'python t.py --cfg \'{"a":1,"b":2}\'',
         "python t.py --lr {0.1}",
+        "python t.py --range {1..}",
+        "python t.py {1..2}x",
     ],
 )
 def test_braces_in_quotes_shell_variables_and_placeholders_make_no_grid(command):
@@ -184,3 +191,13 @@ def test_a_model_giving_a_single_task_max_running_gets_no_card_but_the_reason(ma
         "leave it out, or give the sweep's values"
     )
     assert cluster.tasks.count_by_status() == {}
+
+
+def test_a_sequence_longer_than_a_sweep_may_be_is_refused_without_being_built(make_assistant):
+    found = brace_grid("python t.py --seed {0..100000000}")
+    turn = make_assistant().ask("run python t.py --seed {0..100000000}")
+
+    assert found is not None and len(found.grid["seed"]) == MAX_SWEEP_VALUES + 1  # not a billion
+    assert (
+        turn.cards == [] and "at most 1000 values of one parameter, and that sequence has more" in turn.reply
+    )
