@@ -215,7 +215,7 @@ DEPENDS = [
 # An environment variable set in words, outside the command: capitals by convention ("WANDB_MODE=offline",
 # "HF_HOME='/data/hf'"), so "lr=0.1" stays a value to try and "--mode=fast" a flag
 ENV_ASSIGNMENT = re.compile(
-    r"(?<![A-Za-z0-9_$.\-/])(?:env\s+|环境变量\s*)?(?P<k>[A-Z][A-Z0-9]*_[A-Z0-9_]*|[A-Z]{2,}[0-9]*)="
+    r"(?<![A-Za-z0-9_$.\-/])(?:env\s+|环境变量\s*)?(?!GPUS?=)(?P<k>[A-Z][A-Z0-9]*_[A-Z0-9_]*|[A-Z]{2,}[0-9]*)="
     r"(?P<v>\"[^\"]*\"|'[^']*'|[^\s,;，；。`\"']+)"
 )
 # GPUs named by their index ("on gpu 3", "use GPUs 0 and 1", "用3号卡", "CUDA_VISIBLE_DEVICES=3"): the

@@ -71,10 +71,13 @@ def test_a_gpu_named_by_its_index_gets_a_question_not_a_card(text):
         ("run python train.py on 3 gpus", 3),
         ("用3张卡跑 train.py", 3),
         ("run python train.py on 1 gpu with 40gb", 1),
+        ("run python train.py with GPUS=2", 2),  # the spec's own field, not a variable
     ],
 )
-def test_a_count_of_gpus_is_no_index(text, gpus):
-    assert understand(text, NOW).args["gpus"] == gpus
+def test_a_count_of_gpus_is_no_index_nor_a_variable(text, gpus):
+    args = understand(text, NOW).args
+
+    assert args["gpus"] == gpus and "env" not in args
 
 
 def test_an_env_card_shows_the_variables_and_submits_them(make_assistant, cluster):
