@@ -1407,6 +1407,13 @@ QUESTIONS = {
         "请说要几张卡、每张至少多少空闲显存（“用 1 张卡，40G 显存”），或者指定节点或型号"
         "（“在 gpu-box-2 节点上”，“用 A100”）；`nightshift gpus` 可以查看。",
     ),
+    "repeat_runs": (
+        "A task runs its command once. For several runs, say what differs between them and each value "
+        "becomes a task: `python train.py --seed {1..3}` makes 3. To run it again only if it fails, say "
+        '"retry 2 times".',
+        "一个任务只运行一次命令。要跑多次，请说明每次有什么不同，每个取值一个任务："
+        "`python train.py --seed {1..3}` 会生成 3 个任务。如果只是失败后再跑，请说“失败重试 2 次”。",
+    ),
     "sweep_too_long": (
         f"A sweep tries at most {MAX_SWEEP_VALUES} values of one parameter, and that sequence has more. "
         "Narrow it or give it a step: `--seed {1..100}`, `--steps {0..10000..1000}`.",

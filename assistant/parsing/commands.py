@@ -158,10 +158,19 @@ _CLOCK_AT = re.compile(
 )
 
 
+# "3 times", "twice" after a command: how often to run it (a question back), not its arguments
+REPEAT_AT = re.compile(
+    r"(?:\d+|two|three|four|five|six|seven|eight|nine|ten)\s+times\b|(?:twice|thrice)\b", re.I
+)
+
+
 def _resource_starts(text: str, token: re.Match[str]) -> bool:
     """True when `token` begins a resource, size or duration ("2 gpus", "40gb", "30 min"), a clock time
-    ("9am-5pm") or how many run at once ("2 at a time", "two at once"): the spec begins."""
-    return any(pattern.match(text, token.start()) for pattern in (_RESOURCE_AT, _CLOCK_AT, AT_A_TIME))
+    ("9am-5pm"), how many run at once ("2 at a time", "two at once") or how often ("3 times"): the spec
+    begins."""
+    return any(
+        pattern.match(text, token.start()) for pattern in (_RESOURCE_AT, _CLOCK_AT, AT_A_TIME, REPEAT_AT)
+    )
 
 
 def _leads_into_a_resource(text: str, token: re.Match[str]) -> bool:

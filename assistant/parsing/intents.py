@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from assistant.parsing.clears import cleared_fields
-from assistant.parsing.commands import STRONG, fenced_commands, find_command, remove_span
+from assistant.parsing.commands import REPEAT_AT, STRONG, fenced_commands, find_command, remove_span
 from assistant.parsing.fields import BARE_NUMBER, GPU_CHOICE, GPU_INDEX, TASK_ID, read_fields, task_ids
 from assistant.parsing.fields import ESTIMATE as RUN_TIME
 from assistant.parsing.history import plain_words, read_search
@@ -477,6 +477,12 @@ RECURRING = re.compile(
 )
 
 
+# the same command several times ("3 times", "5 runs of", "跑三遍"): a sweep needs what differs between runs
+REPEAT = re.compile(
+    rf"{REPEAT_AT.pattern}|\b(?:\d+|two|three|four|five|six|seven|eight|nine|ten)\s+(?:runs|copies)\s+of\b"
+    r"|(?:跑|运行|执行)\s*(?:\d+|[两二三四五六七八九十])\s*(?:次|遍)|(?:\d+|[两二三四五六七八九十])\s*(?:次|遍)",
+    _I,
+)
 # a second command after the first, outside it: "run python a.py and python b.py", "然后跑 b.py"
 ANOTHER_COMMAND = re.compile(
     r"(?:\band(?:\s+then)?\b|\bthen\b|\balso\b|;|,|，|然后|再|和)\s*(?:(?:also\s+)?run\s+|跑\s*|运行\s*)?"
@@ -497,6 +503,8 @@ def _submit(command: str, rest: str, now: datetime, several: bool = False) -> Re
         return Reading("question", reason="gpu_count_choice")
     if GPU_INDEX.search(rest):  # "on gpu 3": a card for any one GPU would drop the index without a word
         return Reading("question", reason="gpu_index")
+    if REPEAT.search(read_fields(rest)[1]):  # "3 times" (not "retry 3 times"): one card would run it once
+        return Reading("question", reason="repeat_runs")
     grid = brace_grid(command)
     if grid is not None and any(len(values) > MAX_SWEEP_VALUES for values in grid.grid.values()):
         return Reading("question", reason="sweep_too_long")  # "{0..100000000}": narrower, or a step

@@ -201,3 +201,39 @@ def test_a_sequence_longer_than_a_sweep_may_be_is_refused_without_being_built(ma
     assert (
         turn.cards == [] and "at most 1000 values of one parameter, and that sequence has more" in turn.reply
     )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "run python train.py 3 times",
+        "queue up 3 runs of python train.py with seeds 1 2 3",
+        "run python train.py twice",
+        "跑三遍 train.py",
+        "train.py 跑3次",
+    ],
+)
+def test_the_same_command_several_times_gets_a_question_not_one_card_or_a_command_with_times_in_it(
+    text, make_assistant
+):
+    turn = make_assistant().ask(text)
+
+    assert understand(text, NOW).reason == "repeat_runs"
+    assert turn.cards == [] and "{1..3}" in turn.reply
+
+
+@pytest.mark.parametrize(
+    ("text", "retries"),
+    [
+        ("run python train.py and retry 3 times", 3),
+        ("run python train.py, retry twice", 2),
+        ("失败重试两次，跑 train.py", 2),
+    ],
+)
+def test_retries_said_in_times_are_retries(text, retries):
+    reading = understand(text, NOW)
+
+    assert reading.tool == "submit_task" and reading.args == {
+        "command": "python train.py",
+        "retries": retries,
+    }
