@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import sys
 from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime, tzinfo
@@ -40,6 +41,7 @@ from api.client import ClientError, NightshiftClient
 from scheduler.edits import check_clearable, spec_differences
 from scheduler.errors import NightshiftError, SpecError
 from scheduler.resubmit import SpecAgain, spec_again, with_command
+from scheduler.script_runner import with_interpreter
 from scheduler.settings import get_settings
 from scheduler.spec import load_spec_file
 from scheduler.timeparse import parse_when
@@ -218,10 +220,12 @@ def build_submit_spec(
     after: str | None,
     like: dict[str, Any] | None = None,
     deadline: str | None = None,
+    notes: list[str] | None = None,
 ) -> dict[str, Any]:
     """The spec to send: a YAML/JSON file if the first argument is one (or `like`, an earlier task's spec
     to run again), then options, then the command. `after` and `deadline` are read as `nightshift change`
-    reads them (`parse_when`, in `zone`: the cluster's, `cli_zone`)."""
+    reads them (`parse_when`, in `zone`: the cluster's, `cli_zone`). What was read other than as typed is
+    added to `notes` (a script run with its interpreter)."""
     spec: dict[str, Any] = dict(like or {})
     looks_like_spec_file = bool(args) and args[0].endswith((".yaml", ".yml", ".json"))
     if like is not None and looks_like_spec_file:
@@ -240,7 +244,7 @@ def build_submit_spec(
                 "(after the file, only `-- COMMAND` may follow, to replace its command)"
             )
     if args:
-        spec = with_command(spec, command_from_words(args))
+        spec = with_command(spec, _runnable(command_from_words(args), args[0], notes))
     if "command" not in spec:
         raise NightshiftError("nothing to run: give a command after `--` (or a spec file with `command`)")
     spec.setdefault("workdir", os.getcwd())
@@ -389,11 +393,14 @@ def submit(
     again = _earlier_spec(like, clear or [], given, now) if like or clear else None
     try:
         overrides["env"] = env_from_options(env)
+        notes: list[str] = []
         spec = build_submit_spec(
-            list(args or []), cli_zone(settings), now, overrides, after, again and again.spec, deadline
+            list(args or []), cli_zone(settings), now, overrides, after, again and again.spec, deadline, notes
         )
     except NightshiftError as exc:
         _fail(exc.message, code=2)
+    for note in notes:
+        err_console.print(f"note: {note}", markup=False)
     for note in again.notes() if again and not as_json else ():
         console.print(f"as task {like}, but {note}")
     if spec.get("sweep") is not None:  # one task per parameter set, under one sweep id
@@ -424,6 +431,18 @@ def submit(
         _budget_note(cpu_only=task["gpus"] == 0)
     if wait:
         _wait_then_exit([task["id"]], as_json)
+
+
+def _runnable(command: str, first_word: str, notes: list[str] | None) -> str:
+    """`command` as typed, or with its script's interpreter (`train.py` -> `python train.py`) when its first
+    word is a script that is no command on PATH: `/bin/sh` would not find it (exit 127), as the chat reads
+    it. Said in `notes`, so the person sees what will run."""
+    if shutil.which(first_word):
+        return command
+    runnable = with_interpreter(command)
+    if runnable != command and notes is not None:
+        notes.append(f"running `{runnable}`: {first_word} is a script, not a command on PATH")
+    return runnable
 
 
 def _refuse_option_as_name(name: str | None) -> None:

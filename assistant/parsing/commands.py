@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 
 from assistant.parsing.sweeps import AT_A_TIME
+from scheduler.script_runner import with_interpreter
 
 _BACKTICKS = re.compile(r"```(?:\w+\n)?(?P<cmd>.+?)```|`(?P<cmd2>[^`]+)`", re.S)
 _QUOTED = re.compile(r"\"(?P<a>[^\"]{2,})\"|“(?P<b>[^”]{2,})”|「(?P<c>[^」]{2,})」|'(?P<d>[^']{2,})'")
@@ -236,14 +237,7 @@ def normalize(command: str) -> str:
     tidied."""
     command = " ".join(command.split()) if "\n" not in command else command.strip()
     command = _DETACH.sub("", command).strip() or command
-    first = command.split(" ", 1)[0]
-    if first.startswith(("./", "/", "../")):
-        return command
-    if first.endswith(".py"):
-        return f"python {command}"
-    if first.endswith(".sh"):
-        return f"bash {command}"
-    return command
+    return with_interpreter(command)
 
 
 def fenced_commands(text: str) -> list[str]:

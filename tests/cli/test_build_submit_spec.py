@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from datetime import UTC, datetime
 
 import pytest
@@ -27,6 +28,38 @@ def test_the_words_after_the_double_dash_are_joined_into_the_command(tmp_path):
 
     assert spec == {"command": "python train.py --lr 3e-4", "workdir": str(tmp_path)}
     assert parse_spec(spec).command == "python train.py --lr 3e-4"
+
+
+@pytest.mark.parametrize(
+    ("words", "command"),
+    [
+        (["train.py", "--lr", "0.1"], "python train.py --lr 0.1"),
+        (["scripts/run.sh"], "bash scripts/run.sh"),
+        (["./train.py"], "./train.py"),  # a path: the shell runs it itself
+        (["python3", "train.py"], "python3 train.py"),
+        (["true.sh"], "bash true.sh"),
+    ],
+)
+def test_a_script_named_as_the_command_runs_with_its_interpreter_and_says_so(words, command):
+    notes: list[str] = []
+
+    spec = build_submit_spec(words, UTC, MORNING, NO_OVERRIDES, None, notes=notes)
+
+    assert spec["command"] == command
+    rewritten = command != " ".join(words)
+    assert notes == (
+        [f"running `{command}`: {words[0]} is a script, not a command on PATH"] if rewritten else []
+    )
+
+
+def test_a_script_on_path_runs_as_typed(tmp_path, monkeypatch):
+    (tmp_path / "bin").mkdir()
+    tool = tmp_path / "bin" / "prep.sh"
+    tool.write_text("#!/bin/sh\n")
+    tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+
+    assert build_submit_spec(["prep.sh", "a"], UTC, MORNING, NO_OVERRIDES, None)["command"] == "prep.sh a"
 
 
 def test_a_single_quoted_command_is_kept_as_it_is():

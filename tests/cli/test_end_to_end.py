@@ -119,6 +119,16 @@ def test_nightshift_up_runs_submitted_tasks_shows_their_logs_and_cancels_with_no
         for task_id in ids:
             assert "hi" in shell.run("logs", str(task_id)).stdout.splitlines()
 
+        # a script named as the command, as `sbatch run.sh` takes one: run with its interpreter, and said so
+        (tmp_path / "hello.sh").write_text('echo "from a script: $1"\n')
+        scripted = shell.run("submit", "hello.sh", "x")
+        assert (
+            "note: running `bash hello.sh x`: hello.sh is a script, not a command on PATH" in scripted.stderr
+        )
+        script_id = int(re.findall(r"submitted task (\d+)", scripted.stdout)[0])
+        wait_until(lambda: shell.tasks()[script_id]["status"] == "succeeded", timeout_s=30, interval_s=0.3)
+        assert shell.run("logs", str(script_id)).stdout.splitlines() == ["from a script: x"]
+
         pid_file = tmp_path / "sleep.pid"
         sleeper = shell.submit(f"echo $$ > {pid_file}; exec sleep 300")
         wait_until(lambda: pid_file.is_file() and pid_file.read_text().strip(), timeout_s=30)
@@ -138,7 +148,7 @@ def test_nightshift_up_runs_submitted_tasks_shows_their_logs_and_cancels_with_no
         assert refused.stderr.splitlines() == [
             "error: gpus must be between 0 and 4 on this cluster (the largest node has 4 GPUs); you asked for 9"
         ]
-        assert len(shell.tasks()) == 4
+        assert len(shell.tasks()) == 5
 
         later = re.search(r"task (\d+)", shell.run("submit", "--after", "+1h", "--", "echo", "x").stdout)
         assert later is not None
