@@ -3,7 +3,7 @@ split at a tariff boundary, peak memory next to the request, mean utilization; s
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -251,10 +251,12 @@ def test_the_chat_says_what_a_running_task_should_cost_in_all(cluster, make_iden
 def test_the_chat_prices_a_task_not_yet_sent_and_one_it_is_asked_to_wait_for(
     cluster, make_identity, start_node, tmp_path
 ):
-    # Given alice on a 2-GPU node, with a queued 1-GPU task of 90 min that waits for the off-peak window
+    # Given alice on a 2-GPU node, with a queued 1-GPU task of 90 min that may start only in 6 hours (not the
+    # off-peak window, which it would be inside of when the test runs at night)
     who, token = make_identity("alice", "vision")
     start_node(gpus="2x24")
-    spec = {"command": "true", "estimated_minutes": 90, "offpeak": True, "workdir": str(tmp_path)}
+    later = (datetime.now(UTC) + timedelta(hours=6)).isoformat()
+    spec = {"command": "true", "estimated_minutes": 90, "not_before": later, "workdir": str(tmp_path)}
     task, _ = cluster.submit(who, spec)
     headers = {"Authorization": f"Bearer {token}"}
     sized = "/api/v1/estimate?gpus=2&estimated_minutes=180&offpeak=true"
