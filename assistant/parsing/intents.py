@@ -100,7 +100,11 @@ TASK_STATE = re.compile(
     r"|\bshow\b(?:\s+me)?\s+(?:task|job)\b|\bdetails\s+(?:of|on|for)\b|看一?下(?:任务|作业)|查(?:一下|看)(?:任务|作业)"
     r"|\bis\b.*\b(?:done|finished|running|over|complete|ok)\b|\bprogress\b"
     r"|when\s+will\b.*\b(?:finish|end|be\s+done|complete)"
-    r"|怎么样|咋样|如何了|状态|情况|进展|跑完了吗|完成了吗|好了吗|结束了吗|成功了吗|失败了吗|跑得怎么样|还要多久"
+    r"|怎么样|咋样|如何了|状态|情况|进展|跑完了吗|完成了吗|好了吗|结束了吗|成功了吗|失败了吗|跑得怎么样|还要多久|还要(?:跑|运行)多久|还剩多久"
+    # how long a running task has left: "how much longer will 12 run", "time left on 12", "when does 12 end"
+    r"|how\s+much\s+longer|how\s+long\b.*\b(?:left|remaining)\b|\btime\s+(?:left|remaining)\b"
+    r"|how\s+long\s+(?:until|till|before)\b.*\b(?:done|finished|over|completed?)\b"
+    r"|when\s+(?:does|did|will|would|is)\b.*\b(?:end|finish|complete|be\s+done|done)\b"
     r"|(?:跑|运行)了多久|用了多少(?:显存|卡|GPU|内存)"
     r"|how\s+long\s+has\b.*\b(?:been\s+)?running|how\s+much\s+(?:gpu\s+)?(?:memory|vram)\b.*\busing\b"
     r"|what(?:'?s|\s+is)\s+(?:the\s+)?(?:time\s+limit|deadline|priority|estimate|command)\s+(?:of|for|on)\b"
@@ -135,7 +139,8 @@ BEST = re.compile(r"\bbest\b|\bwinner\b|最好|最优", _I)
 # "all" of one's own sweep ("cancel all tasks of sweep 4", "取消扫参4的所有任务"): no one else's
 ALL_OF = re.compile(r"\ball\b|\bevery\b|全部|所有(?!人)|一切", _I)
 ESTIMATE = re.compile(
-    r"how\s+long\b(?!\s+is\s+the\s+(?:queue|line)\b).*\b(?:wait|until|till|before|queue|take\s+to\s+start)|\bwait(?:ing)?\s+time\b|\beta\b|how\s+soon"
+    r"how\s+long\b(?!\s+is\s+the\s+(?:queue|line)\b)(?!.*\b(?:done|finished|over|completed?|left|remaining)\b)"
+    r".*\b(?:wait|until|till|before|queue|take\s+to\s+start)|\bwait(?:ing)?\s+time\b|\beta\b|how\s+soon"
     r"|when\s+(?:will|would|does|can|could|do|is)\b.*\b(?:start|run|begin|get\s+(?:a\s+)?gpus?|go|be\s+scheduled|launch)"
     r"|\bestimate\b|how\s+long\s+(?:will|would|do)\s+(?:i|we)|expected\s+(?:start|wait)"
     r"|\b(?:what|how\s+much)\s+(?:would|will|does|did)\s+it\s+cost\s+to\s+run\b"
