@@ -27,9 +27,13 @@ from assistant.parsing.fields import task_ids
 from assistant.parsing.intents import ASKS_COST, Reading, follow_up_to_card, understand
 from assistant.replies import canned, language_of, reply_for
 from assistant.tools import CARD_TOOLS
+from assistant.window_words import offpeak_window_words
+from scheduler.settings import Settings
 
 NOW_LINE = re.compile(r"Current time:\s*(\S+)")
+OFFPEAK_LINE = re.compile(r"Off-peak \(cheap electricity\) windows:\s*([^\n]*?)\.?\s*$", re.M)
 META_KEY = "nightshift"
+DEFAULT_OFFPEAK = str(Settings.model_fields["offpeak"].default)
 
 
 def _text(message: BaseMessage) -> str:
@@ -91,6 +95,7 @@ class OfflineChatModel(BaseChatModel):
         text = _text(messages[human_index])
         lang = language_of(text)
         now = self._now(messages)
+        moment = Moment(now, _offpeak_of(messages))
         results = [m for m in messages[human_index + 1 :] if isinstance(m, ToolMessage)]
         if results:
             return self._summarize(results, lang, now, about_cost=bool(ASKS_COST.search(text)))
@@ -98,7 +103,7 @@ class OfflineChatModel(BaseChatModel):
         follow = follow_up_to_card(text, now) if card is not None else None
         if card is not None and follow is not None:
             if follow.kind != "edit":
-                return self._message_for(follow, text, lang)
+                return self._message_for(follow, text, lang, moment)
             if card.tool == "submit_task":  # a new card with the changes stands in for the last one
                 changed = {
                     key: value for key, value in {**card.args, **follow.args}.items() if value is not None
@@ -106,9 +111,9 @@ class OfflineChatModel(BaseChatModel):
                 if card.args.get("env") and follow.args.get("env"):  # "also set HF_HOME=...": one more
                     changed["env"] = {**card.args["env"], **follow.args["env"]}
                 changed["replaces_card"] = card.action_id
-                return self._message_for(Reading("tool", "submit_task", changed), text, lang)
+                return self._message_for(Reading("tool", "submit_task", changed), text, lang, moment)
         reading = understand(self._with_context(messages[:human_index], text), now)
-        return self._message_for(reading, text, lang)
+        return self._message_for(reading, text, lang, moment)
 
     def _with_context(self, history: Sequence[BaseMessage], text: str) -> str:
         """Merge a short follow-up ("python train.py", "31") with the request that asked for it."""
@@ -131,8 +136,9 @@ class OfflineChatModel(BaseChatModel):
             return f"{request} sweep {number[1]}" if number else text
         return text
 
-    def _message_for(self, reading: Reading, text: str, lang: str) -> AIMessage:
-        """The tool call, question, refusal or pointer for `reading` (`text`: the person's message)."""
+    def _message_for(self, reading: Reading, text: str, lang: str, moment: Moment) -> AIMessage:
+        """The tool call, question, refusal or pointer for `reading` (`text`: the person's message; `moment`:
+        the time and off-peak windows the system prompt gives)."""
         if reading.kind == "tool" and reading.tool:
             call = {
                 "name": reading.tool,
@@ -144,7 +150,10 @@ class OfflineChatModel(BaseChatModel):
         meta = {"kind": reading.kind, "reason": reading.reason}
         if reading.kind == "question":
             meta["request"] = text
-        content = canned(reading.kind, reading.reason, lang, task_id=reading.args.get("task_id"))
+        if reading.reason == "offpeak_window":  # the cluster's windows, from the system prompt
+            content = offpeak_window_words(moment.offpeak, moment.now, lang)
+        else:
+            content = canned(reading.kind, reading.reason, lang, task_id=reading.args.get("task_id"))
         return AIMessage(content=content, response_metadata={META_KEY: meta})
 
     def _summarize(
@@ -155,6 +164,24 @@ class OfflineChatModel(BaseChatModel):
             for result in results
         ]
         return AIMessage(content="\n\n".join(replies), response_metadata={META_KEY: {"kind": "answer"}})
+
+
+@dataclass(frozen=True)
+class Moment:
+    """The time of a turn and the cluster's off-peak windows ("23:00-07:00"), as the system prompt says."""
+
+    now: datetime
+    offpeak: str
+
+
+def _offpeak_of(messages: Sequence[BaseMessage]) -> str:
+    """The off-peak windows the system prompt names; the default window when there is no such line."""
+    for message in messages:
+        if isinstance(message, SystemMessage):
+            found = OFFPEAK_LINE.search(_text(message))
+            if found:
+                return found.group(1).strip()
+    return DEFAULT_OFFPEAK
 
 
 @dataclass(frozen=True)

@@ -576,6 +576,26 @@ def _spec_args(text: str, now: datetime) -> dict[str, Any]:
     return args
 
 
+# the off-peak window itself ("when is off-peak?", "is it off-peak now?", "谷时是几点"), not a task's start
+OFFPEAK_WINDOW = re.compile(
+    r"\b(?:what|when)(?:'s|\s+(?:is|are|does|do))\s+(?:the\s+)?off[\s-]?peak\b(?!\s+(?:task|job|run)s?\b)"
+    r"|\boff[\s-]?peak\s+(?:windows?|hours|period)\b|\bis\s+it\s+(?:now\s+)?off[\s-]?peak\b"
+    r"|when\s+(?:is|are)\s+(?:power|electricity)\s+(?:cheap|cheaper|cheapest)\b|\bcheapest\s+(?:time|hours?)\b"
+    r"|谷时(?:是|从)?(?:几点|什么时候|哪些时段|时段)|什么时候(?:是)?谷时|现在是(?:不是)?谷时|电(?:价|费)?什么时候(?:最)?便宜"
+    r"|什么时候电(?:价|费)?(?:最)?便宜",
+    _I,
+)
+
+
+def _about_the_window(rest: str) -> Reading | None:
+    """The off-peak windows themselves, asked about with no task named (the reply says them and now)."""
+    return (
+        Reading("help", reason="offpeak_window")
+        if OFFPEAK_WINDOW.search(rest) and not task_ids(rest)
+        else None
+    )
+
+
 # holding a queued task back or letting it go ("hold 12", "暂停12号", "release 12", "取消暂停12号")
 RELEASE = re.compile(
     r"\b(?:release|resume|unhold|un-hold|unpause|un-pause)\b|\blet\s+(?:task\s*|job\s*)?#?\d+\s+(?:run|start|go)\b"
@@ -842,7 +862,7 @@ def understand(text: str, now: datetime) -> Reading:
     """Classify `text` and read the arguments of the tool it needs (or say what is missing)."""
     found = find_command(text)
     rest = remove_span(text, found.start, found.end) if found else text
-    early = _refusal(rest) or (_about_a_sweep(rest, now) if not found else None)
+    early = _refusal(rest) or (None if found else _about_a_sweep(rest, now) or _about_the_window(rest))
     if early:
         return early
     if (found or RERUN.search(rest)) and _acts_on_a_task(rest):  # "run X and cancel task 2": one at a time

@@ -188,7 +188,7 @@ def blank_dates(text: str, now: datetime) -> str:
 CHAT_SPELLINGS = {"tonite": "tonight", "tmr": "tomorrow", "tmrw": "tomorrow", "tmrow": "tomorrow"}
 _CHAT_SPELLING = re.compile(r"\b(?:" + "|".join(CHAT_SPELLINGS) + r")\b", re.I)
 ALWAYS_OFFPEAK = re.compile(
-    r"off[\s-]?peak|cheap(?:er)?\s+(?:power|electricity|energy|hours|rates?|tariff)|when\s+(?:power|electricity|"
+    r"off[\s-]?peak|cheap(?:er|est)?\s+(?:power|electricity|energy|hours|rates?|tariff)|when\s+(?:power|electricity|"
     r"energy)\s+is\s+cheap(?:er)?|when\s+(?:(?:the\s+)?gpus?|it|they|compute)\s+(?:is|are|gets?)\s+cheap(?:er|est)?"
     r"|when\s+(?:it'?s|it\s+is)\s+cheap(?:er|est)?|at\s+the\s+cheapest\s+(?:time|hours?)|low[\s-]tariff|谷时|谷电|低谷|谷段|峰谷|电价低|电费便宜|电便宜|便宜的时候",
     re.I,

@@ -78,10 +78,11 @@ def _spans(windows: tuple[DailyWindow, ...], now_s: float, tz: tzinfo) -> list[t
 
 
 def current_window(
-    windows: tuple[DailyWindow, ...], now_s: float, tz_name: str
+    windows: tuple[DailyWindow, ...], now_s: float, tz_name: str | tzinfo
 ) -> tuple[float, float] | None:
-    """The (start_s, end_s) of the window holding `now_s`, merged with touching windows; None outside."""
-    return _current(windows, now_s, zone(tz_name))
+    """The (start_s, end_s) of the window holding `now_s`, merged with touching windows; None outside.
+    `tz_name`: the zone's name, or the zone itself."""
+    return _current(windows, now_s, zone(tz_name) if isinstance(tz_name, str) else tz_name)
 
 
 def _current(windows: tuple[DailyWindow, ...], now_s: float, tz: tzinfo) -> tuple[float, float] | None:
@@ -97,9 +98,10 @@ def _current(windows: tuple[DailyWindow, ...], now_s: float, tz: tzinfo) -> tupl
     return start_s, end_s
 
 
-def next_window_start(windows: tuple[DailyWindow, ...], now_s: float, tz_name: str) -> float | None:
-    """The first window start strictly after `now_s` (None when there is no window)."""
-    return _next_start(windows, now_s, zone(tz_name))
+def next_window_start(windows: tuple[DailyWindow, ...], now_s: float, tz_name: str | tzinfo) -> float | None:
+    """The first window start strictly after `now_s` (None when there is no window); `tz_name` as in
+    `current_window`."""
+    return _next_start(windows, now_s, zone(tz_name) if isinstance(tz_name, str) else tz_name)
 
 
 def _next_start(windows: tuple[DailyWindow, ...], now_s: float, tz: tzinfo) -> float | None:
