@@ -1547,11 +1547,32 @@ def logs_words(task_id: int, lang: str) -> str:
     )
 
 
+def outputs_words(task_id: int | None, lang: str) -> str:
+    """Where a task's files are: what its command writes lands where it says (relative paths: in its
+    workdir, on the node it ran on); nightshift gives each task a folder of its own too."""
+    which = f"task #{task_id}" if task_id is not None else "a task"
+    which_zh = f"任务 #{task_id} " if task_id is not None else "任务"
+    show = f"`nightshift show {task_id}`" if task_id is not None else "`nightshift show ID`"
+    return _t(
+        lang,
+        f"Files {which} writes (checkpoints, outputs) are where its command puts them: a relative path is "
+        f"in its workdir, on the node it ran on ({show} says both). Each task also gets a folder of its own, "
+        "`$NIGHTSHIFT_OUTPUT_DIR` (`<home>/outputs/<task id>` on its node); a `metrics.json` written there "
+        "shows in `nightshift compare` and the Results tab.",
+        f"{which_zh}写的文件（检查点、输出）在它的命令指定的位置："
+        f"相对路径在它的工作目录下，位于它运行的节点上（{show} 会显示这两项）。每个任务还有自己的目录 "
+        "`$NIGHTSHIFT_OUTPUT_DIR`（节点上的 `<home>/outputs/<任务编号>`）；写在那里的 `metrics.json` "
+        "会出现在 `nightshift compare` 和 “Results” 页。",
+    )
+
+
 def canned(kind: str, reason: str, lang: str, task_id: int | None = None) -> str:
     """A question, refusal, help or pointer text for `reason` (about task `task_id` when the request named
     one and the text can say it)."""
     if kind == "help" and reason == "logs" and task_id is not None:
         return logs_words(task_id, lang)
+    if kind == "help" and reason == "outputs":
+        return outputs_words(task_id, lang)
     if kind == "help":
         en, zh = POINTERS.get(reason, HELP_TEXT)
     else:

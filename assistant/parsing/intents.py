@@ -132,6 +132,7 @@ LOGS = re.compile(
 # runs side by side (a sweep's, a tag's): compare_results
 RESULTS = re.compile(
     r"\bcompare\b|\bsweep\b.*\b(?:results?|best|metrics?)\b|\b(?:results?|best|metrics?)\b.*\bsweep\b"
+    r"|\b(?:results?|metrics)\b.*\btag(?:ged)?\b|\btag(?:ged)?\b.*\b(?:results?|metrics)\b"
     r"|对比|比较|扫参.*(?:结果|最好|指标)|(?:结果|指标).*扫参|哪组.*最好|最好的一组",
     _I,
 )
@@ -596,6 +597,25 @@ def _about_the_window(rest: str) -> Reading | None:
     )
 
 
+# where a task's files are ("where are the checkpoints of 12", "how do I get my results", "模型权重保存在哪")
+OUTPUTS = re.compile(
+    r"\b(?:checkpoints?|ckpts?|output\s+(?:files?|folder|dir(?:ectory)?)|model\s+(?:files?|weights)|weights"
+    r"|artifacts?)\b.*\b(?:where|find|get|saved?|stored|written|located)\b"
+    r"|\b(?:where|find|get)\b.*\b(?:checkpoints?|ckpts?|outputs|output\s+(?:files?|folder|dir(?:ectory)?)"
+    r"|model\s+(?:files?|weights)|weights|artifacts?)\b|where\b.*\b(?:saved|written|stored)\b|how\s+do\s+i\s+get\s+(?:my\s+)?(?:results?|outputs?|files?)"
+    r"|(?:结果|检查点|模型(?:文件|权重)?|权重|输出文件|输出目录)(?:文件)?(?:保存|存|放)?在哪|(?:保存|存)在哪(?:里|儿)?",
+    _I,
+)
+
+
+def _about_outputs(rest: str) -> Reading | None:
+    """Where a task's files are (of the task it names, when it names one)."""
+    if not OUTPUTS.search(rest):
+        return None
+    task_id = _first_id(rest)
+    return Reading("help", args={} if task_id is None else {"task_id": task_id}, reason="outputs")
+
+
 # holding a queued task back or letting it go ("hold 12", "暂停12号", "release 12", "取消暂停12号")
 RELEASE = re.compile(
     r"\b(?:release|resume|unhold|un-hold|unpause|un-pause)\b|\blet\s+(?:task\s*|job\s*)?#?\d+\s+(?:run|start|go)\b"
@@ -862,7 +882,9 @@ def understand(text: str, now: datetime) -> Reading:
     """Classify `text` and read the arguments of the tool it needs (or say what is missing)."""
     found = find_command(text)
     rest = remove_span(text, found.start, found.end) if found else text
-    early = _refusal(rest) or (None if found else _about_a_sweep(rest, now) or _about_the_window(rest))
+    early = _refusal(rest) or (
+        None if found else _about_a_sweep(rest, now) or _about_the_window(rest) or _about_outputs(rest)
+    )
     if early:
         return early
     if (found or RERUN.search(rest)) and _acts_on_a_task(rest):  # "run X and cancel task 2": one at a time

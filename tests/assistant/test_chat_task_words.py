@@ -89,3 +89,43 @@ def test_running_an_ended_task_again_has_no_such_warning(make_assistant, cluster
     turn = assistant.ask(f"run {task['id']} again")
 
     assert "warnings" not in turn.cards[0]
+
+
+@pytest.mark.parametrize(
+    ("text", "task_id"),
+    [
+        ("where are the checkpoints of 12", 12),
+        ("where is my model saved", None),
+        ("where are my outputs", None),
+        ("how do I get my results", None),
+        ("12号的模型权重保存在哪", 12),
+    ],
+)
+def test_where_a_tasks_files_are_is_a_pointer_to_its_workdir_and_output_folder(text, task_id):
+    reading = understand(text, NOW)
+
+    assert (reading.kind, reading.reason) == ("help", "outputs")
+    assert reading.args == ({} if task_id is None else {"task_id": task_id})
+
+
+@pytest.mark.parametrize(
+    ("text", "tool"),
+    [("where is task 12", "queue_position"), ("where is my job in the queue", "queue_position")],
+)
+def test_where_a_task_is_in_the_queue_stays_its_position(text, tool):
+    assert understand(text, NOW).tool == tool
+
+
+def test_the_outputs_pointer_names_the_task_and_where_to_look(make_assistant):
+    assistant = make_assistant()
+
+    english = assistant.ask("where are the checkpoints of 12")
+    chinese = assistant.ask("12号的模型权重保存在哪")
+
+    assert english.tool_calls == [] and "Files task #12 writes" in english.reply
+    assert "`nightshift show 12`" in english.reply and "$NIGHTSHIFT_OUTPUT_DIR" in english.reply
+    assert "任务 #12 写的文件" in chinese.reply and "`nightshift show 12`" in chinese.reply
+
+
+def test_the_results_of_a_tag_are_compared():
+    assert understand("show results of tag exp7", NOW).args == {"tag": "exp7"}
