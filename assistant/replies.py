@@ -1526,6 +1526,18 @@ POINTERS = {
         "Press Drop on the card and nothing happens; or tell me what to change.",
         "点卡片上的 “Drop” 按钮就什么都不会发生；或者告诉我要改什么。",
     ),
+    "interactive": (
+        "nightshift queues commands rather than shells. For interactive work on a GPU, run a notebook server "
+        "as a task with a time limit, e.g. run `jupyter lab --no-browser --ip=0.0.0.0 --port=8888` on 1 GPU "
+        "for at most 2 hours; once it starts, its log (`nightshift logs ID`) shows the address and token to "
+        "open on its node. It holds the GPU until it ends or you cancel it.",
+        "nightshift 排队的是命令，不是交互式 shell。要在 GPU 上交互调试，"
+        "可以把 notebook 服务作为任务运行并设好时限，"
+        "例如：用 1 张卡跑 `jupyter lab --no-browser --ip=0.0.0.0 --port=8888`，"
+        "最多 2 小时；开始后它的日志"
+        "（`nightshift logs 任务编号`）会显示在该节点上打开的地址和 token。"
+        "它会一直占着卡，直到结束或你取消。",
+    ),
     "results": (
         'Which runs should I compare? Name a sweep or a tag: "compare sweep 4 by val_loss", "compare the '
         'runs tagged exp7". (`nightshift compare SWEEP_ID --sort METRIC` does it in a shell; the Results tab '

@@ -608,12 +608,26 @@ OUTPUTS = re.compile(
 )
 
 
+# a shell on a GPU ("an interactive session", "a GPU for debugging", "srun --pty"): no command to queue
+INTERACTIVE = re.compile(
+    r"\binteractive(?:ly)?\b|\b(?:a|an)\s+(?:gpu|card)\s+(?:to|for)\s+(?:debug|debugging|play|experiment|test|try)"
+    r"|\b(?:shell|terminal|ssh)\s+(?:on|into|to)\s+(?:a\s+|the\s+)?(?:gpu|node|machine)\b|--pty\b"
+    r"|交互式?|调试用的?(?:卡|GPU)|给我一张卡(?:调试|试试|玩)",
+    _I,
+)
+
+
 def _about_outputs(rest: str) -> Reading | None:
     """Where a task's files are (of the task it names, when it names one)."""
     if not OUTPUTS.search(rest):
         return None
     task_id = _first_id(rest)
     return Reading("help", args={} if task_id is None else {"task_id": task_id}, reason="outputs")
+
+
+def _interactive(rest: str) -> Reading | None:
+    """A shell on a GPU asked for, with no command: what to queue instead (a notebook server)."""
+    return Reading("help", reason="interactive") if INTERACTIVE.search(rest) else None
 
 
 # holding a queued task back or letting it go ("hold 12", "暂停12号", "release 12", "取消暂停12号")
@@ -883,7 +897,12 @@ def understand(text: str, now: datetime) -> Reading:
     found = find_command(text)
     rest = remove_span(text, found.start, found.end) if found else text
     early = _refusal(rest) or (
-        None if found else _about_a_sweep(rest, now) or _about_the_window(rest) or _about_outputs(rest)
+        None
+        if found
+        else _about_a_sweep(rest, now)
+        or _about_the_window(rest)
+        or _about_outputs(rest)
+        or _interactive(rest)
     )
     if early:
         return early

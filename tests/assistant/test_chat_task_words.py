@@ -129,3 +129,20 @@ def test_the_outputs_pointer_names_the_task_and_where_to_look(make_assistant):
 
 def test_the_results_of_a_tag_are_compared():
     assert understand("show results of tag exp7", NOW).args == {"tag": "exp7"}
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["run an interactive session on a gpu", "give me a gpu for debugging for an hour", "给我一张卡调试一下"],
+)
+def test_a_shell_on_a_gpu_gets_what_to_queue_instead(text, make_assistant):
+    turn = make_assistant().ask(text)
+
+    assert understand(text, NOW).reason == "interactive"
+    assert turn.cards == [] and "jupyter lab --no-browser" in turn.reply
+
+
+def test_a_command_with_interactive_in_it_is_still_a_submission():
+    reading = understand("run python train.py --interactive", NOW)
+
+    assert reading.args == {"command": "python train.py --interactive"}
