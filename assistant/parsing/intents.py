@@ -608,6 +608,14 @@ OUTPUTS = re.compile(
 )
 
 
+def _about_outputs(rest: str) -> Reading | None:
+    """Where a task's files are (of the task it names, when it names one)."""
+    if not OUTPUTS.search(rest):
+        return None
+    task_id = _first_id(rest)
+    return Reading("help", args={} if task_id is None else {"task_id": task_id}, reason="outputs")
+
+
 # a shell on a GPU ("an interactive session", "a GPU for debugging", "srun --pty"): no command to queue
 INTERACTIVE = re.compile(
     r"\binteractive(?:ly)?\b|\b(?:a|an)\s+(?:gpu|card)\s+(?:to|for)\s+(?:debug|debugging|play|experiment|test|try)"
@@ -615,14 +623,6 @@ INTERACTIVE = re.compile(
     r"|交互式?|调试用的?(?:卡|GPU)|给我一张卡(?:调试|试试|玩)",
     _I,
 )
-
-
-def _about_outputs(rest: str) -> Reading | None:
-    """Where a task's files are (of the task it names, when it names one)."""
-    if not OUTPUTS.search(rest):
-        return None
-    task_id = _first_id(rest)
-    return Reading("help", args={} if task_id is None else {"task_id": task_id}, reason="outputs")
 
 
 def _interactive(rest: str) -> Reading | None:
@@ -733,10 +733,10 @@ def _rerun(rest: str, command: str | None, now: datetime) -> Reading | None:
     return _tool("submit_task", like_task=task_id, command=command, clear=clear or None, **args)
 
 
-# changing a queued task ("make 12 urgent", "run 12 tonight instead", "start 12 now", "把12号改成高优先级")
 # the head of the queue ("move 9 to the front", "把9号放到最前面"): the top class, which anyone may set
 # ("skip the queue", "插队" ask to pass everyone: `PRIVILEGE` refuses them)
 _TO_THE_FRONT = r"\b(?:to|at)\s+the\s+(?:front|top|head)\b|(?:放|排|挪|移)到(?:队列)?(?:最)?前面"
+# changing a queued task ("make 12 urgent", "run 12 tonight instead", "start 12 now", "把12号改成高优先级")
 CHANGE_VERB = re.compile(
     r"\b(?:change|make|set|bump|raise|lower|move|reschedule|switch|update|start|run|give|push|limit|cap"
     r"|prioriti[sz]e)\b|放到|排到|移到"
