@@ -1446,6 +1446,15 @@ QUESTIONS = {
         "I cancel one task at a time, after you confirm each. Which task number should I cancel first?",
         "我一次只取消一个任务，每个都需要你确认。先取消哪个任务编号？",
     ),
+    "one_change": (
+        'I change one task at a time, each on its own card: which task number first? (Say "make sweep 4 '
+        'urgent" for all the queued tasks of a sweep.)',
+        "我一次只修改一个任务，每个都有自己的确认卡片：先改哪个任务编号？（整个扫参可以说“把扫参4改成紧急”。）",
+    ),
+    "one_rerun": (
+        "I run one earlier task again at a time, each on its own card: which task number first?",
+        "我一次只重跑一个之前的任务，每个都有自己的确认卡片：先重跑哪个任务编号？",
+    ),
     "one_hold": (
         'I hold or release one task at a time: which task number first? (Say "hold sweep 4" for a whole '
         "sweep.)",

@@ -475,9 +475,37 @@ def _gpu_part(match: re.Match[str]) -> float | None:
     return 0.5
 
 
+# a run of task ids ("tasks 12-15", "#12–#15", "12到15号"), not a date ("2026-12-05"), an hour span
+# ("9-17:00") or part of a name ("gpu-box-12-15")
+ID_RANGE = re.compile(
+    r"(?<![A-Za-z0-9_.:/-])#?(?P<a>\d{1,7})\s*(?:-|–|~|到|至)\s*#?(?P<b>\d{1,7})(?![A-Za-z0-9_.:/-])"
+    r"(?!\s*(?:am|pm|点|时|h\b|gb|%))",
+    re.I,
+)
+
+
+# two ids side by side ("12 and 13", "#12, #13", "12和13号"), the second no size or time ("12, 2 GPUs")
+_ID_PAIR = re.compile(
+    r"(?<![A-Za-z0-9_.:/-])#?\d{1,7}\s*号?\s*(?:,|，|\band\b|&|和|、|与|及)\s*(?:(?:task|job)\s+)?#?\d{1,7}"
+    r"(?![A-Za-z0-9_.:/-])(?!\s*(?:gpus?|cards?|gb|g\b|h\b|hours?|min|am|pm|点|张|块|卡|个|小时|分钟|%|x\b))",
+    re.I,
+)
+
+
+def names_several_tasks(text: str) -> bool:
+    """True when `text` names tasks side by side ("12 and 13") or a run of them ("12-15"), as a request
+    that acts on several does; a number said as a time or a size ("after 13", "12, 2 GPUs") is none."""
+    return bool(_ID_PAIR.search(text) or ID_RANGE.search(text))
+
+
 def task_ids(text: str) -> list[int]:
-    """Task ids named in `text` ("task 12", "#12", "12号", "任务12"); bare numbers only as a last resort."""
+    """Task ids named in `text` ("task 12", "#12", "12号", "任务12"; each of a run, "tasks 12-15"); bare
+    numbers only as a last resort."""
     ids = [int(next(g for g in m.groups() if g)) for m in TASK_ID.finditer(text)]
     if not ids:
         ids = [int(m.group("n")) for m in BARE_NUMBER.finditer(text)]
+    for run in ID_RANGE.finditer(text):
+        first, last = int(run["a"]), int(run["b"])
+        if first in ids or last in ids:  # a run the ids above start or end: every task in it
+            ids += list(range(first, last + 1)) if 0 < last - first <= 1000 else [last]
     return list(dict.fromkeys(ids))

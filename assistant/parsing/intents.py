@@ -9,7 +9,15 @@ from typing import Any, Literal
 
 from assistant.parsing.clears import cleared_fields
 from assistant.parsing.commands import REPEAT_AT, STRONG, fenced_commands, find_command, remove_span
-from assistant.parsing.fields import BARE_NUMBER, GPU_CHOICE, GPU_INDEX, TASK_ID, read_fields, task_ids
+from assistant.parsing.fields import (
+    BARE_NUMBER,
+    GPU_CHOICE,
+    GPU_INDEX,
+    TASK_ID,
+    names_several_tasks,
+    read_fields,
+    task_ids,
+)
 from assistant.parsing.fields import ESTIMATE as RUN_TIME
 from assistant.parsing.history import plain_words, read_search
 from assistant.parsing.numbers import DURATION, NUMBER, duration_minutes, tidy, to_int
@@ -725,8 +733,11 @@ def _rerun(rest: str, command: str | None, now: datetime) -> Reading | None:
         return Reading("question", reason="need_task_id") if command is None else None
     task_id = int(next(g for g in named.groups() if g))
     parents = read_fields(text)[0].values
-    if task_id in [*parents.get("depends_on", []), *parents.get("depends_on_any", [])]:  # "again after 12"
+    waits_for = [*parents.get("depends_on", []), *parents.get("depends_on_any", [])]
+    if task_id in waits_for:  # "again after 12"
         return None
+    if names_several_tasks(text) and not waits_for:  # "rerun 12 and 13", "rerun 12-15": a card each
+        return Reading("question", reason="one_rerun")
     asked = text[: named.start()] + " " + text[named.end() :]
     args = _spec_args(asked, now)  # "without its time limit": what of task 12 to leave out, as `clear`
     clear = [name for name in cleared_fields(asked).fields if name not in args]
@@ -761,6 +772,8 @@ def _change(rest: str, now: datetime) -> Reading | None:
         return None
     if not ids and (PRIORITY_UP.search(rest) or PRIORITY_DOWN.search(rest)):
         return Reading("question", reason="need_task_id")  # "raise my priority": of which task?
+    if names_several_tasks(rest) and _change_reading(rest, now, "change_task", task_id=ids[0]) is not None:
+        return Reading("question", reason="one_change")  # "make 12 and 13 urgent": one card each
     if len(ids) != 1:
         return None
     return _change_reading(rest, now, "change_task", task_id=ids[0])

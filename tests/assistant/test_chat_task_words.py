@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from assistant.parsing.fields import names_several_tasks, task_ids
 from assistant.parsing.intents import understand
 from scheduler.clock import now_ms
 from tests.assistant.conftest import NOW
@@ -146,3 +147,38 @@ def test_a_command_with_interactive_in_it_is_still_a_submission():
     reading = understand("run python train.py --interactive", NOW)
 
     assert reading.args == {"command": "python train.py --interactive"}
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("cancel tasks 12-15", "bulk_own"),
+        ("取消12到15号", "bulk_own"),
+        ("hold 12-15", "one_hold"),
+        ("make 12 and 13 urgent", "one_change"),
+        ("make tasks 12-15 urgent", "one_change"),
+        ("把12号和13号改成高优先级", "one_change"),
+        ("rerun 12 and 13", "one_rerun"),
+        ("rerun 12-15", "one_rerun"),
+    ],
+)
+def test_several_tasks_named_at_once_get_a_question_not_a_card_for_the_first_alone(text, reason):
+    assert (understand(text, NOW).kind, understand(text, NOW).reason) == ("question", reason)
+
+
+@pytest.mark.parametrize(
+    ("text", "args"),
+    [
+        ("rerun 12, 2 gpus", {"like_task": 12, "gpus": 2}),
+        ("run task 12 again after tasks 13 and 14", {"like_task": 12, "depends_on": [13, 14]}),
+        ("cancel 12", {"task_id": 12}),
+    ],
+)
+def test_a_size_or_a_parent_beside_one_task_is_no_second_task(text, args):
+    assert understand(text, NOW).args == args
+
+
+def test_a_date_or_a_name_with_dashes_is_no_run_of_tasks():
+    assert not names_several_tasks("what failed on 2026-12-05")
+    assert not names_several_tasks("run it on gpu-box-12-15")
+    assert names_several_tasks("tasks 12-15") and task_ids("tasks 12-15") == [12, 13, 14, 15]
