@@ -183,7 +183,7 @@ LIST = re.compile(
     r"|我们?(?:昨天|今天|前天|刚才|刚刚|刚|之前|上午|下午|早上|晚上)?(?:提交|跑)的(?:任务|作业)"
     # "anything crash overnight?", "list everything running"
     r"|\b(?:anything|something|any\s+(?:jobs?|tasks?|runs?))\s+(?:crash|fail|die|break)(?:ed)?\b"
-    r"|\blist\s+(?:all|everything|every\s+(?:job|task))\b"
+    r"|\blist\s+(?:all|everything|every\s+(?:job|task))\b|\bwhat\s+happened\b(?!\s+(?:to|with)\b)"
     r"|^\s*(?:is\s+|are\s+)?(?:there\s+)?(?:anything|something|any\s+(?:jobs?|tasks?))\s+(?:running|queued|pending|waiting)\b",
     _I,
 )
@@ -930,7 +930,8 @@ def understand(text: str, now: datetime) -> Reading:
             if task_id is not None
             else Reading("question", reason="need_task_id")
         )
-    state = _task_state(rest) if not found and TASK_STATE.search(rest) else None
+    # an ISO date's numbers name no task: "what happened on 2026-12-05" is no question about task 2026
+    state = _task_state(ISO_DATE.sub(" ", rest)) if not found and TASK_STATE.search(rest) else None
     if state is not None:
         return state
     cleared = _clear(rest, now) if not found else None
@@ -955,6 +956,9 @@ def understand(text: str, now: datetime) -> Reading:
         several = len(fenced_commands(text)) > 1 or ANOTHER_COMMAND.search(rest) is not None
         return _submit(found.command, rest, now, several=several)
     return _no_tool(rest)
+
+
+ISO_DATE = re.compile(r"(?<![\d-])\d{4}-\d{1,2}-\d{1,2}(?![\d-])")
 
 
 def _task_state(rest: str) -> Reading | None:

@@ -182,3 +182,11 @@ def test_a_date_or_a_name_with_dashes_is_no_run_of_tasks():
     assert not names_several_tasks("what failed on 2026-12-05")
     assert not names_several_tasks("run it on gpu-box-12-15")
     assert names_several_tasks("tasks 12-15") and task_ids("tasks 12-15") == [12, 13, 14, 15]
+
+
+def test_what_happened_on_a_day_lists_that_days_tasks_and_no_task_is_named_by_its_date():
+    on_a_day = understand("what happened on 2026-12-05", NOW)
+    to_a_task = understand("what happened to task 12 on 2026-12-05", NOW)
+
+    assert on_a_day.tool == "list_tasks" and on_a_day.args["since"].startswith("2026-12-05T00:00")
+    assert (to_a_task.tool, to_a_task.args) == ("explain_task", {"task_id": 12})
