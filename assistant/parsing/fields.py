@@ -275,8 +275,10 @@ COUNTED_MODEL = re.compile(
     re.I,
 )
 NAME = re.compile(
-    r"\b(?:call\s+it|name\s+it|named|called|with\s+the\s+name|name\s*[:=])\s*[\"'“]?(?P<v>[\w.\-+@:/]+)"
-    r"|(?:名字叫|名字是|命名为|叫做|名称为|取名)\s*[\"'“「]?(?P<z>[\w.\-+@:/]+)",
+    r"\b(?:call\s+it|name\s+it|named|called|with\s+the\s+name|name\s*[:=]"
+    r"|(?:change|set)\s+(?:the\s+|its\s+)?name\s+(?:of\s+(?:(?:task|job)\s*)?#?\d+\s+)?to"
+    r"|rename\s+(?:it\s+|(?:(?:task|job)\s*)?#?\d+\s+)?(?:to|as)?)\s*[\"'“]?(?P<v>[\w.\-+@:/]+)"
+    r"|(?:名字叫|名字是|命名为|叫做|名称为|取名|名字改(?:成|为)|改名(?:为|成|叫)?)\s*[\"'“「]?(?P<z>[\w.\-+@:/]+)",
     re.I,
 )
 TASK_ID = re.compile(

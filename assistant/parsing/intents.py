@@ -341,8 +341,10 @@ class Reading:
     reason: str = ""
 
 
-def _tool(name: str, **args: Any) -> Reading:
-    return Reading("tool", name, {k: v for k, v in args.items() if v is not None})
+def _tool(tool: str, /, **args: Any) -> Reading:
+    """A call of `tool` with the arguments given (None ones left out); positional-only, so a spec's own
+    `name` field can be one of them ("rename 12 to exp4")."""
+    return Reading("tool", tool, {k: v for k, v in args.items() if v is not None})
 
 
 def _first_id(text: str) -> int | None:
@@ -750,7 +752,7 @@ _TO_THE_FRONT = r"\b(?:to|at)\s+the\s+(?:front|top|head)\b|(?:放|排|挪|移)�
 # changing a queued task ("make 12 urgent", "run 12 tonight instead", "start 12 now", "把12号改成高优先级")
 CHANGE_VERB = re.compile(
     r"\b(?:change|make|set|bump|raise|lower|move|reschedule|switch|update|start|run|give|push|limit|cap"
-    r"|prioriti[sz]e)\b|放到|排到|移到"
+    r"|prioriti[sz]e|rename)\b|放到|排到|移到|改名"
     r"|改成|改为|改到|调到|调成|调高|调低|提高|降低|提到|推迟|挪到|换成|现在就|马上|立刻|延长到|延到",
     _I,
 )

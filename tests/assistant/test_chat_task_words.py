@@ -190,3 +190,35 @@ def test_what_happened_on_a_day_lists_that_days_tasks_and_no_task_is_named_by_it
 
     assert on_a_day.tool == "list_tasks" and on_a_day.args["since"].startswith("2026-12-05T00:00")
     assert (to_a_task.tool, to_a_task.args) == ("explain_task", {"task_id": 12})
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "rename task {id} to exp4",
+        "change the name of {id} to exp4",
+        "把{id}号改名为 exp4",
+        "change task {id} to be named exp4",
+    ],
+)
+def test_a_queued_task_is_renamed_on_a_change_card(text, make_assistant, cluster):
+    # before, a name among a change's fields crashed the reader (the helper's own parameter was `name`)
+    assistant = make_assistant()
+    task = assistant.client.submit(
+        {"command": "python train.py", "gpus": 1, "not_before": "2030-01-01T00:00:00Z"}
+    )
+
+    turn = assistant.ask(text.format(id=task["id"]))
+
+    assert turn.tool_calls == [{"name": "change_task", "args": {"task_id": task["id"], "name": "exp4"}}]
+    result = assistant.confirm(turn.cards[0]["action_id"])
+    assert result["ok"] and assistant.client.get_task(task["id"])["name"] == "exp4"
+
+
+def test_a_card_is_renamed_by_what_is_said_next(make_assistant):
+    assistant = make_assistant()
+    assistant.ask("run `python train.py` on 1 GPU")
+
+    renamed = assistant.ask("change the name to baseline")
+
+    assert renamed.cards[0]["spec"]["name"] == "baseline"
