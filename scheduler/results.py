@@ -223,10 +223,13 @@ def compare(rows: Sequence[ResultRow], sort: str | None = None, goal: Goal | Non
 
     The goal is `min` or `max` as given, else guessed from the name (`goal_of`). Rows without a number for
     the metric come last, in task order. The best row is the best of the runs that succeeded: a run that
-    failed after writing its metrics is sorted with them but never starred.
+    failed after writing its metrics is sorted with them but never starred. A parameter named as `sort`
+    ("the best lr of sweep 3") is no metric to sort by: the default metric says which run is best.
     """
     params = _names(row.params for row in rows)
     metrics = _names(row.metrics for row in rows)
+    if sort is not None and sort in params and sort not in metrics:
+        sort = None
     if sort is None:
         sort = next(
             (name for name in metrics if any(_number(r.metrics.get(name)) is not None for r in rows)), None

@@ -87,3 +87,12 @@ def test_a_run_that_failed_after_writing_its_metrics_is_sorted_but_never_the_bes
     assert [r.task_id for r in comparison.rows] == [1, 3, 2]
     assert comparison.best == 3 and [r.best for r in comparison.rows] == [False, True, False]
     assert compare([failed]).best is None
+
+
+def test_a_parameter_asked_as_the_sort_ranks_by_the_default_metric() -> None:
+    rows = [_row(1, loss=0.5), _row(2, loss=0.2)]
+
+    by_lr = compare(rows, "lr")  # "the best lr": the lr of the best run, by its metric
+
+    assert (by_lr.sort, by_lr.best) == ("loss", 2) and [r.task_id for r in by_lr.rows] == [2, 1]
+    assert compare(rows, "acc").sort == "acc"  # a metric no run reported stays what was asked

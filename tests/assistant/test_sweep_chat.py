@@ -118,6 +118,19 @@ def test_which_run_was_best_is_the_apis_table_in_its_order_with_its_best_row(mak
     ]
 
 
+def test_the_best_value_of_a_parameter_is_the_best_runs_by_the_sweeps_metric(make_assistant, cluster):
+    assistant = make_assistant()
+    sweep_id, ids = _half_done(cluster, assistant)
+
+    turn = assistant.ask(f"what's the best lr in sweep {sweep_id}?")
+
+    assert turn.tool_calls == [{"name": "compare_results", "args": {"sweep_id": sweep_id, "metric": "lr"}}]
+    assert turn.reply.splitlines()[0] == f"Sweep #{sweep_id}: 9 runs, sorted by val_loss (smaller is better):"
+    assert turn.reply.splitlines()[-1] == (
+        f"Best: task #{ids[3]} (lr=0.0003, seed=1), val_loss 0.31 (smaller is better)."
+    )
+
+
 def test_a_model_that_asks_for_larger_is_better_gets_the_servers_best_for_that(make_assistant, cluster):
     sweep_id, ids = _half_done(cluster, make_assistant())
     call = tool_call("compare_results", {"sweep_id": sweep_id, "metric": "val_loss", "maximize": True})
