@@ -1407,6 +1407,14 @@ QUESTIONS = {
         "请说要几张卡、每张至少多少空闲显存（“用 1 张卡，40G 显存”），或者指定节点或型号"
         "（“在 gpu-box-2 节点上”，“用 A100”）；`nightshift gpus` 可以查看。",
     ),
+    "host_resources": (
+        "nightshift reserves GPUs and GPU memory only: a job uses its node's CPUs, RAM and disk as they are, "
+        "so I cannot promise CPU cores, RAM or disk. Send it without them, or, if you meant GPU memory, say "
+        '"with 40GB of GPU memory" (`nightshift gpus` shows each node).',
+        "nightshift 只分配 GPU 和显存：任务直接使用所在节点的 CPU、内存和磁盘，"
+        "所以没法保证 CPU 核数、内存或磁盘。"
+        "请去掉这些再发；如果指的是显存，请说“40G 显存”（`nightshift gpus` 可以看各节点）。",
+    ),
     "repeat_runs": (
         "A task runs its command once. For several runs, say what differs between them and each value "
         "becomes a task: `python train.py --seed {1..3}` makes 3. To run it again only if it fails, say "

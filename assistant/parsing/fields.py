@@ -43,8 +43,19 @@ GPU_ZERO = re.compile(
     r"|不用\s*(?:gpu|显卡|卡)|只用\s*cpu|纯\s*cpu|不需要\s*(?:gpu|显卡)|用\s*cpu",
     re.I,
 )
+# host resources nightshift does not reserve ("16 CPUs", "64GB of RAM", "200GB of disk", "64G内存"): never
+# read as GPU memory
+HOST_RESOURCE = re.compile(
+    rf"(?<![\w.])(?:{NUMBER})\s*(?:x\s*)?(?:cpus?|cpu[\s-]+cores?|cores?|threads|vcpus?)\b"
+    rf"|(?<![\w.])(?:{NUMBER})\s*(?:gb|g|gib|tb|t|mb)?\s*(?:of\s+)?(?:ram|system\s+memory|host\s+memory|cpu\s+memory"
+    r"|disk(?:\s+space)?|storage|ssd|scratch(?:\s+space)?)\b"
+    rf"|(?<![\w.])(?:{NUMBER})\s*(?:核|个核|个\s*cpu|个\s*CPU)|(?:{NUMBER})\s*(?:gb|g|t|tb)?\s*(?:的)?(?:内存|硬盘|磁盘)",
+    re.I,
+)
 MEMORY = re.compile(
-    rf"(?P<n>{NUMBER})\s*(?:gb|g|gib|gigs?|gigabytes?)(?![a-z0-9])(?:\s*(?:of\s+)?(?:显存|vram|memory|mem|free))?"
+    rf"(?P<n>{NUMBER})\s*(?:gb|g|gib|gigs?|gigabytes?)(?![a-z0-9])"
+    r"(?!\s*(?:of\s+)?(?:ram|system\s+memory|host\s+memory|cpu\s+memory|disk|storage|ssd|scratch|内存|硬盘|磁盘))"
+    r"(?:\s*(?:of\s+)?(?:显存|vram|memory|mem|free))?"
     r"|(?:显存|vram|memory)\s*(?:至少|不少于|>=|大于|:|：)?\s*(?P<m>\d+(?:\.\d+)?)\s*(?:gb|g)?(?![a-z0-9])",
     re.I,
 )

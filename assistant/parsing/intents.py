@@ -13,6 +13,7 @@ from assistant.parsing.fields import (
     BARE_NUMBER,
     GPU_CHOICE,
     GPU_INDEX,
+    HOST_RESOURCE,
     TASK_ID,
     names_several_tasks,
     read_fields,
@@ -519,6 +520,8 @@ def _submit(command: str, rest: str, now: datetime, several: bool = False) -> Re
         return Reading("question", reason="gpu_count_choice")
     if GPU_INDEX.search(rest):  # "on gpu 3": a card for any one GPU would drop the index without a word
         return Reading("question", reason="gpu_index")
+    if HOST_RESOURCE.search(rest):  # "16 CPUs and 64GB of RAM": nothing reserves them, so say so
+        return Reading("question", reason="host_resources")
     if REPEAT.search(read_fields(rest)[1]):  # "3 times" (not "retry 3 times"): one card would run it once
         return Reading("question", reason="repeat_runs")
     grid = brace_grid(command)

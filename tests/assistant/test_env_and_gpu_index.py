@@ -115,3 +115,28 @@ def test_a_gpu_index_question_says_why_in_the_persons_language(make_assistant):
 
     assert english.cards == [] and "cannot ask for GPU 3 by its number" in english.reply
     assert chinese.cards == [] and "不能按编号指定某张卡" in chinese.reply
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "run python train.py with 16 cpus and 64gb ram",
+        "run python train.py with 8 cpu cores",
+        "run python train.py, it needs 200GB of disk",
+        "用64G内存跑 train.py",
+    ],
+)
+def test_cpus_ram_or_disk_get_a_question_and_are_never_read_as_gpu_memory(text, make_assistant):
+    turn = make_assistant().ask(text)
+
+    assert understand(text, NOW).reason == "host_resources"
+    assert turn.cards == [] and (
+        "GPUs and GPU memory only" in turn.reply or "只分配 GPU 和显存" in turn.reply
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "gb"), [("run python train.py with 40gb of memory", 40), ("跑 train.py，要40G以上显存", 40)]
+)
+def test_memory_said_plainly_is_still_gpu_memory(text, gb):
+    assert understand(text, NOW).args["gpu_memory_gb"] == gb
