@@ -49,6 +49,8 @@ class AssistantClient(NightshiftClient):
         deadline: str | None = None,
         depends_on_any: list[int] | None = None,
         gpu_fraction: float | None = None,
+        gpu_model: str | None = None,
+        node: str | None = None,
     ) -> dict[str, Any]:
         """GET /estimate for a task, or for a hypothetical one of that size (and start window); with a
         `name`, its run time is learned from your past runs of that name and size; with a `deadline`,
@@ -68,6 +70,8 @@ class AssistantClient(NightshiftClient):
             depends_on=depends_on or None,
             depends_on_any=depends_on_any or None,
             deadline=deadline,
+            gpu_model=gpu_model,
+            node=node,
         )
 
     def quota(self, team: str | None = None) -> dict[str, Any]:

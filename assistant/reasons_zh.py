@@ -422,8 +422,11 @@ _SPEC_RULES: list[Rule] = [
         re.compile(r"there is no node named (.+) on this cluster \(nodes: (.*)\)"),
         lambda m: f"这个集群没有叫 {m[1]} 的节点（现有节点：{m[2]}）",
     ),
+    (re.compile(r"there is no node named (.+)"), lambda m: f"这个集群没有叫 {m[1]} 的节点"),
     (
-        re.compile(r"no GPU model matches (.+) \((?:GPU models here|node (\S+) has): (.*)\)"),
+        re.compile(
+            r"no GPU model matches (.+) \((?:GPU models here|the GPUs here are|node (\S+) has):? (.*)\)"
+        ),
         lambda m: f"没有型号包含 {m[1]} 的卡（{f'节点 {m[2]} 上' if m[2] else '这里'}的型号：{m[3]}）",
     ),
     (

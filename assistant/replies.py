@@ -756,10 +756,13 @@ def _asked_task(asked: dict[str, Any] | None, lang: str) -> str:
     if not asked:
         return ""
     gpus, memory = int(asked.get("gpus") or 1), asked.get("gpu_memory_gb")
+    model, node = unwrap(asked.get("gpu_model") or ""), unwrap(asked.get("node") or "")
     each_en = f" ({float(memory):g} GB each)" if memory else ""
     each_zh = f"（每张 {float(memory):g} GB）" if memory else ""
+    on_en = (f" on {model}" if model else "") + (f" on node {node}" if node else "")
+    on_zh = (f" {model} " if model else "") + (f"（节点 {node}）" if node else "")
     article = "An" if str(gpus).startswith("8") or gpus in (11, 18) else "A"  # "an 8-GPU", "an 11-GPU"
-    return _t(lang, f"{article} {gpus}-GPU task{each_en}", f"{gpus} 张卡{each_zh}的任务")
+    return _t(lang, f"{article} {gpus}-GPU task{on_en}{each_en}", f"{gpus} 张{on_zh}卡{each_zh}的任务")
 
 
 # How a task's status reads: "Task #2 failed", "任务 #2 失败了".

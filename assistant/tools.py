@@ -260,6 +260,8 @@ class EstimateArgs(BaseModel):
     gpu_memory_gb: float | None = None
     estimated_minutes: float | None = None
     offpeak: bool = Field(default=False, description='only in the off-peak window ("tonight", "今晚")')
+    gpu_model: str | None = Field(default=None, description='only GPUs of this model ("2 A100s", "用A100")')
+    node: str | None = Field(default=None, description="only this node")
 
 
 _PAST_WORDS = "ISO 8601, or words: yesterday, monday, last week, this month, last 3 days, 9am, 昨天, 上周"
@@ -608,20 +610,30 @@ def estimate_wait(
     gpu_memory_gb: float | None = None,
     estimated_minutes: float | None = None,
     offpeak: bool = False,
+    gpu_model: str | None = None,
+    node: str | None = None,
 ) -> str:
     """Estimated start (with its range and reason) for a task, or for a task of the given size (run time,
-    and only in the off-peak window with `offpeak`: "tonight"); with its expected energy and cost at the
-    tariff's rates from that start."""
+    GPU model or node, and only in the off-peak window with `offpeak`: "tonight"); with its expected energy
+    and cost at the tariff's rates from that start."""
     client = _need_client(ctx)
-    if task_id is None and gpus is None and gpu_memory_gb is None and estimated_minutes is None:
+    sized = (gpus, gpu_memory_gb, estimated_minutes, gpu_model, node)
+    if task_id is None and all(value is None for value in sized):
         queued = client.list_tasks(status="queued", limit=1)
         task_id = queued[0]["id"] if queued else None
         gpus = None if queued else 1
-    estimate = client.estimate(task_id, gpus, gpu_memory_gb, estimated_minutes, offpeak=offpeak)
+    estimate = client.estimate(
+        task_id, gpus, gpu_memory_gb, estimated_minutes, offpeak=offpeak, gpu_model=gpu_model, node=node
+    )
     estimate["reason"] = as_data(estimate.get("reason", ""))
     if task_id is not None:
         return _result(task_id=task_id, estimate=estimate)
-    asked = {"gpus": 1 if gpus is None else gpus, "gpu_memory_gb": gpu_memory_gb}  # the task it priced
+    asked = {  # the task it priced
+        "gpus": 1 if gpus is None else gpus,
+        "gpu_memory_gb": gpu_memory_gb,
+        **({"gpu_model": as_data(gpu_model, 64)} if gpu_model else {}),
+        **({"node": as_data(node, 64)} if node else {}),
+    }
     return _result(task_id=None, asked=asked, estimate=estimate)
 
 

@@ -350,13 +350,15 @@ def estimate_wait(
     depends_on: tuple[int, ...] = (),
     depends_on_any: tuple[int, ...] = (),
     deadline_s: float | None = None,
+    gpu_model: str | None = None,
+    node: str | None = None,
 ) -> dict[str, Any]:
     """When a task (existing, or one like this submitted now) should start, with a range and a reason, and
     its energy and cost as `explain` prices them. For one like this, also the run time assumed and where it
     came from (`name` lets it be learned from your finished tasks of that name and size, as the scheduler
     would); with `depends_on` it waits for those tasks to succeed, with `depends_on_any` for them to end, as
     it would once submitted; with `deadline_s`, the note a submit would answer when it is expected to end
-    after it behind the queue."""
+    after it behind the queue; `gpu_model` and `node` pin it as a spec's would ("2 A100s")."""
     if task_id is not None:
         answer = explain_task(cluster, usage, who, task_id)
         start = answer.get("estimated_start")
@@ -396,6 +398,8 @@ def estimate_wait(
         depends_on=tuple(depends_on),
         depends_on_any=tuple(depends_on_any),
         deadline_s=deadline_s,
+        gpu_model=gpu_model or None,
+        node=node or None,
     )
     if depends_on or depends_on_any:  # a parent of another team answers like a missing one (SpecError, 422)
         cluster.check_dependencies(who, depends_on, depends_on_any)

@@ -806,6 +806,8 @@ def estimate(
     ] = None,
     tonight: Annotated[bool, typer.Option("--tonight", help="start only in the off-peak window")] = False,
     after: Annotated[str | None, typer.Option(help="not before: 23:00, tomorrow 9am, +2h, ISO")] = None,
+    gpu_model: Annotated[str | None, typer.Option("--gpu-model", help="only GPUs of this model")] = None,
+    node: Annotated[str | None, typer.Option(help="only this node")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """How long would I wait, and what would it cost? For a queued task, or a new one like this."""
@@ -819,7 +821,7 @@ def estimate(
         "task_id": task_id, "gpus": gpus, "gpu_memory_gb": gpu_mem, "estimated_minutes": minutes,
         "offpeak": "true" if tonight else None, "not_before": not_before,
         "time_limit_minutes": time_limit, "name": name, "depends_on": depends_on or None,
-        "depends_on_any": after_any or None,
+        "depends_on_any": after_any or None, "gpu_model": gpu_model, "node": node,
     }  # fmt: skip
     data = _with_client(lambda client: client.get("/estimate", **params))
     if as_json:

@@ -52,6 +52,10 @@ def estimate(
         datetime | None,
         Query(description="should finish by (ISO 8601): `deadline_warning` says when it would not"),
     ] = None,
+    gpu_model: Annotated[
+        str | None, Query(max_length=64, description='only GPUs of this model, as a spec\'s ("A100")')
+    ] = None,
+    node: Annotated[str | None, Query(max_length=253, description="only this node, as a spec's")] = None,
 ) -> dict[str, Any]:
     """How long a task waits: an existing one by id, or one like this if submitted now; with its energy
     and its cost at the tariff's rates from the expected start, and the run time assumed
@@ -72,6 +76,7 @@ def estimate(
         name=name, time_limit_minutes=time_limit_minutes, depends_on=tuple(depends_on or ()),
         depends_on_any=tuple(depends_on_any or ()),
         deadline_s=deadline.timestamp() if deadline is not None else None,
+        gpu_model=gpu_model, node=node,
     )  # fmt: skip
 
 

@@ -154,8 +154,10 @@ ESTIMATE = re.compile(
     r"|when\s+(?:will|would|does|can|could|do|is)\b.*\b(?:start|run|begin|get\s+(?:a\s+)?gpus?|go|be\s+scheduled|launch)"
     r"|\bestimate\b|how\s+long\s+(?:will|would|do)\s+(?:i|we)|expected\s+(?:start|wait)"
     r"|\b(?:what|how\s+much)\s+(?:would|will|does|did)\s+it\s+cost\s+to\s+run\b"
+    r"|\b(?:can|could)\s+(?:i|we)\s+(?:get|have)\b.*\b(?:gpus?|cards?|[AHVL]\d{2,3}s?)\b"
+    r"|how\s+long\s+(?:for|to\s+get)\b.*\b(?:gpus?|cards?|[AHVL]\d{2,3}s?)\b"
     r"|要?等多久|等多长时间|多久(?:能|才能|可以|会)?(?:开始|轮到|跑(?!完)|运行|排到)|什么时候(?:能|会|可以|才能|才会)?(?:开始|轮到|跑(?!完)|运行|排到)"
-    r"|预计.*开始|等待时间|排多久|多久能排到|估计.*等|能(?:不能)?(?:拿到|用上|分到|排到).{0,8}(?:卡|GPU)"
+    r"|预计.*开始|等待时间|排多久|多久能排到|估计.*等|能(?:不能)?(?:拿到|用上|分到|排到).{0,8}(?:卡|GPU|[AHVL]\d{2,3})"
     r"|\bcan\s+(?:i|we)\s+(?:get|have)\b.{0,16}\b(?:gpus?|cards?)\b"
     r"|when\s+will\b.{0,24}\b(?:gpus?|cards?)\b.{0,12}\b(?:free|available)\b",
     _I,
@@ -465,7 +467,9 @@ def _utilization(text: str) -> Reading:
 
 
 def _estimate(text: str, now: datetime) -> Reading:
-    task_id = _first_id(text)
+    """estimate_wait of the task `text` names, or of the size, model, node and run time it describes (a
+    number read as one of those, "2 A100s", names no task)."""
+    task_id = _first_id(read_fields(blank_dates(text, now))[1])
     if task_id is not None:
         return _tool("estimate_wait", task_id=task_id)
     asked = _spec_args(text, now)
@@ -474,6 +478,8 @@ def _estimate(text: str, now: datetime) -> Reading:
         gpus=asked.get("gpus"),
         gpu_memory_gb=asked.get("gpu_memory_gb"),
         estimated_minutes=asked.get("estimated_minutes"),  # "a 2-GPU job that runs 3 hours"
+        gpu_model=asked.get("gpu_model"),  # "could I get 2 A100s now?"
+        node=asked.get("node"),
     )
     return _tool("estimate_wait", **sized.args, offpeak=True) if asked.get("offpeak") else sized
 
@@ -854,6 +860,9 @@ def _status_reading(text: str) -> Reading:
     return _tool("list_tasks", status=_status(text))
 
 
+PAST_TENSE = re.compile(r"\b(?:did|was|were|had)\b|昨天|上周|上个月|之前", _I)
+
+
 def _history(text: str, rest: str, command: str | None, now: datetime) -> Reading | None:
     """A search of the tasks sent before ("what did I run yesterday?", "runs of train.py last week", "上周的
     train.py", "tasks tagged exp7"): list_tasks with its span of time, name, tag or node (and a status); None
@@ -861,6 +870,8 @@ def _history(text: str, rest: str, command: str | None, now: datetime) -> Readin
     if NIGHT.search(rest) or UTILIZATION.search(rest) or QUOTA.search(rest):
         return None
     if CANCEL_VERB.search(rest) and not CANCELLED.search(rest):
+        return None
+    if _asks_for_an_estimate(rest) and not PAST_TENSE.search(rest):  # "when could a job on box-2 start"
         return None
     search = read_search(text, command, now, listing=bool(LIST.search(rest)))
     if search is None or task_ids(search.without_period(rest)):  # "what did 12 do yesterday": one task

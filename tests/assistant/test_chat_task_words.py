@@ -222,3 +222,18 @@ def test_a_card_is_renamed_by_what_is_said_next(make_assistant):
     renamed = assistant.ask("change the name to baseline")
 
     assert renamed.cards[0]["spec"]["name"] == "baseline"
+
+
+def test_a_wait_for_a_gpu_model_or_node_is_estimated_there_and_said_with_it(make_assistant):
+    assistant = make_assistant()
+
+    here = assistant.ask("when could 2 GPUs on node node-a start?")
+    missing = assistant.ask("how long would 2 A100s wait?")
+    chinese = assistant.ask("现在能拿到两张A100吗")
+
+    assert here.tool_calls == [{"name": "estimate_wait", "args": {"gpus": 2, "node": "node-a"}}]
+    assert here.reply.startswith("A 2-GPU task on node node-a would start now")
+    assert missing.tool_calls == [{"name": "estimate_wait", "args": {"gpus": 2, "gpu_model": "A100"}}]
+    assert "no GPU model matches 'A100' (the GPUs here are: Simulated GPU 24GB)" in missing.reply
+    assert chinese.tool_calls == missing.tool_calls
+    assert "没有型号包含 'A100' 的卡（这里的型号：Simulated GPU 24GB）" in chinese.reply

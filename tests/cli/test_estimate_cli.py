@@ -75,3 +75,15 @@ def test_an_estimate_for_a_task_that_waits_for_another_starts_after_it(
 
     start = datetime.fromisoformat(json.loads(after.output)["start"]).astimezone(cluster.zone)
     assert start.replace(tzinfo=None) == datetime(2030, 1, 7, 13, 0), after.output  # when its parent ends
+
+
+def test_an_estimate_on_a_gpu_model_or_node_waits_for_those_gpus(
+    cluster, a100_node, make_identity, monkeypatch, tmp_path
+):
+    _, token = make_identity("alice", "vision")
+    with cli_as(cluster, token, monkeypatch, tmp_path / "client-home") as nightshift:
+        on_a100 = nightshift("estimate", "--gpus", "1", "--gpu-model", "a100", "--json")
+        on_h100 = nightshift("estimate", "--gpus", "1", "--gpu-model", "H100")
+
+    assert on_a100.exit_code == 0 and json.loads(on_a100.output)["reason"] == "starts now", on_a100.output
+    assert on_h100.exit_code == 0 and "no GPU model matches 'H100'" in on_h100.output, on_h100.output
