@@ -171,7 +171,7 @@ POSITION = re.compile(
     r"|how\s+many\s+(?:jobs|tasks)\s+(?:are\s+)?(?:queued|in\s+(?:the\s+)?(?:queue|line)|waiting)"
     r"|how\s+(?:long|big)\s+is\s+the\s+queue|队列(?:里|中)?有多少|多少个?任务在排队|排队的有多少"
     r"|\bis\s+the\s+queue\s+(?:long|big|full|busy)\b|队列(?:有多长|长吗|长不长)|排队的(?:人|任务)多(?:吗|不多)"
-    r"|\b(?:show|see|view)\s+(?:me\s+)?the\s+queue\b|看看?(?:一下)?队列",
+    r"|\b(?:show|see|view|list|print|display)\s+(?:me\s+)?the\s+(?:whole\s+|full\s+)?queue\b|看看?(?:一下)?队列",
     _I,
 )
 LIST = re.compile(
