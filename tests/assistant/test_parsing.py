@@ -526,7 +526,8 @@ def test_a_host_name_after_on_pins_the_node_without_the_word_node(text, node):
 @pytest.mark.parametrize(
     ("text", "tool", "args"),
     [
-        ("how long would 2 GPUs wait on gpu-box-9?", "estimate_wait", {"gpus": 2}),  # was task 9
+        # was task 9; the node is where it would run
+        ("how long would 2 GPUs wait on gpu-box-9?", "estimate_wait", {"gpus": 2, "node": "gpu-box-9"}),
         ("why is job-12 stuck?", "explain_task", {"task_id": 12}),
     ],
 )
