@@ -235,12 +235,22 @@ class NightshiftClient:
 
     def cluster_zone_name(self) -> str | None:
         """The IANA zone the cluster reads and shows times in (`GET /healthz`); None if it does not say."""
+        return self.cluster_clock()[0]
+
+    def cluster_clock(self) -> tuple[str | None, str | None]:
+        """The cluster's zone and off-peak windows ("23:00-07:00") as `GET /healthz` says them; None for
+        what it does not say (an older API, or none answering)."""
         try:
-            response = self.http.get("/healthz")
-            zone = response.json().get("timezone")
-        except (httpx.HTTPError, ValueError, AttributeError):
-            return None
-        return zone if isinstance(zone, str) and zone else None
+            body = self.http.get("/healthz").json()
+        except (httpx.HTTPError, ValueError):
+            return None, None
+        if not isinstance(body, dict):
+            return None, None
+        zone, windows = body.get("timezone"), body.get("offpeak")
+        return (
+            zone if isinstance(zone, str) and zone else None,
+            windows if isinstance(windows, str) else None,
+        )
 
     def post(self, path: str) -> Any:
         """POST to any /api/v1 path without a body (actions such as drain)."""

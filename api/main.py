@@ -61,7 +61,8 @@ def create_app(cluster: Cluster, *, ui: bool = True) -> FastAPI:
     @app.get("/healthz", tags=["health"])
     def healthz() -> JSONResponse:
         """200 when the database and Redis answer, 503 otherwise; with the cluster's zone, in which clients
-        read and show times (`--after 23:00` is 23:00 where the GPUs are, as the chat reads it), and
+        read and show times (`--after 23:00` is 23:00 where the GPUs are, as the chat reads it), its
+        off-peak windows (what "tonight" means to a chat served elsewhere), and
         whether a scheduler runs (said, not a 503: `nightshift api` alone is healthy, and a scheduler
         may wait for the API to be healthy before it starts)."""
         checks = {"database": "ok", "redis": "ok"}
@@ -82,6 +83,7 @@ def create_app(cluster: Cluster, *, ui: bool = True) -> FastAPI:
                 **checks,
                 "scheduler": scheduler,
                 "timezone": cluster_zone_name,
+                "offpeak": cluster.settings.offpeak,  # the windows "tonight" means, for clients elsewhere
             },
             status_code=200 if healthy else 503,
         )

@@ -24,31 +24,31 @@ def cli_zone(settings: Settings) -> tzinfo:
 
 
 def in_cluster_zone(settings: Settings) -> Settings:
-    """`settings` with the zone the API reports when they name none: the chat served apart and `nightshift
-    ask` read "tonight" and "9am" where the GPUs are, as the chat at the API's own /ui does."""
-    reported = None if settings.timezone else reported_zone_name(settings.api_url)
-    return settings.model_copy(update={"timezone": reported}) if reported else settings
-
-
-def reported_zone_name(api_url: str) -> str | None:
-    """The cluster's zone as its API reports it, asked once per process and API; an API that did not
-    answer is asked again next time, rather than its times read in this machine's zone from then on."""
-    zone = _zone_reported_by(api_url)
+    """`settings` with the zone and off-peak windows the API reports where they name none of their own: the
+    chat served apart and `nightshift ask` read "tonight" and "9am" where the GPUs are, and "tonight" as the
+    cluster's windows, as the chat at the API's own /ui does."""
+    own_windows = "offpeak" in settings.model_fields_set
+    if settings.timezone and own_windows:
+        return settings
+    zone, windows = _clock_reported_by(settings.api_url)
     if zone is None:
-        forget_reported_zones()
-    return zone
+        forget_reported_zones()  # an API that did not answer is asked again next time
+    update = {"timezone": zone} if zone and not settings.timezone else {}
+    if windows is not None and not own_windows:
+        update["offpeak"] = windows
+    return settings.model_copy(update=update) if update else settings
 
 
 @lru_cache(maxsize=4)
-def _zone_reported_by(api_url: str) -> str | None:
+def _clock_reported_by(api_url: str) -> tuple[str | None, str | None]:
     # the command's own timeout: a busy API that answers in 6 s must not have its times read in another zone
     client = NightshiftClient(api_url, None)
     try:
-        return client.cluster_zone_name()
+        return client.cluster_clock()
     finally:
         client.close()
 
 
 def forget_reported_zones() -> None:
     """Ask each API for its zone again (tests run many CLIs in one process, against APIs on reused ports)."""
-    _zone_reported_by.cache_clear()
+    _clock_reported_by.cache_clear()

@@ -77,6 +77,7 @@ def test_healthz_answers_200_without_a_token(client):
         "redis": "ok",
         "scheduler": "none running",  # no Dispatcher in this test: said, still a 200
         "timezone": "UTC",
+        "offpeak": "23:00-07:00",  # what "tonight" means to clients elsewhere
     }
 
 

@@ -135,3 +135,22 @@ def test_an_api_that_did_not_answer_is_asked_for_its_zone_again(make_settings):
 
     # Then the failed lookup was not remembered: the zone comes from the API that now answers
     assert (before.timezone, after.timezone) == ("", "Asia/Shanghai")
+
+
+def test_the_chat_served_apart_takes_the_apis_offpeak_windows_unless_it_has_its_own(
+    make_cluster, make_settings, monkeypatch, tmp_path
+):
+    # Given a cluster whose cheap hours are 01:00-05:00, and a chat served apart that sets no windows
+    night_cluster = make_cluster(timezone="Asia/Shanghai", offpeak="01:00-05:00")
+    token = create_token(night_cluster.factory, user="alice", team="vision")
+    with cli_as(night_cluster, token, monkeypatch, tmp_path / "client-home") as nightshift:
+        url = os.environ["NIGHTSHIFT_API_URL"]
+        plain = in_cluster_zone(make_settings(api_url=url, timezone=""))
+        own = in_cluster_zone(make_settings(api_url=url, timezone="", offpeak="22:00-06:00"))
+        asked = nightshift("ask", "--now", "2026-03-02T12:00:00+08:00", "when is off-peak?")
+
+    # Then "tonight" means the cluster's windows there, as at its own /ui; a window set apart wins
+    assert (plain.offpeak, plain.timezone) == ("01:00-05:00", "Asia/Shanghai")
+    assert own.offpeak == "22:00-06:00"
+    assert asked.exit_code == 0, asked.output
+    assert "Off-peak (cheap power) is 01:00-05:00, cluster time. It is 12:00 now" in asked.output
