@@ -233,10 +233,6 @@ class NightshiftClient:
         result: dict[str, Any] = self._call("GET", "/gpus")
         return result
 
-    def cluster_zone_name(self) -> str | None:
-        """The IANA zone the cluster reads and shows times in (`GET /healthz`); None if it does not say."""
-        return self.cluster_clock()[0]
-
     def cluster_clock(self) -> tuple[str | None, str | None]:
         """The cluster's zone and off-peak windows ("23:00-07:00") as `GET /healthz` says them; None for
         what it does not say (an older API, or none answering)."""
