@@ -25,6 +25,7 @@ from langchain_core.tools import BaseTool
 from assistant.parsing.commands import find_command, remove_span
 from assistant.parsing.fields import task_ids
 from assistant.parsing.intents import ASKS_COST, Reading, follow_up_to_card, understand
+from assistant.parsing.waits import answered_after
 from assistant.replies import canned, language_of, reply_for
 from assistant.tools import CARD_TOOLS
 from assistant.window_words import offpeak_window_words
@@ -131,6 +132,8 @@ class OfflineChatModel(BaseChatModel):
             r"\s*(?:task|job|#|任务)?\s*#?\d+\s*号?\s*", text
         ):
             return f"{request} task {task_ids(text)[0]}"
+        if meta.get("reason") == "parent_or_hour":  # "after task 13" or "after 13:00", in the request
+            return answered_after(request, text)
         if meta.get("reason") == "need_sweep_id":
             number = re.fullmatch(r"\s*(?:sweep|扫参)?\s*#?(\d+)\s*号?\s*", text, re.I)
             return f"{request} sweep {number[1]}" if number else text

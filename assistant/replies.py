@@ -9,6 +9,7 @@ from datetime import date, datetime, time
 from typing import Any
 
 from assistant.reasons_zh import reason_zh
+from scheduler.dependencies import PARENT_FIELDS
 from scheduler.policy.reasons import amount
 from scheduler.spec import MAX_SWEEP_VALUES, spec_gpu_fraction
 
@@ -119,6 +120,8 @@ _CHANGE_FIELDS = {
     "name": ("name", "名称"),
     "tags": ("tags", "标签"),
     "max_running": ("at most at once", "最多同时运行"),
+    "depends_on": ("waits for (to succeed)", "等待成功的任务"),
+    "depends_on_any": ("waits for (to end)", "等待结束的任务"),
 }
 
 
@@ -189,6 +192,9 @@ def field_value_words(
         return start_label_words(right_away, lang) if key == "not_before" else _t(lang, "none", "无")
     if isinstance(item, bool):
         return _t(lang, "yes" if item else "no", "是" if item else "否")
+    if isinstance(item, list):  # tasks waited for as "#12, #13"; tags as they are
+        shown = [f"#{value}" if key in PARENT_FIELDS else unwrap(str(value)) for value in item]
+        return ", ".join(shown) or _t(lang, "none", "无")
     if isinstance(item, float):  # minutes as the person said them: 120, not 120.0
         return f"{item:g}"
     if key in ("not_before", "deadline"):
@@ -1598,11 +1604,26 @@ def outputs_words(task_id: int | None, lang: str) -> str:
     )
 
 
+def parent_or_hour_words(number: int, lang: str) -> str:
+    """The question back for "start 12 after 13": task 13, or 13:00?"""
+    if lang == "zh":
+        return (
+            f"是在{number}号任务结束之后开始，还是在{number}点之后？"
+            f"请说“等任务{number}跑完”或“{number}点之后”。"
+        )
+    return (
+        f'Start it after task {number} ends, or after {number}:00? Say "after task {number}" (it waits '
+        f'for that task to succeed) or "after {number}:00".'
+    )
+
+
 def canned(kind: str, reason: str, lang: str, task_id: int | None = None) -> str:
     """A question, refusal, help or pointer text for `reason` (about task `task_id` when the request named
     one and the text can say it)."""
     if kind == "help" and reason == "logs" and task_id is not None:
         return logs_words(task_id, lang)
+    if kind == "question" and reason == "parent_or_hour" and task_id is not None:
+        return parent_or_hour_words(task_id, lang)
     if kind == "help" and reason == "outputs":
         return outputs_words(task_id, lang)
     if kind == "help":

@@ -33,6 +33,7 @@ from assistant.cards import (
 )
 from assistant.client import AssistantClient, Unavailable
 from assistant.parsing.history import resolve_since, resolve_until
+from scheduler.dependencies import PARENT_FIELDS, refuse_dependency_loop, refuse_parent, waited_for
 from scheduler.edits import (
     CLEARABLE_FIELDS,
     changed_spec,
@@ -201,6 +202,12 @@ class ChangeFields(BaseModel):
     time_limit_minutes: float | None = None
     estimated_minutes: float | None = None
     retries: int | None = None
+    depends_on: list[int] | None = Field(
+        default=None, description="wait for these task ids to succeed, instead of what it waited for"
+    )
+    depends_on_any: list[int] | None = Field(
+        default=None, description="wait for these task ids to end however they end, instead"
+    )
     clear: list[str] | None = Field(
         default=None,
         description='fields to put back to their defaults, the limit or time taken away ("remove the time '
@@ -219,6 +226,16 @@ class ChangeArgs(ChangeFields):
         default=None,
         gt=0,
         description='add this much to its time limit ("give task 5 4 more hours", "给5号多加4小时" → 240)',
+    )
+    also_wait_for: list[int] | None = Field(
+        default=None,
+        description='wait for these task ids to succeed too, beside what it waits for ("make 12 also wait '
+        'for 14")',
+    )
+    stop_waiting_for: list[int] | None = Field(
+        default=None,
+        description='no longer wait for these task ids ("12 no longer needs to wait for 13", '
+        '"不用让12号等13号")',
     )
 
 
@@ -502,8 +519,10 @@ def _changes_words(changes: Mapping[str, Any]) -> str:
             return f"{key}: {value}"
         if key == "max_running":
             return "no limit on how many run at once"
-        default = TaskSpec.model_fields[key].default
-        shown = "none" if default is None else str(default).lower() if isinstance(default, bool) else default
+        default = TaskSpec.model_fields[key].get_default(call_default_factory=True)
+        if default in (None, []):
+            return f"{key} at its default (none)"
+        shown = str(default).lower() if isinstance(default, bool) else default
         return f"{key} at its default ({shown})"
 
     return ", ".join(words(key, value) for key, value in changes.items())
@@ -515,14 +534,23 @@ def change_task(
     start_now: bool = False,
     clear: list[str] | None = None,
     more_minutes: float | None = None,
+    also_wait_for: list[int] | None = None,
+    stop_waiting_for: list[int] | None = None,
     **fields: Any,
 ) -> str:
     """Prepare a change to one of your queued tasks (priority, start time, off-peak, deadline, limits,
     retries, name; `clear` puts fields back to their defaults: "remove the time limit" is
     clear=["time_limit_minutes"], a change, not a cancel), or to the time limit of a running one
     (`more_minutes` adds to it): returns a card the person must confirm. The task keeps its place in time;
-    GPUs, memory and the command cannot change (run it again with submit_task like_task instead)."""
+    GPUs, memory and the command cannot change (run it again with submit_task like_task instead). Which
+    tasks it waits for can change: `depends_on` replaces them, `also_wait_for` adds, `stop_waiting_for`
+    takes some away."""
     task = _need_client(ctx).get_task(task_id)
+    if also_wait_for or stop_waiting_for:
+        waits = _waits_changed(task, also_wait_for or [], stop_waiting_for or [], fields)
+        if isinstance(waits, str):
+            return waits
+        fields, clear = {**fields, **waits[0]}, [*(clear or []), *waits[1]]
     if more_minutes is not None:
         more = _more_time(task, more_minutes, fields)
         if isinstance(more, str):
@@ -549,11 +577,73 @@ def change_task(
         return _error(exc.message, exc.errors)
     if not diff:
         return _error(f"task {task_id} already has {_changes_words(changes)}")
+    refused = _parents_refused(_need_client(ctx), task_id, {key: changes[key] for key in diff})
+    if refused is not None:
+        return refused
     card = {"kind": "change", "task_id": task_id, "task": task_view(task), "changes": diff}
     after = changed_spec(task_id, task.get("spec") or {}, changes).model_dump(mode="json")
     _add_warnings(card, deadline_warnings(after, ctx.now(), ctx.offpeak))
     ctx.actions.add("change", card, {"task_id": task_id, "changes": {key: changes[key] for key in diff}})
     return _result(pending_action=card, note="Nothing has been changed: the person must confirm the card.")
+
+
+def _waits_changed(
+    task: Mapping[str, Any], more: list[int], fewer: list[int], fields: Mapping[str, Any]
+) -> tuple[dict[str, list[int]], list[str]] | str:
+    """The task's `depends_on` with `more` added and its parent lists without `fewer`: the lists that
+    change, and those left empty (to clear); or the error: a parent it does not wait for, or a list also
+    given outright."""
+    given = next((name for name in PARENT_FIELDS if fields.get(name) is not None), None)
+    if given is not None:
+        return _error(
+            f"{given} lists every task it waits for: give it, or tasks to add or take away, not both"
+        )
+    spec = task.get("spec") or {}
+    before = {name: list(spec.get(name) or []) for name in PARENT_FIELDS}
+    waited = [parent for name in PARENT_FIELDS for parent in before[name]]
+    unknown = [str(parent) for parent in fewer if parent not in waited]
+    if unknown:
+        now = ", ".join(f"task {parent}" for parent in waited) or "no task"
+        return _error(
+            f"task {task.get('id')} does not wait for task {', '.join(unknown)}: it waits for {now}"
+        )
+    after = {
+        "depends_on": [*before["depends_on"], *(p for p in more if p not in before["depends_on"])],
+        "depends_on_any": list(before["depends_on_any"]),
+    }
+    after = {name: [parent for parent in parents if parent not in fewer] for name, parents in after.items()}
+    changed = {name: parents for name, parents in after.items() if parents and parents != before[name]}
+    if more and not changed.get("depends_on"):  # "also wait for 13" when it already does: nothing new
+        changed["depends_on"] = after["depends_on"]
+    return changed, [name for name in PARENT_FIELDS if before[name] and not after[name]]
+
+
+def _parents_refused(client: AssistantClient, task_id: int, changes: Mapping[str, Any]) -> str | None:
+    """The error the cluster would give a change of what task `task_id` waits for (a parent missing or
+    failed, or a loop of tasks waiting for each other), found before the card is shown; None when fine."""
+    parents = {name: changes[name] for name in PARENT_FIELDS if changes.get(name)}
+    if not parents:
+        return None
+
+    def looked_up(parent: int) -> dict[str, Any] | None:
+        try:
+            return client.get_task(parent)
+        except ClientError:
+            return None
+
+    def waits_of(parent: int) -> list[int]:
+        row = looked_up(parent)
+        return [] if row is None else waited_for(str(row.get("status")), row.get("spec"))
+
+    try:
+        for name, ids in parents.items():
+            for parent in ids:
+                row = looked_up(parent)
+                refuse_parent(name, parent, None if row is None else str(row.get("status")))
+        refuse_dependency_loop(task_id, parents, waits_of)
+    except SpecError as exc:
+        return _error(exc.message, exc.errors)
+    return None
 
 
 def _more_time(task: Mapping[str, Any], more_minutes: float, fields: Mapping[str, Any]) -> float | str:

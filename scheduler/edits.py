@@ -2,7 +2,8 @@
 change (pure: the `Cluster` stores it and re-queues the task with the score it now has). A running task may
 change only how long it may run and what is said about it (`RUNNING_EDITABLE_FIELDS`).
 
-Only fields that decide *when* a task starts or how long it may run can change; fields that decide *what*
+Only fields that decide *when* a task starts (its time windows, priority, the tasks it waits for) or how long
+it may run can change; fields that decide *what*
 runs or *where* (command, GPUs, memory, node, environment) cannot, since a task already placed on a node
 would then start with what it was placed for. For those, the answer names the way: submit it again
 (`--like ID`) and cancel the first.
@@ -26,6 +27,8 @@ EDITABLE_FIELDS = (
     "estimated_minutes",
     "retries",
     "tags",
+    "depends_on",
+    "depends_on_any",
 )
 # what may change once a task runs: how long it may run and what is said about it, nothing about when or
 # where it starts (Slurm's `scontrol update TimeLimit=` on a running job)
@@ -40,6 +43,8 @@ CLEARABLE_FIELDS = (
     "time_limit_minutes",
     "estimated_minutes",
     "retries",
+    "depends_on",
+    "depends_on_any",
 )
 
 

@@ -12,6 +12,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from scheduler.clock import from_epoch_s, local_zone, machine_zone_name, now_ms, now_s, to_epoch_s
+from scheduler.dependencies import PARENT_FIELDS, refuse_dependency_loop, refuse_parent, waited_for
 from scheduler.edits import changed_spec, check_changes, check_running_changes
 from scheduler.errors import ConflictError, NotFoundError, SpecError
 from scheduler.keys import RedisKeys
@@ -232,28 +233,35 @@ class Cluster:
         another team's), or when `depends_on` names one that already failed or was cancelled: the new task
         could never start (as Slurm refuses it). A `depends_on_any` parent that already ended is fine: it
         no longer holds the task back."""
-        for parent in depends_on:
-            row = self._parent_row(who, parent, "depends_on")
-            if row.status in ("failed", "cancelled"):
-                ended = "failed" if row.status == "failed" else "was cancelled"
-                raise SpecError(
-                    f"depends_on names task {parent}, which {ended}: this task could never start "
-                    f"(run {parent} again and depend on the new one, leave it out, or wait for it to end "
-                    "however it ends with depends_on_any)",
-                    [{"field": "depends_on", "message": f"task {parent} {row.status}"}],
-                )
-        for parent in depends_on_any:
-            self._parent_row(who, parent, "depends_on_any")
+        for field, parents in (("depends_on", depends_on), ("depends_on_any", depends_on_any)):
+            for parent in parents:
+                refuse_parent(field, parent, self._status_for(who, parent))
 
-    def _parent_row(self, who: Identity, parent: int, field: str) -> Task:
-        """Task `parent` as `who` may see it; SpecError on `field` when it does not exist for them."""
+    def _check_new_parents(
+        self, who: Identity, task_id: int, spec: TaskSpec, changes: Mapping[str, Any]
+    ) -> None:
+        """For a change of the tasks a queued task waits for ("start 12 after 13 succeeds"): the same checks
+        as a submission's, and no loop (13 already waiting for 12) in which neither could start."""
+        parents = {field: getattr(spec, field) for field in PARENT_FIELDS if changes.get(field)}
+        if not parents:
+            return
+        self.check_dependencies(who, parents.get("depends_on", ()), parents.get("depends_on_any", ()))
+        refuse_dependency_loop(task_id, parents, self._waited_for)
+
+    def _waited_for(self, task_id: int) -> list[int]:
+        """The tasks task `task_id` still waits for (`dependencies.waited_for`)."""
         try:
-            return self.tasks.get_for(who, parent)
+            task = self.tasks.get_any(task_id)
         except NotFoundError:
-            raise SpecError(
-                f"{field} names task {parent}, which does not exist",
-                [{"field": field, "message": f"task {parent} does not exist"}],
-            ) from None
+            return []
+        return waited_for(task.status, task.spec)
+
+    def _status_for(self, who: Identity, task_id: int) -> str | None:
+        """The status of task `task_id` as `who` may see it; None when they have no such task."""
+        try:
+            return self.tasks.get_for(who, task_id).status
+        except NotFoundError:
+            return None
 
     def cancel(self, who: Identity, task_id: int) -> Task:
         """Cancel a queued task at once, or ask the worker of a running one to stop it."""
@@ -308,6 +316,7 @@ class Cluster:
         spec = changed_spec(task_id, task.spec or {}, changes)
         if changes.get("deadline") is not None:  # one that passed while it waited stays as it was
             check_times_ahead(spec, self.zone, from_epoch_s(now_s()))
+        self._check_new_parents(who, task_id, spec, changes)
         new = resolve(spec, self.zone, self.default_workdir())
         if _in_redis(task):
             # out of the queue and its node's inbox first, so no node can claim it while it changes

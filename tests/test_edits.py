@@ -46,3 +46,9 @@ def test_an_empty_change_says_which_fields_to_send_and_blames_no_field():
     assert refused.value.message.startswith("nothing to change: send one or more of these fields: name,")
     assert all(field in refused.value.message for field in EDITABLE_FIELDS)
     assert refused.value.errors == [{"field": None, "message": refused.value.message}]
+
+
+def test_a_dependency_change_shows_the_tasks_waited_for_before_and_after():
+    diff = spec_differences(7, {**STORED, "depends_on": [3]}, {"depends_on": [3, 5], "depends_on_any": None})
+
+    assert diff == {"depends_on": ([3], [3, 5])}

@@ -281,8 +281,13 @@ CLEAR_OPTIONS = {
     "tonight": "offpeak",
     "time-limit": "time_limit_minutes",
     "estimate": "estimated_minutes",
+    "depends-on": "depends_on",
+    "after-any": "depends_on_any",
 }
-CLEAR_HELP = "priority, after, tonight, deadline, time-limit, estimate, retries (or the spec's field names)"
+CLEAR_HELP = (
+    "priority, after, tonight, deadline, time-limit, estimate, retries, depends-on, after-any (or the spec's "
+    "field names)"
+)
 
 
 def cleared_fields(names: list[str]) -> list[str]:
@@ -602,6 +607,14 @@ def change(
     estimate: Annotated[float | None, typer.Option("--estimate", help="expected minutes")] = None,
     retries: Annotated[int | None, typer.Option(help="retries after a failure")] = None,
     name: Annotated[str | None, typer.Option(help="a short name")] = None,
+    depends_on: Annotated[
+        list[int] | None,
+        typer.Option("--depends-on", help="wait for task ID to succeed (repeat; replaces what it waits for)"),
+    ] = None,
+    after_any: Annotated[
+        list[int] | None,
+        typer.Option("--after-any", help="wait for task ID to end, however it ends (repeat)"),
+    ] = None,
     max_running: Annotated[
         int | None,
         typer.Option(
@@ -617,14 +630,16 @@ def change(
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Change a queued task's priority, start window, limits, retries or name; it keeps its age. A running
-    task's time limit, estimate, retries and name (`nightshift change 5 --time-limit 240`).
+    """Change a queued task's priority, start window, the tasks it waits for, limits, retries or name; it
+    keeps its age. A running task's time limit, estimate, retries and name (`nightshift change 5
+    --time-limit 240`). `--clear depends_on` lets it start without waiting for its parents.
 
     With --sweep ID, every queued task of that sweep (and --max-running, how many of them run at once).
     GPUs, memory or the command: `nightshift submit --like ID ...`, then cancel ID."""
     overrides = {
         "priority": priority, "offpeak": tonight, "time_limit_minutes": time_limit,
         "estimated_minutes": estimate, "retries": retries, "name": name,
+        "depends_on": depends_on or None, "depends_on_any": after_any or None,
     }  # fmt: skip
     _one_target(task_id, sweep)
     _refuse_option_as_name(name)

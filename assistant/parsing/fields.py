@@ -299,7 +299,7 @@ TASK_ID = re.compile(
 )
 # ASCII neighbours only: Chinese runs words and numbers together ("31为什么还没跑"), and `\w` would match 为
 BARE_NUMBER = re.compile(
-    r"(?<![A-Za-z0-9_.])(?<![A-Za-z0-9]-)(?P<n>\d{1,7})"  # nor the 9 of a name ("gpu-box-9")
+    r"(?<![A-Za-z0-9_.])(?<![A-Za-z0-9]-)(?<!\d:)(?P<n>\d{1,7})(?!:\d)"  # nor "gpu-box-9", nor "13:00"
     r"(?![A-Za-z0-9_]|\.\d|\s*-?\s*(?:gb|g\b|gpus?|cards?|hours?|h\b|min|%|days?|卡|张|块|个|小时|分钟|天|点|号))",
     re.I,
 )

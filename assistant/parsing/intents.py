@@ -38,6 +38,8 @@ from assistant.parsing.sweeps import (
     worded_values,
 )
 from assistant.parsing.times import blank_dates, read_times
+from assistant.parsing.waits import read_wait_change
+from scheduler.dependencies import PARENT_FIELDS
 from scheduler.edits import EDITABLE_FIELDS
 from scheduler.spec import MAX_SWEEP_VALUES
 
@@ -107,7 +109,7 @@ TASK_STATE = re.compile(
     r"(?<![A-Za-z])status(?![A-Za-z])|\bstate\b|how(?:\s+is|'s|\s+are)\b|how\s+did\b|what\s+happened"
     r"|\bdid\b.*\b(?:finish|succeed|fail|work|run)"
     r"|\bshow\b(?:\s+me)?\s+(?:task|job)\b|\bdetails\s+(?:of|on|for)\b|看一?下(?:任务|作业)|查(?:一下|看)(?:任务|作业)"
-    r"|\bis\b.*\b(?:done|finished|running|over|complete|ok)\b|\bprogress\b"
+    r"|\bis\b.*\b(?:done|finished|running|over|complete|ok|waiting|pending|queued|blocked)\b|\bprogress\b"
     r"|when\s+will\b.*\b(?:finish|end|be\s+done|complete)"
     r"|怎么样|咋样|如何了|状态|情况|进展|跑完了吗|完成了吗|好了吗|结束了吗|成功了吗|失败了吗|跑得怎么样|还要多久|还要(?:跑|运行)多久|还剩多久"
     # how long a running task has left: "how much longer will 12 run", "time left on 12", "when does 12 end"
@@ -790,6 +792,23 @@ def _change(rest: str, now: datetime) -> Reading | None:
     return _change_reading(rest, now, "change_task", task_id=ids[0])
 
 
+def _change_of_waits(rest: str) -> Reading | None:
+    """A change of which tasks a queued task waits for ("make 12 wait for 13", "12 no longer needs to wait
+    for 13"): a change card; a question when "after 13" may be an hour; None when it asks no such change."""
+    change = read_wait_change(rest) if not RERUN.search(rest) else None  # "run 12 again after 13": a new task
+    if change is None:
+        return None
+    if change.hour_or_task:
+        return Reading("question", args={"task_id": change.after}, reason="parent_or_hour")
+    if change.wait_for_nothing:
+        return _tool("change_task", task_id=change.task_id, clear=list(PARENT_FIELDS))
+    if change.stop_waiting_for:
+        return _tool("change_task", task_id=change.task_id, stop_waiting_for=change.stop_waiting_for)
+    if change.also and change.spec_field == "depends_on":
+        return _tool("change_task", task_id=change.task_id, also_wait_for=change.parents)
+    return _tool("change_task", task_id=change.task_id, **{change.spec_field: change.parents})
+
+
 def _change_reading(text: str, now: datetime, tool: str, **which: int) -> Reading | None:
     """The change a request asks of a queued task or of a sweep's (`tool` with `which` one, the fields read
     and those it takes away as `clear`: "drop the time limit"); a pointer when it asks to change what runs
@@ -932,6 +951,7 @@ def understand(text: str, now: datetime) -> Reading:
         or _about_the_window(rest)
         or _about_outputs(rest)
         or _interactive(rest)
+        or _change_of_waits(rest)
     )
     if early:
         return early

@@ -104,12 +104,15 @@ def test_a_parent_that_already_ended_is_accepted_and_a_missing_or_foreign_one_re
     )
 
 
-def test_it_cannot_change_once_queued_as_depends_on_cannot(client, alice):
+def test_it_changes_on_a_queued_task_as_depends_on_does(client, alice):
+    parent = _submit(client, alice, not_before="2030-01-07T12:00:00Z")
     task = _submit(client, alice, not_before="2030-01-07T12:00:00Z")
 
-    changed = client.patch(f"/api/v1/tasks/{task}", json={"depends_on_any": [1]}, headers=alice)
+    changed = client.patch(f"/api/v1/tasks/{task}", json={"depends_on_any": [parent]}, headers=alice)
+    itself = client.patch(f"/api/v1/tasks/{task}", json={"depends_on_any": [task]}, headers=alice)
 
-    assert changed.status_code == 422 and "depends_on_any cannot change once a task is queued" in changed.text
+    assert changed.status_code == 200 and changed.json()["spec"]["depends_on_any"] == [parent]
+    assert itself.status_code == 422 and f"task {task} cannot wait for itself" in itself.text
 
 
 def test_an_estimate_for_a_new_task_waits_for_its_parents_to_end(client, alice, four_gpu_node, make_identity):

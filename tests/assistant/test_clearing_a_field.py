@@ -160,7 +160,7 @@ def test_clear_names_the_fields_it_takes_when_given_one_it_cannot_put_back(make_
     assert turn.cards == [] and assistant.actions.pending() == []
     message = (
         "cannot clear gpus: clear takes priority, not_before, offpeak, deadline, time_limit_minutes, "
-        "estimated_minutes, retries"
+        "estimated_minutes, retries, depends_on, depends_on_any"
     )
     assert tool_result(assistant.history, "change_task") == {
         "ok": False,
@@ -247,7 +247,7 @@ def test_a_sweep_may_clear_its_limit_on_how_many_run_at_once_but_not_its_tasks_n
     assert card["changes"] == {"max_running": [2, None]}
     assert refused.cards == [] and tool_result(named.history, "change_sweep")["error"].startswith(
         "cannot clear name: clear takes priority, not_before, offpeak, deadline, time_limit_minutes, "
-        "estimated_minutes, retries, max_running"
+        "estimated_minutes, retries, depends_on, depends_on_any, max_running"
     )
 
 

@@ -146,3 +146,26 @@ def test_a_running_tasks_time_limit_is_changed_from_the_command_line(
     assert announced_time_limit(told) == (claim.token, 240 * 60.0)
     assert priority.exit_code == 1
     assert f"task {task.id} is running: priority can no longer change" in " ".join(priority.output.split())
+
+
+def test_change_makes_a_queued_task_wait_for_another_and_refuses_a_loop(
+    cluster, a100_node, make_identity, monkeypatch, tmp_path
+):
+    _, token = make_identity("alice", "vision")
+    with cli_as(cluster, token, monkeypatch, tmp_path / "client-home") as nightshift:
+        first, second = (
+            nightshift("submit", "--after", "+2h", "--", "true").output.split("task ")[1].split(" ")[0]
+            for _ in range(2)
+        )
+        waits = nightshift("change", second, "--depends-on", first, "--after-any", first)
+        loop = nightshift("change", first, "--depends-on", second)
+        cleared = nightshift("change", second, "--clear", "depends-on")
+
+    assert waits.exit_code == 0, waits.output
+    said = " ".join(waits.output.split())
+    assert f"depends_on none -> {first}" in said and f"depends_on_any none -> {first}" in said
+    assert loop.exit_code == 1
+    assert f"task {second} already waits for task {first}" in " ".join(loop.output.split())
+    assert cluster.tasks.get_any(int(first)).spec.get("depends_on") in (None, [])
+    assert cleared.exit_code == 0 and f"depends_on {first} -> none" in " ".join(cleared.output.split())
+    assert cluster.tasks.get_any(int(second)).spec["depends_on_any"] == [int(first)]
