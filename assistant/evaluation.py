@@ -73,16 +73,25 @@ def _same(expected: Any, got: Any) -> bool:
     return bool(expected == got)
 
 
+def _same_call(want: dict[str, Any], call: dict[str, Any]) -> bool:
+    args, expected = call["args"], want["args"]
+    return (
+        call["name"] == want["tool"]
+        and set(args) == set(expected)
+        and all(_same(expected[k], args[k]) for k in expected)
+    )
+
+
 def judge(expect: dict[str, Any], message: AIMessage) -> tuple[bool, dict[str, Any]]:
     """Compare one model answer with the expectation."""
     calls: list[dict[str, Any]] = [{"name": c["name"], "args": c["args"]} for c in message.tool_calls]
     kind = message.response_metadata.get(META_KEY, {}).get("kind")
     got: dict[str, Any] = {"tool_calls": calls, "kind": kind, "reply": str(message.content)[:120]}
-    if "tool" in expect:
-        if len(calls) != 1 or calls[0]["name"] != expect["tool"]:
-            return False, got
-        args, want = calls[0]["args"], expect["args"]
-        return set(args) == set(want) and all(_same(want[k], args[k]) for k in want), got
+    if "tool" in expect or "calls" in expect:  # one call, or several ("calls": [{"tool", "args"}, ...])
+        wanted = expect.get("calls") or [{"tool": expect["tool"], "args": expect["args"]}]
+        return len(calls) == len(wanted) and all(
+            _same_call(want, call) for want, call in zip(wanted, calls, strict=False)
+        ), got
     if calls:
         return False, got
     if "ask" in expect:

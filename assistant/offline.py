@@ -143,13 +143,16 @@ class OfflineChatModel(BaseChatModel):
         """The tool call, question, refusal or pointer for `reading` (`text`: the person's message; `moment`:
         the time and off-peak windows the system prompt gives)."""
         if reading.kind == "tool" and reading.tool:
-            call = {
-                "name": reading.tool,
-                "args": reading.args,
-                "id": f"call_{uuid.uuid4().hex[:16]}",
-                "type": "tool_call",
-            }
-            return AIMessage(content="", tool_calls=[call], response_metadata={META_KEY: {"kind": "tool"}})
+            calls = [
+                {
+                    "name": reading.tool,
+                    "args": args,
+                    "id": f"call_{uuid.uuid4().hex[:16]}",
+                    "type": "tool_call",
+                }
+                for args in (reading.args, *reading.more)
+            ]
+            return AIMessage(content="", tool_calls=calls, response_metadata={META_KEY: {"kind": "tool"}})
         meta = {"kind": reading.kind, "reason": reading.reason}
         if reading.kind == "question":
             meta["request"] = text
@@ -167,6 +170,10 @@ class OfflineChatModel(BaseChatModel):
             for result in results
         ]
         return AIMessage(content="\n\n".join(replies), response_metadata={META_KEY: {"kind": "answer"}})
+
+
+def _call_id() -> str:
+    return f"call_{uuid.uuid4().hex[:16]}"
 
 
 @dataclass(frozen=True)

@@ -1468,6 +1468,11 @@ QUESTIONS = {
         'urgent" for all the queued tasks of a sweep.)',
         "我一次只修改一个任务，每个都有自己的确认卡片：先改哪个任务编号？（整个扫参可以说“把扫参4改成紧急”。）",
     ),
+    "too_many_explained": (
+        "I explain up to 5 tasks at once: which ones first? (`nightshift queue` shows why each queued task "
+        "waits.)",
+        "我一次最多解释5个任务：先看哪几个？（`nightshift queue` 会列出每个排队任务在等什么。）",
+    ),
     "one_rerun": (
         "I run one earlier task again at a time, each on its own card: which task number first?",
         "我一次只重跑一个之前的任务，每个都有自己的确认卡片：先重跑哪个任务编号？",

@@ -519,6 +519,8 @@ def task_ids(text: str) -> list[int]:
         ids = [int(m.group("n")) for m in BARE_NUMBER.finditer(text)]
     for run in ID_RANGE.finditer(text):
         first, last = int(run["a"]), int(run["b"])
-        if first in ids or last in ids:  # a run the ids above start or end: every task in it
-            ids += list(range(first, last + 1)) if 0 < last - first <= 1000 else [last]
+        if first in ids or last in ids:  # a run the ids above start or end: every task in it, in order
+            at = min(ids.index(end) for end in (first, last) if end in ids)
+            every = list(range(first, last + 1)) if 0 < last - first <= 1000 else [last]
+            ids = [*ids[:at], *every, *(i for i in ids[at:] if i not in every)]
     return list(dict.fromkeys(ids))

@@ -110,6 +110,8 @@ TASK_STATE = re.compile(
     r"|\bdid\b.*\b(?:finish|succeed|fail|work|run)"
     r"|\bshow\b(?:\s+me)?\s+(?:task|job)\b|\bdetails\s+(?:of|on|for)\b|看一?下(?:任务|作业)|查(?:一下|看)(?:任务|作业)"
     r"|\bis\b.*\b(?:done|finished|running|over|complete|ok|waiting|pending|queued|blocked)\b|\bprogress\b"
+    r"|\bare\s+(?:(?:the\s+)?(?:tasks|jobs)\s+)?#?\d+.*\b(?:done|finished|running|over|complete|ok|waiting"
+    r"|pending|queued)\b"
     r"|when\s+will\b.*\b(?:finish|end|be\s+done|complete)"
     r"|怎么样|咋样|如何了|状态|情况|进展|跑完了吗|完成了吗|好了吗|结束了吗|成功了吗|失败了吗|跑得怎么样|还要多久|还要(?:跑|运行)多久|还剩多久"
     # how long a running task has left: "how much longer will 12 run", "time left on 12", "when does 12 end"
@@ -344,6 +346,7 @@ class Reading:
     tool: str | None = None
     args: dict[str, Any] = field(default_factory=dict)
     reason: str = ""
+    more: list[dict[str, Any]] = field(default_factory=list)  # further calls of `tool`, one per task asked
 
 
 def _tool(tool: str, /, **args: Any) -> Reading:
@@ -958,14 +961,10 @@ def understand(text: str, now: datetime) -> Reading:
     if (found or RERUN.search(rest)) and _acts_on_a_task(rest):  # "run X and cancel task 2": one at a time
         return Reading("question", reason="one_request")
     if EXPLAIN.search(rest) and not ESTIMATE.search(rest) and not _acts_on_a_task(rest):
-        task_id = _first_id(rest)
-        if task_id is None and NIGHT.search(rest) and not found:  # "why did my jobs fail last night?"
+        ids = task_ids(rest)
+        if not ids and NIGHT.search(rest) and not found:  # "why did my jobs fail last night?"
             return _tool("night_summary")
-        return (
-            _tool("explain_task", task_id=task_id)
-            if task_id is not None
-            else Reading("question", reason="need_task_id")
-        )
+        return _explain(rest, ids) if ids else Reading("question", reason="need_task_id")
     # an ISO date's numbers name no task: "what happened on 2026-12-05" is no question about task 2026
     state = _task_state(ISO_DATE.sub(" ", rest)) if not found and TASK_STATE.search(rest) else None
     if state is not None:
@@ -1006,7 +1005,20 @@ def _task_state(rest: str) -> Reading | None:
         return _status_reading(rest)
     if ESTIMATE.search(rest) or LOGS.search(rest) or _acts_on_a_task(rest):  # "stop 5, it is stuck": a cancel
         return None
-    return _tool("explain_task", task_id=_first_id(rest))
+    return _explain(rest, task_ids(rest))
+
+
+MAX_EXPLAINED = 5  # tasks one request may have explained, each in a call of its own
+
+
+def _explain(rest: str, ids: list[int]) -> Reading:
+    """explain_task for the task `rest` names, or one call for each of several ("why are 12-15 waiting",
+    "are 12 and 13 done"); a question when it names more than `MAX_EXPLAINED`."""
+    if len(ids) == 1 or not names_several_tasks(rest):
+        return _tool("explain_task", task_id=ids[0])
+    if len(ids) > MAX_EXPLAINED:
+        return Reading("question", reason="too_many_explained")
+    return Reading("tool", "explain_task", {"task_id": ids[0]}, more=[{"task_id": i} for i in ids[1:]])
 
 
 def _no_tool(rest: str) -> Reading:

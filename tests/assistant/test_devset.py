@@ -14,7 +14,7 @@ def test_the_devset_is_large_and_varied():
     chinese = [c for c in cases if re.search(r"[\u4e00-\u9fff]", c["text"])]
     assert len(chinese) >= 40 and len(cases) - len(chinese) >= 80
     kinds = {next(iter(c["expect"])) for c in cases}
-    assert kinds == {"tool", "ask", "refuse", "help"}
+    assert kinds == {"tool", "calls", "ask", "refuse", "help"}  # calls: several at once ("why are 12-15 ...")
     tools = {c["expect"]["tool"] for c in cases if "tool" in c["expect"]}
     assert len(tools) == 19  # the brief's nine, change/hold/release, night_summary, the six sweep tools
 
