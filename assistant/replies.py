@@ -1416,6 +1416,15 @@ QUESTIONS = {
         "请说要几张卡、每张至少多少空闲显存（“用 1 张卡，40G 显存”），或者指定节点或型号"
         "（“在 gpu-box-2 节点上”，“用 A100”）；`nightshift gpus` 可以查看。",
     ),
+    "biggest_gpu": (
+        "nightshift places a task by what it needs, not by rank: say how much free memory each GPU needs "
+        '("with 80GB"), or a model ("on an H100") or a node ("on node gpu-box-2"); `nightshift gpus` shows '
+        "each node's GPUs and their memory.",
+        "nightshift 按任务的需要分配 GPU，而不是按“最大”“最快”："
+        "请说每张卡至少要多少空闲显存（“80G 显存”），"
+        "或者指定型号（“用 H100”）或节点（“在 gpu-box-2 节点上”）；"
+        "`nightshift gpus` 可以看各节点的卡和显存。",
+    ),
     "host_resources": (
         "nightshift reserves GPUs and GPU memory only: a job uses its node's CPUs, RAM and disk as they are, "
         "so I cannot promise CPU cores, RAM or disk. Send it without them, or, if you meant GPU memory, say "

@@ -519,20 +519,33 @@ ANOTHER_COMMAND = re.compile(
 )
 
 
+# a GPU asked for by rank ("on the biggest GPU", "the fastest card", "最大的卡"): a spec says memory, a model
+BIGGEST_GPU = re.compile(
+    r"\b(?:biggest|largest|best|fastest|strongest|most\s+powerful|newest|beefiest)\s+(?:gpus?|cards?"
+    r"|graphics\s+cards?|nodes?|box|machines?|servers?|one)\b"
+    r"|(?:最大|最好|最快|最强|最新|最猛)的?\s*(?:卡|显卡|GPU|gpu|机器|节点|服务器)",
+    _I,
+)
+
+# what a request asks that no spec field says: a card would drop it without a word, so a question back
+_NO_FIELD_SAYS = (
+    (RECURRING, "recurring"),  # "every night": one run now
+    (GPU_CHOICE, "gpu_count_choice"),  # "on 2 or 4 GPUs": which
+    (GPU_INDEX, "gpu_index"),  # "on gpu 3": the scheduler picks GPUs
+    (HOST_RESOURCE, "host_resources"),  # "16 CPUs and 64GB of RAM": nothing reserves them
+    (BIGGEST_GPU, "biggest_gpu"),  # "on the biggest GPU": its memory or model
+)
+
+
 def _submit(command: str, rest: str, now: datetime, several: bool = False) -> Reading:
     """submit_task of `command` with what else the request asks; a sweep when the command has brace lists
     ("--lr {1e-3,1e-4}"), "2 at a time" its `max_running`. A single task "2 at a time" has nothing to limit:
     a question back, rather than a card that drops or misreads it."""
     if several:  # one card per task: say so rather than drop the other commands
         return Reading("question", reason="one_command")
-    if RECURRING.search(rest):  # one run now would drop "every night" without a word
-        return Reading("question", reason="recurring")
-    if GPU_CHOICE.search(rest):  # "on 2 or 4 GPUs": which, rather than a card with one picked
-        return Reading("question", reason="gpu_count_choice")
-    if GPU_INDEX.search(rest):  # "on gpu 3": a card for any one GPU would drop the index without a word
-        return Reading("question", reason="gpu_index")
-    if HOST_RESOURCE.search(rest):  # "16 CPUs and 64GB of RAM": nothing reserves them, so say so
-        return Reading("question", reason="host_resources")
+    unsaid = next((reason for pattern, reason in _NO_FIELD_SAYS if pattern.search(rest)), None)
+    if unsaid is not None:
+        return Reading("question", reason=unsaid)
     if REPEAT.search(read_fields(rest)[1]):  # "3 times" (not "retry 3 times"): one card would run it once
         return Reading("question", reason="repeat_runs")
     grid = brace_grid(command)

@@ -140,3 +140,42 @@ def test_cpus_ram_or_disk_get_a_question_and_are_never_read_as_gpu_memory(text, 
 )
 def test_memory_said_plainly_is_still_gpu_memory(text, gb):
     assert understand(text, NOW).args["gpu_memory_gb"] == gb
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "run python train.py on the biggest GPU",
+        "run `python train.py` on the fastest card",
+        "run python train.py on the largest node",
+        "用最大的卡跑 python train.py",
+        "用最快的显卡跑 train.py",
+    ],
+)
+def test_a_gpu_asked_for_by_rank_gets_a_question_not_a_card_for_any_gpu(text):
+    reading = understand(text, NOW)
+
+    assert (reading.kind, reading.reason) == ("question", "biggest_gpu")
+
+
+@pytest.mark.parametrize(
+    ("text", "command"),
+    [
+        ("run python train.py with the best settings", "python train.py"),
+        ("run python eval.py --top 5", "python eval.py --top 5"),
+    ],
+)
+def test_best_or_top_said_of_something_else_is_no_gpu_rank(text, command):
+    reading = understand(text, NOW)
+
+    assert (reading.tool, reading.args["command"]) == ("submit_task", command)
+
+
+def test_the_biggest_gpu_question_says_what_to_say_instead(make_assistant):
+    assistant = make_assistant()
+
+    english = assistant.ask("run python train.py on the biggest GPU")
+    chinese = assistant.ask("用最大的卡跑 python train.py")
+
+    assert english.cards == [] and 'say how much free memory each GPU needs ("with 80GB")' in english.reply
+    assert chinese.cards == [] and "请说每张卡至少要多少空闲显存" in chinese.reply
