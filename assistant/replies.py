@@ -1566,6 +1566,17 @@ POINTERS = {
         "Press Drop on the card and nothing happens; or tell me what to change.",
         "点卡片上的 “Drop” 按钮就什么都不会发生；或者告诉我要改什么。",
     ),
+    "notices": (
+        "nightshift sends notices (start, success, failure) to the webhooks and e-mail addresses an admin "
+        "set for you or your team in nightshift.toml (`[[notify]]` with `user` or `team`), for all your "
+        "tasks: there is no notice for one task alone. To wait for one, `nightshift wait ID` returns when it "
+        "ends (its exit status is the task's). Send the request again without the notice to get its card.",
+        "nightshift 的通知（开始、成功、失败）会发到管理员在 nightshift.toml 里为你或你的团队设置的 "
+        "webhook 和邮箱（`[[notify]]`，按 `user` 或 `team`），对你所有任务都生效，"
+        "不能只为某一个任务单独设置。"
+        "想等某个任务结束，可以用 `nightshift wait ID`，它结束时返回（退出码就是任务的）。"
+        "去掉通知的要求再发一次，就能看到提交卡片。",
+    ),
     "interactive": (
         "nightshift queues commands rather than shells. For interactive work on a GPU, run a notebook server "
         "as a task with a time limit, e.g. run `jupyter lab --no-browser --ip=0.0.0.0 --port=8888` on 1 GPU "
@@ -1643,5 +1654,6 @@ def canned(kind: str, reason: str, lang: str, task_id: int | None = None) -> str
     if kind == "help":
         en, zh = POINTERS.get(reason, HELP_TEXT)
     else:
-        en, zh = (REFUSALS if kind == "refusal" else QUESTIONS).get(reason, QUESTIONS["unclear"])
+        texts = REFUSALS if kind == "refusal" else QUESTIONS
+        en, zh = texts.get(reason) or POINTERS.get(reason) or QUESTIONS["unclear"]  # "notices": both kinds
     return zh if lang == "zh" else en

@@ -519,6 +519,18 @@ ANOTHER_COMMAND = re.compile(
 )
 
 
+# a notice asked for when a task ends ("email me when it's done", "let me know when 12 finishes", "12号跑完
+# 通知我"): nightshift sends them to the targets an admin set per user or team, not per task
+NOTICE_WHEN_DONE = re.compile(
+    r"(?:\b(?:notify|e-?mail|mail|ping|message|text|alert|page|slack|wake)\s+me\b|\blet\s+me\s+know\b"
+    r"|\bsend\s+me\s+(?:an?\s+)?(?:e-?mail|mail|message|notification|text)\b)"
+    r"(?=.*\b(?:when|once|if|after)\b.*\b(?:done|finish(?:es|ed)?|ends?|ended|complete[sd]?|fails?|failed"
+    r"|crash(?:es|ed)?|succeeds?|starts?|started|over|ready)\b)"
+    r"|\b(?:notify|e-?mail|ping|alert)\s+me\b\s*(?:at\s+the\s+end|on\s+(?:completion|failure))"
+    r"|(?:跑完|完成|结束|失败|开始|好了)[了后以之]*.{0,4}?(?:通知|提醒|告诉|发邮件给|邮件通知|叫|喊)我",
+    _I,
+)
+
 # a GPU asked for by rank ("on the biggest GPU", "the fastest card", "最大的卡"): a spec says memory, a model
 BIGGEST_GPU = re.compile(
     r"\b(?:biggest|largest|best|fastest|strongest|most\s+powerful|newest|beefiest)\s+(?:gpus?|cards?"
@@ -534,6 +546,7 @@ _NO_FIELD_SAYS = (
     (GPU_INDEX, "gpu_index"),  # "on gpu 3": the scheduler picks GPUs
     (HOST_RESOURCE, "host_resources"),  # "16 CPUs and 64GB of RAM": nothing reserves them
     (BIGGEST_GPU, "biggest_gpu"),  # "on the biggest GPU": its memory or model
+    (NOTICE_WHEN_DONE, "notices"),  # "and email me when done": notices go where an admin set them
 )
 
 
@@ -660,6 +673,11 @@ INTERACTIVE = re.compile(
     r"|交互式?|调试用的?(?:卡|GPU)|给我一张卡(?:调试|试试|玩)",
     _I,
 )
+
+
+def _notice_when_done(rest: str) -> Reading | None:
+    """A notice asked for when a task ends, with no command: where notices go and how to wait for one."""
+    return Reading("help", reason="notices") if NOTICE_WHEN_DONE.search(rest) else None
 
 
 def _interactive(rest: str) -> Reading | None:
@@ -967,6 +985,7 @@ def understand(text: str, now: datetime) -> Reading:
         or _about_the_window(rest)
         or _about_outputs(rest)
         or _interactive(rest)
+        or _notice_when_done(rest)
         or _change_of_waits(rest)
     )
     if early:
