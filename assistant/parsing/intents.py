@@ -110,6 +110,7 @@ TASK_STATE = re.compile(
     r"|\bdid\b.*\b(?:finish|succeed|fail|work|run)"
     r"|\bshow\b(?:\s+me)?\s+(?:task|job)\b|\bdetails\s+(?:of|on|for)\b|看一?下(?:任务|作业)|查(?:一下|看)(?:任务|作业)"
     r"|\bis\b.*\b(?:done|finished|running|over|complete|ok|waiting|pending|queued|blocked)\b|\bprogress\b"
+    r"|\bexit(?:ed)?\s+(?:code|status|with)\b|\breturn\s+code\b|退出码|返回码|退出状态"
     r"|\bare\s+(?:(?:the\s+)?(?:tasks|jobs)\s+)?#?\d+.*\b(?:done|finished|running|over|complete|ok|waiting"
     r"|pending|queued)\b"
     r"|when\s+will\b.*\b(?:finish|end|be\s+done|complete)"
@@ -182,6 +183,7 @@ LIST = re.compile(
     r"\b(?:my|our|list|show|see)\b.*\b(?:jobs|tasks|runs)\b|what(?:'s|\s+is|\s+are)\s+(?:running|queued)|what\s+(?:failed|crashed"
     r"|is\s+queued|finished|succeeded)|(?:which|what)\s+(?:jobs|tasks|ones)\s+(?:do\s+i\s+have|failed|are|have|did|crashed|succeeded|finished)"
     r"|\b(?:failed|running|queued|pending|finished|completed|succeeded|cancell?ed)\s+(?:jobs|tasks|runs)\b|\bmy\s+jobs\b"
+    r"|\bare\s+there\s+(?:any\s+)?(?:jobs|tasks)\s+(?:running|queued|waiting|pending)\b"
     r"|did\s+(?:anything|any\s+of\s+my\s+(?:jobs|tasks))\s+fail|我的任务|我的作业|任务列表|列出|哪些任务|失败的|在跑的|正在跑|"
     r"正在运行|排队中|排队的|已完成|跑完的|挂了|什么失败|哪些.*(?:失败|挂)|看看.*任务"
     r"|(?:什么|哪些)任务(?:要|会|将)(?:跑|运行)|\b(?:what|which)\s+(?:jobs|tasks)\s+will\s+run\b"
@@ -217,7 +219,7 @@ UTILIZATION = re.compile(
     # "how busy were the GPUs", "how busy is the cluster this week": a span of time asks for a report
     r"|how\s+busy\s+(?:were|was|have|has)\b|how\s+busy\b.*\b(?:weeks?|months?|days|yesterday)\b"
     r"|what\s+did\s+(?:my\s+|our\s+|the\s+|each\s+)?(?:team|teams|we|i|everyone|everybody)\s+use\b"
-    r"|how\s+much\s+(?:did|have)\s+(?:we|i|my\s+team|our\s+team|each\s+team)\s+used?\b"
+    r"|how\s+much\s+(?:did|have|has)\s+(?:we|i|my\s+team|our\s+team|each\s+team|the\s+team)\s+used?\b"
     r"|\b(?:last|this|past)\s+(?:week|month)'?s\s+(?:numbers|figures)\b"
     r"|how\s+much\s+(?:has|have|did)\s+(?:we|i|my\s+team|our\s+team|the\s+team)\s+(?:spen[dt]|cost)\b"
     r"|\b(?:team|our|my)'?s?\s+(?:cost|costs|spend(?:ing)?|bill)\b|花了多少钱|花费|开销",
@@ -229,7 +231,7 @@ CLUSTER = re.compile(
     r"|\bcluster\b.*\b(?:busy|load|full|free)\b|\bload\s+on\s+the\s+(?:cluster|gpus|nodes|servers?)\b|\b[AHVL]\d{2,3}s?\b.*\b(?:free|idle|available)\b"
     r"|cluster\s+status|status\s+of\s+the\s+(?:cluster|gpus|nodes)|which\s+gpus|nvidia-smi"
     r"|\b(?:biggest|largest|smallest|fastest|newest)\s+(?:gpus?|cards?)\b|最大的(?:卡|显卡|GPU)"
-    r"|what(?:'s|\s+is)\s+(?:using|on|running\s+on)\s+(?:the\s+)?gpu"
+    r"|what(?:'s|\s+is)\s+(?:using|on|running\s+on|eating|hogging|filling|taking)\s+(?:up\s+)?(?:the\s+)?gpu"
     r"|\bis\s+node\s+\S+\s+(?:down|up|alive|dead|ok|online|offline)\b|\bnodes?\s+status\b"
     r"|what\s+gpus\s+(?:does|do|are)\b|\bgpus\s+(?:does|do)\s+(?:the|we|this)\b"
     r"|\b(?:any(?:one|body)|some(?:one|body)|who(?:'s|\s+is))\s+using\b"
@@ -692,6 +694,13 @@ RELEASE = re.compile(
     _I,
 )
 HOLD = re.compile(r"\b(?:hold|pause|suspend)\b|暂停|挂起|先别跑", _I)
+# holding or releasing every task one has ("pause all my tasks", "暂停我所有的任务"): one at a time
+BULK_HOLD = re.compile(
+    r"\b(?:hold|pause|suspend|release|resume|unpause|unhold)\s+(?:all|every(?:thing|\s+(?:task|job))|my\s+(?:tasks|jobs)"
+    r"|(?:all|each)\s+(?:of\s+)?my)\b"
+    r"|(?:暂停|挂起|放行|恢复)\s*(?:我的?)?\s*(?:所有|全部)|(?:所有|全部)的?(?:任务|作业)?\s*(?:都|先)?\s*(?:暂停|挂起|放行|恢复)",
+    _I,
+)
 # answers to a card in words: the card's own buttons do it ("yes", "ok", "确认"; "no", "算了")
 CONFIRM_WORDS = re.compile(
     r"^\s*(?:yes|yep|yeah|y|ok(?:ay)?|sure|confirm(?:ed)?|go(?:\s+ahead)?|do\s+it|submit(?:\s+it)?|looks\s+good"
@@ -922,7 +931,7 @@ def _history(text: str, rest: str, command: str | None, now: datetime) -> Readin
     when the request is no such search, or is one another tool answers (last night, usage, quota)."""
     if NIGHT.search(rest) or UTILIZATION.search(rest) or QUOTA.search(rest):
         return None
-    if CANCEL_VERB.search(rest) and not CANCELLED.search(rest):
+    if (CANCEL_VERB.search(rest) and not CANCELLED.search(rest)) or BULK_HOLD.search(rest):
         return None
     if _asks_for_an_estimate(rest) and not PAST_TENSE.search(rest):  # "when could a job on box-2 start"
         return None
@@ -1058,7 +1067,7 @@ def _no_tool(rest: str) -> Reading:
     if NODE_ADMIN.search(rest):
         return Reading("help", reason="node_admin")
     hold_ids = task_ids(rest) if HOLD.search(rest) or RELEASE.search(rest) else []
-    if len(hold_ids) > 1:
+    if len(hold_ids) > 1 or (not hold_ids and BULK_HOLD.search(rest)):  # "hold 12-15", "pause all my tasks"
         return Reading("question", reason="one_hold")
     if hold_ids:
         return _tool("release_task" if RELEASE.search(rest) else "hold_task", task_id=hold_ids[0])
@@ -1077,6 +1086,8 @@ def _no_tool(rest: str) -> Reading:
 def _question(rest: str) -> Reading | None:
     """Read-only questions (no command in the request): last night, position, quota, GPUs, utilization,
     lists."""
+    if BULK_HOLD.search(rest):  # "pause all my tasks": one card each, not the list of them
+        return Reading("question", reason="one_hold")
     if NIGHT.search(rest) and not task_ids(rest):
         return _tool("night_summary")
     if POSITION.search(rest) and not LOGS.search(rest):  # "where is the output of #12?": its logs

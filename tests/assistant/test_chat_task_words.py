@@ -237,3 +237,33 @@ def test_a_wait_for_a_gpu_model_or_node_is_estimated_there_and_said_with_it(make
     assert "no GPU model matches 'A100' (the GPUs here are: Simulated GPU 24GB)" in missing.reply
     assert chinese.tool_calls == missing.tool_calls
     assert "没有型号包含 'A100' 的卡（这里的型号：Simulated GPU 24GB）" in chinese.reply
+
+
+@pytest.mark.parametrize(
+    ("text", "tool", "args"),
+    [
+        ("what's the exit code of 12", "explain_task", {"task_id": 12}),
+        ("what did 12 exit with", "explain_task", {"task_id": 12}),
+        ("12号的退出码是多少", "explain_task", {"task_id": 12}),
+        ("what's eating GPU 3", "cluster_status", {}),
+        ("are there tasks running", "list_tasks", {"status": "running"}),
+        ("how much has my team used this month", "utilization_report", {"days": 30}),
+    ],
+)
+def test_exit_codes_gpu_hogs_running_tasks_and_team_use_are_read(text, tool, args):
+    reading = understand(text, NOW)
+
+    assert (reading.tool, reading.args) == (tool, args)
+
+
+@pytest.mark.parametrize(
+    "text", ["pause all my tasks", "hold all my queued tasks", "release all my tasks", "暂停我所有的任务"]
+)
+def test_holding_every_task_asks_for_one_at_a_time_rather_than_listing_them(text):
+    reading = understand(text, NOW)
+
+    assert (reading.kind, reading.reason) == ("question", "one_hold")
+
+
+def test_a_list_of_paused_tasks_is_still_a_list():
+    assert understand("列出暂停的任务", NOW).tool == "list_tasks"
