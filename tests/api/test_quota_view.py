@@ -13,7 +13,8 @@ from tests.api.conftest import TestClient, bearer
 
 
 def test_a_task_assigned_to_a_node_but_not_yet_running_counts_against_the_cap_in_quota(make_cluster):
-    cluster = make_cluster(team_gpu_caps={"vision": 2}, borrowing=False)
+    # no worker loop heartbeats node-a: a long lease keeps it alive (and its assignment held) on a busy machine
+    cluster = make_cluster(team_gpu_caps={"vision": 2}, borrowing=False, lease_ttl_s=300.0)
     Worker(cluster, "node-a", SimulatedGpus("4x24", node="node-a"), base_env=dict(os.environ)).publish_node()
     token = create_token(cluster.factory, user="alice", team="vision")
     with TestClient(create_app(cluster)) as client:
