@@ -228,6 +228,11 @@ class NightshiftClient:
         result: dict[str, Any] = self._call("GET", "/queue", params={"limit": limit})
         return result
 
+    def me(self) -> dict[str, Any]:
+        """GET /me: who the token belongs to (`user`, `team`, `admin`)."""
+        result: dict[str, Any] = self._call("GET", "/me")
+        return result
+
     def gpus(self) -> dict[str, Any]:
         """GET /gpus."""
         result: dict[str, Any] = self._call("GET", "/gpus")

@@ -11,7 +11,7 @@ import json
 import re
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
@@ -26,7 +26,7 @@ from assistant.parsing.commands import find_command, remove_span
 from assistant.parsing.fields import task_ids
 from assistant.parsing.intents import ASKS_COST, Reading, follow_up_to_card, understand
 from assistant.parsing.waits import answered_after
-from assistant.replies import canned, language_of, reply_for
+from assistant.replies import canned, language_of, no_latest_task_words, reply_for
 from assistant.tools import CARD_TOOLS
 from assistant.window_words import offpeak_window_words
 from scheduler.settings import Settings
@@ -99,7 +99,14 @@ class OfflineChatModel(BaseChatModel):
         moment = Moment(now, _offpeak_of(messages))
         results = [m for m in messages[human_index + 1 :] if isinstance(m, ToolMessage)]
         if results:
-            return self._summarize(results, lang, now, about_cost=bool(ASKS_COST.search(text)))
+            found = _found_latest(messages[human_index + 1 :], lang)
+            if isinstance(found, Reading):  # "cancel my last job": its list is back; now the request
+                return self._message_for(found, text, lang, moment)
+            if found is not None:
+                return AIMessage(content=found, response_metadata={META_KEY: {"kind": "answer"}})
+            last_call = max(i for i, m in enumerate(messages) if isinstance(m, AIMessage) and m.tool_calls)
+            answered = [m for m in messages[last_call + 1 :] if isinstance(m, ToolMessage)]
+            return self._summarize(answered, lang, now, about_cost=bool(ASKS_COST.search(text)))
         card = last_card(messages[:human_index])
         follow = follow_up_to_card(text, now) if card is not None else None
         if card is not None and follow is not None:
@@ -152,7 +159,10 @@ class OfflineChatModel(BaseChatModel):
                 }
                 for args in (reading.args, *reading.more)
             ]
-            return AIMessage(content="", tool_calls=calls, response_metadata={META_KEY: {"kind": "tool"}})
+            called: dict[str, Any] = {"kind": "tool"}
+            if reading.then is not None:  # what to do with the task the list finds
+                called["then"] = asdict(reading.then)
+            return AIMessage(content="", tool_calls=calls, response_metadata={META_KEY: called})
         meta = {"kind": reading.kind, "reason": reading.reason}
         if reading.kind == "question":
             meta["request"] = text
@@ -170,6 +180,27 @@ class OfflineChatModel(BaseChatModel):
             for result in results
         ]
         return AIMessage(content="\n\n".join(replies), response_metadata={META_KEY: {"kind": "answer"}})
+
+
+def _found_latest(turn: Sequence[BaseMessage], lang: str) -> Reading | str | None:
+    """Once the list of one's tasks a request asked for as "my last job" is back (the turn's only call so
+    far): the request with the newest task's id, or what to say when the list holds none; None when the
+    turn asked no such list."""
+    calls = [m for m in turn if isinstance(m, AIMessage) and m.tool_calls]
+    if len(calls) != 1:
+        return None
+    then = calls[0].response_metadata.get(META_KEY, {}).get("then")
+    result = next((m for m in turn if isinstance(m, ToolMessage)), None)
+    if not then or result is None:
+        return None
+    try:
+        tasks = json.loads(_text(result)).get("tasks") or []
+    except (ValueError, AttributeError):
+        tasks = []
+    if not tasks:
+        return no_latest_task_words(lang)
+    then.pop("then", None)
+    return Reading(**then).with_task(int(tasks[0]["id"]))
 
 
 def _call_id() -> str:

@@ -1629,6 +1629,15 @@ def outputs_words(task_id: int | None, lang: str) -> str:
     )
 
 
+def no_latest_task_words(lang: str) -> str:
+    """The answer to "cancel my last job" when one has no such task."""
+    return _t(
+        lang,
+        "You have no such task yet: `nightshift ls` lists your team's tasks.",
+        "你还没有这样的任务：`nightshift ls` 可以列出你团队的任务。",
+    )
+
+
 def parent_or_hour_words(number: int, lang: str) -> str:
     """The question back for "start 12 after 13": task 13, or 13:00?"""
     if lang == "zh":

@@ -72,6 +72,7 @@ class ToolContext:
     max_task_gpus: int = 8
     dry_run: bool = False  # `nightshift ask --dry-run`: tools that act at once (hold, release) only look
     zone: tzinfo | None = None  # the cluster's, where times without an offset are read (else `now`'s)
+    user: str | None = None  # the person, when known (else GET /me tells)
 
     def local_now(self) -> tuple[datetime, tzinfo]:
         """The time now and the cluster's zone, for reading times people wrote."""
@@ -300,6 +301,10 @@ class ListArgs(BaseModel):
     )
     tag: str | None = Field(default=None, max_length=64, description="tasks carrying this tag")
     node: str | None = Field(default=None, max_length=128, description="tasks with an attempt on this node")
+    mine: bool = Field(
+        default=False,
+        description='only your own tasks, not your team\'s ("my last job": the first of mine, newest first)',
+    )
 
 
 class NoArgs(BaseModel):
@@ -747,16 +752,19 @@ def _search_window(ctx: ToolContext, since: str | None, until: str | None) -> di
 _TYPED = ("name", "tag", "node")  # what the person typed: data for the model
 
 
-def list_tasks(ctx: ToolContext, status: str | None = None, **search: str | None) -> str:
-    """Your team's tasks, newest first: optionally one status, submitted `since`/`until` (ISO 8601 or words
-    like yesterday, last week, 上周), a `name` (train.py* for every name starting so), a `tag`, a `node` one
-    of its attempts ran on. `total` says how many match in all; `searched` what was asked, times resolved."""
+def list_tasks(ctx: ToolContext, status: str | None = None, mine: bool = False, **search: str | None) -> str:
+    """Your team's tasks (`mine`: your own), newest first: optionally one status, submitted `since`/`until`
+    (ISO 8601 or words like yesterday, last week, 上周), a `name` (train.py* for every name starting so), a
+    `tag`, a `node` one of its attempts ran on. `total` says how many match in all; `searched` what was
+    asked, times resolved."""
     client = _need_client(ctx)
     try:
         window = _search_window(ctx, search.pop("since", None), search.pop("until", None))
     except SpecError as exc:
         return _error(exc.message, exc.errors)
     filters = {"status": status, **window, **search}
+    if mine:  # "my last job": the person's own, not the team's
+        filters["user"] = ctx.user or str(client.me()["user"])
     page = client.task_page(filters, limit=LIST_LIMIT)
     tasks = page.get("tasks", [])
     total = int(page.get("total", len(tasks)))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
 
@@ -21,6 +21,7 @@ from assistant.parsing.fields import (
 )
 from assistant.parsing.fields import ESTIMATE as RUN_TIME
 from assistant.parsing.history import plain_words, read_search
+from assistant.parsing.latest import STAND_IN, latest_task
 from assistant.parsing.numbers import DURATION, NUMBER, duration_minutes, tidy, to_int
 from assistant.parsing.sweeps import (
     PLACEHOLDER,
@@ -114,7 +115,7 @@ TASK_STATE = re.compile(
     r"|\bare\s+(?:(?:the\s+)?(?:tasks|jobs)\s+)?#?\d+.*\b(?:done|finished|running|over|complete|ok|waiting"
     r"|pending|queued)\b"
     r"|when\s+will\b.*\b(?:finish|end|be\s+done|complete)"
-    r"|怎么样|咋样|如何了|状态|情况|进展|跑完了吗|完成了吗|好了吗|结束了吗|成功了吗|失败了吗|跑得怎么样|还要多久|还要(?:跑|运行)多久|还剩多久"
+    r"|怎么样|咋样|如何了|状态|情况|进展|跑完了吗|完成了吗|好了吗|结束了吗|成功了吗|失败了吗|(?:还)?在跑吗|开始跑了吗|跑得怎么样|还要多久|还要(?:跑|运行)多久|还剩多久"
     # how long a running task has left: "how much longer will 12 run", "time left on 12", "when does 12 end"
     r"|how\s+much\s+longer|how\s+long\b.*\b(?:left|remaining)\b|\btime\s+(?:left|remaining)\b"
     r"|how\s+long\s+(?:until|till|before)\b.*\b(?:done|finished|over|completed?)\b"
@@ -349,6 +350,24 @@ class Reading:
     args: dict[str, Any] = field(default_factory=dict)
     reason: str = ""
     more: list[dict[str, Any]] = field(default_factory=list)  # further calls of `tool`, one per task asked
+    # what to do once `tool` (a list) has found the task the request named as its latest ("cancel my last
+    # job"): this reading, with the found id for `latest.STAND_IN`
+    then: Reading | None = None
+
+    def with_task(self, task_id: int) -> Reading:
+        """This reading with `task_id` wherever it holds the stand-in of a task not yet known."""
+
+        def put(args: dict[str, Any]) -> dict[str, Any]:
+            return {k: task_id if k in _TASK_ARGS and v == STAND_IN else v for k, v in args.items()}
+
+        return replace(self, args=put(self.args), more=[put(args) for args in self.more])
+
+    def needs_a_task(self) -> bool:
+        """True when an argument still holds the stand-in of a task not yet known."""
+        return any(args.get(k) == STAND_IN for args in (self.args, *self.more) for k in _TASK_ARGS)
+
+
+_TASK_ARGS = ("task_id", "like_task")
 
 
 def _tool(tool: str, /, **args: Any) -> Reading:
@@ -984,7 +1003,20 @@ def _cancel(rest: str, now: datetime) -> Reading | None:
 
 
 def understand(text: str, now: datetime) -> Reading:
-    """Classify `text` and read the arguments of the tool it needs (or say what is missing)."""
+    """Classify `text` and read the arguments of the tool it needs (or say what is missing). A task named as
+    one's latest ("cancel my last job") is found first: a list of one's own tasks, then the request."""
+    latest = latest_task(text)
+    if latest is None:
+        return _understand(text, now)
+    reading = _understand(latest.text, now)
+    if not reading.needs_a_task():  # the request read some other way: as it was written
+        return _understand(text, now)
+    status = {"status": latest.status} if latest.status else {}
+    return Reading("tool", "list_tasks", {"mine": True, **status}, then=reading)
+
+
+def _understand(text: str, now: datetime) -> Reading:
+    """`understand` of a request that names its tasks by number (or names none)."""
     found = find_command(text)
     rest = remove_span(text, found.start, found.end) if found else text
     early = _refusal(rest) or (
