@@ -26,6 +26,19 @@ def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
+def submitted_id(client: TestClient, headers: dict[str, str], **spec: Any) -> int:
+    """POST /tasks of `spec` (a CPU-only `echo hi` where it says nothing else) as `headers`: the new id."""
+    response = client.post("/api/v1/tasks", json={"command": "echo hi", "gpus": 0, **spec}, headers=headers)
+    assert response.status_code == 201, response.text
+    return int(response.json()["id"])
+
+
+def task_of(client: TestClient, headers: dict[str, str], task_id: int) -> dict[str, Any]:
+    """GET /tasks/{id} as `headers`."""
+    task: dict[str, Any] = client.get(f"/api/v1/tasks/{task_id}", headers=headers).json()
+    return task
+
+
 @pytest.fixture
 def client(cluster: Cluster) -> Iterator[TestClient]:
     """The API app over the test cluster."""

@@ -4,29 +4,21 @@ cluster; a parent that does not exist, failed, or would close a loop is refused 
 
 from __future__ import annotations
 
-from tests.api.conftest import bearer
+from tests.api.conftest import bearer, submitted_id, task_of
 from tests.conftest import wait_until
 
 LATER = "2030-01-07T12:00:00Z"
-
-
-def _submit(client, headers, **spec) -> int:
-    response = client.post("/api/v1/tasks", json={"command": "echo hi", "gpus": 0, **spec}, headers=headers)
-    assert response.status_code == 201, response.text
-    return int(response.json()["id"])
-
-
-def _task(client, headers, task_id: int) -> dict:
-    return client.get(f"/api/v1/tasks/{task_id}", headers=headers).json()
 
 
 def test_a_queued_task_changed_to_wait_for_a_running_one_starts_only_after_it_succeeds(
     client, alice, running_cluster, tmp_path
 ):
     go = tmp_path / "go"
-    parent = _submit(client, alice, command=f"until [ -e {go} ]; do sleep 0.05; done", workdir=str(tmp_path))
-    child = _submit(client, alice, workdir=str(tmp_path), not_before=LATER)
-    wait_until(lambda: _task(client, alice, parent)["status"] == "running")
+    parent = submitted_id(
+        client, alice, command=f"until [ -e {go} ]; do sleep 0.05; done", workdir=str(tmp_path)
+    )
+    child = submitted_id(client, alice, workdir=str(tmp_path), not_before=LATER)
+    wait_until(lambda: task_of(client, alice, parent)["status"] == "running")
 
     changed = client.patch(
         f"/api/v1/tasks/{child}", json={"depends_on": [parent], "not_before": None}, headers=alice
@@ -34,32 +26,32 @@ def test_a_queued_task_changed_to_wait_for_a_running_one_starts_only_after_it_su
     waiting = client.get(f"/api/v1/tasks/{child}/explain", headers=alice).json()
     go.touch()
     done = wait_until(
-        lambda: _task(client, alice, child)["status"] == "succeeded" and _task(client, alice, child)
+        lambda: task_of(client, alice, child)["status"] == "succeeded" and task_of(client, alice, child)
     )
 
     assert changed.status_code == 200, changed.text
     assert changed.json()["spec"]["depends_on"] == [parent]
     assert waiting["status"] == "queued" and waiting["reason"] == f"waiting for task {parent} to succeed"
-    assert done["started_at"] >= _task(client, alice, parent)["finished_at"]
+    assert done["started_at"] >= task_of(client, alice, parent)["finished_at"]
 
 
 def test_clearing_what_a_task_waits_for_lets_it_start(client, alice, running_cluster, tmp_path):
-    parent = _submit(client, alice, workdir=str(tmp_path), not_before=LATER)
-    child = _submit(client, alice, workdir=str(tmp_path), depends_on=[parent])
+    parent = submitted_id(client, alice, workdir=str(tmp_path), not_before=LATER)
+    child = submitted_id(client, alice, workdir=str(tmp_path), depends_on=[parent])
 
     changed = client.patch(f"/api/v1/tasks/{child}", json={"depends_on": None}, headers=alice)
-    done = wait_until(lambda: _task(client, alice, child)["status"] == "succeeded")
+    done = wait_until(lambda: task_of(client, alice, child)["status"] == "succeeded")
 
     assert changed.status_code == 200 and done
     assert changed.json()["spec"].get("depends_on") in (None, [])
-    assert _task(client, alice, parent)["status"] == "queued"
+    assert task_of(client, alice, parent)["status"] == "queued"
 
 
 def test_a_change_that_would_make_tasks_wait_for_each_other_is_refused(client, alice, tmp_path):
-    first = _submit(client, alice, workdir=str(tmp_path), not_before=LATER)
-    second = _submit(client, alice, workdir=str(tmp_path), depends_on=[first])
-    third = _submit(client, alice, workdir=str(tmp_path), depends_on_any=[second])
-    before = _task(client, alice, first)
+    first = submitted_id(client, alice, workdir=str(tmp_path), not_before=LATER)
+    second = submitted_id(client, alice, workdir=str(tmp_path), depends_on=[first])
+    third = submitted_id(client, alice, workdir=str(tmp_path), depends_on_any=[second])
+    before = task_of(client, alice, first)
 
     direct = client.patch(f"/api/v1/tasks/{first}", json={"depends_on": [second]}, headers=alice)
     through = client.patch(f"/api/v1/tasks/{first}", json={"depends_on_any": [third]}, headers=alice)
@@ -77,12 +69,12 @@ def test_a_change_that_would_make_tasks_wait_for_each_other_is_refused(client, a
         itself.status_code == 422
         and itself.json()["detail"] == f"depends_on: task {first} cannot wait for itself"
     )
-    assert _task(client, alice, first) == before
+    assert task_of(client, alice, first) == before
 
 
 def test_a_parent_that_ended_a_task_waits_for_no_more_makes_no_loop(client, alice, tmp_path):
-    first = _submit(client, alice, workdir=str(tmp_path), not_before=LATER)
-    second = _submit(client, alice, workdir=str(tmp_path), depends_on=[first])
+    first = submitted_id(client, alice, workdir=str(tmp_path), not_before=LATER)
+    second = submitted_id(client, alice, workdir=str(tmp_path), depends_on=[first])
     client.post(f"/api/v1/tasks/{second}/cancel", headers=alice)  # it no longer waits for anything
 
     changed = client.patch(f"/api/v1/tasks/{first}", json={"depends_on_any": [second]}, headers=alice)
@@ -92,15 +84,15 @@ def test_a_parent_that_ended_a_task_waits_for_no_more_makes_no_loop(client, alic
 
 def test_a_parent_that_failed_or_is_not_ones_own_is_refused(client, alice, make_identity, tmp_path):
     _, bob_token = make_identity("bob", "speech")
-    theirs = _submit(client, bearer(bob_token), workdir=str(tmp_path), not_before=LATER)
-    cancelled = _submit(client, alice, workdir=str(tmp_path), not_before=LATER)
+    theirs = submitted_id(client, bearer(bob_token), workdir=str(tmp_path), not_before=LATER)
+    cancelled = submitted_id(client, alice, workdir=str(tmp_path), not_before=LATER)
     client.post(f"/api/v1/tasks/{cancelled}/cancel", headers=alice)
-    task = _submit(client, alice, workdir=str(tmp_path), not_before=LATER)
-    before = _task(client, alice, task)
+    task = submitted_id(client, alice, workdir=str(tmp_path), not_before=LATER)
+    before = task_of(client, alice, task)
 
     other_team = client.patch(f"/api/v1/tasks/{task}", json={"depends_on": [theirs]}, headers=alice)
     ended = client.patch(f"/api/v1/tasks/{task}", json={"depends_on": [cancelled]}, headers=alice)
-    unchanged = _task(client, alice, task)
+    unchanged = task_of(client, alice, task)
     after_any = client.patch(f"/api/v1/tasks/{task}", json={"depends_on_any": [cancelled]}, headers=alice)
 
     assert other_team.status_code == 422
@@ -113,9 +105,11 @@ def test_a_parent_that_failed_or_is_not_ones_own_is_refused(client, alice, make_
 
 def test_a_running_task_cannot_change_what_it_waits_for(client, alice, running_cluster, tmp_path):
     go = tmp_path / "go"
-    running = _submit(client, alice, command=f"until [ -e {go} ]; do sleep 0.05; done", workdir=str(tmp_path))
-    other = _submit(client, alice, workdir=str(tmp_path), not_before=LATER)
-    wait_until(lambda: _task(client, alice, running)["status"] == "running")
+    running = submitted_id(
+        client, alice, command=f"until [ -e {go} ]; do sleep 0.05; done", workdir=str(tmp_path)
+    )
+    other = submitted_id(client, alice, workdir=str(tmp_path), not_before=LATER)
+    wait_until(lambda: task_of(client, alice, running)["status"] == "running")
 
     refused = client.patch(f"/api/v1/tasks/{running}", json={"depends_on": [other]}, headers=alice)
     go.touch()

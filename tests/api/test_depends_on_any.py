@@ -5,22 +5,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from tests.api.conftest import bearer
+from tests.api.conftest import bearer, submitted_id, task_of
 from tests.conftest import wait_until
 
 
-def _submit(client, headers, **spec) -> int:
-    response = client.post("/api/v1/tasks", json={"command": "echo hi", "gpus": 0, **spec}, headers=headers)
-    assert response.status_code == 201, response.text
-    return int(response.json()["id"])
-
-
-def _task(client, headers, task_id: int) -> dict:
-    return client.get(f"/api/v1/tasks/{task_id}", headers=headers).json()
-
-
 def _ended(client, headers, task_id: int) -> dict | None:
-    task = _task(client, headers, task_id)
+    task = task_of(client, headers, task_id)
     return task if task["status"] in ("succeeded", "failed", "cancelled") else None
 
 
@@ -29,47 +19,49 @@ def test_a_task_after_any_of_a_failing_parent_waits_then_runs_once_it_failed(
 ):
     # the parent fails only once the test has asked about the child (a timed parent could end first)
     go = tmp_path / "go"
-    parent = _submit(
+    parent = submitted_id(
         client, alice, command=f"until [ -e {go} ]; do sleep 0.05; done; exit 3", workdir=str(tmp_path)
     )
-    child = _submit(client, alice, command="echo cleanup", workdir=str(tmp_path), depends_on_any=[parent])
-    wait_until(lambda: _task(client, alice, parent)["status"] == "running")
+    child = submitted_id(
+        client, alice, command="echo cleanup", workdir=str(tmp_path), depends_on_any=[parent]
+    )
+    wait_until(lambda: task_of(client, alice, parent)["status"] == "running")
 
     waiting = client.get(f"/api/v1/tasks/{child}/explain", headers=alice).json()
     go.touch()
     done = wait_until(lambda: _ended(client, alice, child), timeout_s=30)
 
     assert waiting["status"] == "queued" and waiting["reason"] == f"waiting for task {parent} to end"
-    failed = _task(client, alice, parent)
+    failed = task_of(client, alice, parent)
     assert failed["status"] == "failed" and done["status"] == "succeeded"
     assert done["started_at"] >= failed["finished_at"]
-    assert _task(client, alice, child)["spec"]["depends_on_any"] == [parent]
+    assert task_of(client, alice, child)["spec"]["depends_on_any"] == [parent]
 
 
 def test_a_task_after_any_of_a_cancelled_parent_runs(client, alice, running_cluster, tmp_path):
-    running = _submit(client, alice, command="sleep 30", workdir=str(tmp_path))
-    queued = _submit(client, alice, workdir=str(tmp_path), not_before="2030-01-07T12:00:00Z")
-    child = _submit(client, alice, workdir=str(tmp_path), depends_on_any=[running, queued])
-    wait_until(lambda: _task(client, alice, running)["status"] == "running")
+    running = submitted_id(client, alice, command="sleep 30", workdir=str(tmp_path))
+    queued = submitted_id(client, alice, workdir=str(tmp_path), not_before="2030-01-07T12:00:00Z")
+    child = submitted_id(client, alice, workdir=str(tmp_path), depends_on_any=[running, queued])
+    wait_until(lambda: task_of(client, alice, running)["status"] == "running")
     for parent in (running, queued):
         client.post(f"/api/v1/tasks/{parent}/cancel", headers=alice)
 
     done = wait_until(lambda: _ended(client, alice, child), timeout_s=30)
 
     assert done["status"] == "succeeded"
-    assert {_task(client, alice, p)["status"] for p in (running, queued)} == {"cancelled"}
+    assert {task_of(client, alice, p)["status"] for p in (running, queued)} == {"cancelled"}
 
 
-def test_both_lists_together_wait_for_each_and_only_depends_on_fails_the_task(
+def test_both_lists_together_wait_for_each_and_only_depends_on_fails_thetask_of(
     client, alice, running_cluster, tmp_path
 ):
     # The parents wait for a file, so neither can end before both children are submitted (a parent that
     # already failed is refused at submit, which is another test's business).
     wait_for_go = "while [ ! -e go ]; do sleep 0.05; done"
-    good = _submit(client, alice, command=f"{wait_for_go}; true", workdir=str(tmp_path))
-    bad = _submit(client, alice, command=f"{wait_for_go}; exit 2", workdir=str(tmp_path))
-    runs = _submit(client, alice, workdir=str(tmp_path), depends_on=[good], depends_on_any=[bad])
-    fails = _submit(client, alice, workdir=str(tmp_path), depends_on=[bad], depends_on_any=[good])
+    good = submitted_id(client, alice, command=f"{wait_for_go}; true", workdir=str(tmp_path))
+    bad = submitted_id(client, alice, command=f"{wait_for_go}; exit 2", workdir=str(tmp_path))
+    runs = submitted_id(client, alice, workdir=str(tmp_path), depends_on=[good], depends_on_any=[bad])
+    fails = submitted_id(client, alice, workdir=str(tmp_path), depends_on=[bad], depends_on_any=[good])
     (tmp_path / "go").touch()
 
     ran = wait_until(lambda: _ended(client, alice, runs), timeout_s=30)
@@ -83,10 +75,10 @@ def test_both_lists_together_wait_for_each_and_only_depends_on_fails_the_task(
 def test_a_parent_that_already_ended_is_accepted_and_a_missing_or_foreign_one_refused(
     client, alice, make_identity
 ):
-    parent = _submit(client, alice, not_before="2030-01-07T12:00:00Z")
+    parent = submitted_id(client, alice, not_before="2030-01-07T12:00:00Z")
     client.post(f"/api/v1/tasks/{parent}/cancel", headers=alice)
     _, bob_token = make_identity("bob", "nlp")
-    bobs = _submit(client, bearer(bob_token))
+    bobs = submitted_id(client, bearer(bob_token))
 
     after_any = client.post(
         "/api/v1/tasks", json={"command": "true", "depends_on_any": [parent]}, headers=alice
@@ -105,8 +97,8 @@ def test_a_parent_that_already_ended_is_accepted_and_a_missing_or_foreign_one_re
 
 
 def test_it_changes_on_a_queued_task_as_depends_on_does(client, alice):
-    parent = _submit(client, alice, not_before="2030-01-07T12:00:00Z")
-    task = _submit(client, alice, not_before="2030-01-07T12:00:00Z")
+    parent = submitted_id(client, alice, not_before="2030-01-07T12:00:00Z")
+    task = submitted_id(client, alice, not_before="2030-01-07T12:00:00Z")
 
     changed = client.patch(f"/api/v1/tasks/{task}", json={"depends_on_any": [parent]}, headers=alice)
     itself = client.patch(f"/api/v1/tasks/{task}", json={"depends_on_any": [task]}, headers=alice)
@@ -116,13 +108,13 @@ def test_it_changes_on_a_queued_task_as_depends_on_does(client, alice):
 
 
 def test_an_estimate_for_a_new_task_waits_for_its_parents_to_end(client, alice, four_gpu_node, make_identity):
-    parent = _submit(
+    parent = submitted_id(
         client, alice, command="sleep 1", gpus=1, not_before="2030-01-07T12:00:00Z", estimated_minutes=60
     )
-    cancelled = _submit(client, alice, not_before="2030-01-07T12:00:00Z")
+    cancelled = submitted_id(client, alice, not_before="2030-01-07T12:00:00Z")
     client.post(f"/api/v1/tasks/{cancelled}/cancel", headers=alice)
     _, bob_token = make_identity("bob", "nlp")
-    bobs = _submit(client, bearer(bob_token))
+    bobs = submitted_id(client, bearer(bob_token))
 
     after = client.get("/api/v1/estimate", params={"gpus": 1, "depends_on_any": [parent]}, headers=alice)
     ended = client.get("/api/v1/estimate", params={"gpus": 1, "depends_on_any": [cancelled]}, headers=alice)
