@@ -819,9 +819,26 @@ def _explain(data: dict[str, Any], lang: str, now: datetime | None, about_cost: 
         text += _deadline_words(unwrap(info["deadline_warning"]), lang)
     if about_cost and status in ("queued", "running") and info.get("energy_cost") is not None:
         text += expected_cost_words(info, lang)
+    if data.get("ran"):
+        text += ran_words(data["ran"], lang, now)
     if data.get("usage"):
         text += usage_words(data["usage"], lang)
     return text
+
+
+def ran_words(ran: dict[str, Any], lang: str, now: datetime | None) -> str:
+    """When an ended task ran, as a sentence of the reply: " It ran 1 h 5 min (12-07 09:00 to 10:05)." (from
+    its start to its end, as the task holds them)."""
+    try:
+        start, end = (datetime.fromisoformat(str(ran[key])) for key in ("started_at", "finished_at"))
+    except (KeyError, ValueError):
+        return ""
+    took = duration((end - start).total_seconds(), lang)
+    since, until = when(start.isoformat(), now, lang), when(end.isoformat(), now, lang)
+    zone = now.tzinfo if now is not None else None
+    if start.astimezone(zone).date() == end.astimezone(zone).date():  # "yesterday 09:00 to 10:05"
+        until = end.astimezone(zone).strftime("%H:%M")
+    return _t(lang, f" It ran {took} ({since} to {until}).", f"运行了 {took}（{since} 至 {until}）。")
 
 
 def expected_cost_words(info: dict[str, Any], lang: str) -> str:

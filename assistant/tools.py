@@ -791,7 +791,8 @@ def usage_view(usage: Mapping[str, Any]) -> dict[str, Any]:
 
 def explain_task(ctx: ToolContext, task_id: int) -> str:
     """Why a task is where it is: status, position, reason, estimated start (log tail if failed); once it
-    has ended, what it used: GPU-hours, energy, cost and peak GPU memory ("what did task 9 cost")."""
+    has ended, when it ran ("how long did 12 take") and what it used: GPU-hours, energy, cost and peak GPU
+    memory ("what did task 9 cost")."""
     client = _need_client(ctx)
     task: dict[str, Any] | None = None
     try:
@@ -816,9 +817,11 @@ def explain_task(ctx: ToolContext, task_id: int) -> str:
         except ClientError:
             pass
     if info.get("status") in FINAL_STATUSES:
-        usage = (task or client.get_task(task_id)).get("usage")
-        if usage:
-            result["usage"] = usage_view(usage)
+        row = task or client.get_task(task_id)
+        if row.get("usage"):
+            result["usage"] = usage_view(row["usage"])
+        if row.get("started_at") and row.get("finished_at"):  # "how long did 12 take"
+            result["ran"] = {"started_at": row["started_at"], "finished_at": row["finished_at"]}
     return _result(**result)
 
 

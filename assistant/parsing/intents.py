@@ -112,6 +112,9 @@ TASK_STATE = re.compile(
     r"|\bshow\b(?:\s+me)?\s+(?:task|job)\b|\bdetails\s+(?:of|on|for)\b|看一?下(?:任务|作业)|查(?:一下|看)(?:任务|作业)"
     r"|\bis\b.*\b(?:done|finished|running|over|complete|ok|waiting|pending|queued|blocked)\b|\bprogress\b"
     r"|\bexit(?:ed)?\s+(?:code|status|with)\b|\breturn\s+code\b|退出码|返回码|退出状态"
+    # "how long did 12 take", "how long will 12 run", "what GPUs does 12 use": its times, its node and GPUs
+    r"|\bhow\s+long\s+(?:did|has|had)\b|\bhow\s+long\s+will\s+(?:(?:task|job)\s*|#)?\d+\s+(?:take|run|last)\b"
+    r"|\b(?:what|which)\s+gpus?\s+(?:does|is|did|was)\s+(?:(?:task|job)\s*|#)?\d+"
     r"|\bare\s+(?:(?:the\s+)?(?:tasks|jobs)\s+)?#?\d+.*\b(?:done|finished|running|over|complete|ok|waiting"
     r"|pending|queued)\b"
     r"|when\s+will\b.*\b(?:finish|end|be\s+done|complete)"

@@ -3,12 +3,18 @@ on", "move 9 to the front", "restart 9" (a card that says the first copy still r
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from assistant.parsing.fields import names_several_tasks, task_ids
 from assistant.parsing.intents import understand
 from scheduler.clock import now_ms
+from scheduler.dispatcher import Dispatcher
+from scheduler.gpus import SimulatedGpus
+from scheduler.worker import Worker
 from tests.assistant.conftest import NOW
+from tests.conftest import wait_until
 
 pytestmark = pytest.mark.usefixtures("four_gpu_node")
 
@@ -267,3 +273,22 @@ def test_holding_every_task_asks_for_one_at_a_time_rather_than_listing_them(text
 
 def test_a_list_of_paused_tasks_is_still_a_list():
     assert understand("列出暂停的任务", NOW).tool == "list_tasks"
+
+
+def test_how_long_an_ended_task_took_is_answered_from_when_it_ran(
+    make_assistant, cluster, run_in_thread, tmp_path
+):
+    worker = Worker(cluster, "node-b", SimulatedGpus("1x24", node="node-b"), base_env=dict(os.environ))
+    worker.publish_node()
+    run_in_thread(Dispatcher(cluster).run)
+    run_in_thread(worker.run)
+    assistant = make_assistant()
+    task_id = int(
+        assistant.client.submit({"command": "sleep 0.2", "gpus": 1, "workdir": str(tmp_path)})["id"]
+    )
+    wait_until(lambda: cluster.tasks.get_any(task_id).status == "succeeded")
+
+    turn = assistant.ask(f"how long did {task_id} take")
+
+    assert turn.tool_calls == [{"name": "explain_task", "args": {"task_id": task_id}}]
+    assert turn.reply.startswith(f"Task #{task_id} succeeded. It ran 0 min (")

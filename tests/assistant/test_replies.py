@@ -520,3 +520,16 @@ def test_a_queued_tasks_expected_cost_is_said_when_asked_and_its_start_is_known(
     )
     assert "kWh" not in reply_for("explain_task", unknown, "en", NOW, about_cost=True)
     assert "kWh" not in reply_for("explain_task", priced, "en", NOW)  # "why is 4 waiting?" is not about cost
+
+
+def test_an_ended_task_says_how_long_it_ran_and_when() -> None:
+    data = {
+        "explain": {"task_id": 4, "status": "succeeded", "position": None, "reason": "finished successfully"},
+        "ran": {"started_at": "2026-11-30T09:00:00+00:00", "finished_at": "2026-11-30T10:05:30+00:00"},
+    }
+
+    english = reply_for("explain_task", json.dumps(data), "en", NOW)
+    chinese = reply_for("explain_task", json.dumps(data), "zh", NOW)
+
+    assert english == "Task #4 succeeded. It ran 1 h 6 min (yesterday 09:00 to 10:05)."
+    assert chinese == "任务 #4 已成功完成。运行了 1小时6分钟（昨天 09:00 至 10:05）。"
