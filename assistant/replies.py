@@ -1486,8 +1486,10 @@ QUESTIONS = {
         "是哪个任务？请告诉我任务编号（例如 31 号），可以说“列出我的任务”查看。",
     ),
     "bulk_own": (
-        "I cancel one task at a time, after you confirm each. Which task number should I cancel first?",
-        "我一次只取消一个任务，每个都需要你确认。先取消哪个任务编号？",
+        "I cancel one task at a time, after you confirm each. Which task number should I cancel first? "
+        "(`nightshift cancel 12 13 14` cancels several at once.)",
+        "我一次只取消一个任务，每个都需要你确认。先取消哪个任务编号？"
+        "（`nightshift cancel 12 13 14` 可以一次取消多个。）",
     ),
     "one_change": (
         'I change one task at a time, each on its own card: which task number first? (Say "make sweep 4 '
@@ -1505,8 +1507,9 @@ QUESTIONS = {
     ),
     "one_hold": (
         'I hold or release one task at a time: which task number first? (Say "hold sweep 4" for a whole '
-        "sweep.)",
-        "我一次只暂停或放行一个任务：先处理哪个任务编号？（整个扫参可以说“暂停扫参4”。）",
+        "sweep; `nightshift hold 12 13 14` holds several at once.)",
+        "我一次只暂停或放行一个任务：先处理哪个任务编号？（整个扫参可以说“暂停扫参4”；"
+        "`nightshift hold 12 13 14` 可以一次暂停多个。）",
     ),
     "need_sweep_id": (
         'Which sweep? Please give its number (its confirmation said "Submitted sweep #N").',

@@ -63,6 +63,13 @@ def _fail(message: str, code: int = 1, errors: Sequence[Mapping[str, Any]] = ())
     raise typer.Exit(code)
 
 
+def _ids_or_sweep(task_ids: list[int] | None, sweep: int | None) -> list[int]:
+    """The task ids given, each once; exit 2 unless there are some or `--sweep ID`, not both."""
+    if bool(task_ids) == (sweep is not None):
+        _fail("give task ids, or --sweep ID", code=2)
+    return list(dict.fromkeys(task_ids or []))
+
+
 def _one_target(task_id: int | None, sweep: int | None) -> None:
     """Exit 2 unless exactly one of a task id and `--sweep ID` is given."""
     if (task_id is None) == (sweep is None):
@@ -512,43 +519,49 @@ def cancel(
     """Cancel queued tasks or stop running ones (or all the tasks of a sweep with --sweep ID).
 
     Several ids: each is cancelled on its own, one refusal does not stop the others (exit 1 if any)."""
-    if bool(task_ids) == (sweep is not None):
-        _fail("give task ids, or --sweep ID", code=2)
+    ids = _ids_or_sweep(task_ids, sweep)
     if sweep is not None:
         group = _with_client(lambda client: client.cancel_sweep(sweep))
         # a running task has been sent its stop signal and ends within its grace period
         stopping = "stopping (stop signal sent)"
         print_json(group) if as_json else console.print(sweep_counts_line(group, stopping))
         return
-    ids = list(dict.fromkeys(task_ids or []))
     if len(ids) == 1:
         _print_cancelled(_with_client(lambda client: client.cancel(ids[0])), as_json)
         return
-    cancelled, refused = _with_client(lambda client: _cancel_each(client, ids))
+    _on_each(ids, lambda client: client.cancel, lambda task: _print_cancelled(task, as_json=False), as_json)
+
+
+def _on_each(
+    task_ids: list[int],
+    act: Callable[[NightshiftClient], Callable[[int], dict[str, Any]]],
+    say: Callable[[dict[str, Any]], None],
+    as_json: bool,
+) -> None:
+    """Do `act` to each of several tasks on its own (as `scancel 12 13` does): one refusal does not stop
+    the others; `say` prints each done, each refusal is printed with its id, and the exit is 1 if any."""
+
+    def each(client: NightshiftClient) -> tuple[list[dict[str, Any]], list[tuple[int, ClientError]]]:
+        done, refused = [], []
+        for task_id in task_ids:
+            try:
+                done.append(act(client)(task_id))
+            except ClientError as exc:
+                if exc.status_code == 0:  # the API is gone: the rest would fail alike
+                    raise
+                refused.append((task_id, exc))
+        return done, refused
+
+    done, refused = _with_client(each)
     if as_json:
-        print_json(cancelled)
+        print_json(done)
     else:
-        for task in cancelled:
-            _print_cancelled(task, as_json=False)
+        for task in done:
+            say(task)
     for task_id, error in refused:
         print_error(f"task {task_id}: {error.message}")
     if refused:
         raise typer.Exit(1)
-
-
-def _cancel_each(
-    client: NightshiftClient, task_ids: list[int]
-) -> tuple[list[dict[str, Any]], list[tuple[int, ClientError]]]:
-    """Cancel each task on its own: the ones cancelled or stopping, and each refusal with its id."""
-    cancelled, refused = [], []
-    for task_id in task_ids:
-        try:
-            cancelled.append(client.cancel(task_id))
-        except ClientError as exc:
-            if exc.status_code == 0:  # the API is gone: the rest would fail alike
-                raise
-            refused.append((task_id, exc))
-    return cancelled, refused
 
 
 def _print_cancelled(task: dict[str, Any], as_json: bool) -> None:
@@ -693,47 +706,55 @@ SweepOpt = Annotated[int | None, typer.Option("--sweep", help="every task of thi
 
 @app.command()
 def hold(
-    task_id: Annotated[int | None, typer.Argument(help="a queued task")] = None,
+    task_ids: Annotated[list[int] | None, typer.Argument(help="queued tasks")] = None,
     sweep: SweepOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Keep a queued task from starting until `nightshift release`; it keeps its priority and age.
+    """Keep queued tasks from starting until `nightshift release`; they keep their priority and age.
 
-    With --sweep ID, every queued task of that sweep."""
-    _one_target(task_id, sweep)
+    With --sweep ID, every queued task of that sweep. Several ids: each on its own (exit 1 if any is
+    refused)."""
+    ids = _ids_or_sweep(task_ids, sweep)
     if sweep is not None:
         group = _with_client(lambda client: client.hold_sweep(sweep))
         then = f"held ones start only after `nightshift release --sweep {sweep}`"
         print_json(group) if as_json else console.print(f"{sweep_counts_line(group)}: {then}")
         return
-    assert task_id is not None
-    task = _with_client(lambda client: client.hold(task_id))
-    if as_json:
-        print_json(task)
-    else:
-        console.print(f"task {task_id} held: it starts only after `nightshift release {task_id}`")
+
+    def say(task: dict[str, Any]) -> None:
+        console.print(f"task {task['id']} held: it starts only after `nightshift release {task['id']}`")
+
+    if len(ids) == 1:
+        task = _with_client(lambda client: client.hold(ids[0]))
+        print_json(task) if as_json else say(task)
+        return
+    _on_each(ids, lambda client: client.hold, say, as_json)
 
 
 @app.command()
 def release(
-    task_id: Annotated[int | None, typer.Argument(help="a held task")] = None,
+    task_ids: Annotated[list[int] | None, typer.Argument(help="held tasks")] = None,
     sweep: SweepOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Let a held task start again, with the priority and age it had.
+    """Let held tasks start again, with the priority and age they had.
 
-    With --sweep ID, every held task of that sweep."""
-    _one_target(task_id, sweep)
+    With --sweep ID, every held task of that sweep. Several ids: each on its own (exit 1 if any is
+    refused)."""
+    ids = _ids_or_sweep(task_ids, sweep)
     if sweep is not None:
         group = _with_client(lambda client: client.release_sweep(sweep))
         print_json(group) if as_json else console.print(sweep_counts_line(group))
         return
-    assert task_id is not None
-    task = _with_client(lambda client: client.release(task_id))
-    if as_json:
-        print_json(task)
-    else:
-        console.print(f"task {task_id} released: queued again")
+
+    def say(task: dict[str, Any]) -> None:
+        console.print(f"task {task['id']} released: queued again")
+
+    if len(ids) == 1:
+        task = _with_client(lambda client: client.release(ids[0]))
+        print_json(task) if as_json else say(task)
+        return
+    _on_each(ids, lambda client: client.release, say, as_json)
 
 
 @app.command()

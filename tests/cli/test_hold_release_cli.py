@@ -1,4 +1,4 @@
-"""`nightshift hold ID` / `release ID` (or `--sweep ID`), and `ls` showing who holds a task."""
+"""`nightshift hold ID...` / `release ID...` (or `--sweep ID`), and `ls` showing who holds a task."""
 
 from __future__ import annotations
 
@@ -47,9 +47,7 @@ def test_a_whole_sweep_is_held_and_released_from_the_command_line(
     assert f"nightshift release --sweep {sweep['id']}" in said
     assert released.exit_code == 0 and f"sweep {sweep['id']}: 1 cancelled, 2 queued" in released.output
     assert nothing.exit_code == 1 and "has no held task to release" in " ".join(nothing.output.split())
-    assert (
-        both.exit_code == 2 and neither.exit_code == 2 and "give a task id, or --sweep ID" in neither.output
-    )
+    assert both.exit_code == 2 and neither.exit_code == 2 and "give task ids, or --sweep ID" in neither.output
     assert [task.held_by for task in cluster.tasks.with_status("queued")] == [None, None]
 
 
@@ -91,3 +89,26 @@ def test_cancel_of_several_tasks_cancels_each_and_says_which_it_could_not(
     assert cluster.tasks.by_ids([theirs.id])[theirs.id].status == "queued"  # another team's: untouched
     assert again.exit_code == 1 and json.loads(again.stdout) == []  # both already cancelled: refused
     assert neither.exit_code == 2 and "give task ids, or --sweep ID" in neither.output
+
+
+def test_several_tasks_are_held_and_released_each_on_its_own(
+    cluster, a100_node, make_identity, monkeypatch, tmp_path
+):
+    _, token = make_identity("alice", "vision")
+    with cli_as(cluster, token, monkeypatch, tmp_path / "client-home") as nightshift:
+        ids = [
+            str(json.loads(nightshift("submit", "--json", "--after", "+2h", "--", "true").output)["id"])
+            for _ in "ab"
+        ]
+        held = nightshift("hold", *ids)
+        again = nightshift("hold", *ids, "--json")
+        released = nightshift("release", *ids, "--json")
+        one = nightshift("hold", ids[0], "--json")
+
+    assert held.exit_code == 0, held.output
+    assert [line.split(":")[0] for line in held.stdout.splitlines()] == [f"task {i} held" for i in ids]
+    assert again.exit_code == 1 and json.loads(again.stdout) == []
+    assert f"task {ids[0]}: task {ids[0]} is already held by alice" in " ".join(again.output.split())
+    assert released.exit_code == 0 and [t["id"] for t in json.loads(released.stdout)] == list(map(int, ids))
+    assert one.exit_code == 0 and json.loads(one.stdout)["id"] == int(ids[0])  # one id: the task, as before
+    assert [cluster.tasks.get_any(int(i)).held_by for i in ids] == ["alice", None]
