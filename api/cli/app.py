@@ -817,13 +817,23 @@ def gpus(as_json: JsonOpt = False) -> None:
 
 
 @app.command()
-def explain(task_id: int, as_json: JsonOpt = False) -> None:
-    """Why a task is not running yet, when it should start, and its priority broken into parts."""
-    data = _with_client(lambda client: client.get(f"/tasks/{task_id}/explain"))
-    if as_json:
-        print_json(data)
-    else:
-        console.print(explain_panel(data))
+def explain(
+    task_ids: Annotated[list[int], typer.Argument(help="one task or several")], as_json: JsonOpt = False
+) -> None:
+    """Why a task is not running yet, when it should start, and its priority broken into parts.
+
+    Several ids: each in turn (`--json`: a list; exit 1 if any cannot be explained)."""
+    ids = list(dict.fromkeys(task_ids))
+    if len(ids) == 1:
+        data = _with_client(lambda client: client.get(f"/tasks/{ids[0]}/explain"))
+        print_json(data) if as_json else console.print(explain_panel(data))
+        return
+    _on_each(
+        ids,
+        lambda client: lambda i: client.get(f"/tasks/{i}/explain"),
+        lambda data: console.print(explain_panel(data)),
+        as_json,
+    )
 
 
 @app.command()

@@ -112,3 +112,22 @@ def test_several_tasks_are_held_and_released_each_on_its_own(
     assert released.exit_code == 0 and [t["id"] for t in json.loads(released.stdout)] == list(map(int, ids))
     assert one.exit_code == 0 and json.loads(one.stdout)["id"] == int(ids[0])  # one id: the task, as before
     assert [cluster.tasks.get_any(int(i)).held_by for i in ids] == ["alice", None]
+
+
+def test_explain_takes_several_tasks_and_names_the_one_it_cannot_find(
+    cluster, a100_node, make_identity, monkeypatch, tmp_path
+):
+    _, token = make_identity("alice", "vision")
+    with cli_as(cluster, token, monkeypatch, tmp_path / "client-home") as nightshift:
+        ids = [
+            str(json.loads(nightshift("submit", "--json", "--after", "+2h", "--", "true").output)["id"])
+            for _ in "ab"
+        ]
+        both = nightshift("explain", *ids, "--json")
+        said = nightshift("explain", ids[0], "99999", ids[1])
+
+    assert both.exit_code == 0 and [e["task_id"] for e in json.loads(both.stdout)] == list(map(int, ids))
+    assert said.exit_code == 1
+    headers = [line.split(":")[0] for line in said.stdout.splitlines() if line.startswith("task ")]
+    assert headers == [f"task {ids[0]}", f"task {ids[1]}"]
+    assert "task 99999: task 99999 not found" in " ".join(said.output.split())
