@@ -606,7 +606,7 @@ def _submit(command: str, rest: str, now: datetime, several: bool = False) -> Re
 
 
 # two values or more, listed: "0.1, 0.01", "1,2,3", "0.1 and 0.01", "0.1 和 0.01"
-_VALUE_LIST = re.compile(r"\d[\w.+\-]*\s*(?:,|，|、|\band\b|\bor\b|和|与|或)\s*[-+]?\.?\d")
+_VALUE_LIST = re.compile(r"\d[\w.+\-]*(?:\s*(?:,|，|、|\band\b|\bor\b|和|与|或)\s*|\s+)[-+]?\.?\d")
 
 
 def _worded_grid(

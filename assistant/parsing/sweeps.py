@@ -237,7 +237,8 @@ PLACEHOLDER = re.compile(r"(?<![$\w{])\{(?P<name>[A-Za-z_][A-Za-z0-9_]{0,63})\}(
 # words that ask for several runs of one command ("try lr 0.1 and 0.01", "with seeds 1,2,3", "网格搜索")
 SWEEP_INTENT = re.compile(
     r"\b(?:try(?:ing)?|sweep(?:ing)?|grid[\s-]*search|for\s+(?:each|every))\b|\bwith\s+(?:seeds|values)\b"
-    r"|\bfor\s+[A-Za-z_]\w*\s+in\b|试一下|试试|网格搜索|分别(?:用|跑)",
+    r"|\b(?:for|with)\s+[A-Za-z_]\w*\s+in\b|\b(?:various|different|several|multiple)\s+(?:values|seeds|lrs?"
+    r"|learning\s+rates|batch\s+sizes)\b|试一下|试试|网格搜索|分别(?:用|跑)|扫(?:一下|一遍|参)?(?=\s*[\w\u4e00-\u9fff])",
     _I,
 )
 _WORD_VALUE = r"[-+]?[\w.+\-]*\d[\w.+\-]*"  # values with a digit: "0.1", "1e-3", "32", "gpt2"

@@ -10,11 +10,12 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage
 
+from assistant.parsing.intents import understand
 from assistant.replies import dropped_words
 from assistant.ui.views import card_html
 from scheduler.clock import now_ms
 from scheduler.results import collect_metrics, prepare_output_dir
-from tests.assistant.conftest import ScriptedChatModel, tool_call, tool_result
+from tests.assistant.conftest import NOW, ScriptedChatModel, tool_call, tool_result
 
 GRID = {"lr": [1e-3, 3e-4, 1e-4], "seed": [1, 2, 3]}  # "sweep lr over 1e-3,3e-4,1e-4 with 3 seeds"
 
@@ -597,3 +598,32 @@ def test_a_placeholders_values_in_words_make_the_sweep_and_values_with_no_place_
     assert no_place.cards == [] and "Put them in braces in the command" in no_place.reply
     assert no_values.cards == [] and "Which values should each run get?" in no_values.reply
     assert cluster.tasks.count_by_status() == {}  # nothing was submitted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "sweep lr over 1e-3 1e-4 1e-5 for python train.py",
+        "run python train.py with lr in 0.1, 0.01 and 0.001",
+        "try batch sizes 32 64 128 with python train.py",
+        "grid search lr 0.1 0.01 and bs 32 64 on train.py",
+        "用 python train.py 扫一下学习率 0.1 0.01 0.001",
+    ],
+)
+def test_values_to_try_said_without_a_place_in_the_command_are_asked_about_not_dropped(text):
+    reading = understand(text, NOW)
+
+    assert (reading.kind, reading.reason) == ("question", "sweep_values")
+
+
+@pytest.mark.parametrize(
+    ("text", "command"),
+    [
+        ("run python train.py --epochs 10 20", "python train.py --epochs 10 20"),
+        ("try python train.py on 2 gpus", "python train.py"),
+    ],
+)
+def test_numbers_in_the_command_or_a_size_are_no_values_to_try(text, command):
+    reading = understand(text, NOW)
+
+    assert (reading.tool, reading.args["command"]) == ("submit_task", command)
