@@ -27,12 +27,15 @@ ACTS = [
     "change task 12 to", "make 12", "rename 12 to", "run task 12 again", "rerun 12", "cancel 12", "hold 12",
     "give 12", "why is 12", "把12号", "12号再跑一遍", "run `python train.py`", "run python train.py", "跑 train.py",
     "how long would", "what would it cost to run", "try lr 0.1 and 0.01 with `python t.py --lr {lr}`",
+    "make 12 wait for 13", "12 no longer needs to wait for 13", "让12号等13号跑完", "cancel my last job",
+    "rerun the last failed job", "why are 12-15", "are 12 and 13", "how long did 12", "hold all my tasks",
 ]  # fmt: skip
 FIELDS = [
     "named exp4", "high priority", "on 2 gpus", "tonight", "with WANDB_MODE=offline", "time limit 3h",
     "about 2 hours", "retry twice", "after 13", "by 9am", "on node box-2", "on an A100", "with 40gb",
     "without the time limit", "2 at a time", "3 times", "on gpu 3", "--seed {1..3}", "urgent", "now",
-    "改成高优先级", "今晚", "两张卡", "名字叫 exp5", "多加两小时",
+    "改成高优先级", "今晚", "两张卡", "名字叫 exp5", "多加两小时", "whatever happens", "also", "and 14",
+    "and email me when done", "on the biggest GPU", "sweep lr 0.1 0.01", "跑完通知我", "after task 13",
 ]  # fmt: skip
 composed = st.tuples(st.sampled_from(ACTS), st.lists(st.sampled_from(FIELDS), min_size=1, max_size=3)).map(
     lambda parts: " ".join([parts[0], *parts[1]])
