@@ -1049,7 +1049,7 @@ def sweep_status(ctx: ToolContext, sweep_id: int | None = None) -> str:
 
 def _latest_sweep_id(client: AssistantClient) -> int | None:
     """The id of the person's own most recent sweep (`GET /sweeps?user=<them>&limit=1`), or None."""
-    sweeps = client.sweeps(limit=1, user=client.get("/me")["user"])
+    sweeps = client.sweeps(limit=1, user=client.me()["user"])
     return int(sweeps[0]["id"]) if sweeps else None
 
 
@@ -1063,11 +1063,15 @@ def compare_results(
     """Compare the runs of one of your sweeps, or of your team's tasks with a tag: parameters against
     metrics, sorted by `metric` (default: the first one reported; smaller is better for names like
     loss/error/time, larger otherwise, unless `maximize` says), best first; `best` is the best run that
-    succeeded."""
-    if (sweep_id is None) == (tag is None):
+    succeeded. Neither a sweep nor a tag: your latest sweep's runs ("which lr was best?")."""
+    if sweep_id is not None and tag is not None:
         return _error("say which runs to compare: a sweep (its number) or a tag, one of the two")
     goal = None if maximize is None else ("max" if maximize else "min")
     client = _need_client(ctx)
+    if sweep_id is None and tag is None:
+        sweep_id = _latest_sweep_id(client)
+        if sweep_id is None:
+            return _error("you have no sweep yet: say which runs to compare (a tag), or submit a sweep")
     if sweep_id is None:
         return _result(
             tag=as_data(tag, 70), **comparison_view(client.results(tag=tag, sort=metric, goal=goal))

@@ -459,10 +459,12 @@ def _about_runs(text: str) -> Reading | None:
     """The runs of a tag compared ("compare the runs tagged exp7 by val_loss"); how one's latest sweep is
     doing when asked without its number ("how is my sweep doing?", "我的扫参怎么样了"); a question back
     for any other act on a sweep named without its number ("cancel my sweep"); None for anything else."""
-    acts = [CANCEL_VERB, HOLD, RELEASE, RESULTS, BEST]
+    acts = [CANCEL_VERB, HOLD, RELEASE]
     if SWEEP_WORD.search(text):
         if any(pattern.search(text) for pattern in acts):
             return Reading("question", reason="need_sweep_id")
+        if RESULTS.search(text) or BEST.search(text):  # "results of my last sweep": the latest one's
+            return _tool("compare_results", **metric_args(text))
         if TASK_STATE.search(text):
             return _tool("sweep_status")
     tag = tag_of(text)

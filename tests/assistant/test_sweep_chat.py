@@ -627,3 +627,20 @@ def test_numbers_in_the_command_or_a_size_are_no_values_to_try(text, command):
     reading = understand(text, NOW)
 
     assert (reading.tool, reading.args["command"]) == ("submit_task", command)
+
+
+def test_the_results_of_my_sweep_without_its_number_are_my_latest_sweeps(make_assistant, cluster):
+    mine = make_assistant()
+    none_yet = mine.ask("show me the results of my last sweep")
+    _sweep(mine, "older")
+    latest, _ = _sweep(mine, "latest")
+    _sweep(make_assistant("bob", "vision"), "bobs")  # a teammate's, newer
+
+    english = mine.ask("show me the results of my last sweep")
+    chinese = mine.ask("我的扫参哪组最好")
+
+    assert none_yet.tool_calls == [{"name": "compare_results", "args": {}}] and none_yet.cards == []
+    assert tool_result(mine.history[:4], "compare_results")["error"].startswith("you have no sweep yet")
+    assert english.reply.startswith(f"Sweep #{latest}: none of its 9 runs has reported metrics yet")
+    assert tool_result(mine.history, "compare_results")["sweep_id"] == latest
+    assert chinese.tool_calls == [{"name": "compare_results", "args": {}}]
