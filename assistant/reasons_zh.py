@@ -382,6 +382,9 @@ _FIELD_ZH = {
 }
 
 
+PRIORITY_ZH = {"low": "低", "normal": "普通", "high": "高", "urgent": "紧急"}  # a task's priority class
+
+
 def _field_zh(name: str) -> str:
     return _FIELD_ZH.get(name, name)
 
@@ -432,6 +435,46 @@ _SPEC_RULES: list[Rule] = [
     (
         re.compile(r"(depends_on|depends_on_any) names task (\d+), which does not exist"),
         lambda m: f"{_field_zh(m[1])} {m[2]} 不存在（或不属于你的团队）",
+    ),
+    (
+        re.compile(
+            r"depends_on names task (\d+), which (failed|was cancelled): this task could never start "
+            r"\(run \d+ again and depend on the new one, leave it out, or wait for it to end however it ends "
+            r"with depends_on_any\)"
+        ),
+        lambda m: (
+            f"依赖的任务 {m[1]} 已经{'失败' if m[2] == 'failed' else '被取消'}：这个任务永远不会开始"
+            f"（可以重跑 {m[1]} 并依赖新任务、去掉这个依赖，或用 depends_on_any 等它结束，不论成败）"
+        ),
+    ),
+    (
+        re.compile(r"(depends_on|depends_on_any): task (\d+) already waits for task (\d+)(?: \((.+)\))?"),
+        lambda m: (
+            f"{_field_zh(m[1])}：任务 {m[2]} 已经在等任务 {m[3]}"
+            + (f"（{m[4].replace('task ', '任务 ')}）" if m[4] else "")
+        ),
+    ),
+    (
+        re.compile(r"if (\d+) waited for it too, neither could ever start"),
+        lambda m: f"如果 {m[1]} 也等它，两个都永远不会开始",
+    ),
+    (
+        re.compile(r"(depends_on|depends_on_any): task (\d+) cannot wait for itself"),
+        lambda m: f"{_field_zh(m[1])}：任务 {m[2]} 不能等它自己",
+    ),
+    (
+        re.compile(r"task (\d+) does not wait for task ([\d, ]+): it waits for (no task|.+)"),
+        lambda m: (
+            f"任务 {m[1]} 并没有在等任务 {m[2]}：它"
+            + ("没有在等任何任务" if m[3] == "no task" else f"在等{m[3].replace('task ', '任务 ')}")
+        ),
+    ),
+    (
+        re.compile(r"(task|sweep) (\d+) already has (\w+): (.+)"),
+        lambda m: (
+            f"{'任务' if m[1] == 'task' else '扫参'} {m[2]} 的{_field_zh(m[3])}本来就是 "
+            f"{PRIORITY_ZH.get(m[4], m[4]) if m[3] == 'priority' else m[4]}"
+        ),
     ),
     (
         re.compile(r"(conda_env|docker_image) (.+) was requested but (\S+) is not installed on this node"),

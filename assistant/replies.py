@@ -8,7 +8,7 @@ import shlex
 from datetime import date, datetime, time
 from typing import Any
 
-from assistant.reasons_zh import reason_zh
+from assistant.reasons_zh import PRIORITY_ZH, reason_zh
 from scheduler.dependencies import PARENT_FIELDS
 from scheduler.policy.reasons import amount
 from scheduler.spec import MAX_SWEEP_VALUES, spec_gpu_fraction
@@ -173,12 +173,9 @@ def field_label(key: str, lang: str) -> str:
     return _t(lang, en, zh)
 
 
-_PRIORITY_ZH = {"low": "低", "normal": "普通", "high": "高", "urgent": "紧急"}
-
-
 def priority_words(priority: str, lang: str) -> str:
     """A priority class in the language of the conversation (`high`, `高`)."""
-    return _t(lang, priority, _PRIORITY_ZH.get(priority, priority))
+    return _t(lang, priority, PRIORITY_ZH.get(priority, priority))
 
 
 def field_value_words(

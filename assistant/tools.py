@@ -520,6 +520,8 @@ def _changes_words(changes: Mapping[str, Any]) -> str:
     once`."""
 
     def words(key: str, value: Any) -> str:
+        if isinstance(value, list):  # "depends_on: 12, 13"
+            return f"{key}: {', '.join(map(str, value))}"
         if value is not None:
             return f"{key}: {value}"
         if key == "max_running":

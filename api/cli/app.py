@@ -17,6 +17,7 @@ import typer
 from api.cli.ask import ask_command
 from api.cli.command_line import command_from_words
 from api.cli.listing import list_command
+from api.cli.options import CLEAR_OPTIONS
 from api.cli.render import (
     change_line,
     console,
@@ -283,14 +284,6 @@ def env_from_options(pairs: list[str] | None) -> dict[str, str] | None:
 
 
 # `--clear` takes a spec field or the option that sets it
-CLEAR_OPTIONS = {
-    "after": "not_before",
-    "tonight": "offpeak",
-    "time-limit": "time_limit_minutes",
-    "estimate": "estimated_minutes",
-    "depends-on": "depends_on",
-    "after-any": "depends_on_any",
-}
 CLEAR_HELP = (
     "priority, after, tonight, deadline, time-limit, estimate, retries, depends-on, after-any (or the spec's "
     "field names)"
@@ -558,8 +551,9 @@ def _on_each(
     else:
         for task in done:
             say(task)
-    for task_id, error in refused:
-        print_error(f"task {task_id}: {error.message}")
+    for task_id, error in refused:  # "task 9 not found" names its task; other refusals get its id first
+        named = error.message.startswith(f"task {task_id} ")
+        print_error(error.message if named else f"task {task_id}: {error.message}")
     if refused:
         raise typer.Exit(1)
 

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
+from api.cli.options import CLEAR_OPTIONS
 from api.cli.zone import in_cluster_zone
 from scheduler.clock import local_zone
 from scheduler.errors import NightshiftError
@@ -26,6 +27,8 @@ _CHANGE_OPTIONS = {
     "retries": "--retries",
     "name": "--name",
 }
+_PARENT_OPTIONS = {"depends_on": "--depends-on", "depends_on_any": "--after-any"}
+_CLEAR_NAMES = {field: name for name, field in CLEAR_OPTIONS.items()}  # the others by their own names
 
 
 def change_command(card: dict[str, Any]) -> str:
@@ -39,7 +42,11 @@ def change_command(card: dict[str, Any]) -> str:
     if "offpeak" in changes:
         words.append("--tonight" if changes.pop("offpeak") else "--anytime")
     for key, value in changes.items():
-        if key in _CHANGE_OPTIONS and value is not None:
+        if value is None or value == []:  # back to its default: "remove the time limit"
+            words += ["--clear", _CLEAR_NAMES.get(key, key)]
+        elif key in _PARENT_OPTIONS:  # each task it waits for: "--depends-on 12 --depends-on 13"
+            words += [part for parent in value for part in (_PARENT_OPTIONS[key], str(parent))]
+        elif key in _CHANGE_OPTIONS:
             words += [_CHANGE_OPTIONS[key], str(value)]
     return shlex.join(words)
 

@@ -175,3 +175,19 @@ def test_a_model_giving_the_list_and_tasks_to_add_gets_an_error_not_a_card(make_
     assert tool_result(assistant.history, "change_task")["error"].startswith(
         "depends_on lists every task it waits for: give it, or tasks to add or take away, not both"
     )
+
+
+def test_a_refused_wait_change_in_chinese_says_why_in_chinese(make_assistant):
+    assistant = make_assistant()
+    first, other = _queued(assistant), _queued(assistant)
+    child = _queued(assistant, depends_on=[first])
+
+    not_waiting = assistant.ask(f"不用让{child}号等{other}号了")
+    already = assistant.ask(f"让{child}号等{first}号跑完再跑")
+    loop = assistant.ask(f"让{first}号等{child}号跑完再跑")
+
+    assert not_waiting.reply == f"抱歉，没能完成：任务 {child} 并没有在等任务 {other}：它在等任务 {first}"
+    assert already.reply == f"抱歉，没能完成：任务 {child} 的依赖的任务本来就是 {first}"
+    assert loop.reply == (
+        f"抱歉，没能完成：依赖的任务：任务 {child} 已经在等任务 {first}；如果 {first} 也等它，两个都永远不会开始"
+    )

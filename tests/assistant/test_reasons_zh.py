@@ -12,6 +12,7 @@ import pytest
 from assistant.reasons_zh import reason_zh
 from assistant.replies import reply_for
 from assistant.tools import CLEAR_NEEDS_LIKE_TASK
+from scheduler.dependencies import refuse_dependency_loop, refuse_parent
 from scheduler.errors import NightshiftError
 from scheduler.executor import launch
 from scheduler.executor.outcome import JobOutcome
@@ -262,3 +263,21 @@ def test_a_job_stopped_at_the_log_limit_reads_in_chinese() -> None:
 
     assert stopped == "stopped: its output passed the log size limit (killed by SIGTERM)"
     assert reason_zh(stopped).startswith("输出超过日志大小上限被停止（")
+
+
+def test_a_refused_change_of_what_a_task_waits_for_reads_in_chinese() -> None:
+    waits = {2: [], 3: [2], 4: [3]}
+    loop = _refusal(lambda: refuse_dependency_loop(2, {"depends_on": [3]}, lambda t: waits.get(t, [])))
+    chain = _refusal(lambda: refuse_dependency_loop(2, {"depends_on_any": [4]}, lambda t: waits.get(t, [])))
+    itself = _refusal(lambda: refuse_dependency_loop(2, {"depends_on": [2]}, lambda t: []))
+    failed = _refusal(lambda: refuse_parent("depends_on", 5, "failed"))
+
+    assert reason_zh(loop) == "依赖的任务：任务 3 已经在等任务 2；如果 2 也等它，两个都永远不会开始"
+    assert reason_zh(chain) == (
+        "等其结束的任务：任务 4 已经在等任务 2（任务 4 → 任务 3 → 任务 2）；如果 2 也等它，两个都永远不会开始"
+    )
+    assert reason_zh(itself) == "依赖的任务：任务 2 不能等它自己"
+    assert reason_zh(failed) == (
+        "依赖的任务 5 已经失败：这个任务永远不会开始"
+        "（可以重跑 5 并依赖新任务、去掉这个依赖，或用 depends_on_any 等它结束，不论成败）"
+    )

@@ -169,3 +169,28 @@ def test_change_makes_a_queued_task_wait_for_another_and_refuses_a_loop(
     assert cluster.tasks.get_any(int(first)).spec.get("depends_on") in (None, [])
     assert cleared.exit_code == 0 and f"depends_on {first} -> none" in " ".join(cleared.output.split())
     assert cluster.tasks.get_any(int(second)).spec["depends_on_any"] == [int(first)]
+
+
+def test_the_command_a_change_card_shows_waits_for_its_tasks_and_clears_what_it_takes_away(
+    cluster, a100_node, make_identity, monkeypatch, tmp_path
+):
+    _, token = make_identity("alice", "vision")
+    with cli_as(cluster, token, monkeypatch, tmp_path / "client-home") as nightshift:
+        first, second = (
+            nightshift("submit", "--after", "+2h", "--time-limit", "30", "--", "true")
+            .output.split("task ")[1]
+            .split(" ")[0]
+            for _ in range(2)
+        )
+        lines = []
+        for request in (f"make {second} wait for {first}", f"remove the time limit of task {second}"):
+            asked = nightshift("ask", request)
+            lines.append(asked.output.split("to change it: ")[1].strip())
+            assert nightshift(*lines[-1].split()[1:]).exit_code == 0, lines[-1]
+
+    assert lines == [
+        f"nightshift change {second} --depends-on {first}",
+        f"nightshift change {second} --clear time-limit",
+    ]
+    spec = cluster.tasks.get_any(int(second)).spec
+    assert (spec["depends_on"], spec.get("time_limit_minutes")) == ([int(first)], None)

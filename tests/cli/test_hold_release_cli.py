@@ -85,7 +85,7 @@ def test_cancel_of_several_tasks_cancels_each_and_says_which_it_could_not(
 
     assert several.exit_code == 1, several.output
     assert f"task {ids[0]} cancelled" in several.stdout and f"task {ids[1]} cancelled" in several.stdout
-    assert f"task {theirs.id}: task {theirs.id} not found" in " ".join(several.output.split())
+    assert f"error: task {theirs.id} not found" in " ".join(several.output.split())
     assert cluster.tasks.by_ids([theirs.id])[theirs.id].status == "queued"  # another team's: untouched
     assert again.exit_code == 1 and json.loads(again.stdout) == []  # both already cancelled: refused
     assert neither.exit_code == 2 and "give task ids, or --sweep ID" in neither.output
@@ -108,7 +108,7 @@ def test_several_tasks_are_held_and_released_each_on_its_own(
     assert held.exit_code == 0, held.output
     assert [line.split(":")[0] for line in held.stdout.splitlines()] == [f"task {i} held" for i in ids]
     assert again.exit_code == 1 and json.loads(again.stdout) == []
-    assert f"task {ids[0]}: task {ids[0]} is already held by alice" in " ".join(again.output.split())
+    assert f"error: task {ids[0]} is already held by alice" in " ".join(again.output.split())
     assert released.exit_code == 0 and [t["id"] for t in json.loads(released.stdout)] == list(map(int, ids))
     assert one.exit_code == 0 and json.loads(one.stdout)["id"] == int(ids[0])  # one id: the task, as before
     assert [cluster.tasks.get_any(int(i)).held_by for i in ids] == ["alice", None]
@@ -130,4 +130,4 @@ def test_explain_takes_several_tasks_and_names_the_one_it_cannot_find(
     assert said.exit_code == 1
     headers = [line.split(":")[0] for line in said.stdout.splitlines() if line.startswith("task ")]
     assert headers == [f"task {ids[0]}", f"task {ids[1]}"]
-    assert "task 99999: task 99999 not found" in " ".join(said.output.split())
+    assert "error: task 99999 not found" in " ".join(said.output.split())
