@@ -469,6 +469,7 @@ _SPEC_RULES: list[Rule] = [
             + ("没有在等任何任务" if m[3] == "no task" else f"在等{m[3].replace('task ', '任务 ')}")
         ),
     ),
+    (re.compile(r"no user '(.+)' in team (.+)"), lambda m: f"团队 {m[2]} 里没有用户 {m[1]}"),
     (
         re.compile(r"(task|sweep) (\d+) already has (\w+): (.+)"),
         lambda m: (

@@ -301,6 +301,9 @@ class ListArgs(BaseModel):
     )
     tag: str | None = Field(default=None, max_length=64, description="tasks carrying this tag")
     node: str | None = Field(default=None, max_length=128, description="tasks with an attempt on this node")
+    user: str | None = Field(
+        default=None, max_length=64, description="one teammate's tasks (\"bob's tasks\"): their user name"
+    )
     mine: bool = Field(
         default=False,
         description='only your own tasks, not your team\'s ("my last job": the first of mine, newest first)',
@@ -751,7 +754,7 @@ def _search_window(ctx: ToolContext, since: str | None, until: str | None) -> di
     return window
 
 
-_TYPED = ("name", "tag", "node")  # what the person typed: data for the model
+_TYPED = ("name", "tag", "node", "user")  # what the person typed: data for the model
 
 
 def list_tasks(ctx: ToolContext, status: str | None = None, mine: bool = False, **search: str | None) -> str:

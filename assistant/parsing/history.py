@@ -269,6 +269,7 @@ class Search:
     name: str | None = None
     tag: str | None = None
     node: str | None = None
+    user: str | None = None
 
     def args(self, now: datetime) -> dict[str, str]:
         """`list_tasks` arguments: `since` and `until` as ISO 8601 (an end still ahead of `now` left out)."""
@@ -277,7 +278,7 @@ class Search:
             args["since"] = self.period.start.isoformat()
             if self.period.end is not None and self.period.end < now:
                 args["until"] = self.period.end.isoformat()
-        for key in ("name", "tag", "node"):
+        for key in ("name", "tag", "node", "user"):
             if getattr(self, key) is not None:
                 args[key] = getattr(self, key)
         return args
@@ -293,6 +294,37 @@ def _value(pattern: re.Pattern[str], text: str) -> str | None:
         value = next((v for v in match.groupdict().values() if v), None)
         if value and value.lower() not in _NOT_A_VALUE:
             return value
+    return None
+
+
+# a teammate's tasks ("bob's tasks", "jobs of bob", "what is bob running", "bob的任务"): the user filter
+USER_TASKS = re.compile(
+    r"\b(?P<a>[A-Za-z][\w.-]{0,31})'s\s+(?:tasks|jobs|runs|queued|running|failed)\b"
+    r"|\b(?:tasks|jobs|runs)\s+(?:of|from|by)\s+(?:user\s+)?(?P<b>[A-Za-z][\w.-]{0,31})\b(?!\s*\.\w)"
+    r"|\bwhat\s+(?:is|'s|has)\s+(?P<c>[A-Za-z][\w.-]{0,31})\s+(?:running|queued|submitted|run)\b"
+    r"|(?<![A-Za-z0-9_.-])(?P<z>[A-Za-z][\w.-]{0,31})\s*的(?:任务|作业)",
+    re.I,
+)
+_NOT_A_USER = _NOT_A_VALUE | {
+    "your", "team", "teams", "everyone", "everybody", "someone", "anyone", "nobody", "it", "this", "that",
+    "node", "gpu", "sweep", "tag", "user", "today", "yesterday", "week", "month", "night", "tonight",
+    "morning", "friday", "monday", "saturday", "sunday", "tuesday", "wednesday", "thursday", "everything",
+    "all", "other", "others", "people", "their", "his", "her", "who", "each", "latest", "newest", "current",
+    "what", "where", "which", "how", "when", "why", "here", "there", "else",
+}  # fmt: skip
+# what a name before 的 may be instead of a person: "标签 exp7 的任务" (a tag), "节点 box-a 的任务" (a node)
+_NOT_A_PERSON_BEFORE = ("标签", "节点", "名字", "名为", "叫", "扫参", "tag", "node", "named", "called")
+
+
+def _user(text: str) -> str | None:
+    """The person whose tasks a request asks for ("bob's tasks", "what is bob running"), or None."""
+    for match in USER_TASKS.finditer(text):
+        value = next(v for v in match.groupdict().values() if v)
+        if value.lower() in _NOT_A_USER or re.search(r"\d{3,}|\.(?:py|sh)$", value):
+            continue
+        if text[: match.start()].rstrip().lower().endswith(_NOT_A_PERSON_BEFORE):
+            continue
+        return value
     return None
 
 
@@ -339,13 +371,13 @@ def read_search(text: str, command: str | None, now: datetime, listing: bool = F
     plain = plain_words(text)
     period = read_period(plain, now)
     name = _value(NAME, plain) or script_name(text, command)
-    search = Search(period, name, _value(TAG, plain), _node(plain))
-    if not (period or search.name or search.tag or search.node):
+    search = Search(period, name, _value(TAG, plain), _node(plain), _user(plain))
+    if not (period or search.name or search.tag or search.node or search.user):
         return None
     past = bool(PAST.search(plain) or (period and re.match(r"\s*的", plain[period.span[1] :])))
     if command is not None:
         return search if past and not _ahead(plain, period, now) else None
-    if past or (period and listing):
+    if past or (period and listing) or search.user:  # "what is bob running": bob's tasks
         return search
     asks = listing or TASK_WORDS.search(plain)
     return search if asks and not _ORDER.search(plain) else None

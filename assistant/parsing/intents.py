@@ -55,6 +55,8 @@ INJECTION = re.compile(
 )
 PRIVILEGE = re.compile(
     r"\b(?:admin|root|sudo|superuser)\b\s*(?:rights?|access|privileges?|role|token|mode)|make\s+me\s+(?:an?\s+)?admin"
+    r"|\bgive\s+(?:me|us)\s+(?:an?\s+)?(?:admin|root|sudo|superuser)\b"
+    r"|\bset\s+(?:my|our|the|team\s+\w+'?s?)\s*(?:quota|budget|gpu\s+cap|cap)\s+to\b"
     r"|give\s+(?:me|us)\s+(?:more|extra|unlimited|infinite)\s+(?:quota|gpus?|budget|gpu[- ]hours)"
     r"|(?:raise|increase|"
     r"double|reset|remove|disable|bypass)\s+(?:my|our|the|team\s+\w+'?s?)?\s*(?:quota|budget|cap|limits?)"
@@ -176,6 +178,7 @@ POSITION = re.compile(
     r"|how\s+many\s+(?:jobs|tasks|people)\s+(?:are\s+)?(?:ahead|in\s+front|before)|ahead\s+of\s+(?:me|mine|it)"
     r"|where.*\bin\s+(?:the\s+)?(?:queue|line)|排第几|第几|排在|排到哪|前面还有|队列(?:中|里)?的?位置|位置"
     r"|\bam\s+i\s+next\b|\bis\s+(?:mine|my\s+(?:job|task))\s+next\b|\bnext\s+in\s+line\b"
+    r"|\bhow\s+(?:full|long|busy)\s+is\s+the\s+(?:queue|line)\b"
     r"|what'?s\s+in\s+the\s+queue|(?:what|who)\s+is\s+(?:in|waiting\s+in)\s+the\s+queue|队列里(?:有)?(?:什么|啥|哪些)"
     r"|how\s+many\s+(?:jobs|tasks)\s+(?:are\s+)?(?:queued|in\s+(?:the\s+)?(?:queue|line)|waiting)"
     r"|how\s+(?:long|big)\s+is\s+the\s+queue|队列(?:里|中)?有多少|多少个?任务在排队|排队的有多少"
@@ -209,6 +212,7 @@ NIGHT = re.compile(
 )
 QUOTA = re.compile(
     r"\bquota\b|\bbudget\b|gpu[\s-]*hours?\b.*\b(?:left|remaining)\b|how\s+(?:much|many)\s+.*\bleft\b|\ballowance\b|hours\s+left"
+    r"|\bwhy\s+can'?t\s+(?:i|we)\s+(?:start|run|get)\s+(?:any\s+)?more\b"  # the team's cap or budget
     r"|配额|额度|预算|还剩多少|还有多少.*(?:机时|卡时)|剩余.*(?:机时|卡时)|(?:机时|卡时).*(?:剩|还有)",
     _I,
 )
@@ -1039,10 +1043,7 @@ def _understand(text: str, now: datetime) -> Reading:
     if (found or RERUN.search(rest)) and _acts_on_a_task(rest):  # "run X and cancel task 2": one at a time
         return Reading("question", reason="one_request")
     if EXPLAIN.search(rest) and not ESTIMATE.search(rest) and not _acts_on_a_task(rest):
-        ids = task_ids(rest)
-        if not ids and NIGHT.search(rest) and not found:  # "why did my jobs fail last night?"
-            return _tool("night_summary")
-        return _explain(rest, ids) if ids else Reading("question", reason="need_task_id")
+        return _why(rest, with_command=found is not None)
     # an ISO date's numbers name no task: "what happened on 2026-12-05" is no question about task 2026
     state = _task_state(ISO_DATE.sub(" ", rest)) if not found and TASK_STATE.search(rest) else None
     if state is not None:
@@ -1084,6 +1085,19 @@ def _task_state(rest: str) -> Reading | None:
     if ESTIMATE.search(rest) or LOGS.search(rest) or _acts_on_a_task(rest):  # "stop 5, it is stuck": a cancel
         return None
     return _explain(rest, task_ids(rest))
+
+
+def _why(rest: str, *, with_command: bool) -> Reading:
+    """A why question: of the tasks it names (explain_task), of last night's ends ("why did my jobs fail
+    last night?"), of the team's cap or budgets ("why can't I start more jobs?"); else which task?"""
+    ids = task_ids(rest)
+    if ids:
+        return _explain(rest, ids)
+    if NIGHT.search(rest) and not with_command:
+        return _tool("night_summary")
+    if QUOTA.search(rest) and not with_command:
+        return _tool("quota_status", team=_team(rest))
+    return Reading("question", reason="need_task_id")
 
 
 MAX_EXPLAINED = 5  # tasks one request may have explained, each in a call of its own

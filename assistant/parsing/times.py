@@ -457,8 +457,8 @@ def _read_clocks(text: str, now: datetime, when: When) -> bool:
         scan = scan[:start] + " " * (end - start) + scan[end:]
     previous: tuple[re.Match[str], datetime] | None = None
     for match in CLOCK.finditer(scan):
-        if any(start <= match.start() < end for start, end in when.spans):
-            continue
+        if any(start <= match.start() < end for start, end in when.spans) or _minute(match) > 59:
+            continue  # "0点60", "9:75": no time of day
         moment = _resolve_clock(match, now)
         if (
             previous is not None
@@ -494,6 +494,7 @@ def _read_date(text: str, now: datetime, when: When) -> bool:
                 and found.span[0] - m.end() <= 12
                 and not m.group("day")
                 and m.span() not in used
+                and _minute(m) <= 59
             ]
             clock = min(
                 near,

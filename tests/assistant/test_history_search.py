@@ -275,3 +275,47 @@ def test_what_was_searched_reads_in_english_and_chinese() -> None:
     assert search_words(since_nine, SHANGHAI, "zh") == "今天 09:00 以来提交"
     nothing = '{"ok": true, "tasks": [], "count": 0, "total": 0, "searched": {}}'
     assert reply_for("list_tasks", nothing, "en", NOW) == "You have no matching tasks."  # no filter
+
+
+@pytest.mark.parametrize(
+    ("text", "args"),
+    [
+        ("show bob's tasks", {"user": "bob"}),
+        ("what is bob running", {"status": "running", "user": "bob"}),
+        ("show me the jobs of alice", {"user": "alice"}),
+        ("bob的任务", {"user": "bob"}),
+        ("show bob's failed jobs", {"status": "failed", "user": "bob"}),
+    ],
+)
+def test_a_teammates_tasks_are_a_list_of_theirs(text, args):
+    reading = understand(text, NOW)
+
+    assert (reading.tool, reading.args) == ("list_tasks", args)
+
+
+@pytest.mark.parametrize(
+    "text", ["what's running", "show me everyone's tasks", "show the team's tasks", "标签 exp7 的任务"]
+)
+def test_words_that_name_no_person_filter_no_user(text):
+    assert "user" not in understand(text, NOW).args
+
+
+def test_a_teammates_list_holds_their_tasks_and_another_teams_user_is_not_shown(make_assistant):
+    alice = make_assistant("alice", "vision")
+    bob = make_assistant("bob", "vision")
+    carol = make_assistant("carol", "speech")
+    for who in (alice, bob, bob, carol):
+        who.client.submit(
+            {"command": f"echo {who.user}", "gpus": 0, "not_before": "2030-01-01T09:00:00+00:00"}
+        )
+
+    teammate = alice.ask("show bob's tasks")
+    outsider = alice.ask("show carol's tasks")
+    chinese = alice.ask("carol的任务")
+
+    listed = tool_result(alice.history[:4], "list_tasks")  # the first turn's
+    assert listed["count"] == 2 and {task["command"] for task in listed["tasks"]} == {"<data>echo bob</data>"}
+    assert teammate.reply.startswith("2 task(s)")
+    assert outsider.tool_calls == [{"name": "list_tasks", "args": {"user": "carol"}}]
+    assert outsider.reply == "Sorry, that didn't work: no user 'carol' in team vision"
+    assert chinese.reply == "抱歉，没能完成：团队 vision 里没有用户 carol"

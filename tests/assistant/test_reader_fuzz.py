@@ -7,6 +7,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -51,3 +52,13 @@ def test_any_request_gets_a_reading_and_any_follow_up_a_reading_or_none(text):
 
     assert isinstance(reading, Reading) and reading.kind in ("tool", "question", "refusal", "help")
     assert follow is None or isinstance(follow, Reading)
+
+
+@pytest.mark.parametrize(
+    "text", ["python明天上午0点60", "run python train.py at 9:75", "run python train.py on dec 5 at 9:75"]
+)
+def test_a_clock_with_no_such_minute_is_no_time_and_no_crash(text):
+    reading = understand(text, NOW)  # found by the fuzz above: "0点60" raised ValueError (minute 60)
+
+    assert reading.tool == "submit_task"
+    assert ":60" not in reading.args.get("not_before", "") and ":75" not in reading.args.get("not_before", "")
