@@ -71,12 +71,6 @@ def _ids_or_sweep(task_ids: list[int] | None, sweep: int | None) -> list[int]:
     return list(dict.fromkeys(task_ids or []))
 
 
-def _one_target(task_id: int | None, sweep: int | None) -> None:
-    """Exit 2 unless exactly one of a task id and `--sweep ID` is given."""
-    if (task_id is None) == (sweep is None):
-        _fail("give a task id, or --sweep ID", code=2)
-
-
 def _with_client(action: Callable[[NightshiftClient], T]) -> T:
     client = NightshiftClient.from_settings(get_settings())
     try:
@@ -596,8 +590,9 @@ def task_changes(
 
 @app.command()
 def change(
-    task_id: Annotated[
-        int | None, typer.Argument(help="a queued task (or a running one: --time-limit, --estimate, ...)")
+    task_ids: Annotated[
+        list[int] | None,
+        typer.Argument(help="queued tasks (or running ones: --time-limit, --estimate, ...)"),
     ] = None,
     sweep: Annotated[int | None, typer.Option("--sweep", help="every queued task of this sweep")] = None,
     priority: Annotated[str | None, typer.Option(help="low | normal | high | urgent")] = None,
@@ -642,13 +637,14 @@ def change(
     --time-limit 240`). `--clear depends_on` lets it start without waiting for its parents.
 
     With --sweep ID, every queued task of that sweep (and --max-running, how many of them run at once).
-    GPUs, memory or the command: `nightshift submit --like ID ...`, then cancel ID."""
+    Several ids: each changed on its own (exit 1 if any is refused). GPUs, memory or the command:
+    `nightshift submit --like ID ...`, then cancel ID."""
     overrides = {
         "priority": priority, "offpeak": tonight, "time_limit_minutes": time_limit,
         "estimated_minutes": estimate, "retries": retries, "name": name,
         "depends_on": depends_on or None, "depends_on_any": after_any or None,
     }  # fmt: skip
-    _one_target(task_id, sweep)
+    ids = _ids_or_sweep(task_ids, sweep)
     _refuse_option_as_name(name)
     if max_running is not None and sweep is None:
         _fail("--max-running limits how many of a sweep's tasks run at once: give it with --sweep ID", code=2)
@@ -669,13 +665,24 @@ def change(
             f"{sweep_counts_line(group)}; changed: {', '.join(sorted(changes))}"
         )
         return
-    assert task_id is not None
-    task, diff = _with_client(lambda client: _change_task(client, task_id, changes))
-    if as_json:
-        print_json(task)
-    else:
-        console.print(change_line(task_id, diff), highlight=False)
+    diffs: dict[int, dict[str, tuple[Any, Any]]] = {}
+
+    def changed(client: NightshiftClient) -> Callable[[int], dict[str, Any]]:
+        def one(task_id: int) -> dict[str, Any]:
+            task, diffs[task_id] = _change_task(client, task_id, changes)
+            return task
+
+        return one
+
+    def say(task: dict[str, Any]) -> None:
+        console.print(change_line(int(task["id"]), diffs[int(task["id"])]), highlight=False)
         _warning_notes(task)
+
+    if len(ids) == 1:
+        task = _with_client(lambda client: changed(client)(ids[0]))
+        print_json(task) if as_json else say(task)
+        return
+    _on_each(ids, changed, say, as_json)
 
 
 def _change_task(

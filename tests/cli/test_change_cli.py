@@ -87,7 +87,7 @@ def test_a_whole_sweep_is_changed_from_the_command_line(
     assert [(t.priority, t.spec["offpeak"]) for t in cluster.tasks.with_status("queued")] == [
         ("low", True)
     ] * 2
-    assert both.exit_code == 2 and "give a task id, or --sweep ID" in both.output
+    assert both.exit_code == 2 and "give task ids, or --sweep ID" in both.output
 
 
 def test_ask_shows_the_change_card_and_the_command_that_does_it(
@@ -194,3 +194,25 @@ def test_the_command_a_change_card_shows_waits_for_its_tasks_and_clears_what_it_
     ]
     spec = cluster.tasks.get_any(int(second)).spec
     assert (spec["depends_on"], spec.get("time_limit_minutes")) == ([int(first)], None)
+
+
+def test_several_tasks_are_changed_each_on_its_own_and_a_refusal_is_named(
+    cluster, a100_node, make_identity, monkeypatch, tmp_path
+):
+    _, token = make_identity("alice", "vision")
+    with cli_as(cluster, token, monkeypatch, tmp_path / "client-home") as nightshift:
+        ids = [
+            nightshift("submit", "--after", "+2h", "--", "true").output.split("task ")[1].split(" ")[0]
+            for _ in range(2)
+        ]
+        nightshift("cancel", ids[1])
+        several = nightshift("change", ids[0], ids[1], "99999", "--priority", "high")
+        as_json = nightshift("change", ids[0], ids[0], "--priority", "urgent", "--json")
+
+    assert several.exit_code == 1
+    said = " ".join(several.output.split())
+    assert f"task {ids[0]} changed: priority normal -> high" in said
+    assert f"task {ids[1]} already cancelled; only a queued or running task can be changed" in said
+    assert "task 99999 not found" in said
+    assert as_json.exit_code == 0 and json.loads(as_json.stdout)["priority"] == "urgent"  # one id, given twice
+    assert cluster.tasks.get_any(int(ids[0])).priority == "urgent"
