@@ -151,12 +151,7 @@ class OfflineChatModel(BaseChatModel):
         the time and off-peak windows the system prompt gives)."""
         if reading.kind == "tool" and reading.tool:
             calls = [
-                {
-                    "name": reading.tool,
-                    "args": args,
-                    "id": f"call_{uuid.uuid4().hex[:16]}",
-                    "type": "tool_call",
-                }
+                {"name": reading.tool, "args": args, "id": _call_id(), "type": "tool_call"}
                 for args in (reading.args, *reading.more)
             ]
             called: dict[str, Any] = {"kind": "tool"}
@@ -194,13 +189,16 @@ def _found_latest(turn: Sequence[BaseMessage], lang: str) -> Reading | str | Non
     if not then or result is None:
         return None
     try:
-        tasks = json.loads(_text(result)).get("tasks") or []
-    except (ValueError, AttributeError):
-        tasks = []
+        listed = json.loads(_text(result))
+    except ValueError:
+        return None
+    if not isinstance(listed, dict) or not listed.get("ok", True):  # the list failed: its error is said
+        return None
+    tasks = listed.get("tasks") or []
     if not tasks:
         return no_latest_task_words(lang)
-    then.pop("then", None)
-    return Reading(**then).with_task(int(tasks[0]["id"]))
+    request = {key: value for key, value in then.items() if key != "then"}
+    return Reading(**request).with_task(int(tasks[0]["id"]))
 
 
 def _call_id() -> str:

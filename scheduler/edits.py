@@ -2,11 +2,10 @@
 change (pure: the `Cluster` stores it and re-queues the task with the score it now has). A running task may
 change only how long it may run and what is said about it (`RUNNING_EDITABLE_FIELDS`).
 
-Only fields that decide *when* a task starts (its time windows, priority, the tasks it waits for) or how long
-it may run can change; fields that decide *what*
-runs or *where* (command, GPUs, memory, node, environment) cannot, since a task already placed on a node
-would then start with what it was placed for. For those, the answer names the way: submit it again
-(`--like ID`) and cancel the first.
+Only fields that decide *when* a task starts (its time windows, priority, the tasks it waits for) or how
+long it may run can change; fields that decide *what* runs or *where* (command, GPUs, memory, node,
+environment) cannot, since a task already placed on a node would then start with what it was placed for.
+For those, the answer names the way: submit it again (`--like ID`) and cancel the first.
 """
 
 from __future__ import annotations

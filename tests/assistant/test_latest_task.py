@@ -4,8 +4,12 @@ newest of them, as it would about "task 12"; a teammate's newer task is never ta
 
 from __future__ import annotations
 
-import pytest
+import json
 
+import pytest
+from langchain_core.messages import HumanMessage, ToolMessage
+
+from assistant.offline import OfflineChatModel
 from assistant.parsing.intents import understand
 from tests.assistant.conftest import NOW
 
@@ -99,3 +103,19 @@ def test_no_such_task_yet_is_said_without_a_second_call(make_assistant):
     assert [call["name"] for call in english.tool_calls] == ["list_tasks"]
     assert english.reply == "You have no such task yet: `nightshift ls` lists your team's tasks."
     assert chinese.reply.startswith("你还没有这样的任务")
+
+
+def test_a_list_that_failed_is_said_as_its_error_not_as_no_such_task():
+    model = OfflineChatModel(now=NOW)
+    asked = model.respond([HumanMessage("cancel my last job")])
+    failed = ToolMessage(
+        json.dumps({"ok": False, "error": "the API is not answering"}),
+        tool_call_id=asked.tool_calls[0]["id"],
+        name="list_tasks",
+    )
+
+    reply = model.respond([HumanMessage("cancel my last job"), asked, failed])
+
+    assert asked.tool_calls[0]["name"] == "list_tasks" and reply.tool_calls == []
+    assert "the API is not answering" in str(reply.content) and "no such task" not in str(reply.content)
+    assert asked.response_metadata["nightshift"]["then"]["tool"] == "cancel_task"  # left as it was
