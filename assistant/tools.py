@@ -301,7 +301,7 @@ class ListArgs(BaseModel):
     )
     tag: str | None = Field(default=None, max_length=64, description="tasks carrying this tag")
     node: str | None = Field(default=None, max_length=128, description="tasks with an attempt on this node")
-    user: str | None = Field(
+    submitted_by: str | None = Field(
         default=None, max_length=64, description="one teammate's tasks (\"bob's tasks\"): their user name"
     )
     mine: bool = Field(
@@ -767,7 +767,8 @@ def list_tasks(ctx: ToolContext, status: str | None = None, mine: bool = False, 
         window = _search_window(ctx, search.pop("since", None), search.pop("until", None))
     except SpecError as exc:
         return _error(exc.message, exc.errors)
-    filters = {"status": status, **window, **search}
+    teammate = search.pop("submitted_by", None)
+    filters = {"status": status, **window, **search, "user": teammate}
     if mine:  # "my last job": the person's own, not the team's
         filters["user"] = ctx.user or str(client.me()["user"])
     page = client.task_page(filters, limit=LIST_LIMIT)

@@ -278,9 +278,11 @@ class Search:
             args["since"] = self.period.start.isoformat()
             if self.period.end is not None and self.period.end < now:
                 args["until"] = self.period.end.isoformat()
-        for key in ("name", "tag", "node", "user"):
+        for key in ("name", "tag", "node"):
             if getattr(self, key) is not None:
                 args[key] = getattr(self, key)
+        if self.user is not None:  # a filter of whose tasks, never who asks
+            args["submitted_by"] = self.user
         return args
 
     def without_period(self, text: str) -> str:

@@ -280,11 +280,11 @@ def test_what_was_searched_reads_in_english_and_chinese() -> None:
 @pytest.mark.parametrize(
     ("text", "args"),
     [
-        ("show bob's tasks", {"user": "bob"}),
-        ("what is bob running", {"status": "running", "user": "bob"}),
-        ("show me the jobs of alice", {"user": "alice"}),
-        ("bob的任务", {"user": "bob"}),
-        ("show bob's failed jobs", {"status": "failed", "user": "bob"}),
+        ("show bob's tasks", {"submitted_by": "bob"}),
+        ("what is bob running", {"status": "running", "submitted_by": "bob"}),
+        ("show me the jobs of alice", {"submitted_by": "alice"}),
+        ("bob的任务", {"submitted_by": "bob"}),
+        ("show bob's failed jobs", {"status": "failed", "submitted_by": "bob"}),
     ],
 )
 def test_a_teammates_tasks_are_a_list_of_theirs(text, args):
@@ -297,7 +297,7 @@ def test_a_teammates_tasks_are_a_list_of_theirs(text, args):
     "text", ["what's running", "show me everyone's tasks", "show the team's tasks", "标签 exp7 的任务"]
 )
 def test_words_that_name_no_person_filter_no_user(text):
-    assert "user" not in understand(text, NOW).args
+    assert "submitted_by" not in understand(text, NOW).args
 
 
 def test_a_teammates_list_holds_their_tasks_and_another_teams_user_is_not_shown(make_assistant):
@@ -316,6 +316,6 @@ def test_a_teammates_list_holds_their_tasks_and_another_teams_user_is_not_shown(
     listed = tool_result(alice.history[:4], "list_tasks")  # the first turn's
     assert listed["count"] == 2 and {task["command"] for task in listed["tasks"]} == {"<data>echo bob</data>"}
     assert teammate.reply.startswith("2 task(s)")
-    assert outsider.tool_calls == [{"name": "list_tasks", "args": {"user": "carol"}}]
+    assert outsider.tool_calls == [{"name": "list_tasks", "args": {"submitted_by": "carol"}}]
     assert outsider.reply == "Sorry, that didn't work: no user 'carol' in team vision"
     assert chinese.reply == "抱歉，没能完成：团队 vision 里没有用户 carol"
