@@ -38,8 +38,11 @@ sys.stdin.read()
 def test_a_jobs_processes_are_found_by_its_run_token(run_job: RunJob) -> None:
     job = run_job("sleep 300 & echo $! > pids; wait")
     (child,) = read_pids(job.request.workdir / "pids", 1)
+    # `$!` is written once the child is forked; while it execs `sleep` its environment may not read yet
+    wait_until(
+        lambda: set(find_processes_with_token(job.run_token)) == {job.pid, child}, what="both processes"
+    )
 
-    assert set(find_processes_with_token(job.run_token)) == {job.pid, child}
     assert set(find_run_tokens()[job.run_token]) == {job.pid, child}
 
 
