@@ -178,9 +178,9 @@ class OfflineChatModel(BaseChatModel):
 
 
 def _found_latest(turn: Sequence[BaseMessage], lang: str) -> Reading | str | None:
-    """Once the list of one's tasks a request asked for as "my last job" is back (the turn's only call so
-    far): the request with the newest task's id, or what to say when the list holds none; None when the
-    turn asked no such list."""
+    """Once the list of one's tasks a request asked for as "my last job" (or the latest sweep, for "my last
+    sweep") is back, the turn's only call so far: the request with its id, or what to say when there is
+    none; None when the turn asked no such list."""
     calls = [m for m in turn if isinstance(m, AIMessage) and m.tool_calls]
     if len(calls) != 1:
         return None
@@ -194,11 +194,11 @@ def _found_latest(turn: Sequence[BaseMessage], lang: str) -> Reading | str | Non
         return None
     if not isinstance(listed, dict) or not listed.get("ok", True):  # the list failed: its error is said
         return None
-    tasks = listed.get("tasks") or []
-    if not tasks:
+    found = (listed.get("tasks") or [None])[0] or listed.get("sweep")  # the newest task, or the sweep
+    if not found:
         return no_latest_task_words(lang)
     request = {key: value for key, value in then.items() if key != "then"}
-    return Reading(**request).with_task(int(tasks[0]["id"]))
+    return Reading(**request).with_task(int(found["id"]))
 
 
 def _call_id() -> str:

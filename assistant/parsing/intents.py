@@ -362,7 +362,8 @@ class Reading:
     then: Reading | None = None
 
     def with_task(self, task_id: int) -> Reading:
-        """This reading with `task_id` wherever it holds the stand-in of a task not yet known."""
+        """This reading with `task_id` (a task's or a sweep's) wherever it holds the stand-in of one not yet
+        known."""
 
         def put(args: dict[str, Any]) -> dict[str, Any]:
             return {k: task_id if k in _TASK_ARGS and v == STAND_IN else v for k, v in args.items()}
@@ -374,7 +375,7 @@ class Reading:
         return any(args.get(k) == STAND_IN for args in (self.args, *self.more) for k in _TASK_ARGS)
 
 
-_TASK_ARGS = ("task_id", "like_task")
+_TASK_ARGS = ("task_id", "like_task", "sweep_id")
 
 
 def _tool(tool: str, /, **args: Any) -> Reading:
@@ -1018,10 +1019,15 @@ def understand(text: str, now: datetime) -> Reading:
     if latest is None:
         return _understand(text, now)
     reading = _understand(latest.text, now)
-    if not reading.needs_a_task():  # the request read some other way: as it was written
+    if not reading.needs_a_task() or reading.tool in _LATEST_BY_ITSELF:  # read as it was written
         return _understand(text, now)
+    if latest.sweep:  # "cancel my last sweep": the latest sweep first
+        return Reading("tool", "sweep_status", then=reading)
     status = {"status": latest.status} if latest.status else {}
     return Reading("tool", "list_tasks", {"mine": True, **status}, then=reading)
+
+
+_LATEST_BY_ITSELF = ("sweep_status", "compare_results")  # without a number, they take the latest sweep
 
 
 def _understand(text: str, now: datetime) -> Reading:

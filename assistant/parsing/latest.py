@@ -1,6 +1,7 @@
-"""A task named by being one's latest ("my last job", "the job I just submitted", "my last failed run",
-"我最后一个任务", "刚提交的任务"): which list finds it (one's own tasks, newest first, of a status), and the
-request with a stand-in task number, so the rest of it is read as for "task 12"."""
+"""A task or a sweep named by being one's latest ("my last job", "the job I just submitted", "my last failed
+run", "我最后一个任务", "刚提交的任务"; "cancel my last sweep", "暂停我最近的扫参"): which call finds it
+(one's own tasks, newest first, of a status; one's latest sweep), and the request with a stand-in number,
+so the rest of it is read as for "task 12" or "sweep 4"."""
 
 from __future__ import annotations
 
@@ -39,17 +40,31 @@ LATEST_TASK = re.compile(
 )
 
 
+LATEST_SWEEP = re.compile(
+    r"\b(?:my|the|our)\s+(?:very\s+)?(?:last|latest|most\s+recent|newest|previous)\s+sweep\b"
+    r"|\bthe\s+sweep\s+(?:that\s+)?I\s+(?:just\s+)?(?:submitted|sent|ran|started|made)\b"
+    r"|(?:我的?)?(?:最后|最近|最新|刚才|刚刚|刚)(?:一个|那个|提交的|的)*扫参",
+    re.I,
+)
+
+
 @dataclass(frozen=True)
 class LatestTask:
-    """A request about one's latest task: `status` of the list that finds it (None: any), and `text` with
-    the phrase as "task 0" ("0号任务" in Chinese; `STAND_IN`)."""
+    """A request about one's latest task (or sweep: `sweep`): `status` of the list that finds a task (None:
+    any), and `text` with the phrase as "task 0" ("0号任务" in Chinese; "sweep 0"; `STAND_IN`)."""
 
     status: str | None
     text: str
+    sweep: bool = False
 
 
 def latest_task(text: str) -> LatestTask | None:
-    """The latest task `text` names instead of a number ("cancel my last job"), or None when it names none."""
+    """The latest task or sweep `text` names instead of a number ("cancel my last job"), or None when it
+    names none."""
+    sweep = LATEST_SWEEP.search(text)
+    if sweep is not None:
+        stand_in = f"扫参{STAND_IN}" if not sweep[0].isascii() else f"sweep {STAND_IN}"
+        return LatestTask(None, f"{text[: sweep.start()]}{stand_in}{text[sweep.end() :]}", sweep=True)
     match = LATEST_TASK.search(text)
     if match is None:
         return None

@@ -119,3 +119,40 @@ def test_a_list_that_failed_is_said_as_its_error_not_as_no_such_task():
     assert asked.tool_calls[0]["name"] == "list_tasks" and reply.tool_calls == []
     assert "the API is not answering" in str(reply.content) and "no such task" not in str(reply.content)
     assert asked.response_metadata["nightshift"]["then"]["tool"] == "cancel_task"  # left as it was
+
+
+@pytest.mark.parametrize(
+    ("text", "then"),
+    [
+        ("cancel my last sweep", ("cancel_sweep", {"sweep_id": 0})),
+        ("hold my latest sweep", ("hold_sweep", {"sweep_id": 0})),
+        ("make my last sweep urgent", ("change_sweep", {"sweep_id": 0, "priority": "urgent"})),
+        ("取消我最近的扫参", ("cancel_sweep", {"sweep_id": 0})),
+    ],
+)
+def test_an_act_on_the_latest_sweep_finds_it_first(text, then):
+    reading = understand(text, NOW)
+
+    assert (reading.tool, reading.args) == ("sweep_status", {})
+    assert reading.then is not None and (reading.then.tool, reading.then.args) == then
+
+
+@pytest.mark.parametrize("text", ["how is my last sweep doing", "show me the results of my last sweep"])
+def test_a_question_about_the_latest_sweep_is_one_call(text):
+    reading = understand(text, NOW)
+
+    assert reading.then is None and reading.tool in ("sweep_status", "compare_results")
+
+
+def test_cancel_my_last_sweep_makes_a_card_for_my_own_latest_sweep(make_assistant):
+    mine = make_assistant()
+    spec = {"command": "python train.py --lr {lr}", "gpus": 1, "not_before": LATER, "sweep": {"lr": [1, 2]}}
+    mine.client.submit_sweep({**spec, "name": "older"})
+    latest = mine.client.submit_sweep({**spec, "name": "latest"})["id"]
+    make_assistant("bob", "vision").client.submit_sweep({**spec, "name": "bobs"})
+
+    turn = mine.ask("cancel my last sweep")
+
+    assert [call["name"] for call in turn.tool_calls] == ["sweep_status", "cancel_sweep"]
+    assert turn.tool_calls[1]["args"] == {"sweep_id": latest}
+    assert turn.cards and turn.cards[0]["sweep_id"] == latest
