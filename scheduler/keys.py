@@ -57,6 +57,12 @@ class RedisKeys:
         return f"{self.prefix}scheduler:lock"
 
     @property
+    def dependency_lock(self) -> str:
+        """Held while a change of what a task waits for is checked and stored: two at once could each pass
+        the loop check against what the other has not stored yet."""
+        return f"{self.prefix}dependencies:lock"
+
+    @property
     def assigned(self) -> str:
         """SET of task ids assigned to a node but not yet claimed."""
         return f"{self.prefix}assigned"

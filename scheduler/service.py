@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -316,8 +317,28 @@ class Cluster:
         spec = changed_spec(task_id, task.spec or {}, changes)
         if changes.get("deadline") is not None:  # one that passed while it waited stays as it was
             check_times_ahead(spec, self.zone, from_epoch_s(now_s()))
-        self._check_new_parents(who, task_id, spec, changes)
-        new = resolve(spec, self.zone, self.default_workdir())
+        with self._dependency_changes(changes):
+            self._check_new_parents(who, task_id, spec, changes)
+            return self._store_change(task, resolve(spec, self.zone, self.default_workdir()))
+
+    @contextmanager
+    def _dependency_changes(self, changes: Mapping[str, Any]) -> Iterator[None]:
+        """One change of what tasks wait for at a time, across API processes (a Redis lock): two changes
+        checked at once ("12 waits for 13", "13 waits for 12") could each pass the loop check."""
+        if not any(changes.get(field) for field in PARENT_FIELDS):
+            yield
+            return
+        lock = self.queue.client.lock(self.queue.keys.dependency_lock, timeout=30, blocking_timeout=30)
+        if not lock.acquire():
+            raise ConflictError("another change of what tasks wait for is in progress; try again")
+        try:
+            yield
+        finally:
+            lock.release()
+
+    def _store_change(self, task: Task, new: NewTask) -> Task:
+        """Store a queued task's changed spec and queue it again with the score it now has."""
+        task_id = task.id
         if _in_redis(task):
             # out of the queue and its node's inbox first, so no node can claim it while it changes
             self.queue.remove(task_id)

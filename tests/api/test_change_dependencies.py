@@ -4,6 +4,10 @@ cluster; a parent that does not exist, failed, or would close a loop is refused 
 
 from __future__ import annotations
 
+import contextlib
+import threading
+
+import scheduler.service as service
 from tests.api.conftest import bearer, submitted_id, task_of
 from tests.conftest import wait_until
 
@@ -116,3 +120,45 @@ def test_a_running_task_cannot_change_what_it_waits_for(client, alice, running_c
 
     assert refused.status_code == 409
     assert "depends_on can no longer change" in refused.json()["detail"]
+
+
+def test_two_changes_that_would_close_a_loop_together_are_taken_one_at_a_time(
+    cluster, make_identity, monkeypatch, tmp_path
+):
+    who, _ = make_identity("alice", "vision")
+    first, _ = cluster.submit(
+        who, {"command": "true", "gpus": 0, "not_before": LATER, "workdir": str(tmp_path)}
+    )
+    second, _ = cluster.submit(
+        who, {"command": "true", "gpus": 0, "not_before": LATER, "workdir": str(tmp_path)}
+    )
+    checked = threading.Barrier(2, timeout=2)
+    resolve = service.resolve
+
+    def slow_resolve(*args, **kwargs):  # both changes checked before either is stored, were they not locked
+        with contextlib.suppress(threading.BrokenBarrierError):  # the other waits for the lock: on alone
+            checked.wait()
+        return resolve(*args, **kwargs)
+
+    monkeypatch.setattr(service, "resolve", slow_resolve)
+    outcomes: dict[int, object] = {}
+
+    def change(task_id: int, parent: int) -> None:
+        try:
+            outcomes[task_id] = cluster.update(who, task_id, {"depends_on": [parent]})
+        except Exception as exc:  # the one refused
+            outcomes[task_id] = exc
+
+    threads = [
+        threading.Thread(target=change, args=pair) for pair in ((first.id, second.id), (second.id, first.id))
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+
+    refused = [outcome for outcome in outcomes.values() if isinstance(outcome, Exception)]
+    assert len(outcomes) == 2 and len(refused) == 1, outcomes
+    assert "already waits for task" in str(refused[0])
+    waits = [cluster.tasks.get_any(task_id).spec.get("depends_on") for task_id in (first.id, second.id)]
+    assert sorted(map(bool, waits)) == [False, True]  # one waits for the other, never both
