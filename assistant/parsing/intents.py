@@ -852,7 +852,7 @@ PRIORITY_DOWN = re.compile(
 def _change(rest: str, now: datetime) -> Reading | None:
     """A change to one queued task's timing or priority (a change card to confirm); a pointer when it asks
     to change what runs or where; None when the text is not such a request."""
-    ids = task_ids(rest)
+    ids = task_ids(_without_times(rest, now))  # "start after 13" names an hour, not task 13
     if not CHANGE_VERB.search(rest) and not PRIORITY_UP.search(rest):  # "put 9 at the top of the queue"
         return None
     if not ids and (PRIORITY_UP.search(rest) or PRIORITY_DOWN.search(rest)):
@@ -879,6 +879,13 @@ def _change_of_waits(rest: str) -> Reading | None:
     if change.also and change.spec_field == "depends_on":
         return _tool("change_task", task_id=change.task_id, also_wait_for=change.parents)
     return _tool("change_task", task_id=change.task_id, **{change.spec_field: change.parents})
+
+
+def _without_times(text: str, now: datetime) -> str:
+    """`text` with the times of day and dates it names blanked (their numbers are no task ids)."""
+    for start, end in read_times(text, now).spans:
+        text = text[:start] + " " * (end - start) + text[end:]
+    return text
 
 
 def _change_reading(text: str, now: datetime, tool: str, **which: int) -> Reading | None:

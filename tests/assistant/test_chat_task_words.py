@@ -292,3 +292,20 @@ def test_how_long_an_ended_task_took_is_answered_from_when_it_ran(
 
     assert turn.tool_calls == [{"name": "explain_task", "args": {"task_id": task_id}}]
     assert turn.reply.startswith(f"Task #{task_id} succeeded. It ran 0 min (")
+
+
+@pytest.mark.parametrize(
+    ("text", "args"),
+    [
+        ("start after 13", None),  # no task named: 13 is the hour, not task 13
+        ("change 12 to start after 13:00", {"task_id": 12, "not_before": "2026-03-03T13:00:00+00:00"}),
+        ("move 12 to 23:00", {"task_id": 12, "not_before": "2026-03-02T23:00:00+00:00"}),
+    ],
+)
+def test_a_number_read_as_a_time_names_no_task(text, args):
+    reading = understand(text, NOW)
+
+    if args is None:
+        assert reading.tool is None and reading.kind == "question"
+    else:
+        assert (reading.tool, reading.args) == ("change_task", args)
