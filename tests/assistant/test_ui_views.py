@@ -153,6 +153,20 @@ def test_a_change_card_shows_each_field_before_and_after_in_english_and_chinese(
     assert "<th>最早开始</th><td>x → 有空闲 GPU 即开始</td>" in chinese and "确认之前不会修改。" in chinese
 
 
+def test_a_change_of_what_a_task_waits_for_shows_the_tasks_before_and_after() -> None:
+    card = {
+        "kind": "change",
+        "task_id": 12,
+        "changes": {"depends_on": [[], [10, 11]], "depends_on_any": [[9], []]},
+    }
+
+    english, chinese = views.card_html(card, ZONE), views.card_html(card, ZONE, "zh")
+
+    assert "<th>waits for (to succeed)</th><td>none → #10, #11</td>" in english
+    assert "<th>waits for (to end)</th><td>#9 → none</td>" in english
+    assert "<th>等待成功的任务</th><td>无 → #10, #11</td>" in chinese
+
+
 def test_the_cards_finish_says_what_run_time_was_assumed_when_the_person_gave_none() -> None:
     card = submit_card()
     card["summary"]["run_estimate"] = {"minutes": 120.0, "source": "median of 4 recent runs"}
