@@ -304,6 +304,9 @@ class ListArgs(BaseModel):
     submitted_by: str | None = Field(
         default=None, max_length=64, description="one teammate's tasks (\"bob's tasks\"): their user name"
     )
+    held: bool | None = Field(
+        default=None, description='true: only tasks held back ("show my held tasks", "暂停的任务")'
+    )
     mine: bool = Field(
         default=False,
         description='only your own tasks, not your team\'s ("my last job": the first of mine, newest first)',
@@ -757,7 +760,13 @@ def _search_window(ctx: ToolContext, since: str | None, until: str | None) -> di
 _TYPED = ("name", "tag", "node", "user")  # what the person typed: data for the model
 
 
-def list_tasks(ctx: ToolContext, status: str | None = None, mine: bool = False, **search: str | None) -> str:
+def list_tasks(
+    ctx: ToolContext,
+    status: str | None = None,
+    mine: bool = False,
+    held: bool | None = None,
+    **search: str | None,
+) -> str:
     """Your team's tasks (`mine`: your own), newest first: optionally one status, submitted `since`/`until`
     (ISO 8601 or words like yesterday, last week, 上周), a `name` (train.py* for every name starting so), a
     `tag`, a `node` one of its attempts ran on. `total` says how many match in all; `searched` what was
@@ -769,6 +778,8 @@ def list_tasks(ctx: ToolContext, status: str | None = None, mine: bool = False, 
         return _error(exc.message, exc.errors)
     teammate = search.pop("submitted_by", None)
     filters = {"status": status, **window, **search, "user": teammate}
+    if held is not None:
+        filters["held"] = "true" if held else "false"
     if mine:  # "my last job": the person's own, not the team's
         filters["user"] = ctx.user or str(client.me()["user"])
     page = client.task_page(filters, limit=LIST_LIMIT)

@@ -30,15 +30,18 @@ def list_command(
     name: Annotated[str | None, typer.Option(help="this exact name; 'train*': names starting so")] = None,
     tag: Annotated[str | None, typer.Option(help="tasks carrying this tag")] = None,
     node: Annotated[str | None, typer.Option(help="tasks that ran on this node")] = None,
+    held: Annotated[bool, typer.Option("--held", help="only tasks held back (nightshift hold)")] = False,
     limit: Annotated[int, typer.Option(help="at most this many")] = 50,
     offset: Annotated[int, typer.Option(min=0, help="skip this many newest ones (the next page)")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON for scripts")] = False,
 ) -> None:
     """List tasks, newest first: your team's (an admin's: every team's), narrowed by --since/--until
-    (submission time), --name, --tag and --node; `--offset` pages on."""
+    (submission time), --name, --tag, --node and --held; `--offset` pages on."""
     if mine and user:
         _exit("give --mine or --user NAME, not both", code=2)
     filters = {"status": status, "team": team, "name": name, "tag": tag, "node": node}
+    if held:
+        filters["held"] = "true"
     filters.update(submission_window(since, until))
     page = _fetch(limit, offset, mine, user, filters)
     if as_json:
@@ -90,7 +93,7 @@ def _fetch(
     """One page of the filtered list (`--mine`: the caller's own name, asked of the API)."""
     client = NightshiftClient.from_settings(get_settings())
     try:
-        who = client.get("/me")["user"] if mine else user
+        who = client.me()["user"] if mine else user
         return client.task_page({**filters, "user": who}, limit, offset)
     except ClientError as exc:
         print_error(exc.message, exc.errors)

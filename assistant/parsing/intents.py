@@ -954,7 +954,15 @@ def _status(text: str) -> str | None:
     return next((name for name, pattern in STATUS_WORDS if pattern.search(text)), None)
 
 
+# held back ("my held tasks", "the paused ones", "暂停的任务"): queued, and out of the queue until released
+HELD_TASKS = re.compile(
+    r"\b(?:held|paused|on\s+hold|suspended)\b|暂停(?:了|中)?的|挂起(?:了|中)?的|被暂停", _I
+)
+
+
 def _status_reading(text: str) -> Reading:
+    if HELD_TASKS.search(text):
+        return _tool("list_tasks", held=True)
     return _tool("list_tasks", status=_status(text))
 
 

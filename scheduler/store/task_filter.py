@@ -38,6 +38,7 @@ class TaskFilter:
     name: str | None = None
     tag: str | None = None
     node: str | None = None
+    held: bool | None = None  # True: only tasks held back (`nightshift hold`); False: none of them
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +67,9 @@ def task_conditions(who: Identity, filters: TaskFilter, dialect: str) -> list[Co
         conditions.append(has_tag(filters.tag, dialect))
     if filters.node is not None:
         conditions.append(ran_on(filters.node))
+    if filters.held is not None:  # a held task is a queued one someone holds back
+        held = (Task.status == "queued") & Task.held_by.is_not(None)
+        conditions.append(held if filters.held else ~held)
     return conditions
 
 

@@ -208,3 +208,23 @@ def test_a_member_never_sees_another_teams_tasks_through_a_filter(client, cluste
 def test_bad_filters_are_refused_with_what_to_fix(client, people, params, said):
     _, headers = people["alice"]
     assert said in _refused(client, headers, **params)
+
+
+def test_held_lists_only_the_tasks_held_back_and_false_the_others(client, cluster, people):
+    alice, headers = people["alice"]
+    bob, _ = people["bob"]
+    held = _submit(cluster, alice, "a.py", not_before="2030-01-01T00:00:00Z")
+    free = _submit(cluster, alice, "b.py", not_before="2030-01-01T00:00:00Z")
+    teammates = _submit(cluster, bob, "c.py", not_before="2030-01-01T00:00:00Z")
+    released = _submit(cluster, alice, "d.py", not_before="2030-01-01T00:00:00Z")
+    for task_id in (held, teammates, released):
+        cluster.hold(alice if task_id != teammates else bob, task_id)
+    cluster.release(alice, released)
+    carol, carols = people["carol"]
+    _submit(cluster, carol, "e.py", not_before="2030-01-01T00:00:00Z")
+
+    assert _list(client, headers, held="true") == ([teammates, held], 2, 2)
+    assert _list(client, headers, held="false")[0] == [released, free]
+    assert _list(client, headers, held="true", user="alice")[0] == [held]
+    assert _list(client, carols, held="true") == ([], 0, 0)  # another team's held tasks are not seen
+    assert client.get("/api/v1/tasks", params={"held": "maybe"}, headers=headers).status_code == 422

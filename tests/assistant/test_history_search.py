@@ -319,3 +319,23 @@ def test_a_teammates_list_holds_their_tasks_and_another_teams_user_is_not_shown(
     assert outsider.tool_calls == [{"name": "list_tasks", "args": {"submitted_by": "carol"}}]
     assert outsider.reply == "Sorry, that didn't work: no user 'carol' in team vision"
     assert chinese.reply == "抱歉，没能完成：团队 vision 里没有用户 carol"
+
+
+@pytest.mark.parametrize("text", ["show my held tasks", "which of my tasks are paused", "列出暂停的任务"])
+def test_held_tasks_are_asked_for_as_such(text):
+    assert (understand(text, NOW).tool, understand(text, NOW).args) == ("list_tasks", {"held": True})
+
+
+def test_the_held_list_holds_only_the_held_tasks(make_assistant, cluster):
+    assistant = make_assistant()
+    later = "2030-01-01T09:00:00+00:00"
+    held, free = (
+        int(assistant.client.submit({"command": "true", "gpus": 0, "not_before": later})["id"]) for _ in "ab"
+    )
+    assistant.client.hold(held)
+
+    turn = assistant.ask("show my held tasks")
+
+    listed = tool_result(assistant.history, "list_tasks")
+    assert [task["id"] for task in listed["tasks"]] == [held] and free != held
+    assert turn.reply.startswith("1 task(s)") and f"#{held}" in turn.reply
