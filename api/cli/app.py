@@ -513,10 +513,7 @@ def cancel(
         stopping = "stopping (stop signal sent)"
         print_json(group) if as_json else console.print(sweep_counts_line(group, stopping))
         return
-    if len(ids) == 1:
-        _print_cancelled(_with_client(lambda client: client.cancel(ids[0])), as_json)
-        return
-    _on_each(ids, lambda client: client.cancel, lambda task: _print_cancelled(task, as_json=False), as_json)
+    _on_each(ids, lambda client: client.cancel, _print_cancelled, as_json)
 
 
 def _on_each(
@@ -525,8 +522,13 @@ def _on_each(
     say: Callable[[dict[str, Any]], None],
     as_json: bool,
 ) -> None:
-    """Do `act` to each of several tasks on its own (as `scancel 12 13` does): one refusal does not stop
-    the others; `say` prints each done, each refusal is printed with its id, and the exit is 1 if any."""
+    """Do `act` to each task on its own (as `scancel 12 13` does): one refusal does not stop the others;
+    `say` prints each done, each refusal is printed with its id, and the exit is 1 if any. One id alone:
+    its task (`--json`: the object, not a list of one), or its error, as for any command."""
+    if len(task_ids) == 1:
+        task = _with_client(lambda client: act(client)(task_ids[0]))
+        print_json(task) if as_json else say(task)
+        return
 
     def each(client: NightshiftClient) -> tuple[list[dict[str, Any]], list[tuple[int, ClientError]]]:
         done, refused = [], []
@@ -552,10 +554,8 @@ def _on_each(
         raise typer.Exit(1)
 
 
-def _print_cancelled(task: dict[str, Any], as_json: bool) -> None:
-    if as_json:
-        print_json(task)
-    elif task["status"] == "cancelled":
+def _print_cancelled(task: dict[str, Any]) -> None:
+    if task["status"] == "cancelled":
         console.print(f"task {task['id']} cancelled")
     else:
         console.print(stopping_line(task))
@@ -678,10 +678,6 @@ def change(
         console.print(change_line(int(task["id"]), diffs[int(task["id"])]), highlight=False)
         _warning_notes(task)
 
-    if len(ids) == 1:
-        task = _with_client(lambda client: changed(client)(ids[0]))
-        print_json(task) if as_json else say(task)
-        return
     _on_each(ids, changed, say, as_json)
 
 
@@ -725,10 +721,6 @@ def hold(
     def say(task: dict[str, Any]) -> None:
         console.print(f"task {task['id']} held: it starts only after `nightshift release {task['id']}`")
 
-    if len(ids) == 1:
-        task = _with_client(lambda client: client.hold(ids[0]))
-        print_json(task) if as_json else say(task)
-        return
     _on_each(ids, lambda client: client.hold, say, as_json)
 
 
@@ -751,10 +743,6 @@ def release(
     def say(task: dict[str, Any]) -> None:
         console.print(f"task {task['id']} released: queued again")
 
-    if len(ids) == 1:
-        task = _with_client(lambda client: client.release(ids[0]))
-        print_json(task) if as_json else say(task)
-        return
     _on_each(ids, lambda client: client.release, say, as_json)
 
 
@@ -825,10 +813,6 @@ def explain(
 
     Several ids: each in turn (`--json`: a list; exit 1 if any cannot be explained)."""
     ids = list(dict.fromkeys(task_ids))
-    if len(ids) == 1:
-        data = _with_client(lambda client: client.get(f"/tasks/{ids[0]}/explain"))
-        print_json(data) if as_json else console.print(explain_panel(data))
-        return
     _on_each(
         ids,
         lambda client: lambda i: client.get(f"/tasks/{i}/explain"),

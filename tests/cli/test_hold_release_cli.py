@@ -109,7 +109,6 @@ def test_several_tasks_are_held_and_released_each_on_its_own(
     assert held.exit_code == 0, held.output
     assert [line.split(":")[0] for line in held.stdout.splitlines()] == [f"task {i} held" for i in ids]
     assert sorted(task["id"] for task in json.loads(listed_held.stdout)) == sorted(map(int, ids))
-    assert sorted(task["id"] for task in json.loads(listed_held.stdout)) == sorted(map(int, ids))
     assert again.exit_code == 1 and json.loads(again.stdout) == []
     assert f"error: task {ids[0]} is already held by alice" in " ".join(again.output.split())
     assert released.exit_code == 0 and [t["id"] for t in json.loads(released.stdout)] == list(map(int, ids))
