@@ -91,15 +91,20 @@ def test_cancel_of_several_tasks_cancels_each_and_says_which_it_could_not(
     assert neither.exit_code == 2 and "give task ids, or --sweep ID" in neither.output
 
 
+def _two_queued(nightshift) -> list[str]:
+    """The ids of two tasks submitted to start in two hours (they stay queued)."""
+    return [
+        str(json.loads(nightshift("submit", "--json", "--after", "+2h", "--", "true").output)["id"])
+        for _ in "ab"
+    ]
+
+
 def test_several_tasks_are_held_and_released_each_on_its_own(
     cluster, a100_node, make_identity, monkeypatch, tmp_path
 ):
     _, token = make_identity("alice", "vision")
     with cli_as(cluster, token, monkeypatch, tmp_path / "client-home") as nightshift:
-        ids = [
-            str(json.loads(nightshift("submit", "--json", "--after", "+2h", "--", "true").output)["id"])
-            for _ in "ab"
-        ]
+        ids = _two_queued(nightshift)
         held = nightshift("hold", *ids)
         listed_held = nightshift("ls", "--held", "--json")
         again = nightshift("hold", *ids, "--json")
@@ -121,10 +126,7 @@ def test_explain_takes_several_tasks_and_names_the_one_it_cannot_find(
 ):
     _, token = make_identity("alice", "vision")
     with cli_as(cluster, token, monkeypatch, tmp_path / "client-home") as nightshift:
-        ids = [
-            str(json.loads(nightshift("submit", "--json", "--after", "+2h", "--", "true").output)["id"])
-            for _ in "ab"
-        ]
+        ids = _two_queued(nightshift)
         both = nightshift("explain", *ids, "--json")
         said = nightshift("explain", ids[0], "99999", ids[1])
 
