@@ -148,7 +148,6 @@ class Assistant:
             max_task_gpus=settings.max_task_gpus,
             dry_run=dry_run,
             zone=zone,
-            user=user,
         )
 
         @dynamic_prompt

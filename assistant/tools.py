@@ -72,7 +72,6 @@ class ToolContext:
     max_task_gpus: int = 8
     dry_run: bool = False  # `nightshift ask --dry-run`: tools that act at once (hold, release) only look
     zone: tzinfo | None = None  # the cluster's, where times without an offset are read (else `now`'s)
-    user: str | None = None  # the person, when known (else GET /me tells)
 
     def local_now(self) -> tuple[datetime, tzinfo]:
         """The time now and the cluster's zone, for reading times people wrote."""
@@ -780,8 +779,8 @@ def list_tasks(
     filters = {"status": status, **window, **search, "user": teammate}
     if held is not None:
         filters["held"] = "true" if held else "false"
-    if mine:  # "my last job": the person's own, not the team's
-        filters["user"] = ctx.user or str(client.me()["user"])
+    if mine:  # "my last job": the person's own (the token's, as GET /me says), not the team's
+        filters["user"] = str(client.me()["user"])
     page = client.task_page(filters, limit=LIST_LIMIT)
     tasks = page.get("tasks", [])
     total = int(page.get("total", len(tasks)))

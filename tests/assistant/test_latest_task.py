@@ -9,6 +9,7 @@ import json
 import pytest
 from langchain_core.messages import HumanMessage, ToolMessage
 
+from assistant.agent import Assistant
 from assistant.offline import OfflineChatModel
 from assistant.parsing.intents import understand
 from tests.assistant.conftest import NOW
@@ -156,3 +157,18 @@ def test_cancel_my_last_sweep_makes_a_card_for_my_own_latest_sweep(make_assistan
     assert [call["name"] for call in turn.tool_calls] == ["sweep_status", "cancel_sweep"]
     assert turn.tool_calls[1]["args"] == {"sweep_id": latest}
     assert turn.cards and turn.cards[0]["sweep_id"] == latest
+
+
+def test_my_last_job_is_the_tokens_own_whatever_name_the_chat_was_given(
+    cluster, make_client, make_identity, make_assistant
+):
+    bobs = _queued(make_assistant("bob", "vision"), "bobs")
+    _, token = make_identity("alice", "vision")
+    client = make_client(token)
+    alices = int(client.submit({"command": "python a.py", "gpus": 1, "not_before": LATER})["id"])
+    # `nightshift ask --user bob` only gives the reply a name: the token says whose tasks are "mine"
+    assistant = Assistant(cluster.settings, client, now=lambda: NOW, user="bob", team="vision")
+
+    turn = assistant.ask("cancel my last job")
+
+    assert turn.tool_calls[1] == {"name": "cancel_task", "args": {"task_id": alices}} and alices != bobs
