@@ -1053,9 +1053,11 @@ def _utilization(data: dict[str, Any], lang: str) -> str:
         _t(
             lang,
             f"{unwrap(r['key'])}: {float(r.get('gpu_hours', 0)):.1f} h, {r.get('tasks', 0)} task(s)"
-            + ("" if r.get("cpu_hours") is None else f", {float(r['cpu_hours']):.1f} CPU-h"),
+            + ("" if r.get("cpu_hours") is None else f", {float(r['cpu_hours']):.1f} CPU-h")
+            + ("" if r.get("mean_wait_s") is None else f", mean wait {duration(r['mean_wait_s'], lang)}"),
             f"{unwrap(r['key'])}：{float(r.get('gpu_hours', 0)):.1f} GPU小时，{r.get('tasks', 0)} 个任务"
-            + ("" if r.get("cpu_hours") is None else f"，CPU {float(r['cpu_hours']):.1f} 小时"),
+            + ("" if r.get("cpu_hours") is None else f"，CPU {float(r['cpu_hours']):.1f} 小时")
+            + ("" if r.get("mean_wait_s") is None else f"，平均等待 {duration(r['mean_wait_s'], lang)}"),
         )
         for r in rows[:6]
     ]

@@ -161,6 +161,7 @@ BEST = re.compile(r"\bbest\b|\bwinner\b|最好|最优", _I)
 ALL_OF = re.compile(r"\ball\b|\bevery\b|全部|所有(?!人)|一切", _I)
 ESTIMATE = re.compile(
     r"how\s+long\b(?!\s+is\s+the\s+(?:queue|line)\b)(?!.*\b(?:done|finished|over|completed?|left|remaining)\b)"
+    r"(?!\s+(?:did|have|had)\s+(?:i|we|my\s+(?:team|jobs|tasks)|our\s+(?:team|jobs|tasks))\s+(?:been\s+)?wait)"
     r".*\b(?:wait|until|till|before|queue|take\s+to\s+start)|\bwait(?:ing)?\s+time\b|\beta\b|how\s+soon"
     r"|when\s+(?:will|would|does|can|could|do|is)\b.*\b(?:start|run|begin|get\s+(?:a\s+)?gpus?|go|be\s+scheduled|launch)"
     r"|\bestimate\b|how\s+long\s+(?:will|would|do)\s+(?:i|we)|expected\s+(?:start|wait)"
@@ -227,6 +228,9 @@ UTILIZATION = re.compile(
     # "how busy were the GPUs", "how busy is the cluster this week": a span of time asks for a report
     r"|how\s+busy\s+(?:were|was|have|has)\b|how\s+busy\b.*\b(?:weeks?|months?|days|yesterday)\b"
     r"|what\s+did\s+(?:my\s+|our\s+|the\s+|each\s+)?(?:team|teams|we|i|everyone|everybody)\s+use\b"
+    # "how long did I wait yesterday", "我们这周平均等了多久": the report's waits, past ones
+    r"|how\s+long\s+(?:did|have|had)\s+(?:i|we|my\s+(?:team|jobs|tasks)|our\s+(?:team|jobs|tasks))\s+(?:been\s+)?wait"
+    r"|\b(?:average|mean|typical)\s+wait|平均等(?:了|待)|(?:上周|这周|本周|昨天|最近).*等了多久"
     r"|how\s+much\s+(?:did|have|has)\s+(?:we|i|my\s+team|our\s+team|each\s+team|the\s+team)\s+used?\b"
     r"|\b(?:last|this|past)\s+(?:week|month)'?s\s+(?:numbers|figures)\b"
     r"|how\s+much\s+(?:has|have|did)\s+(?:we|i|my\s+team|our\s+team|the\s+team)\s+(?:spen[dt]|cost)\b"

@@ -339,3 +339,18 @@ def test_the_held_list_holds_only_the_held_tasks(make_assistant, cluster):
     listed = tool_result(assistant.history, "list_tasks")
     assert [task["id"] for task in listed["tasks"]] == [held] and free != held
     assert turn.reply.startswith("1 task(s)") and f"#{held}" in turn.reply
+
+
+@pytest.mark.parametrize(
+    ("text", "days"),
+    [
+        ("how long did I wait yesterday", 1),
+        ("how long did we wait this week", 7),
+        ("what was the average wait this week", 7),
+        ("我们这周平均等了多久", 7),
+    ],
+)
+def test_how_long_one_waited_is_the_reports_waits_not_an_estimate(text, days):
+    reading = understand(text, NOW)
+
+    assert (reading.tool, reading.args) == ("utilization_report", {"days": days})

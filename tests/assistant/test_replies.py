@@ -533,3 +533,27 @@ def test_an_ended_task_says_how_long_it_ran_and_when() -> None:
 
     assert english == "Task #4 succeeded. It ran 1 h 6 min (yesterday 09:00 to 10:05)."
     assert chinese == "任务 #4 已成功完成。运行了 1小时6分钟（昨天 09:00 至 10:05）。"
+
+
+def test_a_usage_report_says_each_rows_mean_wait_where_it_has_one() -> None:
+    content = json.dumps(
+        {
+            "report": {
+                "days": 1.0,
+                "total_gpu_hours": 4.0,
+                "utilization": 0.5,
+                "rows": [
+                    {"key": "vision", "gpu_hours": 3.0, "tasks": 2, "mean_wait_s": 4530.0},
+                    {"key": "nlp", "gpu_hours": 1.0, "tasks": 1, "mean_wait_s": None},
+                ],
+            }
+        }
+    )
+
+    assert reply_for("utilization_report", content, "en", NOW).splitlines()[1:] == [
+        "vision: 3.0 h, 2 task(s), mean wait 1 h 16 min",
+        "nlp: 1.0 h, 1 task(s)",
+    ]
+    assert reply_for("utilization_report", content, "zh", NOW).splitlines()[1] == (
+        "vision：3.0 GPU小时，2 个任务，平均等待 1小时16分钟"
+    )
