@@ -823,11 +823,11 @@ def _explain(data: dict[str, Any], lang: str, now: datetime | None, about_cost: 
     return text
 
 
-def ran_words(ran: dict[str, Any], lang: str, now: datetime | None) -> str:
-    """When an ended task ran, as a sentence of the reply: " It ran 1 h 5 min (12-07 09:00 to 10:05)." (from
-    its start to its end, as the task holds them)."""
+def ran_words(ran_at: dict[str, Any], lang: str, now: datetime | None) -> str:
+    """When an ended task ran, as a sentence of the reply: " It waited 12 min, then ran 1 h 5 min (12-07 09:00
+    to 10:05)." (its start and end as the task holds them; the wait of a task run once)."""
     try:
-        start, end = (datetime.fromisoformat(str(ran[key])) for key in ("started_at", "finished_at"))
+        start, end = (datetime.fromisoformat(str(ran_at[key])) for key in ("started_at", "finished_at"))
     except (KeyError, ValueError):
         return ""
     took = duration((end - start).total_seconds(), lang)
@@ -835,7 +835,15 @@ def ran_words(ran: dict[str, Any], lang: str, now: datetime | None) -> str:
     zone = now.tzinfo if now is not None else None
     if start.astimezone(zone).date() == end.astimezone(zone).date():  # "yesterday 09:00 to 10:05"
         until = end.astimezone(zone).strftime("%H:%M")
-    return _t(lang, f" It ran {took} ({since} to {until}).", f"运行了 {took}（{since} 至 {until}）。")
+    ran = _t(lang, f" It ran {took} ({since} to {until}).", f"运行了 {took}（{since} 至 {until}）。")
+    if int(ran_at.get("attempts") or 1) > 1:  # its start is its last attempt's: the wait is not known here
+        return ran
+    try:
+        submitted = datetime.fromisoformat(str(ran_at["submitted_at"]))
+    except (KeyError, ValueError):
+        return ran
+    waited = duration((start - submitted).total_seconds(), lang)
+    return _t(lang, f" It waited {waited}, then ran {took} ({since} to {until}).", f"排队 {waited} 后{ran}")
 
 
 def expected_cost_words(info: dict[str, Any], lang: str) -> str:

@@ -836,8 +836,12 @@ def explain_task(ctx: ToolContext, task_id: int) -> str:
         row = task or client.get_task(task_id)
         if row.get("usage"):
             result["usage"] = usage_view(row["usage"])
-        if row.get("started_at") and row.get("finished_at"):  # "how long did 12 take"
-            result["ran"] = {"started_at": row["started_at"], "finished_at": row["finished_at"]}
+        if row.get("started_at") and row.get("finished_at"):  # "how long did 12 take", "... wait"
+            result["ran"] = {
+                key: row[key]
+                for key in ("submitted_at", "started_at", "finished_at", "attempts")
+                if row.get(key)
+            }
     return _result(**result)
 
 

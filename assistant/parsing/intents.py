@@ -161,7 +161,8 @@ BEST = re.compile(r"\bbest\b|\bwinner\b|最好|最优", _I)
 ALL_OF = re.compile(r"\ball\b|\bevery\b|全部|所有(?!人)|一切", _I)
 ESTIMATE = re.compile(
     r"how\s+long\b(?!\s+is\s+the\s+(?:queue|line)\b)(?!.*\b(?:done|finished|over|completed?|left|remaining)\b)"
-    r"(?!\s+(?:did|have|had)\s+(?:i|we|my\s+(?:team|jobs|tasks)|our\s+(?:team|jobs|tasks))\s+(?:been\s+)?wait)"
+    r"(?!\s+(?:did|have|had|has)\s+(?:i|we|my\s+(?:team|jobs|tasks)|our\s+(?:team|jobs|tasks)"
+    r"|(?:(?:task|job)\s*|#)?\d+)\s+(?:been\s+)?wait)"
     r".*\b(?:wait|until|till|before|queue|take\s+to\s+start)|\bwait(?:ing)?\s+time\b|\beta\b|how\s+soon"
     r"|when\s+(?:will|would|does|can|could|do|is)\b.*\b(?:start|run|begin|get\s+(?:a\s+)?gpus?|go|be\s+scheduled|launch)"
     r"|\bestimate\b|how\s+long\s+(?:will|would|do)\s+(?:i|we)|expected\s+(?:start|wait)"

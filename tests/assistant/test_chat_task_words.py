@@ -289,9 +289,11 @@ def test_how_long_an_ended_task_took_is_answered_from_when_it_ran(
     wait_until(lambda: cluster.tasks.get_any(task_id).status == "succeeded")
 
     turn = assistant.ask(f"how long did {task_id} take")
+    waited = assistant.ask(f"how long did {task_id} wait")
 
     assert turn.tool_calls == [{"name": "explain_task", "args": {"task_id": task_id}}]
-    assert turn.reply.startswith(f"Task #{task_id} succeeded. It ran 0 min (")
+    assert turn.reply.startswith(f"Task #{task_id} succeeded. It waited 0 min, then ran 0 min (")
+    assert waited.tool_calls == turn.tool_calls and waited.reply == turn.reply
 
 
 @pytest.mark.parametrize(

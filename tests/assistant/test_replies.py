@@ -557,3 +557,21 @@ def test_a_usage_report_says_each_rows_mean_wait_where_it_has_one() -> None:
     assert reply_for("utilization_report", content, "zh", NOW).splitlines()[1] == (
         "vision：3.0 GPU小时，2 个任务，平均等待 1小时16分钟"
     )
+
+
+def test_an_ended_task_run_once_says_how_long_it_waited_and_a_retried_one_does_not() -> None:
+    ran = {"submitted_at": "2026-11-30T08:48:00+00:00", "started_at": "2026-11-30T09:00:00+00:00"}
+    ran["finished_at"] = "2026-11-30T10:05:30+00:00"
+    explain = {"task_id": 4, "status": "succeeded", "position": None, "reason": "finished successfully"}
+
+    once = reply_for(
+        "explain_task", json.dumps({"explain": explain, "ran": {**ran, "attempts": 1}}), "en", NOW
+    )
+    chinese = reply_for("explain_task", json.dumps({"explain": explain, "ran": ran}), "zh", NOW)
+    retried = reply_for(
+        "explain_task", json.dumps({"explain": explain, "ran": {**ran, "attempts": 2}}), "en", NOW
+    )
+
+    assert once == "Task #4 succeeded. It waited 12 min, then ran 1 h 6 min (yesterday 09:00 to 10:05)."
+    assert chinese == "任务 #4 已成功完成。排队 12分钟 后运行了 1小时6分钟（昨天 09:00 至 10:05）。"
+    assert retried == "Task #4 succeeded. It ran 1 h 6 min (yesterday 09:00 to 10:05)."
