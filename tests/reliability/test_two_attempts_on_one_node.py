@@ -9,6 +9,7 @@ import time
 
 from scheduler.clock import now_ms
 from scheduler.gpus import SimulatedGpus
+from scheduler.store.identity import authenticate, create_token
 from scheduler.store.queue import RenewResult
 from scheduler.worker import Worker
 from tests.conftest import is_alive, wait_until
@@ -28,11 +29,14 @@ def _pid(path) -> int | None:
     return int(text) if text.endswith("\n") else None
 
 
-def test_losing_an_older_attempts_lease_stops_only_that_attempt(cluster, make_identity, tmp_path):
+def test_losing_an_older_attempts_lease_stops_only_that_attempt(make_cluster, tmp_path):
+    # the worker's own lease watchdog must not stop attempt 1 first on a slow machine (steps over 5 s
+    # apart killed it in one CI run): the test expires that lease itself, below
+    cluster = make_cluster(lease_ttl_s=60.0)
     # Given a worker (driven step by step) running attempt 1 of a task
     worker = Worker(cluster, NODE, SimulatedGpus("1x24", node=NODE), base_env=dict(os.environ))
     worker.publish_node()
-    who, _ = make_identity()
+    who = authenticate(cluster.factory, create_token(cluster.factory, user="alice", team="vision"))
     task, _ = cluster.submit(
         who, {"gpus": 1, "command": JOB.format(folder=tmp_path), "workdir": str(tmp_path)}
     )
