@@ -12,6 +12,7 @@ and metrics) reaches the model wrapped in <data>…</data> and truncated.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -637,6 +638,7 @@ def _parents_refused(client: AssistantClient, task_id: int, changes: Mapping[str
     if not parents:
         return None
 
+    @functools.cache  # each parent is read once: its status, then what it waits for
     def looked_up(parent: int) -> dict[str, Any] | None:
         try:
             return client.get_task(parent)
