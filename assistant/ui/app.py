@@ -18,11 +18,17 @@ from typing import Any
 import gradio as gr
 
 from assistant.ui import views
+from assistant.ui.chat_turns import ChatTurns
 from assistant.ui.handlers import GOAL_AUTO, GOALS, PRIORITIES, TASK_STATUSES, Handlers
 from assistant.ui.session import close_session
 from scheduler.settings import Settings
 
 SESSION_TTL_S = 12 * 3600
+# The browser takes the message out of the box at once and numbers it: the page's count of messages sent
+NUMBER_THE_MESSAGE = """(typed) => {
+    window.nightshiftSent = (window.nightshiftSent || 0) + 1;
+    return [typed, '', window.nightshiftSent];
+}"""
 CSS = """
 .ns-card { border: 2px solid var(--color-accent); border-radius: 8px; padding: 8px 12px; overflow-x: auto; }
 .ns-card-table td { overflow-wrap: anywhere; }
@@ -54,6 +60,8 @@ def build_ui(settings: Settings, api_url: str | None = None) -> gr.Blocks:
     with gr.Blocks(title="nightshift", analytics_enabled=False, fill_width=True) as demo:
         session = gr.State(None, time_to_live=SESSION_TTL_S, delete_callback=close_session)
         sent = gr.Textbox(visible=False)  # the chat message being answered, taken out of the input box
+        sent_number = gr.Number(visible=False, precision=0)  # its place among the page's messages (1, 2, ...)
+        turns = gr.State(ChatTurns)  # one per page: answers the page's messages in the order they were sent
         with gr.Row(equal_height=True):
             gr.Markdown("## nightshift: GPU queue assistant")
             who = gr.Markdown("Not signed in.", elem_id="who")
@@ -251,8 +259,8 @@ def build_ui(settings: Settings, api_url: str | None = None) -> gr.Blocks:
         # The message leaves the box in the browser, at once, so nothing typed after it is wiped by a late
         # answer; the reply is a second step that takes every message in turn ("multiple": Gradio's
         # default, "once", drops a message sent while the last reply still streams).
-        gr.on([send.click, text.submit], None, [text], [sent, text], js="(typed) => [typed, '']").then(
-            handlers.chat, [sent, session], chat_out, trigger_mode="multiple"
+        gr.on([send.click, text.submit], None, [text], [sent, text, sent_number], js=NUMBER_THE_MESSAGE).then(
+            handlers.chat, [sent, session, sent_number, turns], chat_out, trigger_mode="multiple"
         )
         confirm.click(handlers.confirm, [session], identity).then(
             handlers.tasks, [session, status], tasks_out

@@ -19,6 +19,7 @@ from assistant.agent import Turn, make_model
 from assistant.client import AssistantClient
 from assistant.replies import dropped_words
 from assistant.ui import views
+from assistant.ui.chat_turns import ChatTurns
 from assistant.ui.session import UiSession, api_base_url, local_admin_token, open_session
 from scheduler.clock import local_zone
 from scheduler.reports import MAX_REPORT_DAYS
@@ -114,11 +115,22 @@ class Handlers:
             card, self.zone, session.language
         ) if card else ""
 
-    def chat(self, text: str, session: UiSession | None) -> Iterator[ChatUpdate]:
+    def chat(
+        self,
+        text: str,
+        session: UiSession | None,
+        number: float | None = None,
+        turns: ChatTurns | None = None,
+    ) -> Iterator[ChatUpdate]:
         """One chat turn, the reply streamed as it is written; a submit or cancel shows the confirm card.
 
-        The browser has already taken `text` out of the input box (`app.build_ui`); what is typed there
-        while the reply streams is left alone (`typed_on`)."""
+        The browser has already taken `text` out of the input box (`app.build_ui`) and numbered it; the
+        page's `turns` answer its messages in that order. What is typed in the box while the reply streams
+        is left alone (`typed_on`)."""
+        with (turns or ChatTurns()).turn(int(number) if number else None):
+            yield from self._chat_turn(text, session)
+
+    def _chat_turn(self, text: str, session: UiSession | None) -> Iterator[ChatUpdate]:
         typed_on = gr.update()
         if session is None:  # the message goes back into the box, to send once signed in
             yield [{"role": "assistant", "content": "Sign in first (token above)."}], text, gr.update(), ""
