@@ -812,6 +812,7 @@ def _explain(data: dict[str, Any], lang: str, now: datetime | None, about_cost: 
         )
     if status == "running" and info.get("estimated_end"):
         text += _running_end(info["estimated_end"], lang, now)
+    text += waited_words(info, lang, now)
     if info.get("deadline_warning"):
         text += _deadline_words(unwrap(info["deadline_warning"]), lang)
     if about_cost and status in ("queued", "running") and info.get("energy_cost") is not None:
@@ -821,6 +822,25 @@ def _explain(data: dict[str, Any], lang: str, now: datetime | None, about_cost: 
     if data.get("usage"):
         text += usage_words(data["usage"], lang)
     return text
+
+
+def waited_words(info: dict[str, Any], lang: str, now: datetime | None) -> str:
+    """How long a queued task has waited so far (" It has been queued for 25 min."), or a running one waited
+    before it started (" It waited 12 min before it started."); "" when its times are not known, or a running
+    one was retried (its start is its last attempt's)."""
+    status = info.get("status")
+    try:
+        submitted = datetime.fromisoformat(str(info["submitted_at"]))
+        if status == "queued" and now is not None:
+            waited = duration(max(0.0, (now - submitted).total_seconds()), lang)
+            return _t(lang, f" It has been queued for {waited}.", f"已排队 {waited}。")
+        if status == "running" and int(info.get("attempts") or 1) <= 1:
+            started = datetime.fromisoformat(str(info["started_at"]))
+            waited = duration(max(0.0, (started - submitted).total_seconds()), lang)
+            return _t(lang, f" It waited {waited} before it started.", f"开始前排队了 {waited}。")
+    except (KeyError, TypeError, ValueError):
+        pass
+    return ""
 
 
 def ran_words(ran_at: dict[str, Any], lang: str, now: datetime | None) -> str:

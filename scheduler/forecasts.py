@@ -177,8 +177,20 @@ def _not_queued(task: Task, timezone: str) -> dict[str, Any]:
 def explain_task(cluster: Cluster, usage: UsageCache, who: Identity, task_id: int) -> dict[str, Any]:
     """Why a task is (not) running, when it should start, and its priority broken into parts; for a queued
     one also its energy and cost by its estimate, as `estimate_wait` gives them for a new one, and for a
-    running one its energy and cost in all, to its expected end."""
+    running one its energy and cost in all, to its expected end. When it was submitted and started say how
+    long it has waited ("how long has 12 been queued", "when did 12 start")."""
     task = cluster.tasks.get_for(who, task_id)
+    started = task.started_at if task.status != "queued" else None
+    return {
+        **_explanation(cluster, usage, task, task_id),
+        "submitted_at": _iso(to_epoch_s(task.submitted_at)),
+        "started_at": _iso(to_epoch_s(started)) if started is not None else None,
+        "attempts": task.attempts_count,
+    }
+
+
+def _explanation(cluster: Cluster, usage: UsageCache, task: Task, task_id: int) -> dict[str, Any]:
+    """`explain_task`'s answer but for the task's own times."""
     base: dict[str, Any] = {
         "estimated_start": None,
         "estimated_start_low": None,

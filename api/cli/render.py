@@ -7,7 +7,7 @@ import math
 import re
 import sys
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from rich.console import Console
@@ -203,7 +203,7 @@ def running_attempt_row(task: Mapping[str, Any], now: datetime) -> tuple[str, st
     started = task.get("started_at")
     if task.get("status") != "running" or not started:
         return None
-    elapsed_s = max(0.0, (now - datetime.fromisoformat(str(started).replace("Z", "+00:00"))).total_seconds())
+    elapsed_s = max(0.0, (now - _instant(started)).total_seconds())
     gpus = int(task.get("gpus") or 0)
     if gpus == 0:
         return ("running now", f"{human_duration(elapsed_s)} on CPU only so far")
@@ -333,14 +333,36 @@ def _when(value: str | None) -> str:
     return short_time(value) if value else "unknown"
 
 
-def explain_panel(data: dict[str, Any]) -> Table:
-    """Why a task waits, when it should start, and its priority parts."""
+def _instant(value: object) -> datetime:
+    return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+
+
+def waited_row(data: Mapping[str, Any], now: datetime) -> tuple[str, str] | None:
+    """`("waiting", "~85 min so far, since 11:35")` for a queued task; `("waited", "~40 min, then started
+    12:40")` for one that started once (a retried one's start is its last attempt's: no row)."""
+    submitted, started = data.get("submitted_at"), data.get("started_at")
+    if not submitted:
+        return None
+    if data.get("status") == "queued":
+        waited_s = max(0.0, (now - _instant(submitted)).total_seconds())
+        return ("waiting", f"{human_duration(waited_s)} so far, since {short_time(str(submitted))}")
+    if started and int(data.get("attempts") or 1) <= 1:
+        waited_s = max(0.0, (_instant(started) - _instant(submitted)).total_seconds())
+        return ("waited", f"{human_duration(waited_s)}, then started {short_time(str(started))}")
+    return None
+
+
+def explain_panel(data: dict[str, Any], now: datetime | None = None) -> Table:
+    """Why a task waits, since when, when it should start, and its priority parts."""
     table = Table(show_header=False, title=f"task {data['task_id']}: {data['status']}", title_justify="left")
     table.add_column("what", style="bold")
     table.add_column("value")
     table.add_row("why", plain(data.get("reason")))
     if data.get("position"):
         table.add_row("position", f"{data['position']} of {data.get('queued_total', '?')}")
+    waited = waited_row(data, now or datetime.now(UTC))
+    if waited is not None:
+        table.add_row(*waited)
     if data.get("estimated_start"):
         window = _range(data.get("estimated_start_low"), data.get("estimated_start_high"))
         start = _when(data["estimated_start"])

@@ -122,6 +122,13 @@ def test_explain_says_how_a_task_that_is_not_waiting_ended(client, alice):
         "queued",
         f"task {first}, which it depends on, did not succeed",
     )
+    submitted = client.get(f"/api/v1/tasks/{child}", headers=alice).json()["submitted_at"]
+    assert (_instant(orphan["submitted_at"]), orphan["started_at"]) == (_instant(submitted), None)
+
+
+def _instant(text: str) -> datetime:
+    """An ISO time as an aware datetime, whichever way the API wrote its zone."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 def test_explain_shows_what_a_failed_task_printed_last(client, alice, running_cluster, tmp_path):
@@ -155,8 +162,14 @@ def test_explain_says_where_a_running_task_runs_since_when_and_when_it_should_en
 
     explained = client.get(f"/api/v1/tasks/{task_id}/explain", headers=alice).json()
     estimate = client.get("/api/v1/estimate", params={"task_id": task_id}, headers=alice).json()
-    started = client.get(f"/api/v1/tasks/{task_id}", headers=alice).json()["started_at"]
+    row = client.get(f"/api/v1/tasks/{task_id}", headers=alice).json()
+    started = row["started_at"]
     client.post(f"/api/v1/tasks/{task_id}/cancel", headers=alice)
+
+    # its own times, for "how long did 12 wait" and "when did 12 start"
+    for key in ("submitted_at", "started_at"):
+        assert _instant(explained[key]) == _instant(row[key])
+    assert explained["attempts"] == 1
 
     reason = explained["reason"]
     assert re.fullmatch(r"running on node-a GPUs \d since \d\d:\d\d", reason), reason

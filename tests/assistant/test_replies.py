@@ -575,3 +575,23 @@ def test_an_ended_task_run_once_says_how_long_it_waited_and_a_retried_one_does_n
     assert once == "Task #4 succeeded. It waited 12 min, then ran 1 h 6 min (yesterday 09:00 to 10:05)."
     assert chinese == "任务 #4 已成功完成。排队 12分钟 后运行了 1小时6分钟（昨天 09:00 至 10:05）。"
     assert retried == "Task #4 succeeded. It ran 1 h 6 min (yesterday 09:00 to 10:05)."
+
+
+def test_a_queued_task_says_how_long_it_has_waited_and_a_running_one_how_long_it_waited_to_start() -> None:
+    queued = {"task_id": 5, "status": "queued", "position": 2, "reason": "behind 1 higher-priority task"}
+    queued["submitted_at"] = "2026-12-01T11:35:00+00:00"
+    running = {"task_id": 6, "status": "running", "position": None, "reason": "running on n0 GPUs 1"}
+    running |= {"submitted_at": "2026-12-01T12:00:00+00:00", "started_at": "2026-12-01T12:40:00+00:00"}
+
+    def said(explain: dict[str, object], lang: str = "en") -> str:
+        return reply_for("explain_task", json.dumps({"explain": explain}), lang, NOW)
+
+    assert said(queued) == (
+        "Task #5 is queued, number 2 in the queue: behind 1 higher-priority task. It has been queued for 1 h 25 min."
+    )
+    assert said(queued, "zh").endswith("已排队 1小时25分钟。")
+    assert said(running).endswith(" It waited 40 min before it started.")
+    assert said(running, "zh").endswith("开始前排队了 40分钟。")
+    # a retried task's start is its last attempt's; without the times nothing is said
+    assert "waited" not in said({**running, "attempts": 2})
+    assert "queued for" not in said({k: v for k, v in queued.items() if k != "submitted_at"})

@@ -15,11 +15,13 @@ from api.cli.render import (
     queue_table,
     quota_table,
     running_attempt_row,
+    short_time,
     simulation_table,
     stopping_line,
     task_detail,
     tasks_table,
     usage_rows,
+    waited_row,
 )
 from api.cli.report import summary_table, utilization_tables
 from scheduler.settings import get_settings
@@ -408,3 +410,28 @@ def test_gpus_shows_why_a_gpu_is_out_of_service_only_where_one_is() -> None:
     assert "out of service" in shown
     hot_row = next(line for line in shown.splitlines() if line.startswith("│ gpu-box │ 1"))
     assert hot_row.rstrip(" │").endswith("too hot: 91 °C (above 85 °C; back in service below 80 °C)"), shown
+
+
+def test_explain_says_how_long_a_queued_task_has_waited_and_how_long_a_started_one_waited() -> None:
+    now = datetime.fromisoformat("2026-12-03T12:00:00+00:00")
+    queued = {
+        "task_id": 5,
+        "status": "queued",
+        "reason": "behind 1 task",
+        "submitted_at": "2026-12-03T10:35:00Z",
+    }
+    started = {"task_id": 6, "status": "running", "reason": "running on n0 GPUs 1", "attempts": 1,
+               "submitted_at": "2026-12-03T11:00:00+00:00", "started_at": "2026-12-03T11:40:00+00:00"}  # fmt: skip
+
+    assert waited_row(queued, now) == (
+        "waiting",
+        f"~85 min so far, since {short_time(queued['submitted_at'])}",
+    )
+    assert waited_row(started, now) == (
+        "waited",
+        f"~40 min, then started {short_time(started['started_at'])}",
+    )
+    assert "~85 min so far" in _text(explain_panel(queued, now))
+    # a retried task's start is its last attempt's, and a task without times says nothing of its wait
+    assert waited_row({**started, "attempts": 2}, now) is None
+    assert waited_row({"task_id": 7, "status": "queued", "reason": ""}, now) is None
