@@ -220,7 +220,7 @@ class Pool:
             if len(cands) < task.gpus:
                 continue
             cands.sort(key=lambda g: (g.total_mib, -g.shares, g.free_mib, g.index))
-            chosen = cands[: task.gpus]
+            chosen = sorted(cands[: task.gpus], key=lambda g: g.index)  # in index order, as nvidia-smi counts
             score = (sum(g.total_mib for g in chosen), len(cands) - task.gpus, node.name)
             if best_score is None or score < best_score:
                 best, best_score = chosen, score

@@ -23,6 +23,15 @@ def test_best_fit_keeps_large_gpus_free_for_large_jobs() -> None:
     assert chosen is not None and [g.index for g in chosen] == [1]
 
 
+def test_a_tasks_gpus_are_given_in_index_order_whichever_best_fit_took_first() -> None:
+    # two 80 GB GPUs then two 24 GB ones: best fit takes the small ones first, the job sees them in order
+    gpus = [GpuSlot("n0", i, gb * GB, gb * GB) for i, gb in enumerate((80, 80, 24, 24))]
+    whole_node = place_on_gpus(make_task(gpus=4), gpus)
+    three = place_on_gpus(make_task(gpus=3), gpus)
+    assert whole_node is not None and [g.index for g in whole_node] == [0, 1, 2, 3]
+    assert three is not None and [g.index for g in three] == [0, 2, 3]
+
+
 def test_a_task_asking_more_memory_than_any_free_gpu_does_not_fit() -> None:
     assert place_on_gpus(make_task(gpu_memory_mib=40 * GB), make_gpus(gb=24)) is None
 
