@@ -47,9 +47,11 @@ def when(iso: str | None, now: datetime | None, lang: str) -> str:
 
 
 def duration(seconds: float | None, lang: str) -> str:
-    """`2 h 10 min` / `2小时10分钟`."""
+    """`2 h 10 min` / `2小时10分钟`; under a minute, `40 s` / `40秒` (not "0 min")."""
     if seconds is None:
         return "?"
+    if seconds < 59.5:
+        return f"{max(0, round(seconds))}秒" if lang == "zh" else f"{max(0, round(seconds))} s"
     minutes = max(0, round(seconds / 60))
     hours, rest = divmod(minutes, 60)
     if lang == "zh":

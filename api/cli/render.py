@@ -338,17 +338,17 @@ def _instant(value: object) -> datetime:
 
 
 def waited_row(data: Mapping[str, Any], now: datetime) -> tuple[str, str] | None:
-    """`("waiting", "~85 min so far, since 11:35")` for a queued task; `("waited", "~40 min, then started
+    """`("waiting", "85 min so far, since 11:35")` for a queued task; `("waited", "40 min, then started
     12:40")` for one that started once (a retried one's start is its last attempt's: no row)."""
     submitted, started = data.get("submitted_at"), data.get("started_at")
     if not submitted:
         return None
     if data.get("status") == "queued":
         waited_s = max(0.0, (now - _instant(submitted)).total_seconds())
-        return ("waiting", f"{human_duration(waited_s)} so far, since {short_time(str(submitted))}")
+        return ("waiting", f"{duration_words(waited_s)} so far, since {short_time(str(submitted))}")
     if started and int(data.get("attempts") or 1) <= 1:
         waited_s = max(0.0, (_instant(started) - _instant(submitted)).total_seconds())
-        return ("waited", f"{human_duration(waited_s)}, then started {short_time(str(started))}")
+        return ("waited", f"{duration_words(waited_s)}, then started {short_time(str(started))}")
     return None
 
 

@@ -4,6 +4,7 @@ on", "move 9 to the front", "restart 9" (a card that says the first copy still r
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 
@@ -292,7 +293,10 @@ def test_how_long_an_ended_task_took_is_answered_from_when_it_ran(
     waited = assistant.ask(f"how long did {task_id} wait")
 
     assert turn.tool_calls == [{"name": "explain_task", "args": {"task_id": task_id}}]
-    assert turn.reply.startswith(f"Task #{task_id} succeeded. It waited 0 min, then ran 0 min (")
+    # seconds, not "0 min"
+    assert re.match(rf"Task #{task_id} succeeded\. It waited \d+ s, then ran \d+ s \(", turn.reply), (
+        turn.reply
+    )
     assert waited.tool_calls == turn.tool_calls and waited.reply == turn.reply
 
 

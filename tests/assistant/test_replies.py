@@ -595,3 +595,6 @@ def test_a_queued_task_says_how_long_it_has_waited_and_a_running_one_how_long_it
     # a retried task's start is its last attempt's; without the times nothing is said
     assert "waited" not in said({**running, "attempts": 2})
     assert "queued for" not in said({k: v for k, v in queued.items() if k != "submitted_at"})
+    assert said({**running, "started_at": "2026-12-01T12:00:40+00:00"}).endswith(
+        " It waited 40 s before it started."
+    )
