@@ -176,6 +176,7 @@ ESTIMATE = re.compile(
     r"|要?等多久|等多长时间|多久(?:能|才能|可以|会)?(?:开始|轮到|跑(?!完)|运行|排到)|什么时候(?:能|会|可以|才能|才会)?(?:开始|轮到|跑(?!完)|运行|排到)(?!的)"
     r"|预计.*开始|等待时间|排多久|多久能排到|估计.*等|能(?:不能)?(?:拿到|用上|分到|排到).{0,8}(?:卡|GPU|[AHVL]\d{2,3})"
     r"|\bcan\s+(?:i|we)\s+(?:get|have)\b.{0,16}\b(?:gpus?|cards?)\b"
+    r"|\bis\s+there\s+(?:room|space|capacity)\s+(?:now\s+)?for\b.*\b(?:gpus?|cards?|[AHVL]\d{2,3}s?)\b"
     r"|when\s+will\b.{0,24}\b(?:gpus?|cards?)\b.{0,12}\b(?:free|available)\b",
     _I,
 )
@@ -256,7 +257,11 @@ CLUSTER = re.compile(
     r"|谁在用\s*(?:卡|显卡|gpu)|(?:显卡|卡|gpu)\s*(?:被|让)谁(?:占|用)"
     r"|(?:卡|gpu)(?:多|够用?)(?:吗|么|不)"  # "现在卡多吗"
     r"|anything\s+free|what\s+can\s+i\s+run\s+(?:right\s+)?now|\bnodes?\b.*\b(?:up|status|alive)|空闲|空卡|显卡状态|gpu状态|集群状态|集群.*(?:怎么样|情况)|[AHVL]\d{2,3}.*空|卡.*(?:空|忙|占用|闲)"
-    r"|显存.*(?:占用|剩|情况)|哪些卡|有没有卡|忙不忙|忙吗|繁忙|几张卡.*(?:空|闲|可用)|gpu.*(?:情况|使用)",
+    r"|显存.*(?:占用|剩|情况)|哪些卡|有没有卡|忙不忙|忙吗|繁忙|几张卡.*(?:空|闲|可用)|gpu.*(?:情况|使用)"
+    # "how full are the GPUs", "how many GPUs are in use", "who's on the GPUs", "卡都被占了吗"
+    r"|how\s+(?:full|loaded|occupied)\b.*\b(?:gpus|cluster|cards|nodes|servers?|machines?)\b"
+    r"|how\s+many\s+(?:of\s+the\s+)?gpus\s+(?:are\s+)?(?:in\s+use|taken|used|occupied|left|busy)\b"
+    r"|\bwho(?:'s|\s+is)\s+on\s+the\s+(?:gpus|cluster|cards)\b|(?:卡|显卡|gpu)都?被占",
     _I,
 )
 # running an earlier task again ("rerun 12", "run task 12 again", "12号再跑一遍"): its id names the task
