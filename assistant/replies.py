@@ -638,7 +638,7 @@ def _tasks(data: dict[str, Any], lang: str, now: datetime | None = None) -> str:
         if words:
             return _t(lang, f"No task matches{where}.", f"没有符合条件的任务{where}。")
         return _t(lang, "You have no matching tasks.", "没有符合条件的任务。")
-    shown = [f"#{t['id']} {unwrap(t.get('name', ''))} — {_task_status(t, lang)}" for t in tasks[:8]]
+    shown = [f"#{t['id']} {_name_and_owner(t, tasks, lang)} — {_task_status(t, lang)}" for t in tasks[:8]]
     more = len(tasks) - len(shown)
     total = data.get("total")
     if total is not None and int(total) > len(tasks):  # the answer holds the newest: say how many in all
@@ -657,6 +657,14 @@ def _tasks(data: dict[str, Any], lang: str, now: datetime | None = None) -> str:
         head = _t(lang, f"{len(tasks)} task(s){where}:", f"共 {len(tasks)} 个任务{where}：")
     tail = _t(lang, f"\n… and {more} more", f"\n……另有 {more} 个") if more > 0 else ""
     return head + "\n" + "\n".join(shown) + tail
+
+
+def _name_and_owner(task: dict[str, Any], tasks: list[dict[str, Any]], lang: str) -> str:
+    """A listed task's name, and whose it is when the list holds several people's (a team's tasks)."""
+    name = unwrap(task.get("name", ""))
+    if len({unwrap(t.get("user") or "") for t in tasks}) < 2 or not task.get("user"):
+        return name
+    return _t(lang, f"{name} ({unwrap(task['user'])})", f"{name}（{unwrap(task['user'])}）")
 
 
 _STATUS_ZH = {

@@ -111,8 +111,9 @@ def task_view(task: dict[str, Any]) -> dict[str, Any]:
             "node",
         )
     }
-    if task.get("held_by"):
-        view["held_by"] = as_data(task["held_by"], 64)
+    for key in ("user", "held_by"):
+        if task.get(key):
+            view[key] = as_data(task[key], 64)
     view["name"] = as_data(task.get("name", ""), 120)
     view["command"] = as_data(task.get("command", ""), 200)
     for key in ("reason", "message"):

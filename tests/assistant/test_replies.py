@@ -269,6 +269,25 @@ def test_a_task_list_names_why_a_task_ended_only_where_that_says_more() -> None:
     )
 
 
+def test_a_list_of_several_peoples_tasks_says_whose_each_is_and_ones_own_list_does_not() -> None:
+    team = [
+        {"id": 6, "name": "train", "status": "queued", "user": "bob"},
+        {"id": 5, "name": "eval", "status": "running", "user": "alice"},
+    ]
+
+    assert reply_for("list_tasks", json.dumps({"tasks": team}), "en", NOW) == (
+        "2 task(s):\n#6 train (bob) — queued\n#5 eval (alice) — running"
+    )
+    assert (
+        reply_for("list_tasks", json.dumps({"tasks": team}), "zh", NOW).splitlines()[1]
+        == "#6 train（bob） — 排队中"
+    )
+    own = [{**task, "user": "alice"} for task in team]
+    assert (
+        reply_for("list_tasks", json.dumps({"tasks": own}), "en", NOW).splitlines()[1] == "#6 train — queued"
+    )
+
+
 def test_a_usage_report_reads_whole_days_and_chinese_rows() -> None:
     content = json.dumps(
         {
