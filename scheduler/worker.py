@@ -704,13 +704,12 @@ class Worker:
         self._emit("jobs_ended", list(zip(ready, statuses, strict=True)))
 
     def _killed_by_sentinel(self, item: ActiveJob, outcome: JobOutcome) -> bool:
-        """Whether a job's SIGKILL came from the sentinel: this worker was silent for the silence it allows
-        (`sentinel_silence_s`) while the job ran, by the keepalive's ticks (a gap now, before the keepalive
+        """Whether a job's SIGKILL came from the sentinel: this worker was silent long enough for it
+        (`sentinel_kill_gap_s`) while the job ran, by the keepalive's ticks (a gap now, before the keepalive
         has run again, or one that ended after the job started)."""
-        silence_s = self.sentinel.silence_s
-        if outcome.signal != signal.SIGKILL or silence_s is None:
+        if outcome.signal != signal.SIGKILL or self.sentinel.silence_s is None:
             return False
-        silent_now = time.monotonic() - self._alive_at >= silence_s
+        silent_now = time.monotonic() - self._alive_at >= self.sentinel_kill_gap_s()
         ended = self._silence_ended_at
         return silent_now or (ended is not None and item.job.started_at < ended)
 
@@ -755,6 +754,13 @@ class Worker:
         than a lease TTL, so a stopped worker's jobs are dead before their tasks may start elsewhere."""
         return self._ttl_s - min(self.settings.heartbeat_interval_s, self._ttl_s / 4)
 
+    def sentinel_kill_gap_s(self) -> float:
+        """A gap between keepalive ticks after which the sentinel may have killed this worker's jobs: its
+        silence less a margin of up to one tick, because the last tick before a stop may never have reached
+        it (the process can stop between noting a tick and sending it, or the sentinel read it late)."""
+        silence_s = self.sentinel_silence_s()
+        return silence_s - min(self.settings.heartbeat_interval_s, silence_s / 4)
+
     def _sentinel_keepalive_loop(self, stopped: threading.Event) -> None:
         """Tell the sentinel every heartbeat interval that this process still runs, until the worker has
         stopped (its jobs' graceful stop included). A thread of its own, apart from the heartbeat's Redis
@@ -763,7 +769,9 @@ class Worker:
         self._alive_at = time.monotonic()
         while not stopped.wait(self.settings.heartbeat_interval_s):
             now = time.monotonic()
-            if now - self._alive_at >= self.sentinel_silence_s():  # stopped that long: the jobs were killed
+            if (
+                now - self._alive_at >= self.sentinel_kill_gap_s()
+            ):  # stopped that long: the jobs may be killed
                 self._silence_ended_at = now
             self._alive_at = now
             self.sentinel.alive()
