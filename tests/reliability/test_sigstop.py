@@ -32,6 +32,18 @@ def _first_attempt_running_on_w1(stack: Stack, folder: Path) -> tuple[int, int]:
     return task_id, pid
 
 
+def _wait_for_the_end(stack: Stack, task_id: int, what: str) -> None:
+    """Wait until the task has ended and check it succeeded; else say how each attempt ended."""
+    status = poll(lambda: _ended(stack, task_id), timeout_s=60, what=what)
+    attempts = [(a.node, a.outcome, a.reason) for a in stack.tasks.attempts(task_id)]
+    assert status == "succeeded", f"task {task_id} {status}; attempts {attempts}"
+
+
+def _ended(stack: Stack, task_id: int) -> str | None:
+    status = stack.statuses([task_id])[task_id]
+    return status if status in ("succeeded", "failed", "cancelled") else None
+
+
 def _pid_written(path: Path) -> int | None:
     """The pid a job wrote to `path`, None until the whole line is there (`>` creates the file first)."""
     text = path.read_text() if path.exists() else ""
@@ -50,7 +62,7 @@ def test_a_paused_workers_job_is_killed_by_its_sentinel_and_its_task_runs_once_e
 
         # When w1 is paused past its lease
         stack.signal("w1", signal.SIGSTOP)
-        poll(lambda: stack.statuses([task_id])[task_id] == "succeeded", timeout_s=60, what="the retry on w2")
+        _wait_for_the_end(stack, task_id, "the retry on w2")
 
         # Then its sentinel, hearing nothing from it, has killed its job while it is still paused
         poll(
@@ -104,7 +116,7 @@ def test_a_whole_single_node_service_paused_and_resumed_runs_its_task_again_with
         stack.signal("scheduler", signal.SIGCONT)
 
         # Then the task runs again and succeeds: the killed attempt is a lost worker's, not the task's failure
-        poll(lambda: stack.statuses([task_id])[task_id] == "succeeded", timeout_s=60, what="attempt 2")
+        _wait_for_the_end(stack, task_id, "attempt 2")
         attempts = stack.tasks.attempts(task_id)
         assert [(a.outcome, a.reason) for a in attempts] == [
             ("retried", "lost_worker"),
