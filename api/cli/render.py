@@ -253,9 +253,20 @@ def usage_rows(usage: Mapping[str, Any] | None) -> list[tuple[str, str]]:
 
 
 def queue_table(queue: dict[str, Any]) -> Table:
-    """The queue with positions."""
+    """The queue with positions and expected starts (as `squeue --start`)."""
     table = Table(title=f"queue ({queue['length']} waiting)", title_justify="left")
-    for column in ("pos", "id", "name", "priority", "gpus", "team/user", "submitted", "why waiting"):
+    columns = (
+        "pos",
+        "id",
+        "name",
+        "priority",
+        "gpus",
+        "team/user",
+        "submitted",
+        "expected start",
+        "why waiting",
+    )
+    for column in columns:
         table.add_column(column)
     for entry in queue["entries"]:
         task = entry["task"]
@@ -267,6 +278,7 @@ def queue_table(queue: dict[str, Any]) -> Table:
             gpus_label(task),
             f"{task['team']}/{task['user']}",
             short_time(task["submitted_at"]),
+            short_time(entry.get("estimated_start")) if entry.get("estimated_start") else "-",
             plain(entry.get("reason") or ""),
         )
     hidden = queue["length"] - len(queue["entries"])

@@ -148,6 +148,29 @@ def test_the_queue_says_how_many_waiting_tasks_it_does_not_show() -> None:
     assert "2 more not shown (other teams' tasks" in _text(queue_table({"length": 3, "entries": [entry]}))
 
 
+def test_the_queue_says_when_each_task_is_expected_to_start() -> None:
+    task = {
+        "id": 9,
+        "name": "x",
+        "priority": "normal",
+        "gpus": 1,
+        "team": "nlp",
+        "user": "bob",
+        "submitted_at": None,
+    }
+    start = "2026-12-03T23:00:00+00:00"
+    entries = [
+        {"position": 1, "task": task, "reason": "waiting for off-peak", "estimated_start": start},
+        {"position": 2, "task": {**task, "id": 10}, "reason": "no node has 9 GPUs", "estimated_start": None},
+    ]
+
+    lines = _text(queue_table({"length": 2, "entries": entries})).splitlines()
+
+    assert "expected start" in lines[2]
+    assert short_time(start) in next(line for line in lines if "waiting for off-peak" in line)
+    assert " - " in next(line for line in lines if "no node has 9 GPUs" in line)
+
+
 def test_the_queue_and_explain_say_when_no_scheduler_runs() -> None:
     task = {"id": 9, "name": "x", "priority": "normal", "gpus": 1, "team": "nlp", "user": "bob"}
     entry = {"position": 1, "task": {**task, "submitted_at": None}, "reason": "starts now"}
