@@ -40,6 +40,7 @@ from scheduler.edits import (
     changed_spec,
     check_clearable,
     check_running_changes,
+    retagged,
     spec_differences,
 )
 from scheduler.errors import ConflictError, SpecError
@@ -238,6 +239,13 @@ class ChangeArgs(ChangeFields):
         default=None,
         description='no longer wait for these task ids ("12 no longer needs to wait for 13", '
         '"不用让12号等13号")',
+    )
+    add_tags: list[str] | None = Field(
+        default=None,
+        description='labels to add, its other tags kept ("tag 12 with exp7", "给12号加标签exp7" → ["exp7"])',
+    )
+    remove_tags: list[str] | None = Field(
+        default=None, description='labels to take away ("remove the tag exp7 from 12" → ["exp7"])'
     )
 
 
@@ -550,6 +558,8 @@ def change_task(
     more_minutes: float | None = None,
     also_wait_for: list[int] | None = None,
     stop_waiting_for: list[int] | None = None,
+    add_tags: list[str] | None = None,
+    remove_tags: list[str] | None = None,
     **fields: Any,
 ) -> str:
     """Prepare a change to one of your queued tasks (priority, start time, off-peak, deadline, limits,
@@ -558,18 +568,14 @@ def change_task(
     (`more_minutes` adds to it): returns a card the person must confirm. The task keeps its place in time;
     GPUs, memory and the command cannot change (run it again with submit_task like_task instead). Which
     tasks it waits for can change: `depends_on` replaces them, `also_wait_for` adds, `stop_waiting_for`
-    takes some away."""
+    takes some away; so can its tags (`add_tags`, `remove_tags`), running or queued."""
     task = _need_client(ctx).get_task(task_id)
-    if also_wait_for or stop_waiting_for:
-        waits = _waits_changed(task, also_wait_for or [], stop_waiting_for or [], fields)
-        if isinstance(waits, str):
-            return waits
-        fields, clear = {**fields, **waits[0]}, [*(clear or []), *waits[1]]
-    if more_minutes is not None:
-        more = _more_time(task, more_minutes, fields)
-        if isinstance(more, str):
-            return more
-        fields = {**fields, "time_limit_minutes": more}
+    relative = _relative_changes(
+        task, fields, clear, more_minutes, (also_wait_for, stop_waiting_for), (add_tags, remove_tags)
+    )
+    if isinstance(relative, str):
+        return relative
+    fields, clear = relative
     changes = _asked_changes(fields, start_now, clear=clear)
     if isinstance(changes, str):
         return changes
@@ -599,6 +605,37 @@ def change_task(
     _add_warnings(card, deadline_warnings(after, ctx.now(), ctx.offpeak))
     ctx.actions.add("change", card, {"task_id": task_id, "changes": {key: changes[key] for key in diff}})
     return _result(pending_action=card, note="Nothing has been changed: the person must confirm the card.")
+
+
+def _relative_changes(
+    task: Mapping[str, Any],
+    fields: dict[str, Any],
+    clear: list[str] | None,
+    more_minutes: float | None,
+    waits: tuple[list[int] | None, list[int] | None],
+    tags: tuple[list[str] | None, list[str] | None],
+) -> tuple[dict[str, Any], list[str] | None] | str:
+    """The fields and `clear` asked relative to what the task has now: tasks added to or taken from what it
+    waits for, tags added or taken away, minutes added to its time limit; or the error."""
+    more, fewer = waits
+    if more or fewer:
+        changed = _waits_changed(task, more or [], fewer or [], fields)
+        if isinstance(changed, str):
+            return changed
+        fields, clear = {**fields, **changed[0]}, [*(clear or []), *changed[1]]
+    added, removed = tags
+    if added or removed:
+        try:
+            current = (task.get("spec") or {}).get("tags") or []
+            fields = {**fields, "tags": retagged(int(task["id"]), current, added or [], removed or [])}
+        except SpecError as exc:
+            return _error(exc.message)
+    if more_minutes is not None:
+        limit = _more_time(task, more_minutes, fields)
+        if isinstance(limit, str):
+            return limit
+        fields = {**fields, "time_limit_minutes": limit}
+    return fields, clear
 
 
 def _waits_changed(

@@ -121,3 +121,18 @@ def check_running_changes(task_id: int, changes: Mapping[str, Any]) -> None:
             f"task {task_id} is running: {', '.join(fixed)} can no longer change; a running task can change "
             f"only {', '.join(RUNNING_EDITABLE_FIELDS)}"
         )
+
+
+def retagged(task_id: int, tags: Iterable[str], add: Iterable[str], remove: Iterable[str]) -> list[str]:
+    """A task's tags with `add` appended (those it lacks, in order) and `remove` taken away ("tag 12 with
+    exp7", `nightshift change 12 --tag exp7 --untag old`); SpecError for a tag to remove that it lacks or
+    one both added and removed."""
+    current, added, removed = list(tags), list(dict.fromkeys(add)), list(dict.fromkeys(remove))
+    both = [tag for tag in added if tag in removed]
+    if both:
+        raise SpecError(f"tag {both[0]!r} is both added and taken away: say one")
+    missing = [tag for tag in removed if tag not in current]
+    if missing:
+        has = ", ".join(repr(tag) for tag in current) or "none"
+        raise SpecError(f"task {task_id} has no tag {missing[0]!r} to take away (its tags: {has})")
+    return [tag for tag in current if tag not in removed] + [tag for tag in added if tag not in current]

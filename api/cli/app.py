@@ -39,7 +39,7 @@ from api.cli.sweeps import compare_command, sweep_counts_line, sweep_line, sweep
 from api.cli.waiting import wait_and_report, wait_command
 from api.cli.zone import cli_zone
 from api.client import ClientError, NightshiftClient
-from scheduler.edits import check_clearable, spec_differences
+from scheduler.edits import check_clearable, retagged, spec_differences
 from scheduler.errors import NightshiftError, SpecError
 from scheduler.resubmit import SpecAgain, spec_again, with_command
 from scheduler.script_runner import with_interpreter
@@ -617,6 +617,10 @@ def change(
         list[int] | None,
         typer.Option("--after-any", help="wait for task ID to end, however it ends (repeat)"),
     ] = None,
+    tag: Annotated[
+        list[str] | None, typer.Option("--tag", help="add this label (repeat); its other tags stay")
+    ] = None,
+    untag: Annotated[list[str] | None, typer.Option("--untag", help="take this label away (repeat)")] = None,
     max_running: Annotated[
         int | None,
         typer.Option(
@@ -633,8 +637,8 @@ def change(
     as_json: JsonOpt = False,
 ) -> None:
     """Change a queued task's priority, start window, the tasks it waits for, limits, retries or name; it
-    keeps its age. A running task's time limit, estimate, retries and name (`nightshift change 5
-    --time-limit 240`). `--clear depends_on` lets it start without waiting for its parents.
+    keeps its age. A running task's time limit, estimate, retries, name and tags (`nightshift change 5
+    --time-limit 240`, `--tag exp7`). `--clear depends_on` lets it start without waiting for its parents.
 
     With --sweep ID, every queued task of that sweep (and --max-running, how many of them run at once).
     Several ids: each changed on its own (exit 1 if any is refused). GPUs, memory or the command:
@@ -649,10 +653,18 @@ def change(
     if max_running is not None and sweep is None:
         _fail("--max-running limits how many of a sweep's tasks run at once: give it with --sweep ID", code=2)
     limit = {} if max_running is None else {"max_running": max_running or None}  # 0 lifts the limit
+    retag = (tag or [], untag or [])
+    if sweep is not None and (tag or untag):
+        _fail("--tag and --untag change one task's labels: give task ids, not --sweep", code=2)
     try:
         cleared = cleared_fields(clear or [])
         changes = task_changes(
-            overrides, after, deadline, start_now, cli_zone(get_settings()), bool(limit or cleared)
+            overrides,
+            after,
+            deadline,
+            start_now,
+            cli_zone(get_settings()),
+            bool(limit or cleared or tag or untag),
         )
         refuse_set_and_cleared(cleared, changes)
     except NightshiftError as exc:
@@ -669,7 +681,7 @@ def change(
 
     def changed(client: NightshiftClient) -> Callable[[int], dict[str, Any]]:
         def one(task_id: int) -> dict[str, Any]:
-            task, diffs[task_id] = _change_task(client, task_id, changes)
+            task, diffs[task_id] = _change_task(client, task_id, changes, retag)
             return task
 
         return one
@@ -682,11 +694,21 @@ def change(
 
 
 def _change_task(
-    client: NightshiftClient, task_id: int, changes: dict[str, Any]
+    client: NightshiftClient,
+    task_id: int,
+    changes: dict[str, Any],
+    retag: tuple[list[str], list[str]] = ([], []),
 ) -> tuple[dict[str, Any], dict[str, tuple[Any, Any]]]:
-    """Send only what really changes a queued or running task (nothing when it already is so); the task
-    after, and each changed field's (before, after). Anything the cluster refuses, it answers itself."""
+    """Send only what really changes a queued or running task (nothing when it already is so), its tags
+    with `retag`'s added and taken away; the task after, and each changed field's (before, after). Anything
+    the cluster refuses, it answers itself."""
     task = client.get_task(task_id)
+    if retag[0] or retag[1]:
+        try:
+            tags = retagged(task_id, (task.get("spec") or {}).get("tags") or [], *retag)
+        except SpecError as exc:
+            raise ClientError(422, exc.message) from None
+        changes = {**changes, "tags": tags}
     if task.get("status") not in ("queued", "running"):
         return client.change(task_id, changes), {}
     try:

@@ -41,6 +41,11 @@ def change_command(card: dict[str, Any]) -> str:
         changes.pop("offpeak", None)  # --now drops both
     if "offpeak" in changes:
         words.append("--tonight" if changes.pop("offpeak") else "--anytime")
+    if "tags" in changes:  # the labels added and taken away: "--tag exp7 --untag old"
+        before, after = (list(tags or []) for tags in card["changes"]["tags"])
+        words += [part for tag in after if tag not in before for part in ("--tag", tag)]
+        words += [part for tag in before if tag not in after for part in ("--untag", tag)]
+        changes.pop("tags")
     for key, value in changes.items():
         if value is None or value == []:  # back to its default: "remove the time limit"
             words += ["--clear", _CLEAR_NAMES.get(key, key)]

@@ -38,6 +38,7 @@ from assistant.parsing.sweeps import (
     without_running_limit,
     worded_values,
 )
+from assistant.parsing.tags import read_tag_change
 from assistant.parsing.times import blank_dates, read_times
 from assistant.parsing.waits import read_wait_change
 from scheduler.dependencies import PARENT_FIELDS
@@ -850,7 +851,8 @@ _TO_THE_FRONT = r"\b(?:to|at)\s+the\s+(?:front|top|head)\b|(?:放|排|挪|移)�
 CHANGE_VERB = re.compile(
     r"\b(?:change|make|set|bump|raise|lower|move|reschedule|switch|update|start|run|give|push|limit|cap"
     r"|prioriti[sz]e|rename)\b|放到|排到|移到|改名"
-    r"|改成|改为|改到|调到|调成|调高|调低|提高|降低|提到|推迟|挪到|换成|现在就|马上|立刻|延长到|延到",
+    r"|改成|改为|改到|调到|调成|调高|调低|提高|降低|提到|推迟|挪到|换成|现在就|马上|立刻|延长到|延到"
+    r"|最多(?:只)?(?:跑|运行)|最长(?:跑|运行)|只(?:让它)?(?:跑|运行)",  # "31号最多跑3小时": its time limit
     _I,
 )
 PRIORITY_UP = re.compile(
@@ -893,6 +895,17 @@ def _change_of_waits(rest: str) -> Reading | None:
     if change.also and change.spec_field == "depends_on":
         return _tool("change_task", task_id=change.task_id, also_wait_for=change.parents)
     return _tool("change_task", task_id=change.task_id, **{change.spec_field: change.parents})
+
+
+def _change_of_tags(rest: str) -> Reading | None:
+    """Labels added to a task or taken away ("tag 12 with exp7", "把12号的标签exp7去掉"): a change card;
+    None when the request asks no such change."""
+    change = read_tag_change(rest)
+    if change is None:
+        return None
+    if change.remove:
+        return _tool("change_task", task_id=change.task_id, remove_tags=change.remove)
+    return _tool("change_task", task_id=change.task_id, add_tags=change.add)
 
 
 def _without_times(text: str, now: datetime) -> str:
@@ -1072,6 +1085,7 @@ def _understand(text: str, now: datetime) -> Reading:
         or _interactive(rest)
         or _notice_when_done(rest)
         or _change_of_waits(rest)
+        or _change_of_tags(rest)
     )
     if early:
         return early

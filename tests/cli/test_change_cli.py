@@ -217,3 +217,21 @@ def test_several_tasks_are_changed_each_on_its_own_and_a_refusal_is_named(
     # one id given twice: changed once, printed as the task alone
     assert as_json.exit_code == 0 and json.loads(as_json.stdout)["priority"] == "urgent"
     assert cluster.tasks.get_any(int(ids[0])).priority == "urgent"
+
+
+def test_change_adds_and_takes_away_tags_keeping_the_others(
+    cluster, a100_node, make_identity, monkeypatch, tmp_path
+):
+    _, token = make_identity("alice", "vision")
+    with cli_as(cluster, token, monkeypatch, tmp_path / "client-home") as nightshift:
+        submitted = nightshift("submit", "--after", "+2h", "--tag", "base", "--tag", "old", "--", "true")
+        task_id = submitted.output.split("task ")[1].split(" ")[0]
+        changed = nightshift("change", task_id, "--tag", "exp7", "--untag", "old")
+        missing = nightshift("change", task_id, "--untag", "nope")
+        on_a_sweep = nightshift("change", "--sweep", "1", "--tag", "exp7")
+
+    assert changed.exit_code == 0, changed.output
+    assert "tags" in changed.output
+    assert cluster.tasks.get_any(int(task_id)).spec["tags"] == ["base", "exp7"]
+    assert missing.exit_code == 1 and "has no tag 'nope' to take away" in missing.output
+    assert on_a_sweep.exit_code == 2 and "not --sweep" in on_a_sweep.output
