@@ -73,6 +73,27 @@ _STATUS_ZH = {
 
 _RULES: list[Rule] = [
     (re.compile(r"task (\d+) not found"), lambda m: f"找不到任务 {m[1]}（或它不属于你的团队）"),
+    # a root worker's refusals of a job (`scheduler.accounts`): what the admin is to set
+    (
+        re.compile(
+            r"the worker runs as root and user '(.+)' has no OS account to run jobs as: map it to an OS "
+            r"account in the run_as setting \(e\.g\. (.+)\), or set allow_root_jobs "
+            r"\(NIGHTSHIFT_ALLOW_ROOT_JOBS=true\) to run it as root"
+        ),
+        lambda m: (
+            f"worker 以 root 运行，而用户 {m[1]} 没有用来运行任务的系统账户：请管理员在 run_as 设置里"
+            f"把它映射到一个系统账户（例如 {m[2]}），或打开 allow_root_jobs"
+            "（NIGHTSHIFT_ALLOW_ROOT_JOBS=true）以 root 运行"
+        ),
+    ),
+    (
+        re.compile(r"OS account '(.+)' \(from the run_as setting\) does not exist on this node"),
+        lambda m: f"run_as 设置里的系统账户 {m[1]} 在这个节点上不存在",
+    ),
+    (
+        re.compile(r"user '(.+)' is mapped to the root account '(.+)', and allow_root_jobs is off"),
+        lambda m: f"用户 {m[1]} 被映射到 root 账户 {m[2]}，而 allow_root_jobs 没有打开",
+    ),
     (re.compile(r"sweep (\d+) not found"), lambda m: f"找不到扫参 {m[1]}"),
     (re.compile(r"no sweep (\d+)"), lambda m: f"没有扫参 {m[1]}"),
     (

@@ -12,8 +12,9 @@ import pytest
 from assistant.reasons_zh import reason_zh
 from assistant.replies import reply_for
 from assistant.tools import CLEAR_NEEDS_LIKE_TASK
+from scheduler.accounts import account_for
 from scheduler.dependencies import refuse_dependency_loop, refuse_parent
-from scheduler.errors import NightshiftError
+from scheduler.errors import ExecutorError, NightshiftError
 from scheduler.executor import launch
 from scheduler.executor.outcome import JobOutcome
 from scheduler.nodes import NodeGpu, NodeState
@@ -110,6 +111,24 @@ CASES = [
 @pytest.mark.parametrize(("english", "chinese"), CASES, ids=[english for english, _ in CASES])
 def test_a_scheduler_reason_reads_in_chinese(english: str, chinese: str) -> None:
     assert reason_zh(english) == chinese
+
+
+def _refused_account(user: str, run_as: dict[str, str]) -> str:
+    """What a root worker says when it refuses `user`'s job."""
+    with pytest.raises(ExecutorError) as refused:
+        account_for(user, run_as, False, euid=lambda: 0)
+    return refused.value.message
+
+
+def test_a_root_workers_refusal_of_a_job_reads_in_chinese() -> None:
+    unmapped = reason_zh(_refused_account("no-such-user-xyz", {}))
+    missing = reason_zh(_refused_account("alice", {"alice": "no-such-account-xyz"}))
+    to_root = reason_zh(_refused_account("alice", {"alice": "root"}))
+
+    assert unmapped.startswith("worker 以 root 运行，而用户 no-such-user-xyz 没有用来运行任务的系统账户：")
+    assert """NIGHTSHIFT_RUN_AS='{"no-such-user-xyz": "ACCOUNT"}'""" in unmapped
+    assert missing == "run_as 设置里的系统账户 no-such-account-xyz 在这个节点上不存在"
+    assert to_root == "用户 alice 被映射到 root 账户 root，而 allow_root_jobs 没有打开"
 
 
 def test_a_reason_the_translation_does_not_know_stays_as_it_is() -> None:
