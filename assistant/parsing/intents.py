@@ -221,6 +221,7 @@ NIGHT = re.compile(
 QUOTA = re.compile(
     r"\bquota\b|\bbudget\b|gpu[\s-]*hours?\b.*\b(?:left|remaining)\b|how\s+(?:much|many)\s+.*\bleft\b|\ballowance\b|hours\s+left"
     r"|\bwhy\s+can'?t\s+(?:i|we)\s+(?:start|run|get)\s+(?:any\s+)?more\b"  # the team's cap or budget
+    r"|\bcapped\b|\bover\s+(?:the\s+|its\s+|our\s+)?(?:budget|cap)\b|\bat\s+(?:its|our|the|my)\s+(?:gpu\s+)?cap\b"
     r"|配额|额度|预算|还剩多少|还有多少.*(?:机时|卡时)|剩余.*(?:机时|卡时)|(?:机时|卡时).*(?:剩|还有)",
     _I,
 )
@@ -330,6 +331,7 @@ BY = [
 _SLUG = r"([A-Za-z0-9][A-Za-z0-9_.\-]*)"
 TEAM = [
     re.compile(rf"\bteam\s+{_SLUG}", _I),
+    re.compile(rf"\b{_SLUG}'s\s+(?:quota|budgets?|cap|usage|gpu[\s-]*hours)\b", _I),  # "vision's quota"
     re.compile(rf"(?:团队|组)\s*{_SLUG}"),
     re.compile(rf"{_SLUG}\s*(?:组|团队|小组)"),
     re.compile(rf"\b{_SLUG}\s+team\b", _I),
@@ -360,6 +362,36 @@ _NOT_TEAMS = {
     "got",
     "hours",
     "gpu",
+    # "is my team over budget", "why is my team capped", "my team can't start": words after "team"
+    *(
+        "over",
+        "under",
+        "near",
+        "at",
+        "out",
+        "close",
+        "capped",
+        "blocked",
+        "limited",
+        "allowed",
+        "using",
+        "used",
+    ),
+    *(
+        "running",
+        "waiting",
+        "been",
+        "was",
+        "are",
+        "can",
+        "cannot",
+        "could",
+        "will",
+        "should",
+        "members",
+        "and",
+    ),
+    *("team", "teams", "everyone", "everybody", "anyone", "someone", "its", "their", "his", "her"),
 }
 
 
