@@ -24,7 +24,7 @@ from langchain_core.tools import BaseTool
 
 from assistant.parsing.commands import find_command, remove_span
 from assistant.parsing.fields import task_ids
-from assistant.parsing.intents import ASKS_COST, Reading, follow_up_to_card, understand
+from assistant.parsing.intents import ASKS_COMMAND, ASKS_COST, Reading, follow_up_to_card, understand
 from assistant.parsing.waits import answered_after
 from assistant.replies import canned, language_of, no_latest_task_words, reply_for
 from assistant.tools import CARD_TOOLS
@@ -106,7 +106,13 @@ class OfflineChatModel(BaseChatModel):
                 return AIMessage(content=found, response_metadata={META_KEY: {"kind": "answer"}})
             last_call = max(i for i, m in enumerate(messages) if isinstance(m, AIMessage) and m.tool_calls)
             answered = [m for m in messages[last_call + 1 :] if isinstance(m, ToolMessage)]
-            return self._summarize(answered, lang, now, about_cost=bool(ASKS_COST.search(text)))
+            return self._summarize(
+                answered,
+                lang,
+                now,
+                about_cost=bool(ASKS_COST.search(text)),
+                about_command=bool(ASKS_COMMAND.search(text)),
+            )
         card = last_card(messages[:human_index])
         follow = follow_up_to_card(text, now) if card is not None else None
         if card is not None and follow is not None:
@@ -168,10 +174,23 @@ class OfflineChatModel(BaseChatModel):
         return AIMessage(content=content, response_metadata={META_KEY: meta})
 
     def _summarize(
-        self, results: Sequence[ToolMessage], lang: str, now: datetime, *, about_cost: bool
+        self,
+        results: Sequence[ToolMessage],
+        lang: str,
+        now: datetime,
+        *,
+        about_cost: bool,
+        about_command: bool,
     ) -> AIMessage:
         replies = [
-            reply_for(str(result.name or ""), _text(result), lang, now, about_cost=about_cost)
+            reply_for(
+                str(result.name or ""),
+                _text(result),
+                lang,
+                now,
+                about_cost=about_cost,
+                about_command=about_command,
+            )
             for result in results
         ]
         return AIMessage(content="\n\n".join(replies), response_metadata={META_KEY: {"kind": "answer"}})

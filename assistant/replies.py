@@ -788,7 +788,13 @@ _STATUS_WORDS: dict[str, tuple[str, str]] = {
 }
 
 
-def _explain(data: dict[str, Any], lang: str, now: datetime | None, about_cost: bool = False) -> str:
+def _explain(
+    data: dict[str, Any],
+    lang: str,
+    now: datetime | None,
+    about_cost: bool = False,
+    about_command: bool = False,
+) -> str:
     info = data.get("explain") or {}
     tid = info.get("task_id")
     status = str(info.get("status") or "")
@@ -831,6 +837,9 @@ def _explain(data: dict[str, Any], lang: str, now: datetime | None, about_cost: 
         text += ran_words(data["ran"], lang, now)
     if data.get("usage"):
         text += usage_words(data["usage"], lang)
+    if about_command and info.get("command"):
+        command = unwrap(info["command"])
+        text += _t(lang, f" Its command: `{command}`.", f"它的命令：`{command}`。")
     return text
 
 
@@ -1394,9 +1403,16 @@ def sweep_changed_words(sweep: dict[str, Any], fields: list[str], lang: str) -> 
 
 
 def reply_for(
-    tool: str, content: str, lang: str, now: datetime | None = None, *, about_cost: bool = False
+    tool: str,
+    content: str,
+    lang: str,
+    now: datetime | None = None,
+    *,
+    about_cost: bool = False,
+    about_command: bool = False,
 ) -> str:
-    """One tool result as a short reply (`about_cost`: the person asked what something costs)."""
+    """One tool result as a short reply (`about_cost`: the person asked what something costs;
+    `about_command`: what a task runs)."""
     try:
         data = json.loads(content)
     except (TypeError, ValueError):
@@ -1418,7 +1434,7 @@ def reply_for(
         "list_tasks": lambda: _tasks(data, lang, now),
         "queue_position": lambda: _position(data, lang),
         "estimate_wait": lambda: _estimate(data, lang, now, about_cost),
-        "explain_task": lambda: _explain(data, lang, now, about_cost),
+        "explain_task": lambda: _explain(data, lang, now, about_cost, about_command),
         "hold_task": lambda: _held_or_released(data, lang),
         "release_task": lambda: _held_or_released(data, lang),
         "cluster_status": lambda: _cluster(data, lang),

@@ -861,6 +861,8 @@ def explain_task(ctx: ToolContext, task_id: int) -> str:
             "reason": task.get("reason") or "waiting in the queue",
         }
     info["reason"] = as_data(info.get("reason", ""))
+    if info.get("command"):  # the person's own text: data, not instructions
+        info["command"] = as_data(info["command"], 200)
     if info.get("last_output"):  # a failed task's last lines, as its job printed them
         info["last_output"] = as_data("\n".join(info["last_output"]))
     result: dict[str, Any] = {"explain": info}

@@ -178,11 +178,12 @@ def explain_task(cluster: Cluster, usage: UsageCache, who: Identity, task_id: in
     """Why a task is (not) running, when it should start, and its priority broken into parts; for a queued
     one also its energy and cost by its estimate, as `estimate_wait` gives them for a new one, and for a
     running one its energy and cost in all, to its expected end. When it was submitted and started say how
-    long it has waited ("how long has 12 been queued", "when did 12 start")."""
+    long it has waited ("how long has 12 been queued", "when did 12 start"); its command is said too."""
     task = cluster.tasks.get_for(who, task_id)
     started = task.started_at if task.status != "queued" else None
     return {
         **_explanation(cluster, usage, task, task_id),
+        "command": task.command,  # "what command did 12 run"
         "submitted_at": _iso(to_epoch_s(task.submitted_at)),
         "started_at": _iso(to_epoch_s(started)) if started is not None else None,
         "attempts": task.attempts_count,

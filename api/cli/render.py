@@ -375,6 +375,8 @@ def explain_panel(data: dict[str, Any], now: datetime | None = None) -> Table:
     waited = waited_row(data, now or datetime.now(UTC))
     if waited is not None:
         table.add_row(*waited)
+    if data.get("command"):
+        table.add_row("command", plain(data["command"]))
     if data.get("estimated_start"):
         window = _range(data.get("estimated_start_low"), data.get("estimated_start_high"))
         start = _when(data["estimated_start"])

@@ -130,7 +130,8 @@ TASK_STATE = re.compile(
     # how long an ended or running task waited, when it started: "when did 12 start", "12号等了多久"
     r"|\bwhen\s+did\b.*\b(?:start|begin|get\s+(?:a\s+)?gpus?)\b|(?:等|排|排队|等待)了多(?:久|长时间)"
     r"|什么时候(?:开始|启动|跑起来|开跑)的|how\s+long\s+(?:was|were)\b.*\b(?:queued|waiting|pending|in\s+(?:the\s+)?queue)\b"
-    r"|how\s+long\s+has\b.*\b(?:been\s+)?running|how\s+much\s+(?:gpu\s+)?(?:memory|vram)\b.*\busing\b"
+    r"|how\s+long\s+has\b.*\b(?:been\s+)?running|how\s+much\s+(?:gpu\s+)?(?:memory|vram)\b.*\b(?:using|uses?|used)\b"
+    r"|\b(?:show|tell)\s+(?:me\s+)?(?:the\s+)?(?:command|cmd|spec|details)\s+(?:of|for)\b|(?:的)?(?:命令|指令)是(?:什么|啥)"
     r"|what(?:'?s|\s+is)\s+(?:the\s+)?(?:time\s+limit|deadline|priority|estimate|command)\s+(?:of|for|on)\b"
     r"|(?:什么时候|何时|多久)(?:能|才能|会)?(?:跑完|结束|完成)"
     # "what's the error in 9", "what went wrong with 9", "which node is 9 on", "is 9 using the GPU"
@@ -144,6 +145,8 @@ TASK_STATE = re.compile(
 # a question about money or energy ("what will 9 cost", "要花多少钱"): the explain reply then says a queued
 # or running task's expected energy and cost too (not in every "why is 9 waiting")
 ASKS_COST = re.compile(rf"{_COST_WORDS}|\bprice\b|\bhow\s+much\s+money\b|\bspend\b|花了?多少", _I)
+# a question about what a task runs ("what command did 12 run", "12号的命令是什么"): the explain reply says it
+ASKS_COMMAND = re.compile(r"\bcommand\b|\bcmd\b|命令|指令", _I)
 # what a task not yet sent would cost ("what would 2 GPUs for 3 hours cost tonight?",
 # "两张卡跑三个小时要多少钱"): estimate_wait prices one of the size it names
 COST_OF_A_SIZE = re.compile(

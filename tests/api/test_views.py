@@ -170,6 +170,7 @@ def test_explain_says_where_a_running_task_runs_since_when_and_when_it_should_en
     for key in ("submitted_at", "started_at"):
         assert _instant(explained[key]) == _instant(row[key])
     assert explained["attempts"] == 1
+    assert explained["command"] == "sleep 30"
 
     reason = explained["reason"]
     assert re.fullmatch(r"running on node-a GPUs \d since \d\d:\d\d", reason), reason

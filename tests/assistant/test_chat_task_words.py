@@ -291,6 +291,7 @@ def test_how_long_an_ended_task_took_is_answered_from_when_it_ran(
 
     turn = assistant.ask(f"how long did {task_id} take")
     waited = assistant.ask(f"how long did {task_id} wait")
+    command = assistant.ask(f"what command did {task_id} run")
 
     assert turn.tool_calls == [{"name": "explain_task", "args": {"task_id": task_id}}]
     # seconds, not "0 min"
@@ -298,6 +299,7 @@ def test_how_long_an_ended_task_took_is_answered_from_when_it_ran(
         turn.reply
     )
     assert waited.tool_calls == turn.tool_calls and waited.reply == turn.reply
+    assert command.reply == f"{turn.reply} Its command: `sleep 0.2`."  # said only when asked
 
 
 @pytest.mark.parametrize(

@@ -617,3 +617,21 @@ def test_a_queued_task_says_how_long_it_has_waited_and_a_running_one_how_long_it
     assert said({**running, "started_at": "2026-12-01T12:00:40+00:00"}).endswith(
         " It waited 40 s before it started."
     )
+
+
+def test_an_explain_says_the_tasks_command_only_when_asked_what_it_runs() -> None:
+    explain = {
+        "task_id": 7,
+        "status": "running",
+        "reason": "running on n0 GPUs 1",
+        "command": "python train.py",
+    }
+    content = json.dumps({"explain": explain})
+
+    assert reply_for("explain_task", content, "en", NOW, about_command=True).endswith(
+        " Its command: `python train.py`."
+    )
+    assert reply_for("explain_task", content, "zh", NOW, about_command=True).endswith(
+        "它的命令：`python train.py`。"
+    )
+    assert "python train.py" not in reply_for("explain_task", content, "en", NOW)

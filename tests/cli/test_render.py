@@ -455,6 +455,7 @@ def test_explain_says_how_long_a_queued_task_has_waited_and_how_long_a_started_o
         f"40 min, then started {short_time(started['started_at'])}",
     )
     assert "85 min so far" in _text(explain_panel(queued, now))
+    assert "python eval.py" in _text(explain_panel({**queued, "command": "python eval.py"}, now))
     # a retried task's start is its last attempt's, and a task without times says nothing of its wait
     assert waited_row({**started, "attempts": 2}, now) is None
     assert waited_row({"task_id": 7, "status": "queued", "reason": ""}, now) is None
