@@ -85,7 +85,11 @@ OWN = re.compile(r"\b(?:my|mine|our|ours)\b|我的|我们的|自己的", _I)
 # one's own tasks named without a number: "did my job finish?", "我的任务跑完了吗"
 MY_TASKS = re.compile(r"\b(?:my|our)\s+(?:jobs?|tasks?|runs?|training)\b|我的(?:任务|作业)", _I)
 # what only an admin's command does to a node: the chat points at it
-NODE_ADMIN = re.compile(r"\b(?:drain|undrain|cordon|uncordon)\b|排空节点|下线节点", _I)
+NODE_ADMIN = re.compile(
+    r"\b(?:drain|undrain|cordon|uncordon)\b|排空节点|下线节点"
+    r"|\b(?:out\s+of|back\s+(?:in|into)|return\s+to)\s+service\b|\b(?:take|put)\b.*\boffline\b",  # an admin's
+    _I,
+)
 OFF_TOPIC = re.compile(
     r"\bweather\b|\bpoem\b|\bjoke\b|\bstock\b|\bbitcoin\b|\brecipe\b|\bnews\b|\bwho\s+won\b|\btranslate\b"
     r"|\bwrite\s+(?:me\s+)?(?:an?\s+)?(?:essay|story|email|letter|song)|\bcapital\s+of\b|\bhomework\b"
@@ -263,6 +267,9 @@ CLUSTER = re.compile(
     r"|(?:卡|gpu)(?:多|够用?)(?:吗|么|不)"  # "现在卡多吗"
     r"|anything\s+free|what\s+can\s+i\s+run\s+(?:right\s+)?now|\bnodes?\b.*\b(?:up|status|alive)|空闲|空卡|显卡状态|gpu状态|集群状态|集群.*(?:怎么样|情况)|[AHVL]\d{2,3}.*空|卡.*(?:空|忙|占用|闲)"
     r"|显存.*(?:占用|剩|情况)|哪些卡|有没有卡|忙不忙|忙吗|繁忙|几张卡.*(?:空|闲|可用)|gpu.*(?:情况|使用)"
+    # "is gpu-02 down", "which node is least busy": a node named as hosts are ("gpu-02", "node-a")
+    r"|\bis\s+(?:the\s+)?[A-Za-z][\w.]*[-\d][\w.\-]*\s+(?:down|up|alive|dead|online|offline)\b"
+    r"|\b(?:least|most)\s+(?:busy|loaded|used)\b|\bwhich\s+(?:node|server|machine|host)s?\s+(?:is|are|has|have)\b"
     # "how full are the GPUs", "how many GPUs are in use", "who's on the GPUs", "卡都被占了吗"
     r"|how\s+(?:full|loaded|occupied)\b.*\b(?:gpus|cluster|cards|nodes|servers?|machines?)\b"
     r"|how\s+many\s+(?:of\s+the\s+)?gpus\s+(?:are\s+)?(?:in\s+use|taken|used|occupied|left|busy)\b"
