@@ -217,32 +217,42 @@ def change_rows(card: dict[str, Any], lang: str, now: datetime | None = None) ->
     ]
 
 
+def _change_text(card: dict[str, Any], lang: str, now: datetime | None) -> str:
+    """A change card as text: each field's value before and after, and its warnings."""
+    lines = [
+        _t(
+            lang,
+            f"Change task #{card.get('task_id')} (please confirm):",
+            f"修改任务 #{card.get('task_id')}（请确认）：",
+        )
+    ]
+    lines += [f"• {label}: {old} → {new}" for label, old, new in change_rows(card, lang, now)]
+    lines += [f"• {warning_words(warning, lang)}" for warning in card.get("warnings") or []]
+    lines.append(
+        _t(
+            lang,
+            "It keeps its place in time. Nothing changes until you confirm.",
+            "它保留原来的排队时间。确认之前不会有任何改动。",
+        )
+    )
+    return "\n".join(lines)
+
+
 def card_text(card: dict[str, Any], lang: str, now: datetime | None = None) -> str:
     """The confirm card as text: what would happen, and that nothing happens before the person confirms."""
     if card.get("kind") == "change":
-        lines = [
-            _t(
-                lang,
-                f"Change task #{card.get('task_id')} (please confirm):",
-                f"修改任务 #{card.get('task_id')}（请确认）：",
-            )
-        ]
-        lines += [f"• {label}: {old} → {new}" for label, old, new in change_rows(card, lang, now)]
-        lines += [f"• {warning_words(warning, lang)}" for warning in card.get("warnings") or []]
-        lines.append(
-            _t(
-                lang,
-                "It keeps its place in time. Nothing changes until you confirm.",
-                "它保留原来的排队时间。确认之前不会有任何改动。",
-            )
-        )
-        return "\n".join(lines)
+        return _change_text(card, lang, now)
     if card.get("kind") == "change_sweep":
         return _change_sweep_text(card, lang, now)
     if card.get("kind") == "cancel":
         return _cancel_text(card, lang)
     if card.get("kind") == "cancel_sweep":
         return _cancel_sweep_text(card, lang)
+    return _submit_text(card, lang, now)
+
+
+def _submit_text(card: dict[str, Any], lang: str, now: datetime | None) -> str:
+    """A submit card as text: the command, where it runs, the sweep, resources, start, estimate, cost."""
     spec = card.get("spec") or {}
     summary = card.get("summary") or {}
     sweep = card.get("sweep")
@@ -250,6 +260,8 @@ def card_text(card: dict[str, Any], lang: str, now: datetime | None = None) -> s
     if summary.get("like_task"):
         lines.append(f"• {_t(lang, 'based on', '基于')}: {like_task_words(summary['like_task'], lang, now)}")
     lines.append(f"• {_t(lang, 'command', '命令')}: `{unwrap(spec.get('command', ''))}`")
+    if spec.get("workdir"):  # where it runs: "in /data/exp1", else the chat's default folder
+        lines.append(f"• {_t(lang, 'in folder', '工作目录')}: {unwrap(spec['workdir'])}")
     if sweep:  # one card for many tasks: say how many, and show the first ones
         lines.append(f"• {_t(lang, 'sweep', '扫参')}: {sweep_words(sweep, lang)}")
         examples = sweep.get("examples") or []

@@ -159,6 +159,14 @@ CONDA = [
     re.compile(r"(?:conda)?\s*环境\s*[:：]?\s*(?P<v>[A-Za-z0-9_.+\-/]+)"),
     re.compile(r"(?:在|用|使用)\s*(?P<v>[A-Za-z0-9_.+\-/]+)\s*(?:这个)?\s*(?:conda)?\s*环境"),
 ]
+# the folder a task runs in ("in /data/exp1", "workdir /data/exp1", "在 /data/exp1 目录下"): absolute only
+_PATH = r"(?P<v>/[\w.\-/+@]*[\w\-+@/])"
+WORKDIR = [
+    re.compile(r"\b(?:workdir|working\s+dir(?:ectory)?|cwd)\s*(?:[:=]|is|of)?\s*" + _PATH, re.I),
+    re.compile(r"\b(?:in|from|inside|under)\s+(?:the\s+)?(?:(?:folder|directory|dir)\s+)?" + _PATH, re.I),
+    re.compile(r"(?:工作目录|目录|文件夹)\s*(?:是|为|[:：])?\s*" + _PATH),
+    re.compile(r"(?:在|到)\s*" + _PATH + r"\s*(?:目录|文件夹)?\s*(?:下|里|中)?"),
+]
 DOCKER = [
     re.compile(
         r"\b(?:docker|container)\s*(?:image)?\s*[:=]?\s*(?P<v>[a-z0-9][a-z0-9._\-/:@]*[a-z0-9])", re.I
@@ -396,7 +404,7 @@ def read_fields(text: str) -> tuple[Fields, str]:
             found.values["estimated_minutes"] = tidy(minutes)
             text = _blank(text, estimate, found)
     text = _read_resources(text, found)
-    for key, patterns in (("docker_image", DOCKER), ("conda_env", CONDA)):
+    for key, patterns in (("workdir", WORKDIR), ("docker_image", DOCKER), ("conda_env", CONDA)):
         match = _first(patterns, text)
         if match and match.group("v").lower() not in {"the", "my", "a", "is", "var", "variable"}:
             found.values[key] = match.group("v")
