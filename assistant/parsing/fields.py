@@ -217,6 +217,8 @@ DEPENDS = [
         r"|(?:在|等)\s*(?:任务|作业)\s*#?(?P<m>\d+)\s*(?:号)?\s*(?:之后|以后|后)"
         # after 等 ("wait for") the finishing word is enough: "等#42跑完跑 …"
         r"|等\s*(?:任务|作业)?\s*#?(?P<w>\d+)\s*号?\s*(?:任务|作业)?\s*(?:完成|跑完|结束|成功|做完)"
+        # the finishing word before it: "跑完31号之后跑 …" (task 31, not the 31st)
+        r"|(?:跑完|做完|完成)\s*(?:任务|作业)?\s*#?(?P<f>\d+)\s*号?\s*(?:任务|作业)?\s*(?:[之以]?后|再)"
     ),
     re.compile(r"依赖(?:于)?\s*(?:任务|作业)?\s*#?(?P<n>\d+)\s*号?\s*(?:任务|作业)?"),
     # "不管7号和8号成功失败…": several, however they end
@@ -353,7 +355,7 @@ def _read_parents(text: str, found: Fields) -> str:
         return text
     listed = _group(match, "l")
     ids = [int(n) for n in re.findall(r"\d+", listed)] if listed else []
-    ids = ids or [int(_group(match, "n", "h", "m", "w") or 0)]
+    ids = ids or [int(_group(match, "n", "h", "m", "w", "f") or 0)]
     said_either_way = match.group(0).lstrip().startswith(("不管", "无论", "不论"))  # "不管7号和8号成功失败"
     text = _blank(text, match, found)
     either = EITHER_WAY.search(text)

@@ -601,8 +601,8 @@ REPEAT = re.compile(
 )
 # a second command after the first, outside it: "run python a.py and python b.py", "然后跑 b.py"
 ANOTHER_COMMAND = re.compile(
-    r"(?:\band(?:\s+then)?\b|\bthen\b|\balso\b|;|,|，|然后|再|和)\s*(?:(?:also\s+)?run\s+|跑\s*|运行\s*)?"
-    + STRONG.pattern,
+    r"(?:\band(?:\s+then)?\b|\bthen\b|\balso\b|\bafter\s+(?:that|it)\b|\bafterwards\b|;|,|，|然后|再|和|之后|以后)"
+    r"\s*(?:(?:also\s+)?run\s+|跑\s*|运行\s*)?" + STRONG.pattern,
     re.I,
 )
 

@@ -72,7 +72,7 @@ _ZH_WEEKDAYS = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日
 WEEKDAY_NAME = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b"
 # A calendar date: "2026-12-05" (with its time: "2026-12-05T09:00", "2026-12-05 09:00+08:00"), "2026/12/05",
 # "December 5", "Dec 5th, 2026", "5 Dec", "2026年12月5日", "12月5号", and "5号" (a day of this month) only
-# where a time of day or 之前/之后/跑 follows: "42号跑完" is a task.
+# where a time of day or 之前/之后/跑 follows and no 跑完 comes before: "42号跑完", "跑完31号之后" are tasks.
 DATE = re.compile(
     r"(?<![\d.:/-])(?P<iy>\d{4})[-/](?P<im>\d{1,2})[-/](?P<id>\d{1,2})(?![\d.:/])"
     r"(?:(?:T|\s+)(?P<ih>\d{1,2}):(?P<imin>\d{2})(?::\d{2}(?:\.\d+)?)?(?P<tz>Z|[+-]\d{2}:?\d{2})?(?![\d:]))?"
@@ -80,7 +80,7 @@ DATE = re.compile(
     r"(?:,?\s+(?P<my>\d{4}))?\b"
     rf"|\b(?P<dm>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<mon2>{MONTH_NAME})(?:,?\s+(?P<my2>\d{{4}})\b)?"
     rf"|(?:(?P<zy>\d{{4}})\s*年\s*)?(?P<zm>{_ZH_DAY_NUMBER})\s*月\s*(?P<zd>{_ZH_DAY_NUMBER})\s*[日号]?"
-    rf"|(?<![\d月])(?P<zd2>{_ZH_DAY_NUMBER})\s*[号日](?=\s*(?:早上|上午|中午|下午|傍晚|晚上|凌晨|夜里|早晨|清晨|半夜"
+    rf"|(?<![\d月])(?<!跑完)(?<!做完)(?<!完成)(?P<zd2>{_ZH_DAY_NUMBER})\s*[号日](?=\s*(?:早上|上午|中午|下午|傍晚|晚上|凌晨|夜里|早晨|清晨|半夜"
     r"|\d{1,2}\s*[点點时:：]|[零一二两三四五六七八九十]{1,3}\s*[点點时]|之前|以前|之后|以后|前|后|开始|再跑|跑(?!完)))"
     # a day of the week: "friday", "next monday", "周五", "星期六", "下周一", "这周日"
     rf"|\b(?:(?P<wnext>next|this|coming)\s+)?(?P<wd>{WEEKDAY_NAME})"
