@@ -169,8 +169,8 @@ class NightshiftClient:
         self, filters: Mapping[str, str | None], limit: int = 200, offset: int = 0
     ) -> dict[str, Any]:
         """GET /tasks with any of its filters (`status`, `team`, `user`, `since`, `until` as ISO 8601,
-        `name`, `tag`, `node`; None: not given): `{"tasks": [...], "count": the page's length, "total": how
-        many match}`."""
+        `name`, `tag`, `node`, `held`, `sweep_id`; None: not given): `{"tasks": [...], "count": the page's
+        length, "total": how many match}`."""
         params: dict[str, Any] = {k: v for k, v in filters.items() if v is not None}
         page: dict[str, Any] = self._call(
             "GET", "/tasks", params={**params, "limit": limit, "offset": offset}

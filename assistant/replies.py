@@ -639,6 +639,8 @@ def search_words(searched: dict[str, Any], now: datetime | None, lang: str) -> s
         if searched.get(key):
             value = unwrap(searched[key])
             parts.append(_t(lang, f"{en} {value}", f"{zh}{value}{' 上运行过' if key == 'node' else ''}"))
+    if searched.get("sweep_id"):
+        parts.append(_t(lang, f"of sweep #{searched['sweep_id']}", f"扫参 #{searched['sweep_id']}"))
     return _t(lang, ", ", "、").join(part for part in parts if part)
 
 

@@ -316,6 +316,9 @@ class ListArgs(BaseModel):
     held: bool | None = Field(
         default=None, description='true: only tasks held back ("show my held tasks", "暂停的任务")'
     )
+    sweep_id: int | None = Field(
+        default=None, ge=1, description='one sweep\'s tasks ("the failed runs of sweep 4", "扫参4失败的任务")'
+    )
     mine: bool = Field(
         default=False,
         description='only your own tasks, not your team\'s ("my last job": the first of mine, newest first)',
@@ -804,12 +807,13 @@ def list_tasks(
     status: str | None = None,
     mine: bool = False,
     held: bool | None = None,
+    sweep_id: int | None = None,
     **search: str | None,
 ) -> str:
     """Your team's tasks (`mine`: your own), newest first: optionally one status, submitted `since`/`until`
     (ISO 8601 or words like yesterday, last week, 上周), a `name` (train.py* for every name starting so), a
-    `tag`, a `node` one of its attempts ran on. `total` says how many match in all; `searched` what was
-    asked, times resolved."""
+    `tag`, a `node` one of its attempts ran on, one sweep's (`sweep_id`). `total` says how many match in
+    all; `searched` what was asked, times resolved."""
     client = _need_client(ctx)
     try:
         window = _search_window(ctx, search.pop("since", None), search.pop("until", None))
@@ -819,6 +823,8 @@ def list_tasks(
     filters = {"status": status, **window, **search, "user": teammate}
     if held is not None:
         filters["held"] = "true" if held else "false"
+    if sweep_id is not None:
+        filters["sweep_id"] = str(sweep_id)
     if mine:  # "my last job": the person's own (the token's, as GET /me says), not the team's
         filters["user"] = str(client.me()["user"])
     page = client.task_page(filters, limit=LIST_LIMIT)

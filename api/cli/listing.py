@@ -31,17 +31,20 @@ def list_command(
     tag: Annotated[str | None, typer.Option(help="tasks carrying this tag")] = None,
     node: Annotated[str | None, typer.Option(help="tasks that ran on this node")] = None,
     held: Annotated[bool, typer.Option("--held", help="only tasks held back (nightshift hold)")] = False,
+    sweep: Annotated[int | None, typer.Option("--sweep", min=1, help="the tasks of this sweep")] = None,
     limit: Annotated[int, typer.Option(help="at most this many")] = 50,
     offset: Annotated[int, typer.Option(min=0, help="skip this many newest ones (the next page)")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON for scripts")] = False,
 ) -> None:
     """List tasks, newest first: your team's (an admin's: every team's), narrowed by --since/--until
-    (submission time), --name, --tag, --node and --held; `--offset` pages on."""
+    (submission time), --name, --tag, --node, --held and --sweep; `--offset` pages on."""
     if mine and user:
         _exit("give --mine or --user NAME, not both", code=2)
     filters = {"status": status, "team": team, "name": name, "tag": tag, "node": node}
     if held:
         filters["held"] = "true"
+    if sweep is not None:
+        filters["sweep_id"] = str(sweep)
     filters.update(submission_window(since, until))
     page = _fetch(limit, offset, mine, user, filters)
     if as_json:

@@ -99,19 +99,22 @@ def list_tasks(
     held: Annotated[
         bool | None, Query(description="true: only tasks held back (`nightshift hold`); false: no held one")
     ] = None,
+    sweep_id: Annotated[int | None, Query(ge=1, le=2**62, description="the tasks of this sweep")] = None,
 ) -> TasksPublic:
     """Your team's tasks, newest first (an admin sees every team's, or one `team`'s; `user`: one person's),
     each with its usage once it has run (one query for the page). `since`/`until` bound the submission
-    time (both included); `name`, `tag`, `node` and `held` narrow further. `count` is the page's length,
-    `total` how many tasks pass the filters in all. Another team's asked for by a member answers 403, as
-    `/quota?team=` does (not their own tasks in its place); a user outside the teams one may see, 404
-    (whether they exist elsewhere is not said); a window that ends before it starts, 422."""
+    time (both included); `name`, `tag`, `node`, `held` and `sweep_id` narrow further. `count` is the
+    page's length, `total` how many tasks pass the filters in all. Another team's asked for by a member
+    answers 403, as `/quota?team=` does (not their own tasks in its place); a user outside the teams one may
+    see, 404 (whether they exist elsewhere is not said); a window that ends before it starts, 422."""
     if team is not None:
         refuse_team_out_of_sight(cluster, who, team, "tasks")
     if user is not None:
         refuse_user_out_of_sight(cluster, who, user)
     since_utc, until_utc = submission_window(since, until, cluster.zone)
-    filters = TaskFilter(status, team, user, since_utc, until_utc, name=name, tag=tag, node=node, held=held)
+    filters = TaskFilter(
+        status, team, user, since_utc, until_utc, name=name, tag=tag, node=node, held=held, sweep_id=sweep_id
+    )
     page = cluster.tasks.page_for(who, filters, limit=limit, offset=offset)
     usage = TelemetryStore(cluster.factory).usage_rows(row.id for row in page.tasks)
     tasks = [TaskPublic.of(row, usage=TaskUsagePublic.of(usage.get(row.id, []))) for row in page.tasks]

@@ -497,7 +497,21 @@ def _about_a_sweep(text: str, now: datetime) -> Reading | None:
     wanted = metric_args(text)
     if RESULTS.search(text) or BEST.search(text) or "metric" in wanted:
         return _tool("compare_results", sweep_id=sweep_id, **wanted)
+    if SWEEP_TASKS.search(text) and not COUNTING.search(text):  # "the failed runs of sweep 4": those tasks
+        status = _status(text)
+        return _tool("list_tasks", sweep_id=sweep_id, **({"status": status} if status else {}))
     return _tool("sweep_status", sweep_id=sweep_id)
+
+
+# a sweep's tasks themselves, not its counts: "show the failed runs of sweep 4", "扫参4失败的任务"
+SWEEP_TASKS = re.compile(
+    r"\b(?:list|show|which|what|see|display)\b.*\b(?:tasks|runs|jobs)\b"
+    r"|\b(?:tasks|runs|jobs)\b.*\b(?:failed|crashed|succeeded|finished|running|queued|pending|cancell?ed)\b"
+    r"|\b(?:failed|crashed|running|queued|pending|succeeded|finished|cancell?ed)\s+(?:tasks|runs|jobs)\b"
+    r"|(?:失败|运行中|在跑|排队|成功|完成|取消)的(?:任务|作业)|(?:列出|看看|显示).*(?:任务|作业)",
+    _I,
+)
+COUNTING = re.compile(r"\bhow\s+many\b|多少|几个", _I)
 
 
 def _running_limit_change(text: str, now: datetime, sweep_id: int) -> Reading | None:

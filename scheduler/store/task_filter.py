@@ -39,6 +39,7 @@ class TaskFilter:
     tag: str | None = None
     node: str | None = None
     held: bool | None = None  # True: only tasks held back (`nightshift hold`); False: none of them
+    sweep_id: int | None = None  # the tasks of one sweep
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +68,8 @@ def task_conditions(who: Identity, filters: TaskFilter, dialect: str) -> list[Co
         conditions.append(has_tag(filters.tag, dialect))
     if filters.node is not None:
         conditions.append(ran_on(filters.node))
+    if filters.sweep_id is not None:
+        conditions.append(Task.sweep_id == filters.sweep_id)
     if filters.held is not None:  # a held task is a queued one someone holds back
         held = (Task.status == "queued") & Task.held_by.is_not(None)
         conditions.append(held if filters.held else ~held)

@@ -228,3 +228,26 @@ def test_held_lists_only_the_tasks_held_back_and_false_the_others(client, cluste
     assert _list(client, headers, held="true", user="alice")[0] == [held]
     assert _list(client, carols, held="true") == ([], 0, 0)  # another team's held tasks are not seen
     assert client.get("/api/v1/tasks", params={"held": "maybe"}, headers=headers).status_code == 422
+
+
+def test_sweep_id_lists_one_sweeps_tasks_of_a_status_and_no_other_teams(client, cluster, people):
+    alice, headers = people["alice"]
+    _, carols = people["carol"]
+    later = "2030-01-01T00:00:00Z"
+    body = {
+        "command": "python train.py --lr {lr}",
+        "gpus": 0,
+        "sweep": {"lr": [0.1, 0.01]},
+        "not_before": later,
+    }
+    sweep = client.post("/api/v1/sweeps", json=body, headers=headers).json()
+    other = client.post("/api/v1/sweeps", json=body, headers=headers).json()
+    _submit(cluster, alice, "alone.py", not_before=later)
+    first, second = (task["id"] for task in sweep["tasks"])
+    client.post(f"/api/v1/tasks/{first}/cancel", headers=headers)
+
+    assert _list(client, headers, sweep_id=sweep["id"]) == ([second, first], 2, 2)
+    assert _list(client, headers, sweep_id=sweep["id"], status="cancelled")[0] == [first]
+    assert len(_list(client, headers, sweep_id=other["id"])[0]) == 2
+    assert _list(client, carols, sweep_id=sweep["id"]) == ([], 0, 0)  # another team's sweep shows nothing
+    assert client.get("/api/v1/tasks", params={"sweep_id": 0}, headers=headers).status_code == 422

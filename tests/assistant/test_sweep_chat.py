@@ -644,3 +644,36 @@ def test_the_results_of_my_sweep_without_its_number_are_my_latest_sweeps(make_as
     assert english.reply.startswith(f"Sweep #{latest}: none of its 9 runs has reported metrics yet")
     assert tool_result(mine.history, "compare_results")["sweep_id"] == latest
     assert chinese.tool_calls == [{"name": "compare_results", "args": {}}]
+
+
+@pytest.mark.parametrize(
+    ("text", "args"),
+    [
+        ("show the failed runs of sweep 4", {"sweep_id": 4, "status": "failed"}),
+        ("which runs of sweep 4 failed", {"sweep_id": 4, "status": "failed"}),
+        ("list the tasks of sweep 4", {"sweep_id": 4}),
+        ("扫参4失败的任务", {"sweep_id": 4, "status": "failed"}),
+    ],
+)
+def test_a_sweeps_tasks_asked_for_are_listed(text, args):
+    reading = understand(text, NOW)
+
+    assert (reading.tool, reading.args) == ("list_tasks", args)
+
+
+@pytest.mark.parametrize(
+    "text", ["how many runs of sweep 4 are left", "how is sweep 4 doing", "sweep 4 还剩几个"]
+)
+def test_how_a_sweep_does_is_still_its_counts(text):
+    assert understand(text, NOW).tool == "sweep_status"
+
+
+def test_the_failed_runs_of_a_sweep_are_listed_by_id(make_assistant, cluster):
+    assistant = make_assistant()
+    sweep_id, task_ids = _sweep(assistant, grid={"lr": [1e-3, 3e-4], "seed": [1]})
+    _run(cluster, task_ids[1], reason="nonzero_exit")
+
+    turn = assistant.ask(f"show the failed runs of sweep {sweep_id}")
+
+    assert turn.tool_calls == [{"name": "list_tasks", "args": {"sweep_id": sweep_id, "status": "failed"}}]
+    assert turn.reply.startswith(f"1 task(s) (failed, of sweep #{sweep_id}):\n#{task_ids[1]} ")

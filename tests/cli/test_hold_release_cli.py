@@ -135,3 +135,19 @@ def test_explain_takes_several_tasks_and_names_the_one_it_cannot_find(
     headers = [line.split(":")[0] for line in said.stdout.splitlines() if line.startswith("task ")]
     assert headers == [f"task {ids[0]}", f"task {ids[1]}"]
     assert "error: task 99999 not found" in " ".join(said.output.split())
+
+
+def test_ls_sweep_lists_one_sweeps_tasks(cluster, a100_node, make_identity, monkeypatch, tmp_path):
+    _, token = make_identity("alice", "vision")
+    spec = lr_sweep_file(tmp_path, "[0.1, 0.01]")
+    with cli_as(cluster, token, monkeypatch, tmp_path / "client-home") as nightshift:
+        sweep = json.loads(nightshift("submit", "--json", str(spec)).output)
+        nightshift("submit", "--after", "+2h", "--", "true")  # a task of no sweep
+        first = sweep["tasks"][0]["id"]
+        nightshift("cancel", str(first))
+        listed = nightshift("ls", "--sweep", str(sweep["id"]), "--json")
+        cancelled = nightshift("ls", "--sweep", str(sweep["id"]), "--status", "cancelled", "--json")
+
+    assert listed.exit_code == 0, listed.output
+    assert sorted(task["id"] for task in json.loads(listed.stdout)) == sorted(t["id"] for t in sweep["tasks"])
+    assert [task["id"] for task in json.loads(cancelled.stdout)] == [first]
