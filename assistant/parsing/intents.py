@@ -121,7 +121,7 @@ TASK_STATE = re.compile(
     r"|\bexit(?:ed)?\s+(?:code|status|with)\b|\breturn\s+code\b|退出码|返回码|退出状态"
     # "how long did 12 take", "how long will 12 run", "what GPUs does 12 use": its times, its node and GPUs
     r"|\bhow\s+long\s+(?:did|has|had)\b|\bhow\s+long\s+will\s+(?:(?:task|job)\s*|#)?\d+\s+(?:take|run|last)\b"
-    r"|\b(?:what|which)\s+gpus?\s+(?:does|is|did|was)\s+(?:(?:task|job)\s*|#)?\d+"
+    r"|\b(?:what|which|how\s+many)\s+gpus?\s+(?:does|is|did|was)\s+(?:(?:task|job)\s*|#)?\d+"
     r"|\bare\s+(?:(?:the\s+)?(?:tasks|jobs)\s+)?#?\d+.*\b(?:done|finished|running|over|complete|ok|waiting"
     r"|pending|queued)\b"
     r"|when\s+will\b.*\b(?:finish|end|be\s+done|complete)"
@@ -207,7 +207,7 @@ LIST = re.compile(
     r"|\b(?:failed|running|queued|pending|finished|completed|succeeded|cancell?ed)\s+(?:jobs|tasks|runs)\b|\bmy\s+jobs\b"
     r"|\bare\s+there\s+(?:any\s+)?(?:jobs|tasks)\s+(?:running|queued|waiting|pending)\b"
     r"|did\s+(?:anything|any\s+of\s+my\s+(?:jobs|tasks))\s+fail|我的任务|我的作业|任务列表|列出|哪些任务|失败的|在跑的|正在跑|"
-    r"正在运行|排队中|排队的|已完成|跑完的|挂了|什么失败|哪些.*(?:失败|挂)|看看.*任务"
+    r"正在运行|排队中|排队的|已完成|跑完的|挂了|什么失败|哪些.*(?:失败|挂)|看看.*任务|(?:任务|作业)在(?:排队|跑|运行)"
     r"|(?:什么|哪些)任务(?:要|会|将)(?:跑|运行)|\b(?:what|which)\s+(?:jobs|tasks)\s+will\s+run\b"
     # "what's in my queue", "everything I have queued"; tasks named by when they were sent: "我昨天提交的任务"
     r"|\bin\s+(?:my|our)\s+queue\b|\b(?:i|we)\s+(?:have|got)\s+(?:queued|running|pending)\b"
