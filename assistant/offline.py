@@ -24,7 +24,7 @@ from langchain_core.tools import BaseTool
 
 from assistant.parsing.commands import find_command, remove_span
 from assistant.parsing.fields import task_ids
-from assistant.parsing.intents import ASKS_COMMAND, ASKS_COST, Reading, follow_up_to_card, understand
+from assistant.parsing.intents import ASKS_COST, Reading, asked_fields, follow_up_to_card, understand
 from assistant.parsing.waits import answered_after
 from assistant.replies import canned, language_of, no_latest_task_words, reply_for
 from assistant.tools import CARD_TOOLS
@@ -111,7 +111,7 @@ class OfflineChatModel(BaseChatModel):
                 lang,
                 now,
                 about_cost=bool(ASKS_COST.search(text)),
-                about_command=bool(ASKS_COMMAND.search(text)),
+                asked=asked_fields(text),
             )
         card = last_card(messages[:human_index])
         follow = follow_up_to_card(text, now) if card is not None else None
@@ -180,7 +180,7 @@ class OfflineChatModel(BaseChatModel):
         now: datetime,
         *,
         about_cost: bool,
-        about_command: bool,
+        asked: tuple[str, ...],
     ) -> AIMessage:
         replies = [
             reply_for(
@@ -189,7 +189,7 @@ class OfflineChatModel(BaseChatModel):
                 lang,
                 now,
                 about_cost=about_cost,
-                about_command=about_command,
+                asked=asked,
             )
             for result in results
         ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from collections.abc import Sequence
 from datetime import date, datetime, time
 from typing import Any
 
@@ -807,7 +808,7 @@ def _explain(
     lang: str,
     now: datetime | None,
     about_cost: bool = False,
-    about_command: bool = False,
+    asked: Sequence[str] = (),
 ) -> str:
     info = data.get("explain") or {}
     tid = info.get("task_id")
@@ -851,9 +852,7 @@ def _explain(
         text += ran_words(data["ran"], lang, now)
     if data.get("usage"):
         text += usage_words(data["usage"], lang)
-    if about_command and info.get("command"):
-        command = unwrap(info["command"])
-        text += _t(lang, f" Its command: `{command}`.", f"它的命令：`{command}`。")
+    text += "".join(_field_said(name, info, lang, now) for name in asked)
     return text
 
 
@@ -874,6 +873,21 @@ def waited_words(info: dict[str, Any], lang: str, now: datetime | None) -> str:
     except (KeyError, TypeError, ValueError):
         pass
     return ""
+
+
+def _field_said(name: str, info: dict[str, Any], lang: str, now: datetime | None) -> str:
+    """One setting of an explained task, as a sentence: " Its command: `python train.py`.", " Its time
+    limit (min): 180." ("" when the answer does not hold it)."""
+    if name not in info:
+        return ""
+    value = info[name]
+    if name == "command":
+        command = unwrap(str(value))
+        return _t(lang, f" Its command: `{command}`.", f"它的命令：`{command}`。")
+    field = "priority" if name == "priority_class" else name  # ("priority" holds its parts)
+    words = field_value_words(field, value, lang, now)
+    label = field_label(field, lang)
+    return _t(lang, f" Its {label}: {words}.", f"它的{label}：{words}。")
 
 
 def ran_words(ran_at: dict[str, Any], lang: str, now: datetime | None) -> str:
@@ -1423,10 +1437,10 @@ def reply_for(
     now: datetime | None = None,
     *,
     about_cost: bool = False,
-    about_command: bool = False,
+    asked: Sequence[str] = (),
 ) -> str:
-    """One tool result as a short reply (`about_cost`: the person asked what something costs;
-    `about_command`: what a task runs)."""
+    """One tool result as a short reply (`about_cost`: the person asked what something costs; `asked`:
+    the task's settings they asked about, `asked_fields`)."""
     try:
         data = json.loads(content)
     except (TypeError, ValueError):
@@ -1448,7 +1462,7 @@ def reply_for(
         "list_tasks": lambda: _tasks(data, lang, now),
         "queue_position": lambda: _position(data, lang),
         "estimate_wait": lambda: _estimate(data, lang, now, about_cost),
-        "explain_task": lambda: _explain(data, lang, now, about_cost, about_command),
+        "explain_task": lambda: _explain(data, lang, now, about_cost, asked),
         "hold_task": lambda: _held_or_released(data, lang),
         "release_task": lambda: _held_or_released(data, lang),
         "cluster_status": lambda: _cluster(data, lang),

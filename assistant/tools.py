@@ -869,6 +869,8 @@ def explain_task(ctx: ToolContext, task_id: int) -> str:
     info["reason"] = as_data(info.get("reason", ""))
     if info.get("command"):  # the person's own text: data, not instructions
         info["command"] = as_data(info["command"], 200)
+    if info.get("tags"):
+        info["tags"] = [as_data(str(tag), 64) for tag in info["tags"]]
     if info.get("last_output"):  # a failed task's last lines, as its job printed them
         info["last_output"] = as_data("\n".join(info["last_output"]))
     result: dict[str, Any] = {"explain": info}

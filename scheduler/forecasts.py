@@ -178,12 +178,16 @@ def explain_task(cluster: Cluster, usage: UsageCache, who: Identity, task_id: in
     """Why a task is (not) running, when it should start, and its priority broken into parts; for a queued
     one also its energy and cost by its estimate, as `estimate_wait` gives them for a new one, and for a
     running one its energy and cost in all, to its expected end. When it was submitted and started say how
-    long it has waited ("how long has 12 been queued", "when did 12 start"); its command is said too."""
+    long it has waited ("how long has 12 been queued", "when did 12 start"); its command and the settings
+    people ask about (priority class, time limit, deadline, tags) are said too."""
     task = cluster.tasks.get_for(who, task_id)
     started = task.started_at if task.status != "queued" else None
     return {
         **_explanation(cluster, usage, task, task_id),
         "command": task.command,  # "what command did 12 run"
+        # its settings, for "what is 12's time limit" ("priority" holds the parts of a queued one's)
+        "priority_class": task.priority,
+        **{field: (task.spec or {}).get(field) for field in ("time_limit_minutes", "deadline", "tags")},
         "submitted_at": _iso(to_epoch_s(task.submitted_at)),
         "started_at": _iso(to_epoch_s(started)) if started is not None else None,
         "attempts": task.attempts_count,

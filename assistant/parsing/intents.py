@@ -136,6 +136,9 @@ TASK_STATE = re.compile(
     r"|什么时候(?:开始|启动|跑起来|开跑)的|how\s+long\s+(?:was|were)\b.*\b(?:queued|waiting|pending|in\s+(?:the\s+)?queue)\b"
     r"|how\s+long\s+has\b.*\b(?:been\s+)?running|how\s+much\s+(?:gpu\s+)?(?:memory|vram)\b.*\b(?:using|uses?|used)\b"
     r"|\b(?:show|tell)\s+(?:me\s+)?(?:the\s+)?(?:command|cmd|spec|details)\s+(?:of|for)\b|(?:的)?(?:命令|指令)是(?:什么|啥)"
+    # "what is 31's time limit", "when is 31's deadline", "31号的优先级是什么", "31号的截止时间是什么时候"
+    r"|\b(?:what|when)(?:'s|\s+is|\s+are)\s+(?:task\s*|job\s*|#)?\d+'s\s+(?:priority|time\s*limit|deadline|tags?)\b"
+    r"|的(?:优先级|时间限制|时限|截止时间|标签)(?:是|有)?(?:什么|多少|几|啥|哪些)|有(?:哪些|什么)(?:标签|tag)"
     r"|what(?:'?s|\s+is)\s+(?:the\s+)?(?:time\s+limit|deadline|priority|estimate|command)\s+(?:of|for|on)\b"
     r"|(?:什么时候|何时|多久)(?:能|才能|会)?(?:跑完|结束|完成)"
     # "what's the error in 9", "what went wrong with 9", "which node is 9 on", "is 9 using the GPU"
@@ -149,8 +152,22 @@ TASK_STATE = re.compile(
 # a question about money or energy ("what will 9 cost", "要花多少钱"): the explain reply then says a queued
 # or running task's expected energy and cost too (not in every "why is 9 waiting")
 ASKS_COST = re.compile(rf"{_COST_WORDS}|\bprice\b|\bhow\s+much\s+money\b|\bspend\b|花了?多少", _I)
-# a question about what a task runs ("what command did 12 run", "12号的命令是什么"): the explain reply says it
-ASKS_COMMAND = re.compile(r"\bcommand\b|\bcmd\b|命令|指令", _I)
+# a question about one of a task's settings ("what command did 12 run", "what's 12's time limit",
+# "12号的优先级是什么"): the explain reply says each one asked for
+ASKED_FIELDS: list[tuple[str, re.Pattern[str]]] = [
+    ("command", re.compile(r"\bcommand\b|\bcmd\b|命令|指令", _I)),
+    ("priority_class", re.compile(r"\bpriority\b|优先级", _I)),
+    ("time_limit_minutes", re.compile(r"\btime\s*limit\b|时间限制|时限", _I)),
+    ("deadline", re.compile(r"\bdeadline\b|截止", _I)),
+    ("tags", re.compile(r"\btags?\b|\blabels?\b|标签", _I)),
+]
+
+
+def asked_fields(text: str) -> tuple[str, ...]:
+    """The task settings a question names, for the explain reply to say (`ASKED_FIELDS`)."""
+    return tuple(name for name, pattern in ASKED_FIELDS if pattern.search(text))
+
+
 # what a task not yet sent would cost ("what would 2 GPUs for 3 hours cost tonight?",
 # "两张卡跑三个小时要多少钱"): estimate_wait prices one of the size it names
 COST_OF_A_SIZE = re.compile(

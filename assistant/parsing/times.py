@@ -377,7 +377,16 @@ def _is_deadline(match: re.Match[str], text: str) -> bool:
 
 def _deadline_before(text: str, start: int) -> bool:
     before = text[max(0, start - 12) : start].lower()
-    return bool(re.search(r"(finish(?:ed)?|done|ready|complete[d]?)\s*(?:by|before)?\s*$|截止", before))
+    if re.search(r"(finish(?:ed)?|done|ready|complete[d]?)\s*(?:by|before)?\s*$|截止", before):
+        return True
+    return bool(_DEADLINE_NAMED.search(text[max(0, start - 40) : start]))
+
+
+# the deadline named just before a clock: "set the deadline of 31 to 8am", "change 31's deadline to 9pm"
+_DEADLINE_NAMED = re.compile(
+    r"\bdeadline\s+(?:(?:of|for|on)\s+(?:(?:task|job)\s*)?#?\d+\s+)?(?:(?:to|at|as)\s+)?(?:tomorrow\s+|today\s+)?$",
+    re.I,
+)
 
 
 # a date said as a deadline: "by December 5", "before 2026-12-05", "12月5日之前", "by yesterday"

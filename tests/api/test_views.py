@@ -171,6 +171,12 @@ def test_explain_says_where_a_running_task_runs_since_when_and_when_it_should_en
         assert _instant(explained[key]) == _instant(row[key])
     assert explained["attempts"] == 1
     assert explained["command"] == "sleep 30"
+    assert (explained["priority_class"], explained["time_limit_minutes"], explained["tags"]) == (
+        "normal",
+        None,
+        [],
+    )
+    assert _instant(explained["deadline"]) == _instant(deadline)
 
     reason = explained["reason"]
     assert re.fullmatch(r"running on node-a GPUs \d since \d\d:\d\d", reason), reason

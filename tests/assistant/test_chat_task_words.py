@@ -317,3 +317,17 @@ def test_a_number_read_as_a_time_names_no_task(text, args):
         assert reading.tool is None and reading.kind == "question"
     else:
         assert (reading.tool, reading.args) == ("change_task", args)
+
+
+def test_a_setting_asked_for_is_said_from_the_tasks_own_spec(make_assistant):
+    assistant = make_assistant()
+    spec = {"command": "python train.py", "gpus": 1, "not_before": "2030-01-01T09:00:00+00:00"}
+    task_id = int(assistant.client.submit({**spec, "time_limit_minutes": 30, "tags": ["exp7"]})["id"])
+
+    limit = assistant.ask(f"what is {task_id}'s time limit")
+    tags = assistant.ask(f"{task_id}号有哪些标签")
+    plain = assistant.ask(f"why is {task_id} waiting")
+
+    assert limit.reply.endswith(" Its time limit (min): 30.")
+    assert tags.reply.endswith("它的标签：exp7。")
+    assert "time limit" not in plain.reply and "exp7" not in plain.reply

@@ -628,10 +628,30 @@ def test_an_explain_says_the_tasks_command_only_when_asked_what_it_runs() -> Non
     }
     content = json.dumps({"explain": explain})
 
-    assert reply_for("explain_task", content, "en", NOW, about_command=True).endswith(
+    assert reply_for("explain_task", content, "en", NOW, asked=("command",)).endswith(
         " Its command: `python train.py`."
     )
-    assert reply_for("explain_task", content, "zh", NOW, about_command=True).endswith(
+    assert reply_for("explain_task", content, "zh", NOW, asked=("command",)).endswith(
         "它的命令：`python train.py`。"
     )
     assert "python train.py" not in reply_for("explain_task", content, "en", NOW)
+
+
+def test_an_explain_says_each_setting_asked_for() -> None:
+    explain = {"task_id": 7, "status": "queued", "reason": "behind 1 task", "priority": {"class": "high"}}
+    explain |= {
+        "priority_class": "high",
+        "time_limit_minutes": 180.0,
+        "deadline": None,
+        "tags": ["exp7", "v2"],
+    }
+    content = json.dumps({"explain": explain})
+
+    said = reply_for("explain_task", content, "en", NOW, asked=("priority_class", "time_limit_minutes"))
+    assert said.endswith(" Its priority: high. Its time limit (min): 180.")
+    assert reply_for("explain_task", content, "en", NOW, asked=("deadline", "tags")).endswith(
+        " Its deadline: none. Its tags: exp7, v2."
+    )
+    assert reply_for("explain_task", content, "zh", NOW, asked=("priority_class",)).endswith(
+        "它的优先级：高。"
+    )
