@@ -1566,6 +1566,13 @@ QUESTIONS = {
         "Which task? Please give its number (e.g. task 31); `list my tasks` shows them.",
         "是哪个任务？请告诉我任务编号（例如 31 号），可以说“列出我的任务”查看。",
     ),
+    "part_of_a_sweep": (
+        "A sweep is cancelled whole: its queued tasks and its running ones (those that ended stay as they "
+        'are). Say "cancel sweep" and its number for that, or cancel its tasks one at a time ("cancel 12"); '
+        "`nightshift ls --sweep ID --status queued` lists them.",
+        "扫参只能整个取消：排队中和正在运行的任务都会取消（已结束的保持不变）。要这样做就说“取消扫参”加编号，"
+        "或者一个一个取消它的任务（“取消12号”）；`nightshift ls --sweep 编号 --status queued` 可以列出它们。",
+    ),
     "bulk_own": (
         "I cancel one task at a time, after you confirm each. Which task number should I cancel first? "
         "(`nightshift cancel 12 13 14` cancels several at once.)",

@@ -504,6 +504,8 @@ def _about_a_sweep(text: str, now: datetime) -> Reading | None:
     if RELEASE.search(text):
         return _tool("release_sweep", sweep_id=sweep_id)
     if CANCEL_VERB.search(text):
+        if _status(text) is not None:  # "cancel the queued runs of sweep 4": a sweep is cancelled whole
+            return Reading("question", args={"sweep_id": sweep_id}, reason="part_of_a_sweep")
         return _tool("cancel_sweep", sweep_id=sweep_id)
     if HOLD.search(text):
         return _tool("hold_sweep", sweep_id=sweep_id)

@@ -677,3 +677,16 @@ def test_the_failed_runs_of_a_sweep_are_listed_by_id(make_assistant, cluster):
 
     assert turn.tool_calls == [{"name": "list_tasks", "args": {"sweep_id": sweep_id, "status": "failed"}}]
     assert turn.reply.startswith(f"1 task(s) (failed, of sweep #{sweep_id}):\n#{task_ids[1]} ")
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["cancel the queued runs of sweep 4", "stop the running tasks of sweep 4", "取消扫参4排队中的任务"],
+)
+def test_cancelling_part_of_a_sweep_asks_instead_of_cancelling_all_of_it(text, make_assistant):
+    reading = understand(text, NOW)
+    turn = make_assistant().ask(text)
+
+    assert (reading.kind, reading.reason) == ("question", "part_of_a_sweep")
+    assert turn.cards == [] and turn.tool_calls == []
+    assert "nightshift ls --sweep" in turn.reply
