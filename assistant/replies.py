@@ -12,6 +12,7 @@ from typing import Any
 from assistant.reasons_zh import PRIORITY_ZH, reason_zh
 from scheduler.dependencies import PARENT_FIELDS
 from scheduler.policy.reasons import amount
+from scheduler.queue_wait import queue_wait_s
 from scheduler.spec import MAX_SWEEP_VALUES, spec_gpu_fraction
 
 _DATA = re.compile(r"</?data>")
@@ -861,18 +862,13 @@ def waited_words(info: dict[str, Any], lang: str, now: datetime | None) -> str:
     before it started (" It waited 12 min before it started."); "" when its times are not known, or a running
     one was retried (its start is its last attempt's)."""
     status = info.get("status")
-    try:
-        submitted = datetime.fromisoformat(str(info["submitted_at"]))
-        if status == "queued" and now is not None:
-            waited = duration(max(0.0, (now - submitted).total_seconds()), lang)
-            return _t(lang, f" It has been queued for {waited}.", f"已排队 {waited}。")
-        if status == "running" and int(info.get("attempts") or 1) <= 1:
-            started = datetime.fromisoformat(str(info["started_at"]))
-            waited = duration(max(0.0, (started - submitted).total_seconds()), lang)
-            return _t(lang, f" It waited {waited} before it started.", f"开始前排队了 {waited}。")
-    except (KeyError, TypeError, ValueError):
-        pass
-    return ""
+    waited_s = queue_wait_s(info, now) if status in ("queued", "running") else None
+    if waited_s is None:
+        return ""
+    waited = duration(waited_s, lang)
+    if status == "queued":
+        return _t(lang, f" It has been queued for {waited}.", f"已排队 {waited}。")
+    return _t(lang, f" It waited {waited} before it started.", f"开始前排队了 {waited}。")
 
 
 def _field_said(name: str, info: dict[str, Any], lang: str, now: datetime | None) -> str:
@@ -903,13 +899,10 @@ def ran_words(ran_at: dict[str, Any], lang: str, now: datetime | None) -> str:
     if start.astimezone(zone).date() == end.astimezone(zone).date():  # "yesterday 09:00 to 10:05"
         until = end.astimezone(zone).strftime("%H:%M")
     ran = _t(lang, f" It ran {took} ({since} to {until}).", f"运行了 {took}（{since} 至 {until}）。")
-    if int(ran_at.get("attempts") or 1) > 1:  # its start is its last attempt's: the wait is not known here
+    waited_s = queue_wait_s(ran_at, now)  # None for a retried one: its start is its last attempt's
+    if waited_s is None:
         return ran
-    try:
-        submitted = datetime.fromisoformat(str(ran_at["submitted_at"]))
-    except (KeyError, ValueError):
-        return ran
-    waited = duration((start - submitted).total_seconds(), lang)
+    waited = duration(waited_s, lang)
     return _t(lang, f" It waited {waited}, then ran {took} ({since} to {until}).", f"排队 {waited} 后{ran}")
 
 

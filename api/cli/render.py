@@ -17,6 +17,7 @@ from rich.text import Text
 
 from api.cli.zone import cli_zone
 from scheduler.policy.reasons import amount, energy_cost_words, human_duration
+from scheduler.queue_wait import queue_wait_s
 from scheduler.settings import get_settings
 from scheduler.spec import gpus_label
 
@@ -203,7 +204,7 @@ def running_attempt_row(task: Mapping[str, Any], now: datetime) -> tuple[str, st
     started = task.get("started_at")
     if task.get("status") != "running" or not started:
         return None
-    elapsed_s = max(0.0, (now - _instant(started)).total_seconds())
+    elapsed_s = max(0.0, (now - datetime.fromisoformat(str(started))).total_seconds())
     gpus = int(task.get("gpus") or 0)
     if gpus == 0:
         return ("running now", f"{human_duration(elapsed_s)} on CPU only so far")
@@ -345,23 +346,18 @@ def _when(value: str | None) -> str:
     return short_time(value) if value else "unknown"
 
 
-def _instant(value: object) -> datetime:
-    return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-
-
 def waited_row(data: Mapping[str, Any], now: datetime) -> tuple[str, str] | None:
     """`("waiting", "85 min so far, since 11:35")` for a queued task; `("waited", "40 min, then started
     12:40")` for one that started once (a retried one's start is its last attempt's: no row)."""
-    submitted, started = data.get("submitted_at"), data.get("started_at")
-    if not submitted:
+    waited_s = queue_wait_s(data, now)
+    if waited_s is None:
         return None
     if data.get("status") == "queued":
-        waited_s = max(0.0, (now - _instant(submitted)).total_seconds())
-        return ("waiting", f"{duration_words(waited_s)} so far, since {short_time(str(submitted))}")
-    if started and int(data.get("attempts") or 1) <= 1:
-        waited_s = max(0.0, (_instant(started) - _instant(submitted)).total_seconds())
-        return ("waited", f"{duration_words(waited_s)}, then started {short_time(str(started))}")
-    return None
+        return (
+            "waiting",
+            f"{duration_words(waited_s)} so far, since {short_time(str(data['submitted_at']))}",
+        )
+    return ("waited", f"{duration_words(waited_s)}, then started {short_time(str(data['started_at']))}")
 
 
 def explain_panel(data: dict[str, Any], now: datetime | None = None) -> Table:
