@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -137,6 +137,12 @@ class NightshiftClient:
     def hold_sweep(self, sweep_id: int) -> dict[str, Any]:
         """POST /sweeps/{id}/hold: every queued task of the sweep held back."""
         result: dict[str, Any] = self._call("POST", f"/sweeps/{int(sweep_id)}/hold")
+        return result
+
+    def rerun_sweep(self, sweep_id: int, statuses: Sequence[str] = ("failed",)) -> dict[str, Any]:
+        """POST /sweeps/{id}/rerun: the sweep's tasks that ended so, each run again in its place."""
+        body = {"status": list(statuses)}
+        result: dict[str, Any] = self._call("POST", f"/sweeps/{int(sweep_id)}/rerun", json=body)
         return result
 
     def release_sweep(self, sweep_id: int) -> dict[str, Any]:

@@ -82,6 +82,7 @@ class TaskPublic(BaseModel):
     params: dict[str, Any] | None = None
     metrics: dict[str, Any] | None = None
     metrics_note: str | None = None
+    replaced_by: int | None = None  # a sweep's task run again: the task that took its place in the sweep
     usage: TaskUsagePublic | None = None  # GPU-hours, energy, cost, peak memory (ended attempts)
     # what whoever submits or changes it should know, in words (a deadline it cannot meet); empty elsewhere
     warnings: list[str] = []
@@ -117,6 +118,7 @@ class TaskPublic(BaseModel):
             params=task.params,
             metrics=task.metrics,
             metrics_note=task.metrics_note,
+            replaced_by=task.replaced_by,
         )
 
 

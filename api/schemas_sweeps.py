@@ -90,6 +90,29 @@ class SweepPublic(SweepFields):
         )
 
 
+class SweepRerun(BaseModel):
+    """`POST /sweeps/{id}/rerun`: which of its tasks to run again, by how they ended."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    status: list[Literal["failed", "cancelled", "succeeded"]] = Field(
+        default=["failed"], min_length=1, description="run again the tasks that ended so (default: failed)"
+    )
+
+
+class RerunPublic(BaseModel):
+    """One task run again: the task replaced, and the new task that takes its place in the sweep."""
+
+    replaced: int
+    task_id: int
+
+
+class SweepRerunPublic(SweepPublic):
+    """The sweep after a rerun (its current tasks), and which new task replaced which."""
+
+    reruns: list[RerunPublic]
+
+
 class SweepSummaryPublic(SweepFields):
     """A sweep in a list: `SweepPublic` without its tasks and parameter names, with the span of its task
     ids (`first_task`-`last_task`)."""

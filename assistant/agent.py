@@ -35,6 +35,7 @@ from assistant.replies import (
     status_zh,
     sweep_cancelled_words,
     sweep_changed_words,
+    sweep_rerun_words,
     warning_words,
 )
 from assistant.tools import CARD_TOOLS, ToolContext, make_tools
@@ -261,6 +262,9 @@ class Assistant:
             elif action.kind == "cancel_sweep":
                 task = self.client.cancel_sweep(int(action.payload["sweep_id"]))
                 message, zh = sweep_cancelled_words(task, "en"), sweep_cancelled_words(task, "zh")
+            elif action.kind == "rerun_sweep":
+                task = self.client.rerun_sweep(int(action.payload["sweep_id"]), action.payload["status"])
+                message, zh = sweep_rerun_words(task, "en"), sweep_rerun_words(task, "zh")
             elif action.kind == "change_sweep":
                 task = self.client.change_sweep(int(action.payload["sweep_id"]), action.payload["changes"])
                 fields = list(action.payload["changes"])

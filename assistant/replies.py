@@ -250,6 +250,8 @@ def card_text(card: dict[str, Any], lang: str, now: datetime | None = None) -> s
         return _cancel_text(card, lang)
     if card.get("kind") == "cancel_sweep":
         return _cancel_sweep_text(card, lang)
+    if card.get("kind") == "rerun_sweep":
+        return _rerun_sweep_text(card, lang)
     return _submit_text(card, lang, now)
 
 
@@ -336,6 +338,51 @@ def _cancel_sweep_text(card: dict[str, Any], lang: str) -> str:
     )
 
 
+def rerun_tasks_words(card: dict[str, Any], lang: str) -> str:
+    """What a sweep's rerun card runs again: `the 2 failed tasks: #1 (lr=0.1), #4 (lr=0.5)`, `2 个失败的任务：
+    #1（lr=0.1）、#4（lr=0.5）`; `its failed tasks` without an API to ask (a dry run without a server)."""
+    statuses = [str(status) for status in card.get("status") or ["failed"]]
+    which_en = " or ".join(statuses)
+    which_zh = "或".join(status_zh(status) for status in statuses)
+    count, tasks = card.get("count"), card.get("tasks") or []
+    if not count:
+        return _t(lang, f"its {which_en} tasks", f"它{which_zh}的任务")
+    listed = [(task["id"], unwrap(str(task.get("params") or ""))) for task in tasks]
+    en = ", ".join(f"#{task_id}" + (f" ({params})" if params else "") for task_id, params in listed)
+    zh = "、".join(f"#{task_id}" + (f"（{params}）" if params else "") for task_id, params in listed)
+    more_en = f" and {count - len(tasks)} more" if count > len(tasks) else ""
+    more_zh = f" 等 {count} 个" if count > len(tasks) else ""
+    noun = "task" if count == 1 else "tasks"
+    return _t(
+        lang, f"the {count} {which_en} {noun}: {en}{more_en}", f"{count} 个{which_zh}的任务：{zh}{more_zh}"
+    )
+
+
+def _rerun_sweep_text(card: dict[str, Any], lang: str) -> str:
+    """A sweep's rerun card as text: which tasks run again, that each new task takes its old one's place
+    with its parameters; nothing happens before the confirm."""
+    name = unwrap((card.get("sweep") or {}).get("name") or "")
+    which = f"#{card.get('sweep_id')}" + (in_parentheses(name, lang) if name else "")
+    return "\n".join(
+        [
+            _t(
+                lang,
+                f"Run again in sweep {which} (please confirm):",
+                f"重新运行扫参 {which}里的任务（请确认）：",
+            ),
+            f"• {rerun_tasks_words(card, lang)}",
+            "• "
+            + _t(
+                lang,
+                "each new task keeps its parameters and takes the old one's place in the sweep's counts and "
+                "results; the old ones keep their record",
+                "新任务沿用原来的参数，在扫参的统计和结果里替代原任务；原任务的记录保留",
+            ),
+            _t(lang, "Nothing happens until you confirm.", "确认之前不会有任何操作。"),
+        ]
+    )
+
+
 def _change_sweep_text(card: dict[str, Any], lang: str, now: datetime | None) -> str:
     """A sweep's change card as text: which sweep, how many queued tasks change, each field before and after;
     nothing happens before the confirm."""
@@ -383,6 +430,7 @@ DROPPED_WORDS = {
     "cancel": ("cancelled", "取消"),
     "change": ("changed", "修改"),
     "cancel_sweep": ("cancelled", "取消"),
+    "rerun_sweep": ("run again", "重新运行"),
     "change_sweep": ("changed", "修改"),
 }
 
@@ -403,6 +451,9 @@ def _card_subject(card: dict[str, Any], lang: str) -> str:
         return _t(lang, f"cancel sweep #{card.get('sweep_id')}", f"取消扫参 #{card.get('sweep_id')}")
     if kind == "change_sweep":
         return _t(lang, f"change sweep #{card.get('sweep_id')}", f"修改扫参 #{card.get('sweep_id')}")
+    if kind == "rerun_sweep":
+        sweep_id = card.get("sweep_id")
+        return _t(lang, f"run sweep #{sweep_id}'s tasks again", f"重新运行扫参 #{sweep_id} 的任务")
     verb_en, verb_zh = ("cancel", "取消") if kind == "cancel" else ("change", "修改")
     return _t(lang, f"{verb_en} task #{card.get('task_id')}", f"{verb_zh}任务 #{card.get('task_id')}")
 
@@ -1403,6 +1454,20 @@ def sweep_cancelled_words(sweep: dict[str, Any], lang: str) -> str:
     )
 
 
+def sweep_rerun_words(sweep: dict[str, Any], lang: str) -> str:
+    """What a confirmed sweep rerun says (`POST /sweeps/{id}/rerun`'s answer): which new task took which
+    one's place, and its tasks by status now."""
+    reruns = sweep.get("reruns") or []
+    en = ", ".join(f"#{rerun['replaced']} as #{rerun['task_id']}" for rerun in reruns)
+    zh = "、".join(f"#{rerun['replaced']} → #{rerun['task_id']}" for rerun in reruns)
+    counts = sweep.get("counts") or {}
+    return _t(
+        lang,
+        f"Sweep #{sweep.get('id')}: ran again {en}; its tasks now: {counts_words(counts, 'en')}.",
+        f"扫参 #{sweep.get('id')}：已重新运行 {zh}；现在它的任务：{counts_words(counts, 'zh')}。",
+    )
+
+
 def sweep_changed_words(sweep: dict[str, Any], fields: list[str], lang: str) -> str:
     """What a confirmed sweep change says (`PATCH /sweeps/{id}`'s answer): which fields changed (how many run
     at once with its new value: `at most at once: no limit`) and its tasks by status now."""
@@ -1565,6 +1630,13 @@ QUESTIONS = {
         "`nightshift ls --sweep ID --status queued` lists them.",
         "扫参只能整个取消：排队中和正在运行的任务都会取消（已结束的保持不变）。要这样做就说“取消扫参”加编号，"
         "或者一个一个取消它的任务（“取消12号”）；`nightshift ls --sweep 编号 --status queued` 可以列出它们。",
+    ),
+    "rerun_ended_only": (
+        "Only a sweep's tasks that ended can run again: its failed ones (say \"rerun the failed runs of "
+        'sweep 4"), cancelled or succeeded ones. Its queued and running tasks are still on their way; '
+        "`nightshift ls --sweep ID` lists them.",
+        "扫参里只有已结束的任务可以重新运行：失败的（说“重跑扫参4失败的任务”）、取消的或成功的。"
+        "排队中和运行中的任务还没结束；`nightshift ls --sweep 编号` 可以列出它们。",
     ),
     "bulk_own": (
         "I cancel one task at a time, after you confirm each. Which task number should I cancel first? "

@@ -1,13 +1,14 @@
 """The assistant's tools (the brief's nine, change, hold and release of a queued task, what ended last
-night, and a whole sweep's status, results, cancel, change, hold and release): thin calls to the HTTP API
-with the chatting person's own client.
+night, and a whole sweep's status, results, cancel, rerun, change, hold and release): thin calls to the
+HTTP API with the chatting person's own client.
 
 Identity is never an argument: each tool closes over the person's client (their token), so the API decides
-what they may see and do. `submit_task`, `cancel_task`, `change_task`, `cancel_sweep` and `change_sweep` do
-not act; they return a pending-action card that the person confirms (see `assistant.agent.Assistant.confirm`);
-`hold_task`/`release_task` and `hold_sweep`/`release_sweep` act at once, as the Tasks tab's buttons do
-(each undoes the other). Text that users or jobs wrote (names, commands, messages, log lines, parameters
-and metrics) reaches the model wrapped in <data>…</data> and truncated.
+what they may see and do. `submit_task`, `cancel_task`, `change_task`, `cancel_sweep`, `rerun_sweep` and
+`change_sweep` do not act; they return a pending-action card that the person confirms (see
+`assistant.agent.Assistant.confirm`); `hold_task`/`release_task` and `hold_sweep`/`release_sweep` act at
+once, as the Tasks tab's buttons do (each undoes the other). Text that users or jobs wrote (names,
+commands, messages, log lines, parameters and metrics) reaches the model wrapped in <data>…</data> and
+truncated.
 """
 
 from __future__ import annotations
@@ -352,6 +353,18 @@ class SweepIdArgs(BaseModel):
     """One sweep id: the number its confirmation gave ("Submitted sweep #4")."""
 
     sweep_id: int = Field(ge=1, description="the sweep's id (not a task id)")
+
+
+class RerunSweepArgs(BaseModel):
+    """One of your sweeps, and which of its ended tasks to run again."""
+
+    sweep_id: int = Field(ge=1, description="the sweep's id (not a task id)")
+    status: list[Literal["failed", "cancelled", "succeeded"]] = Field(
+        default=["failed"],
+        min_length=1,
+        description='run again its tasks that ended so: failed (the default, "rerun the failed runs"), '
+        "cancelled, succeeded",
+    )
 
 
 class SweepStatusArgs(BaseModel):
@@ -1167,6 +1180,32 @@ def cancel_sweep(ctx: ToolContext, sweep_id: int) -> str:
     return _result(pending_action=card, note="Nothing has been cancelled: the person must confirm the card.")
 
 
+def rerun_sweep(ctx: ToolContext, sweep_id: int, status: list[str] | None = None) -> str:
+    """Prepare running again the tasks of one of your sweeps that failed (or ended as `status` lists): each
+    gets a new task with its parameters, in its place in the sweep; returns a card the person must
+    confirm. A sweep with no such task gets no card."""
+    statuses = list(dict.fromkeys(status or ["failed"]))
+    sweep: dict[str, Any] | None = None
+    chosen: list[dict[str, Any]] = []
+    if ctx.client is not None:
+        with _sweep_named(sweep_id):
+            sweep = ctx.client.sweep(sweep_id)
+        chosen = [task for task in sweep.get("tasks") or [] if task.get("status") in statuses]
+        if not chosen:
+            counts = _counts_text(sweep.get("counts") or {})
+            return _error(f"sweep {sweep_id} has no {' or '.join(statuses)} task to run again ({counts})")
+    card = {
+        "kind": "rerun_sweep",
+        "sweep_id": sweep_id,
+        "status": statuses,
+        "count": len(chosen) or None,
+        "tasks": [{"id": task["id"], "params": _pairs(task.get("params"))} for task in chosen[:SWEEP_ROWS]],
+        "sweep": sweep_view(sweep) if sweep else None,
+    }
+    ctx.actions.add("rerun_sweep", card, {"sweep_id": sweep_id, "status": statuses})
+    return _result(pending_action=card, note="Nothing has been run again: the person must confirm the card.")
+
+
 def change_sweep(
     ctx: ToolContext,
     sweep_id: int,
@@ -1262,7 +1301,7 @@ def _bind(ctx: ToolContext, fn: Callable[..., str]) -> Callable[..., str]:
 
 def make_tools(ctx: ToolContext) -> list[BaseTool]:
     """The tools bound to one person's session: the brief's nine, change/hold/release of a queued task,
-    `night_summary`, and a whole sweep's status, results, cancel, change, hold and release."""
+    `night_summary`, and a whole sweep's status, results, cancel, rerun, change, hold and release."""
     specs: list[tuple[Callable[..., str], type[BaseModel]]] = [
         (submit_task, SubmitArgs),
         (queue_position, OptionalTaskArgs),
@@ -1280,6 +1319,7 @@ def make_tools(ctx: ToolContext) -> list[BaseTool]:
         (sweep_status, SweepStatusArgs),
         (compare_results, CompareArgs),
         (cancel_sweep, SweepIdArgs),
+        (rerun_sweep, RerunSweepArgs),
         (change_sweep, ChangeSweepArgs),
         (hold_sweep, SweepIdArgs),
         (release_sweep, SweepIdArgs),
@@ -1323,9 +1363,12 @@ TOOL_NAMES = (
     "sweep_status",
     "compare_results",
     "cancel_sweep",
+    "rerun_sweep",
     "change_sweep",
     "hold_sweep",
     "release_sweep",
 )
 # the tools that make a card to confirm: a call of one is a new request for an action
-CARD_TOOLS = frozenset({"submit_task", "cancel_task", "change_task", "cancel_sweep", "change_sweep"})
+CARD_TOOLS = frozenset(
+    {"submit_task", "cancel_task", "change_task", "cancel_sweep", "rerun_sweep", "change_sweep"}
+)

@@ -6,6 +6,8 @@ them.
                                                  transaction for all the tasks)
     cancel_sweep(cluster, who, sweep_id)      -> each queued task cancelled, each running one stopped
     hold_sweep / release_sweep                -> each queued task held back, or each held one let go
+    rerun_sweep(cluster, who, sweep_id, sts)  -> each task that ended so (failed, by default) run again in
+                                                 the sweep: a new task with its parameters takes its place
     change_sweep(cluster, who, sweep_id, ch)  -> the same change to each queued task (`Cluster.update`);
                                                  `max_running` changes the sweep's limit instead
     sweep_results(cluster, who, sweep_id)     -> `results.compare()` over the sweep's tasks
@@ -27,12 +29,14 @@ from typing import Any
 from scheduler.clock import from_epoch_s, now_s
 from scheduler.edits import changed_spec
 from scheduler.errors import ConflictError, NotFoundError, RateLimited, SpecError
+from scheduler.resubmit import spec_again
 from scheduler.results import Comparison, Goal, ResultRow, compare
 from scheduler.service import Cluster
-from scheduler.spec import MAX_RUNNING_LIMIT, TaskSpec
+from scheduler.spec import MAX_RUNNING_LIMIT, TaskSpec, parse_spec
 from scheduler.store.identity import Identity
 from scheduler.store.sweeps import (
     NewSweep,
+    Rerun,
     SweepFilter,
     SweepStore,
     SweepTally,
@@ -244,6 +248,64 @@ def release_sweep(cluster: Cluster, who: Identity, sweep_id: int) -> SweepView:
         raise ConflictError(f"sweep {sweep_id} has no held task to release ({_counts_text(view)})")
     _each(view.tasks, lambda task: _queued(task, held=True), lambda task_id: cluster.release(who, task_id))
     return get_sweep(cluster, who, sweep_id)
+
+
+RERUNNABLE = ("failed", "cancelled", "succeeded")
+
+
+def rerun_sweep(
+    cluster: Cluster, who: Identity, sweep_id: int, statuses: Sequence[str] = ("failed",)
+) -> tuple[SweepView, dict[int, int]]:
+    """Run again each task of the sweep that ended in one of `statuses` (failed, by default), as Slurm's
+    `scontrol requeue` of an array's failed tasks: each gets a new task in the sweep, with its parameters
+    and spec (`spec_again`: a start time that has passed is left out), which takes its place in the sweep's
+    counts, status and results; the old task keeps its record. All or nothing: every new spec is checked
+    first (the cluster may have changed since). With `max_running` the new tasks wait for slots as a new
+    sweep's do. Returns the sweep and {replaced task id: new task id}.
+
+    SpecError for a status that has not ended; ConflictError when no task of the sweep ended so.
+    """
+    wanted = _rerunnable(statuses)
+    view = get_sweep(cluster, who, sweep_id)
+    chosen = [task for task in view.tasks if task.status in wanted]
+    if not chosen:
+        raise ConflictError(
+            f"sweep {sweep_id} has no {' or '.join(wanted)} task to run again ({_counts_text(view)})"
+        )
+    now = from_epoch_s(now_s()).astimezone(cluster.zone)
+    owner = _owner(view.sweep)  # an admin may rerun another team's sweep: its tasks stay that team's
+    reruns = []
+    for task in chosen:
+        try:
+            new = cluster.prepare(owner, parse_spec(spec_again(task.spec or {}, now).spec))
+        except SpecError as exc:
+            message = f"task {task.id} of sweep {sweep_id} cannot run again: {exc.message}"
+            raise SpecError(message, exc.errors) from None
+        reruns.append(Rerun(task.id, new))
+    _check_queued_cap(cluster, owner, len(reruns))
+    created = sweeps_of(cluster).add_reruns(sweep_id, reruns, wanted)
+    admitted = [task for task in created if task.status == "queued" and not task.waits_for_slot]
+    cluster.queue.enqueue_many(cluster.queue_entries(admitted))
+    return get_sweep(cluster, who, sweep_id), {
+        rerun.replaces: task.id for rerun, task in zip(reruns, created, strict=True)
+    }
+
+
+def _owner(sweep: Sweep) -> Identity:
+    """Whoever submitted the sweep, as the caller they were: its tasks' team and user."""
+    return Identity(sweep.user_id, sweep.user.name, sweep.team_id, sweep.team.name, is_admin=False)
+
+
+def _rerunnable(statuses: Sequence[str]) -> tuple[str, ...]:
+    """The statuses asked for, checked: each one a task ends in (SpecError naming the others)."""
+    wanted = tuple(dict.fromkeys(statuses))
+    unknown = [status for status in wanted if status not in RERUNNABLE]
+    if unknown or not wanted:
+        message = f"only tasks that ended can run again: status one of {', '.join(RERUNNABLE)}" + (
+            f", not {', '.join(unknown)}" if unknown else ""
+        )
+        raise SpecError(message, [{"field": "status", "message": message}])
+    return wanted
 
 
 def change_sweep(cluster: Cluster, who: Identity, sweep_id: int, changes: Mapping[str, Any]) -> SweepView:

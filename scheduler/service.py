@@ -160,7 +160,7 @@ class Cluster:
         self, who: Identity, spec: TaskSpec | dict[str, object], idempotency_key: str | None = None
     ) -> tuple[Task, bool]:
         """Validate, store, then enqueue a task; returns (task, created). SQL first: Redis can be rebuilt."""
-        new = self._prepare(who, spec)
+        new = self.prepare(who, spec)
         task, created = self.tasks.create(who, new, idempotency_key)
         if not created and not same_submission(task.spec or {}, new.spec):
             raise ConflictError(
@@ -190,7 +190,7 @@ class Cluster:
         accepted: list[tuple[int, Identity, NewTask]] = []
         for number, (who, spec) in enumerate(items):
             try:
-                accepted.append((number, who, self._prepare(who, spec)))
+                accepted.append((number, who, self.prepare(who, spec)))
                 results.append(_PENDING)
             except Exception as exc:  # this submission's own error, answered to its caller alone
                 results.append(exc)
@@ -207,7 +207,7 @@ class Cluster:
             results[number] = task
         return results
 
-    def _prepare(self, who: Identity, spec: TaskSpec | dict[str, object]) -> NewTask:
+    def prepare(self, who: Identity, spec: TaskSpec | dict[str, object]) -> NewTask:
         """The row a spec becomes, after every check of a single submission (SpecError when refused)."""
         parsed = spec if isinstance(spec, TaskSpec) else parse_spec(spec)
         if parsed.sweep is not None:

@@ -160,15 +160,25 @@ def make_settings(tmp_path: Path) -> Callable[..., Settings]:
     return make
 
 
-@pytest.fixture
-def cluster(make_settings: Callable[..., Settings], redis_url: str, tmp_path: Path) -> Iterator[Cluster]:
-    """A cluster on SQLite in the temp dir and the test Redis."""
-    settings = make_settings(database_url=f"sqlite:///{tmp_path / 'nightshift.db'}")
+@contextmanager
+def opened_cluster(settings: Settings, redis_url: str) -> Iterator[Cluster]:
+    """A cluster on `settings`' database and the test Redis, its queue rebuilt from SQL; closed after."""
     settings.home.mkdir(parents=True, exist_ok=True)
     opened = Cluster.open(settings, redis_url)
     opened.rebuild_redis()
-    yield opened
-    opened.close()
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+@pytest.fixture
+def cluster(make_settings: Callable[..., Settings], redis_url: str, tmp_path: Path) -> Iterator[Cluster]:
+    """A cluster on SQLite in the temp dir and the test Redis."""
+    with opened_cluster(
+        make_settings(database_url=f"sqlite:///{tmp_path / 'nightshift.db'}"), redis_url
+    ) as opened:
+        yield opened
 
 
 @pytest.fixture

@@ -35,7 +35,7 @@ from api.cli.render import (
     task_detail,
 )
 from api.cli.report import report_command
-from api.cli.sweeps import compare_command, sweep_counts_line, sweep_line, sweeps_command
+from api.cli.sweeps import compare_command, rerun_line, sweep_counts_line, sweep_line, sweeps_command
 from api.cli.waiting import wait_and_report, wait_command
 from api.cli.zone import cli_zone
 from api.client import ClientError, NightshiftClient
@@ -766,6 +766,26 @@ def release(
         console.print(f"task {task['id']} released: queued again")
 
     _on_each(ids, lambda client: client.release, say, as_json)
+
+
+@app.command()
+def rerun(
+    sweep: Annotated[int, typer.Option("--sweep", min=1, help="the sweep whose tasks to run again")],
+    status: Annotated[
+        list[str] | None,
+        typer.Option(help="run again the tasks that ended so: failed (default), cancelled, succeeded"),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run a sweep's failed tasks again, each in its place: `nightshift rerun --sweep 3` (`--status
+    cancelled` for others). The new tasks keep their parameters; `compare` and `sweeps` read them instead
+    of the old ones, which keep their record. One task again: `nightshift submit --like ID`."""
+    group = _with_client(lambda client: client.rerun_sweep(sweep, status or ["failed"]))
+    if as_json:
+        print_json(group)
+        return
+    console.print(rerun_line(group))
+    console.print(sweep_counts_line(group))
 
 
 @app.command()

@@ -116,6 +116,8 @@ def _status(task: dict[str, Any]) -> str:
     text = f"[{STATUS_STYLE.get(status, 'white')}]{status}[/]"
     if task.get("reason") and task["reason"] != status and status in {"failed", "cancelled"}:
         text += f" [dim]({task['reason']})[/]"
+    if task.get("replaced_by"):  # its sweep ran it again (`nightshift rerun`): that task took its place
+        text += f" [dim](run again as {task['replaced_by']})[/]"
     if status == "queued" and task.get("held_by"):
         text += f" [dim](held by {escape(str(task['held_by']))})[/]"
     elif status == "queued" and task.get("waits_for_slot"):  # its sweep's `max_running`

@@ -57,12 +57,38 @@ def sweep_line(sweep: dict[str, Any]) -> str:
 
 
 def task_span(sweep: dict[str, Any]) -> str:
-    """`6 tasks, 11-16`: how many tasks and their ids, from a sweep's tasks or (a listed sweep's) the
-    span `first_task`-`last_task`."""
+    """`6 tasks, 11-16`: how many tasks and their ids, from a sweep's tasks (`4 tasks, 11-12, 17-18` once
+    some were run again) or (a listed sweep's) the span `first_task`-`last_task` (`4 tasks, 11 to 18`
+    when it holds more ids than tasks)."""
     ids = [task["id"] for task in sweep.get("tasks") or []]
-    first, last = (ids[0], ids[-1]) if ids else (sweep.get("first_task"), sweep.get("last_task"))
-    span = f"{first}-{last}" if first != last else str(first)
-    return f"{len(ids) or sweep.get('tasks_count', 0)} tasks, {span}"
+    if ids:
+        return f"{len(ids)} tasks, {id_ranges(ids)}"
+    first, last, count = sweep.get("first_task"), sweep.get("last_task"), sweep.get("tasks_count", 0)
+    if first is None or last is None or first == last:
+        return f"{count} tasks, {first}"
+    span = f"{first}-{last}" if last - first + 1 == count else f"{first} to {last}"
+    return f"{count} tasks, {span}"
+
+
+def id_ranges(ids: list[int]) -> str:
+    """`11-12, 17-18`: sorted task ids with each run of consecutive ones as one range."""
+    ranges: list[list[int]] = []
+    for task_id in sorted(ids):
+        if ranges and task_id == ranges[-1][1] + 1:
+            ranges[-1][1] = task_id
+        else:
+            ranges.append([task_id, task_id])
+    return ", ".join(str(low) if low == high else f"{low}-{high}" for low, high in ranges)
+
+
+def rerun_line(sweep: dict[str, Any]) -> str:
+    """`sweep 3: ran again 1 (lr:0.1) as 7, 4 (lr:0.5) as 8`: which task took which one's place."""
+    params = {task["id"]: task.get("params") or {} for task in sweep.get("tasks") or []}
+    parts = []
+    for rerun in sweep.get("reruns") or []:
+        words = " ".join(f"{key}:{value}" for key, value in params.get(rerun["task_id"], {}).items())
+        parts.append(f"{rerun['replaced']}{f' ({words})' if words else ''} as {rerun['task_id']}")
+    return f"sweep {sweep['id']}: ran again {', '.join(parts)}"
 
 
 def _limit_words(sweep: dict[str, Any]) -> str:

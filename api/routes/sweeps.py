@@ -16,7 +16,17 @@ from api.deps import (
     refuse_team_out_of_sight,
     refuse_user_out_of_sight,
 )
-from api.schemas_sweeps import BatchCreate, Goal, ResultsPublic, SweepPublic, SweepsPublic, SweepSummaryPublic
+from api.schemas_sweeps import (
+    BatchCreate,
+    Goal,
+    RerunPublic,
+    ResultsPublic,
+    SweepPublic,
+    SweepRerun,
+    SweepRerunPublic,
+    SweepsPublic,
+    SweepSummaryPublic,
+)
 from api.submitted import tasks_as_submitted
 from scheduler.batches import (
     SweepView,
@@ -26,6 +36,7 @@ from scheduler.batches import (
     hold_sweep,
     list_sweeps,
     release_sweep,
+    rerun_sweep,
     submit_group,
     submit_sweep,
     sweep_results,
@@ -162,6 +173,25 @@ def hold(sweep_id: SweepId, cluster: ClusterDep, who: IdentityDep) -> SweepPubli
 def release(sweep_id: SweepId, cluster: ClusterDep, who: IdentityDep) -> SweepPublic:
     """Let every held task of the sweep start again, each with the priority and age it had."""
     return SweepPublic.of(release_sweep(cluster, who, sweep_id))
+
+
+@router.post("/{sweep_id}/rerun", status_code=201, response_model=SweepRerunPublic, dependencies=[QueuedCap])
+def rerun(
+    sweep_id: SweepId,
+    cluster: ClusterDep,
+    usage: UsageDep,
+    who: IdentityDep,
+    request: Request,
+    body: Annotated[SweepRerun | None, Body()] = None,
+) -> SweepRerunPublic:
+    """Run again the sweep's tasks that failed (or ended as `status` lists): each gets a new task with its
+    parameters, which takes its place in the sweep's counts and results; the old task keeps its record,
+    with `replaced_by`. All or none: 422 when a spec no longer fits the cluster, 409 when no task ended so."""
+    view, replaced = rerun_sweep(cluster, who, sweep_id, (body or SweepRerun()).status)
+    forget_queued_estimate(request, who)
+    public = _as_submitted(cluster, usage, view)
+    reruns = [RerunPublic(replaced=old, task_id=new) for old, new in replaced.items()]
+    return SweepRerunPublic(**public.model_dump(), reruns=reruns)
 
 
 @router.get("/{sweep_id}/results", response_model=ResultsPublic)

@@ -488,9 +488,9 @@ def _one_own_sweep(text: str) -> bool:
 
 def _about_a_sweep(text: str, now: datetime) -> Reading | None:
     """A request about a sweep by its number ("cancel sweep 5" is no task 5), or about the runs of a tag:
-    release, cancel (a card), hold, change its queued tasks or how many of them run at once (a card),
-    compare its runs, or how it is doing. A sweep named without its number: its status is the latest
-    sweep's; for anything else, which one?"""
+    release, run its failed tasks again (a card), cancel (a card), hold, change its queued tasks or how
+    many of them run at once (a card), compare its runs, or how it is doing. A sweep named without its
+    number: its status is the latest sweep's; for anything else, which one?"""
     sweep_id = sweep_id_of(text)
     if sweep_id is None:
         return _about_runs(text)
@@ -501,14 +501,9 @@ def _about_a_sweep(text: str, now: datetime) -> Reading | None:
         change = _change_reading(SWEEP_REF.sub(" ", text), now, "change_sweep", sweep_id=sweep_id)
         if change is not None:
             return change
-    if RELEASE.search(text):
-        return _tool("release_sweep", sweep_id=sweep_id)
-    if CANCEL_VERB.search(text):
-        if _status(text) is not None:  # "cancel the queued runs of sweep 4": a sweep is cancelled whole
-            return Reading("question", args={"sweep_id": sweep_id}, reason="part_of_a_sweep")
-        return _tool("cancel_sweep", sweep_id=sweep_id)
-    if HOLD.search(text):
-        return _tool("hold_sweep", sweep_id=sweep_id)
+    acted = _act_on_a_sweep(text, sweep_id)
+    if acted is not None:
+        return acted
     if CHANGE_VERB.search(text):
         change = _change_reading(SWEEP_REF.sub(" ", text), now, "change_sweep", sweep_id=sweep_id)
         if change is not None:
@@ -520,6 +515,39 @@ def _about_a_sweep(text: str, now: datetime) -> Reading | None:
         status = _status(text)
         return _tool("list_tasks", sweep_id=sweep_id, **({"status": status} if status else {}))
     return _tool("sweep_status", sweep_id=sweep_id)
+
+
+def _act_on_a_sweep(text: str, sweep_id: int) -> Reading | None:
+    """Release, rerun, cancel (a card) or hold of the whole sweep, by the verb the request uses; None for
+    none of them."""
+    if RELEASE.search(text):
+        return _tool("release_sweep", sweep_id=sweep_id)
+    if RERUN.search(text) or RETRY.search(text):
+        return _rerun_sweep(text, sweep_id)
+    if CANCEL_VERB.search(text):
+        if _status(text) is not None:  # "cancel the queued runs of sweep 4": a sweep is cancelled whole
+            return Reading("question", args={"sweep_id": sweep_id}, reason="part_of_a_sweep")
+        return _tool("cancel_sweep", sweep_id=sweep_id)
+    if HOLD.search(text):
+        return _tool("hold_sweep", sweep_id=sweep_id)
+    return None
+
+
+RETRY = re.compile(r"\bretry\b|\btry\b.{0,40}\bagain\b|重试|再试", _I)  # a sweep's runs, beside RERUN
+RERUNNABLE = ("failed", "cancelled", "succeeded")  # how a task of a sweep ended, to be run again
+
+
+def _rerun_sweep(text: str, sweep_id: int) -> Reading:
+    """rerun_sweep of the sweep's tasks that ended as the request says ("rerun the failed runs of sweep 4",
+    "重跑扫参4取消的任务"; all that ended for "all of sweep 4"; failed ones when it names none); a question
+    for tasks that have not ended ("rerun the queued runs of sweep 4")."""
+    named = [name for name, pattern in STATUS_WORDS if pattern.search(text)]
+    statuses = [name for name in named if name in RERUNNABLE]
+    if named and not statuses:
+        return Reading("question", args={"sweep_id": sweep_id}, reason="rerun_ended_only")
+    if not statuses and ALL_OF.search(text):
+        statuses = list(RERUNNABLE)
+    return _tool("rerun_sweep", sweep_id=sweep_id, status=statuses or None)
 
 
 # a sweep's tasks themselves, not its counts: "show the failed runs of sweep 4", "扫参4失败的任务"
@@ -554,7 +582,7 @@ def _about_runs(text: str) -> Reading | None:
     """The runs of a tag compared ("compare the runs tagged exp7 by val_loss"); how one's latest sweep is
     doing when asked without its number ("how is my sweep doing?", "我的扫参怎么样了"); a question back
     for any other act on a sweep named without its number ("cancel my sweep"); None for anything else."""
-    acts = [CANCEL_VERB, HOLD, RELEASE]
+    acts = [CANCEL_VERB, HOLD, RELEASE, RERUN, RETRY]
     if SWEEP_WORD.search(text):
         if any(pattern.search(text) for pattern in acts):
             return Reading("question", reason="need_sweep_id")

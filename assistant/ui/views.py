@@ -21,6 +21,7 @@ from assistant.replies import (
     like_task_words,
     priority_words,
     quota_words,
+    rerun_tasks_words,
     resources_words,
     run_estimate_words,
     running_limit_lifted_words,
@@ -293,6 +294,9 @@ _CARD_ZH = {
     "first tasks": "前几个任务",
     "Change this task?": "修改这个任务？",
     "Change this sweep?": "修改这个扫参？",
+    "Run these tasks again?": "重新运行这些任务？",
+    "run again": "重新运行",
+    "Nothing runs until you confirm.": "确认之前不会运行。",
     "queued tasks changed": "要修改的排队任务",
     "Nothing is changed until you confirm.": "确认之前不会修改。",
     "Nothing is submitted until you confirm.": "确认之前不会提交。",
@@ -312,6 +316,9 @@ def card_html(card: dict[str, Any], zone: tzinfo | None = None, lang: str = "en"
     elif card.get("kind") == "cancel_sweep":
         rows = _cancel_sweep_rows(card, words, lang)
         title, note = words("Cancel this sweep?"), words("Nothing is cancelled until you confirm.")
+    elif card.get("kind") == "rerun_sweep":
+        rows = _rerun_sweep_rows(card, words, lang)
+        title, note = words("Run these tasks again?"), words("Nothing runs until you confirm.")
     elif card.get("kind") == "change_sweep":
         rows = _change_sweep_rows(card, words, lang, zone)
         title, note = words("Change this sweep?"), words("Nothing is changed until you confirm.")
@@ -380,6 +387,22 @@ def _cancel_sweep_rows(card: dict[str, Any], words: Callable[[str], str], lang: 
         )
         rows.append(_row(words("what happens"), what))
     return rows
+
+
+def _rerun_sweep_rows(card: dict[str, Any], words: Callable[[str], str], lang: str) -> list[str]:
+    """A sweep rerun card's rows: the sweep, its name, the tasks that run again and what happens to them."""
+    sweep = card.get("sweep") or {}
+    rows = [_row(words("sweep"), f"#{card.get('sweep_id')}")]
+    if sweep.get("name"):
+        rows.append(_row(words("name"), unwrap(sweep["name"])))
+    rows.append(_row(words("run again"), rerun_tasks_words(card, lang)))
+    what = (
+        "每个任务以原来的参数重新提交，在扫参的统计和结果里替代原任务；原任务的记录保留"
+        if lang == "zh"
+        else "each runs again as a new task with its parameters, in the old one's place in the sweep's "
+        "counts and results; the old tasks keep their record"
+    )
+    return [*rows, _row(words("what happens"), what)]
 
 
 def _change_sweep_rows(

@@ -9,6 +9,10 @@ them a slot, lowest id first.
 
 A sweep's status is its tasks' (`group_status`), and `status_is` is the same rule in SQL, for the list's
 `status=` filter: the two sit together here, so the filter keeps exactly the sweeps the list reports so.
+
+A task of a sweep that was run again (`add_reruns`) keeps its row, with `replaced_by` naming the task that
+took its place. A sweep's tasks, counts, status and results are its *current* tasks (`CURRENT`): the newest
+run of each parameter set. `GET /tasks?sweep_id=` lists them all.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from sqlalchemy import ColumnElement, and_, exists, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from scheduler.errors import NotFoundError
+from scheduler.errors import ConflictError, NotFoundError
 from scheduler.store.db import transaction
 from scheduler.store.identity import Identity
 from scheduler.store.tables import FINAL_STATUSES, Sweep, Task, User
@@ -50,6 +54,18 @@ class SweepTally:
     waiting: int = 0
     first_task: int | None = None
     last_task: int | None = None
+
+
+# a task still standing for its parameter set in its sweep: not replaced by a rerun
+CURRENT = Task.replaced_by.is_(None)
+
+
+@dataclass(frozen=True, slots=True)
+class Rerun:
+    """One task of a sweep to run again: the task it replaces and the new row's resolved spec."""
+
+    replaces: int
+    task: NewTask
 
 
 SweepStatus = Literal["queued", "running", "done", "cancelled"]  # what `group_status` says of a sweep
@@ -86,7 +102,7 @@ def group_status(statuses: Collection[str]) -> str:
 
 def _has_task(*conditions: ColumnElement[bool]) -> ColumnElement[bool]:
     """The sweep (of the outer query) has a task meeting every condition."""
-    return exists(select(Task.id).where(Task.sweep_id == Sweep.id, *conditions))
+    return exists(select(Task.id).where(Task.sweep_id == Sweep.id, CURRENT, *conditions))
 
 
 def status_is(status: str) -> ColumnElement[bool]:
@@ -146,10 +162,14 @@ def tally_of_tasks(tasks: Sequence[Task]) -> SweepTally:
     )
 
 
-def _row(who: Identity, new: NewTask, sweep_id: int, params: dict[str, Any], waits: bool) -> Task:
+def _row(
+    owner: tuple[int, int], new: NewTask, sweep_id: int, params: dict[str, Any] | None, waits: bool
+) -> Task:
+    """A new task row of the sweep, for `owner` (team id, user id)."""
+    team_id, user_id = owner
     return Task(
-        team_id=who.team_id,
-        user_id=who.user_id,
+        team_id=team_id,
+        user_id=user_id,
         name=new.name,
         command=new.command,
         spec=new.spec,
@@ -199,7 +219,7 @@ class SweepStore:
                 limit = len(new.tasks) if new.max_running is None else new.max_running
                 session.add_all(
                     [
-                        _row(who, task, sweep_id, params, waits=number >= limit)
+                        _row((who.team_id, who.user_id), task, sweep_id, params, waits=number >= limit)
                         for number, (task, params) in enumerate(new.tasks)
                     ]
                 )
@@ -326,7 +346,7 @@ class SweepStore:
                 func.min(Task.id),
                 func.max(Task.id),
             )
-            .where(Task.sweep_id.in_(list(sweep_ids)))
+            .where(Task.sweep_id.in_(list(sweep_ids)), CURRENT)
             .group_by(Task.sweep_id, Task.status, held, Task.waits_for_slot)
         )
         with self.factory() as session:
@@ -339,9 +359,51 @@ class SweepStore:
         return {sweep_id: tally_of(group) for sweep_id, group in groups.items()}
 
     def tasks_of(self, sweep_id: int) -> list[Task]:
-        """The tasks of a sweep, in the order they were expanded."""
+        """The current tasks of a sweep (`CURRENT`: a rerun stands for the task it replaced), by id."""
         with self.factory() as session:
-            return list(session.scalars(select(Task).where(Task.sweep_id == sweep_id).order_by(Task.id)))
+            query = select(Task).where(Task.sweep_id == sweep_id, CURRENT).order_by(Task.id)
+            return list(session.scalars(query))
+
+    def add_reruns(self, sweep_id: int, reruns: Sequence[Rerun], statuses: Collection[str]) -> list[Task]:
+        """Insert a new task for each rerun, in the sweep, with the parameters, team and user of the task it
+        replaces, and mark that task `replaced_by` it: one transaction with the sweep row locked, as
+        `admit_waiting`. With `max_running` the new tasks beyond the free slots wait for one. ConflictError,
+        and nothing written, when a task to replace changed meanwhile (another rerun took it, or its status
+        is no longer one of `statuses`)."""
+        with transaction(self.factory) as session:
+            locked = select(Sweep.max_running).where(Sweep.id == sweep_id).with_for_update()
+            limit = session.execute(locked).scalar_one_or_none()
+            ids = [rerun.replaces for rerun in reruns]
+            replaced = {
+                row.id: row
+                for row in session.scalars(
+                    select(Task).where(
+                        Task.id.in_(ids), Task.sweep_id == sweep_id, CURRENT, Task.status.in_(list(statuses))
+                    )
+                )
+            }
+            if len(replaced) != len(ids):
+                changed = f"sweep {sweep_id} changed while its tasks were being run again: try again"
+                raise ConflictError(changed)
+            free = len(reruns) if limit is None else max(0, limit - self._admitted_count(session, sweep_id))
+            rows = [
+                _row(
+                    (replaced[rerun.replaces].team_id, replaced[rerun.replaces].user_id),
+                    rerun.task,
+                    sweep_id,
+                    replaced[rerun.replaces].params,
+                    waits=number >= free,
+                )
+                for number, rerun in enumerate(reruns)
+            ]
+            session.add_all(rows)
+            session.flush()
+            for rerun, row in zip(reruns, rows, strict=True):
+                replaced[rerun.replaces].replaced_by = row.id
+            new_ids = [row.id for row in rows]
+        with self.factory() as session:
+            loaded = {row.id: row for row in session.scalars(select(Task).where(Task.id.in_(new_ids)))}
+        return [loaded[task_id] for task_id in new_ids]  # in the order of `reruns`
 
     def tasks_with_tag(self, who: Identity, tag: str, limit: int = 1000) -> list[Task]:
         """The caller's team's newest `limit` tasks (any team's for an admin) carrying `tag`, oldest first;
@@ -349,7 +411,7 @@ class SweepStore:
         there are."""
         with self.factory() as session:
             conditions = task_conditions(who, TaskFilter(tag=tag), session.get_bind().dialect.name)
-            query = select(Task).where(*conditions).order_by(Task.id.desc()).limit(limit)
+            query = select(Task).where(*conditions, CURRENT).order_by(Task.id.desc()).limit(limit)
             rows = list(session.scalars(query))
         return sorted(rows, key=lambda row: row.id)
 

@@ -144,6 +144,8 @@ class Task(Base):
     params: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)  # this task's sweep values
     metrics: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)  # its metrics.json
     metrics_note: Mapped[str | None] = mapped_column(Text, default=None)  # why metrics were not read
+    # a sweep's task run again (`SweepStore.add_reruns`): the task that took its place in the sweep
+    replaced_by: Mapped[int | None] = mapped_column(Integer, default=None)
 
     team: Mapped[Team] = relationship(lazy="joined")
     user: Mapped[User] = relationship(lazy="joined")

@@ -17,6 +17,7 @@ from scheduler.settings import Settings
 from scheduler.store.identity import Identity
 from scheduler.store.tables import Task
 from tests.api.conftest import bearer
+from tests.conftest import opened_cluster
 
 ZONE = "Asia/Shanghai"  # UTC+8 all year: a time without an offset is 8 hours before the same one in UTC
 
@@ -24,12 +25,8 @@ ZONE = "Asia/Shanghai"  # UTC+8 all year: a time without an offset is 8 hours be
 @pytest.fixture
 def cluster(make_settings: Callable[..., Settings], redis_url: str, database_url: str) -> Iterator[Cluster]:
     """The API tests' cluster, here on SQLite and on PostgreSQL, in a zone that is not UTC."""
-    settings = make_settings(database_url=database_url, timezone=ZONE)
-    settings.home.mkdir(parents=True, exist_ok=True)
-    opened = Cluster.open(settings, redis_url)
-    opened.rebuild_redis()
-    yield opened
-    opened.close()
+    with opened_cluster(make_settings(database_url=database_url, timezone=ZONE), redis_url) as opened:
+        yield opened
 
 
 @pytest.fixture

@@ -23,6 +23,7 @@ from scheduler.store.db import transaction
 from scheduler.store.tables import Attempt, Task
 from scheduler.telemetry.accounting import AttemptUsage
 from scheduler.telemetry.store import GpuPoint, TelemetryStore
+from tests.conftest import opened_cluster
 from tests.observability.test_reports import _ran
 
 H = 3600.0
@@ -32,12 +33,8 @@ MIDNIGHT = datetime(2026, 3, 5, 0, 0, tzinfo=UTC).timestamp()  # Thursday 00:00 
 @pytest.fixture
 def cluster(make_settings, redis_url: str, database_url: str) -> Iterator[Cluster]:
     """A cluster on SQLite and on PostgreSQL: the report's and the metrics' queries run on both."""
-    settings = make_settings(database_url=database_url)
-    settings.home.mkdir(parents=True, exist_ok=True)
-    opened = Cluster.open(settings, redis_url)
-    opened.rebuild_redis()
-    yield opened
-    opened.close()
+    with opened_cluster(make_settings(database_url=database_url), redis_url) as opened:
+        yield opened
 
 
 def _usage(task_id: int, start: float, end: float, gpus: int, kwh: float, cost: float, cpu_s: float | None):

@@ -20,18 +20,17 @@ from scheduler.settings import Settings
 from scheduler.spec import parse_spec
 from scheduler.store.sweeps import SweepFilter, SweepStore
 from scheduler.worker import Worker
+from tests.conftest import opened_cluster
 
 
 @pytest.fixture
 def cluster(make_settings: Callable[..., Settings], redis_url: str, database_url: str) -> Iterator[Cluster]:
     """A cluster on SQLite and on PostgreSQL."""
-    settings = make_settings(database_url=database_url)
-    settings.home.mkdir(parents=True, exist_ok=True)
-    opened = Cluster.open(settings, redis_url)
-    opened.rebuild_redis()
-    Worker(opened, "node-a", SimulatedGpus("4x24", node="node-a"), base_env=dict(os.environ)).publish_node()
-    yield opened
-    opened.close()
+    with opened_cluster(make_settings(database_url=database_url), redis_url) as opened:
+        Worker(
+            opened, "node-a", SimulatedGpus("4x24", node="node-a"), base_env=dict(os.environ)
+        ).publish_node()
+        yield opened
 
 
 def _slow_first_count(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,65 @@
+"""`nightshift rerun --sweep ID`: a sweep's failed tasks run again in their place (`--status` for
+cancelled or succeeded ones); `sweeps`, `compare`, `ls` and `show` then say which task took whose place."""
+
+from __future__ import annotations
+
+import json
+
+from scheduler.service import Cluster
+from tests.cli.conftest import cli_as, lr_sweep_file
+
+
+def _fail(cluster: Cluster, task_id: int) -> None:
+    """What a worker does with a run that exits 3 (no retries): the task failed."""
+    cluster.queue.remove(task_id)
+    assert cluster.tasks.mark_running(task_id, f"t-{task_id}", "box-1", [0]) is not None
+    assert cluster.settle_attempt(task_id, f"t-{task_id}", "nonzero_exit", exit_code=3) == "failed"
+
+
+def test_rerun_runs_the_failed_tasks_again_and_the_views_follow(
+    cluster, a100_node, make_identity, monkeypatch, tmp_path
+):
+    _, alice = make_identity("alice", "vision")
+    spec = lr_sweep_file(tmp_path, "[0.1, 0.01, 0.001]")
+    with cli_as(cluster, alice, monkeypatch, tmp_path / "alice") as nightshift:
+        sweep = json.loads(nightshift("submit", "--json", str(spec)).output)
+        ids = [task["id"] for task in sweep["tasks"]]
+        _fail(cluster, ids[0])
+        nightshift("cancel", str(ids[2]))
+        rerun = nightshift("rerun", "--sweep", str(sweep["id"]))
+        new = max(task.id for task in cluster.tasks.with_status("queued"))
+        listed = nightshift("sweeps")
+        shown = nightshift("show", str(ids[0]))
+        again = nightshift("rerun", "--sweep", str(sweep["id"]))
+        cancelled = json.loads(
+            nightshift("rerun", "--sweep", str(sweep["id"]), "--status", "cancelled", "--json").stdout
+        )
+        bad_status = nightshift("rerun", "--sweep", str(sweep["id"]), "--status", "running")
+        missing = nightshift("rerun", "--sweep", "999")
+
+    assert rerun.exit_code == 0, rerun.output
+    assert f"sweep {sweep['id']}: ran again {ids[0]} (lr:0.1) as {new}" in rerun.stdout
+    assert f"sweep {sweep['id']}: 1 cancelled, 2 queued" in rerun.stdout
+    row = next(line for line in listed.stdout.splitlines() if f" {sweep['id']} " in line)
+    assert f"3 tasks, {ids[1]}-{new}" in row and "1 cancelled, 2 queued" in row  # 2, 3 and the new 4
+    assert f"failed (nonzero_exit) (run again as {new})" in shown.stdout
+    assert again.exit_code == 1
+    assert f"sweep {sweep['id']} has no failed task to run again (1 cancelled, 2 queued)" in again.stderr
+    assert [rerun["replaced"] for rerun in cancelled["reruns"]] == [ids[2]]
+    assert cancelled["counts"] == {"queued": 3}
+    assert [task["params"] for task in cancelled["tasks"]] == [{"lr": 0.01}, {"lr": 0.1}, {"lr": 0.001}]
+    assert (
+        bad_status.exit_code == 1
+        and "Input should be 'failed', 'cancelled' or 'succeeded'" in bad_status.stderr
+    )
+    assert missing.exit_code == 1 and "sweep 999 not found" in missing.stderr
+
+
+def test_the_span_of_a_sweeps_tasks_reads_each_run_of_ids():
+    from api.cli.sweeps import id_ranges, task_span
+
+    assert id_ranges([17, 11, 12, 18, 20]) == "11-12, 17-18, 20"
+    assert task_span({"tasks": [{"id": 11}, {"id": 12}, {"id": 17}]}) == "3 tasks, 11-12, 17"
+    assert task_span({"first_task": 11, "last_task": 16, "tasks_count": 6}) == "6 tasks, 11-16"
+    assert task_span({"first_task": 11, "last_task": 18, "tasks_count": 6}) == "6 tasks, 11 to 18"
+    assert task_span({"first_task": 11, "last_task": 11, "tasks_count": 1}) == "1 tasks, 11"
