@@ -1631,6 +1631,14 @@ QUESTIONS = {
         "扫参只能整个取消：排队中和正在运行的任务都会取消（已结束的保持不变）。要这样做就说“取消扫参”加编号，"
         "或者一个一个取消它的任务（“取消12号”）；`nightshift ls --sweep 编号 --status queued` 可以列出它们。",
     ),
+    "rerun_as_it_was": (
+        'A sweep\'s tasks run again as they were. Say "rerun the failed runs of sweep 4" for that (a card), '
+        'then change its queued tasks: "run sweep 4 tonight", "make sweep 4 high priority" (a card each). '
+        "What runs and on how many GPUs cannot change: submit a new sweep for that.",
+        "扫参的任务会按原样重新运行。请先说“重跑扫参4失败的任务”（一张确认卡片），再修改它排队中的任务："
+        "“扫参4改到今晚跑”、“把扫参4的优先级改成高”（各一张卡片）。"
+        "运行的命令和 GPU 数量不能改：那需要提交新的扫参。",
+    ),
     "rerun_ended_only": (
         "Only a sweep's tasks that ended can run again: its failed ones (say \"rerun the failed runs of "
         'sweep 4"), cancelled or succeeded ones. Its queued and running tasks are still on their way; '

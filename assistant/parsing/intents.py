@@ -501,7 +501,7 @@ def _about_a_sweep(text: str, now: datetime) -> Reading | None:
         change = _change_reading(SWEEP_REF.sub(" ", text), now, "change_sweep", sweep_id=sweep_id)
         if change is not None:
             return change
-    acted = _act_on_a_sweep(text, sweep_id)
+    acted = _act_on_a_sweep(text, now, sweep_id)
     if acted is not None:
         return acted
     if CHANGE_VERB.search(text):
@@ -517,13 +517,13 @@ def _about_a_sweep(text: str, now: datetime) -> Reading | None:
     return _tool("sweep_status", sweep_id=sweep_id)
 
 
-def _act_on_a_sweep(text: str, sweep_id: int) -> Reading | None:
+def _act_on_a_sweep(text: str, now: datetime, sweep_id: int) -> Reading | None:
     """Release, rerun, cancel (a card) or hold of the whole sweep, by the verb the request uses; None for
     none of them."""
     if RELEASE.search(text):
         return _tool("release_sweep", sweep_id=sweep_id)
     if RERUN.search(text) or RETRY.search(text):
-        return _rerun_sweep(text, sweep_id)
+        return _rerun_sweep(text, now, sweep_id)
     if CANCEL_VERB.search(text):
         if _status(text) is not None:  # "cancel the queued runs of sweep 4": a sweep is cancelled whole
             return Reading("question", args={"sweep_id": sweep_id}, reason="part_of_a_sweep")
@@ -537,10 +537,14 @@ RETRY = re.compile(r"\bretry\b|\btry\b.{0,40}\bagain\b|重试|再试", _I)  # a 
 RERUNNABLE = ("failed", "cancelled", "succeeded")  # how a task of a sweep ended, to be run again
 
 
-def _rerun_sweep(text: str, sweep_id: int) -> Reading:
+def _rerun_sweep(text: str, now: datetime, sweep_id: int) -> Reading:
     """rerun_sweep of the sweep's tasks that ended as the request says ("rerun the failed runs of sweep 4",
     "重跑扫参4取消的任务"; all that ended for "all of sweep 4"; failed ones when it names none); a question
-    for tasks that have not ended ("rerun the queued runs of sweep 4")."""
+    for tasks that have not ended ("rerun the queued runs of sweep 4") or for a rerun with changes ("rerun
+    sweep 4 tonight": they run again as they were, then a change of the sweep)."""
+    rest = RETRY.sub(" ", RERUN.sub(" ", SWEEP_REF.sub(" ", text)))
+    if _change_reading(rest, now, "change_sweep", sweep_id=sweep_id) is not None:
+        return Reading("question", args={"sweep_id": sweep_id}, reason="rerun_as_it_was")
     named = [name for name, pattern in STATUS_WORDS if pattern.search(text)]
     statuses = [name for name in named if name in RERUNNABLE]
     if named and not statuses:

@@ -137,3 +137,14 @@ def test_rerunning_tasks_that_have_not_ended_asks(text, make_assistant):
 
     assert (understand(text, NOW).reason, turn.cards) == ("rerun_ended_only", [])
     assert "nightshift ls --sweep" in turn.reply
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["rerun sweep 4 tonight", "rerun sweep 4's failed runs with high priority", "今晚重跑扫参4失败的任务"],
+)
+def test_a_rerun_with_changes_asks_instead_of_dropping_them(text, make_assistant):
+    turn = make_assistant().ask(text)
+
+    assert (understand(text, NOW).reason, turn.cards, turn.tool_calls) == ("rerun_as_it_was", [], [])
+    assert "sweep 4" in turn.reply or "扫参4" in turn.reply
