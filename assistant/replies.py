@@ -768,21 +768,37 @@ def _task_status(task: dict[str, Any], lang: str) -> str:
     return _t(lang, f"{word} ({reason})", f"{word}（{reason}）")
 
 
-def _position(data: dict[str, Any], lang: str) -> str:
+def _position(data: dict[str, Any], lang: str, now: datetime | None = None) -> str:
+    """Each queued task's place in the queue, why it waits and when it should start, one line each:
+    `#18 later is number 1 of 3 in the queue: waiting until 09:35 (not before); expected to start today
+    09:35.`"""
     entries = data.get("entries", [])
     if not entries:
         return _t(lang, "None of your tasks is waiting in the queue.", "你没有在排队的任务。")
-    parts = [
-        _t(
-            lang,
-            f"#{e['task_id']} {unwrap(e.get('name', ''))} is number {e['position']} "
-            f"of {data.get('length')} in the queue",
-            f"任务 #{e['task_id']}（{unwrap(e.get('name', ''))}）排在第 {e['position']} 位"
-            f"（共 {data.get('length')} 个）",
-        )
-        for e in entries[:5]
-    ]
-    return ("; " if lang == "en" else "；").join(parts) + ("." if lang == "en" else "。")
+    shown = entries[:5]
+    return "\n".join(_place_words(entry, shown, data.get("length"), lang, now) for entry in shown)
+
+
+def _place_words(
+    entry: dict[str, Any], shown: list[dict[str, Any]], length: Any, lang: str, now: datetime | None
+) -> str:
+    """One queued task's line of `_position` (whose it is, when the lines are several people's)."""
+    name = unwrap(entry.get("name", ""))
+    owner = unwrap(entry.get("user") or "") if len({unwrap(e.get("user") or "") for e in shown}) > 1 else ""
+    text = _t(
+        lang,
+        f"#{entry['task_id']} {name}{f' ({owner})' if owner else ''} is number {entry['position']} of "
+        f"{length} in the queue",
+        f"任务 #{entry['task_id']}（{name}{f'，{owner}' if owner else ''}）"
+        f"排在第 {entry['position']} 位（共 {length} 个）",
+    )
+    reason = unwrap(entry.get("reason") or "")
+    if reason:
+        text += _t(lang, ": ", "：") + chat_words(reason, lang)
+    if entry.get("estimated_start"):
+        start = when(entry["estimated_start"], now, lang)
+        text += _t(lang, f"; expected to start {start}", f"；预计 {start} 开始")
+    return text + _t(lang, ".", "。")
 
 
 def _estimate(data: dict[str, Any], lang: str, now: datetime | None, about_cost: bool = False) -> str:
@@ -1518,7 +1534,7 @@ def reply_for(
         return card_text(data["pending_action"], lang, now)
     writers = {
         "list_tasks": lambda: _tasks(data, lang, now),
-        "queue_position": lambda: _position(data, lang),
+        "queue_position": lambda: _position(data, lang, now),
         "estimate_wait": lambda: _estimate(data, lang, now, about_cost),
         "explain_task": lambda: _explain(data, lang, now, about_cost, asked),
         "hold_task": lambda: _held_or_released(data, lang),

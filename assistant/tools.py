@@ -744,7 +744,8 @@ def release_task(ctx: ToolContext, task_id: int) -> str:
 
 
 def queue_position(ctx: ToolContext, task_id: int | None = None) -> str:
-    """Where your task (or your queued tasks) stand in the queue."""
+    """Where your task (or your team's queued tasks) stand in the queue: each one's place, why it waits and
+    when it should start."""
     client = _need_client(ctx)
     if task_id is not None:
         task = client.get_task(task_id)
@@ -754,7 +755,14 @@ def queue_position(ctx: ToolContext, task_id: int | None = None) -> str:
             )
     queue = client.queue()
     entries = [
-        {"task_id": e["task"]["id"], "name": as_data(e["task"]["name"], 120), "position": e["position"]}
+        {
+            "task_id": e["task"]["id"],
+            "name": as_data(e["task"]["name"], 120),
+            "user": as_data(e["task"].get("user") or "", 64),
+            "position": e["position"],
+            "reason": as_data(e["reason"]) if e.get("reason") else None,
+            "estimated_start": e.get("estimated_start"),
+        }
         for e in queue.get("entries", [])
         if task_id is None or e["task"]["id"] == task_id
     ]

@@ -1253,7 +1253,18 @@ def _why(rest: str, *, with_command: bool) -> Reading:
         return _tool("night_summary")
     if QUOTA.search(rest) and not with_command:
         return _tool("quota_status", team=_team(rest))
+    if STILL_WAITING.search(rest) and not with_command:  # "why is my job stuck?": each queued one's reason
+        return _tool("queue_position")
     return Reading("question", reason="need_task_id")
+
+
+# a task not started yet, asked about without its number: the queue answers for each queued one
+STILL_WAITING = re.compile(
+    r"\bstuck\b|\b(?:not|isn'?t|aren'?t|never)(?:\s+\w+){0,3}?\s+(?:running|started|starting)\b"
+    r"|\b(?:hasn'?t|haven'?t)(?:\s+\w+){0,3}?\s+started\b"
+    r"|\bstill\s+(?:queued|waiting|pending|in\s+(?:the\s+)?queue)\b|卡住|还?没(?:有)?(?:跑|开始|运行)|还在排队",
+    _I,
+)
 
 
 MAX_EXPLAINED = 5  # tasks one request may have explained, each in a call of its own
