@@ -118,6 +118,8 @@ TASK_STATE = re.compile(
     r"|\bdid\b.*\b(?:finish|succeed|fail|work|run)"
     r"|\bshow\b(?:\s+me)?\s+(?:task|job)\b|\bdetails\s+(?:of|on|for)\b|看一?下(?:任务|作业)|查(?:一下|看)(?:任务|作业)"
     r"|\bis\b.*\b(?:done|finished|running|over|complete|ok|waiting|pending|queued|blocked)\b|\bprogress\b"
+    # "is 12 still alive?", "did 12 die", "12 still going?", "what's up with 12", "12号还活着吗"
+    r"|\b(?:alive|dead|die|died|still\s+going)\b|what'?s\s+up\s+with\b|\bcheck\s+on\b|活着|死了"
     r"|\bexit(?:ed)?\s+(?:code|status|with)\b|\breturn\s+code\b|退出码|返回码|退出状态"
     # "how long did 12 take", "how long will 12 run", "what GPUs does 12 use": its times, its node and GPUs
     r"|\bhow\s+long\s+(?:did|has|had)\b|\bhow\s+long\s+will\s+(?:(?:task|job)\s*|#)?\d+\s+(?:take|run|last)\b"

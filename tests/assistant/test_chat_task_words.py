@@ -331,3 +331,18 @@ def test_a_setting_asked_for_is_said_from_the_tasks_own_spec(make_assistant):
     assert limit.reply.endswith(" Its time limit (min): 30.")
     assert tags.reply.endswith("它的标签：exp7。")
     assert "time limit" not in plain.reply and "exp7" not in plain.reply
+
+
+@pytest.mark.parametrize(
+    "text", ["is 45 still alive?", "is 45 dead", "did 45 die", "45 still going?", "what's up with 45", "check on 45",
+             "45号还活着吗"],
+)  # fmt: skip
+def test_whether_a_task_is_alive_is_its_explanation(text):
+    reading = understand(text, NOW)
+
+    assert (reading.tool, reading.args) == ("explain_task", {"task_id": 45})
+
+
+@pytest.mark.parametrize("text", ["is gpu-02 dead", "is node box-1 alive"])
+def test_whether_a_node_is_alive_is_still_the_clusters_status(text):
+    assert understand(text, NOW).tool == "cluster_status"
