@@ -682,7 +682,11 @@ NOTICE_WHEN_DONE = re.compile(
     r"(?=.*\b(?:when|once|if|after)\b.*\b(?:done|finish(?:es|ed)?|ends?|ended|complete[sd]?|fails?|failed"
     r"|crash(?:es|ed)?|succeeds?|starts?|started|over|ready)\b)"
     r"|\b(?:notify|e-?mail|ping|alert)\s+me\b\s*(?:at\s+the\s+end|on\s+(?:completion|failure))"
-    r"|(?:跑完|完成|结束|失败|开始|好了)[了后以之]*.{0,4}?(?:通知|提醒|告诉|发邮件给|邮件通知|叫|喊)我",
+    r"|(?:跑完|完成|结束|失败|开始|好了)[了后以之]*.{0,4}?(?:通知|提醒|告诉|发邮件给|邮件通知|叫|喊)我"
+    # the request's last words ("run python a.py and email me", "..., notify me on slack", "发邮件给我"): when
+    # it is done, as said nowhere else ("let me know" at the end is only a way of asking)
+    r"|\b(?:notify|e-?mail|mail|ping|message|text|alert|page|slack)\s+me\b(?:\s+(?:on|via|by|over)\s+[\w-]+)?"
+    r"\s*[.!]?\s*$|(?:通知|提醒|发邮件给|发消息给|邮件通知)我\s*[。！!]?\s*$",
     _I,
 )
 

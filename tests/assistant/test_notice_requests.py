@@ -24,6 +24,10 @@ NOW = datetime.fromisoformat("2026-03-02T15:00:00+08:00")
         ("run python train.py and email me when done", "question"),
         ("run python train.py, ping me if it fails", "question"),
         ("跑 python train.py，跑完发邮件给我", "question"),
+        # the notice as the request's last words: when it is done, said nowhere else
+        ("run python train.py and email me", "question"),
+        ("run python train.py, notify me on slack", "question"),
+        ("跑 python train.py 发邮件给我", "question"),
     ],
 )
 def test_a_notice_for_one_task_gets_where_notices_go(text, kind):
@@ -39,6 +43,9 @@ def test_a_notice_for_one_task_gets_where_notices_go(text, kind):
         ("what happened to 12", "explain_task"),
         ("when will 12 start", "estimate_wait"),
         ("let me know if there is a free GPU", "cluster_status"),
+        ("is 12 done? let me know", "explain_task"),  # "let me know" closing a question only asks
+        ("run python train.py and let me know", "submit_task"),
+        ("12号怎么样了告诉我", "explain_task"),
         ("run `python notify.py --email me@lab.org` when 12 is done", "submit_task"),
     ],
 )
