@@ -251,6 +251,7 @@ _FENCED = re.compile(r"`[^`]+`")
 # words that ask about tasks already sent, not for a new one
 PAST = re.compile(
     r"\bruns?\s+of\b|\bran\b|\bsubmitted\b|\bwhat\s+(?:did|have|has)\s+(?:i|we)\b|\bthat\s+(?:i|we)\s+(?:ran|sent)\b"
+    r"|\bwhat\s+(?:did|has)\s+[A-Za-z][\w.-]{0,31}\s+(?:submit|run|send|queue)\b"  # "what did bob submit"
     r"|跑过|跑的|跑了|提交的|提交了|提交过|运行过|运行的|运行了",
     _I,
 )
@@ -304,7 +305,11 @@ USER_TASKS = re.compile(
     r"\b(?P<a>[A-Za-z][\w.-]{0,31})'s\s+(?:tasks|jobs|runs|queued|running|failed)\b"
     r"|\b(?:tasks|jobs|runs)\s+(?:of|from|by)\s+(?:user\s+)?(?P<b>[A-Za-z][\w.-]{0,31})\b(?!\s*\.\w)"
     r"|\bwhat\s+(?:is|'s|has)\s+(?P<c>[A-Za-z][\w.-]{0,31})\s+(?:running|queued|submitted|run)\b"
-    r"|(?<![A-Za-z0-9_.-])(?P<z>[A-Za-z][\w.-]{0,31})\s*的(?:任务|作业)",
+    r"|(?<![A-Za-z0-9_.-])(?P<z>[A-Za-z][\w.-]{0,31})\s*的(?:任务|作业)"
+    # "what did bob submit today", "bob今天提交了什么", "bob跑了哪些任务"
+    r"|\bwhat\s+(?:did|has)\s+(?P<d>[A-Za-z][\w.-]{0,31})\s+(?:submit|run|send|queue)"
+    r"|(?<![A-Za-z0-9_.-])(?P<y>[A-Za-z][A-Za-z0-9_.-]{0,31})\s*(?:今天|昨天|昨晚|这周|本周|上周|最近)?\s*(?:提交|跑|运行)(?:了|过)"
+    r"(?:什么|哪些)",
     re.I,
 )
 _NOT_A_USER = _NOT_A_VALUE | {
@@ -312,7 +317,7 @@ _NOT_A_USER = _NOT_A_VALUE | {
     "node", "gpu", "sweep", "tag", "user", "today", "yesterday", "week", "month", "night", "tonight",
     "morning", "friday", "monday", "saturday", "sunday", "tuesday", "wednesday", "thursday", "everything",
     "all", "other", "others", "people", "their", "his", "her", "who", "each", "latest", "newest", "current",
-    "what", "where", "which", "how", "when", "why", "here", "there", "else",
+    "what", "where", "which", "how", "when", "why", "here", "there", "else", "i", "we", "you", "they",
 }  # fmt: skip
 # what a name before 的 may be instead of a person: "标签 exp7 的任务" (a tag), "节点 box-a 的任务" (a node)
 _NOT_A_PERSON_BEFORE = ("标签", "节点", "名字", "名为", "叫", "扫参", "tag", "node", "named", "called")

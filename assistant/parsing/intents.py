@@ -262,6 +262,10 @@ UTILIZATION = re.compile(
     # "how busy were the GPUs", "how busy is the cluster this week": a span of time asks for a report
     r"|how\s+busy\s+(?:were|was|have|has)\b|how\s+busy\b.*\b(?:weeks?|months?|days|yesterday)\b"
     r"|what\s+did\s+(?:my\s+|our\s+|the\s+|each\s+)?(?:team|teams|we|i|everyone|everybody)\s+use\b"
+    # "how much did team nlp use last week", "top users this month"
+    r"|(?:how\s+much|what)\s+(?:did|has|have)\s+(?:the\s+)?(?:team\s+[\w.-]+|[\w.-]+\s+team)\s+"
+    r"(?:use|used|spen[dt]|burn(?:ed|t)?)\b"
+    r"|\btop\s+(?:users|teams|consumers|spenders)\b"
     # "how long did I wait yesterday", "我们这周平均等了多久": the report's waits, past ones
     r"|how\s+long\s+(?:did|have|had)\s+(?:i|we|my\s+(?:team|jobs|tasks)|our\s+(?:team|jobs|tasks))\s+(?:been\s+)?wait"
     r"|\b(?:average|mean|typical)\s+wait|平均等(?:了|待)|(?:上周|这周|本周|昨天|最近).*等了多久"
@@ -345,7 +349,8 @@ BY = [
     (
         "user",
         re.compile(
-            r"by\s+(?:user|person|people)|per[\s-]+(?:user|person)|each\s+user|\bwho\b|按用户|每个用户|每个人|按人|谁",
+            r"by\s+(?:user|person|people)|per[\s-]+(?:user|person)|each\s+user|\bwho\b|\btop\s+(?:users|people)\b"
+            r"|按用户|每个用户|每个人|按人|谁",
             _I,
         ),
     ),
@@ -355,7 +360,15 @@ BY = [
             r"by\s+(?:gpu|card|device)|per\s+(?:gpu|card)|each\s+gpu|按卡|每张卡|按gpu|每块卡|按显卡", _I
         ),
     ),
-    ("team", re.compile(r"by\s+team|per\s+team|each\s+team|按团队|各团队|每个团队|按组|各组|各个团队", _I)),
+    (
+        "team",
+        re.compile(
+            r"by\s+team|per\s+team|each\s+team|\btop\s+teams\b|\bteam\s+[\w.-]+\s+(?:use|used|spen[dt])\b"
+            r"|\b(?!my\b|our\b|your\b)[\w.-]+\s+team\s+(?:use|used|spen[dt])\b"
+            r"|按团队|各团队|每个团队|按组|各组|各个团队",
+            _I,
+        ),
+    ),
 ]
 _SLUG = r"([A-Za-z0-9][A-Za-z0-9_.\-]*)"
 TEAM = [

@@ -285,6 +285,10 @@ def test_what_was_searched_reads_in_english_and_chinese() -> None:
         ("show me the jobs of alice", {"submitted_by": "alice"}),
         ("bob的任务", {"submitted_by": "bob"}),
         ("show bob's failed jobs", {"status": "failed", "submitted_by": "bob"}),
+        ("what did bob submit today", {"since": "2026-03-02T00:00:00+00:00", "submitted_by": "bob"}),
+        ("what has bob run", {"submitted_by": "bob"}),
+        ("bob今天提交了什么", {"since": "2026-03-02T00:00:00+00:00", "submitted_by": "bob"}),
+        ("bob跑了哪些任务", {"submitted_by": "bob"}),
     ],
 )
 def test_a_teammates_tasks_are_a_list_of_theirs(text, args):
@@ -294,8 +298,10 @@ def test_a_teammates_tasks_are_a_list_of_theirs(text, args):
 
 
 @pytest.mark.parametrize(
-    "text", ["what's running", "show me everyone's tasks", "show the team's tasks", "标签 exp7 的任务"]
-)
+    "text",
+    ["what's running", "show me everyone's tasks", "show the team's tasks", "标签 exp7 的任务", "what did I submit today",
+     "what did we run yesterday", "我今天提交了什么"],
+)  # fmt: skip
 def test_words_that_name_no_person_filter_no_user(text):
     assert "submitted_by" not in understand(text, NOW).args
 

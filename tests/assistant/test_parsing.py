@@ -312,6 +312,10 @@ def test_how_a_sweep_is_doing_without_its_number_asks_about_the_latest(text: str
         ("cancle job 17", "cancel_task", {"task_id": 17}),
         ("88号不用跑了", "cancel_task", {"task_id": 88}),
         ("who's been hogging the GPUs this week?", "utilization_report", {"days": 7, "by": "user"}),
+        ("top users this month", "utilization_report", {"days": 30, "by": "user"}),
+        ("how much did team nlp use last week", "utilization_report", {"days": 7, "by": "team"}),
+        ("how much has the nlp team spent", "utilization_report", {"days": 7, "by": "team"}),
+        ("how much did my team use this week", "utilization_report", {"days": 7}),  # one's own: no split
         ("any gpus free today?", "cluster_status", {}),  # the GPUs now
     ],
 )
