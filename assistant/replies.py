@@ -1153,10 +1153,12 @@ def _night(data: dict[str, Any], lang: str, now: datetime | None) -> str:
         why = unwrap(task.get("message") or task.get("reason") or "")
         name = unwrap(task.get("name") or "")
         said = f" — `{unwrap(task['last_line'])}`" if task.get("last_line") else ""
+        again = task.get("replaced_by")
         text += _t(
             lang,
-            f"\n✗ #{task['id']} {name}: {why}{said}",
-            f"\n✗ #{task['id']} {name}：{reason_zh(why)}{said}",
+            f"\n✗ #{task['id']} {name}: {why}{said}" + (f" (run again as #{again})" if again else ""),
+            f"\n✗ #{task['id']} {name}：{reason_zh(why)}{said}"
+            + (f"（已重新运行为 #{again}）" if again else ""),
         )
     if len(failed) > 6:
         text += _t(lang, f"\n… and {len(failed) - 6} more failed", f"\n……另有 {len(failed) - 6} 个失败")

@@ -96,6 +96,8 @@ def summary_table(summary: dict[str, Any]) -> Table:
         why = escape(task.get("message") or task.get("reason") or "")
         if task.get("last_line"):  # what it printed last: the error, mostly
             why += f"\n[dim]{escape(task['last_line'])}[/]"
+        if task.get("replaced_by"):  # its sweep ran it again (`nightshift rerun`)
+            why += f"\n[dim]run again as {task['replaced_by']}[/]"
         name, user = escape(task["name"]), escape(task["user"])
         table.add_row(str(task["id"]), "[red]failed[/]", name, user, why, _num(task["cost"]))
     for task in summary["succeeded"]:

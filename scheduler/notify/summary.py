@@ -80,7 +80,7 @@ def morning_summary(
             last = printed(task, 1) if printed is not None else []
             failed.append(
                 {**entry, "reason": task.reason, "exit_code": task.exit_code, "message": task.message,
-                 "last_line": last[0] if last else None}
+                 "last_line": last[0] if last else None, "replaced_by": task.replaced_by}
             )  # fmt: skip
         else:
             cancelled.append(entry)
@@ -110,7 +110,8 @@ def summary_event(summary: dict[str, Any], team: str | None = None) -> Event:
     for task in failed[:MAX_LISTED]:
         why = task.get("message") or task.get("reason") or "failed"
         said = f" — {task['last_line']}" if task.get("last_line") else ""
-        lines.append(f"✗ #{task['id']} {task['name']} ({task['user']}): {why}{said}")
+        again = f" (run again as #{task['replaced_by']})" if task.get("replaced_by") else ""
+        lines.append(f"✗ #{task['id']} {task['name']} ({task['user']}): {why}{said}{again}")
     for task in done[:MAX_LISTED]:
         lines.append(f"✓ #{task['id']} {task['name']} ({task['user']})")
     hidden = max(0, len(failed) - MAX_LISTED) + max(0, len(done) - MAX_LISTED)

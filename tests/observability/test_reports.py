@@ -3,6 +3,7 @@ morning summary; `nightshift report` tables."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from functools import partial
 
@@ -13,6 +14,7 @@ from sqlalchemy import update
 
 from api.cli.report import summary_table, utilization_tables
 from api.main import create_app
+from assistant.replies import reply_for
 from scheduler.clock import from_epoch_s
 from scheduler.notify.summary import morning_summary, summary_event
 from scheduler.policy.config import PolicyConfig
@@ -274,6 +276,27 @@ def test_a_cpu_only_task_counts_as_a_task_with_its_cpu_time_and_no_gpu_hours(
     assert (row["tasks"], row["succeeded"], row["gpu_hours"]) == (2, 2, pytest.approx(1.0))
     assert row["cpu_hours"] == pytest.approx(1.0)  # both tasks' CPU time
     assert [r["key"] for r in by_gpu["rows"]] == ["box:0"]  # a CPU-only task holds no GPU
+
+
+def test_a_failure_run_again_says_which_task_took_its_place(cluster, make_identity, tmp_path):
+    alice, _ = make_identity("alice", "vision")
+    bad = _ran(cluster, alice, submitted=MIDNIGHT, started=MIDNIGHT + H, finished=MIDNIGHT + 2 * H,
+               status="failed", reason="nonzero_exit", tmp=tmp_path)  # fmt: skip
+    again = _ran(cluster, alice, submitted=MIDNIGHT + 3 * H, started=MIDNIGHT + 3 * H, finished=MIDNIGHT + 4 * H,
+                 tmp=tmp_path)  # fmt: skip
+    with transaction(cluster.factory) as session:
+        session.execute(update(Task).where(Task.id == bad).values(replaced_by=again))
+
+    summary = morning_summary(cluster.factory, MIDNIGHT + 8 * H, "UTC", "EUR")
+
+    assert [(task["id"], task["replaced_by"]) for task in summary["failed"]] == [(bad, again)]
+    assert f"(run again as #{again})" in summary_event(summary).text
+    console = Console(record=True, width=200)
+    console.print(summary_table(summary))
+    assert f"run again as {again}" in console.export_text()
+    content = json.dumps({"ok": True, "summary": summary})
+    assert f"(run again as #{again})" in reply_for("night_summary", content, "en")
+    assert f"（已重新运行为 #{again}）" in reply_for("night_summary", content, "zh")
 
 
 def test_the_summary_notification_says_small_amounts_as_amounts() -> None:
