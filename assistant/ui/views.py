@@ -71,13 +71,26 @@ def tasks_frame(tasks: list[dict[str, Any]], zone: tzinfo | None = None) -> pd.D
             # a task queued again after an attempt has not started this time
             short_time(task.get("started_at") if task.get("status") != "queued" else None, zone),
             short_time(task.get("finished_at"), zone),
-            f"held by {task['held_by']}"
-            if task.get("held_by")
-            else task.get("reason") or task.get("message") or "",
+            _reason_cell(task),
         ]
         for task in tasks
     ]
     return pd.DataFrame(rows, columns=TASK_COLUMNS)
+
+
+def _reason_cell(task: dict[str, Any]) -> str:
+    """The "reason" column: who holds a queued task, or why it ended (and the task its sweep ran in its
+    place: `nonzero_exit; run again as 17`)."""
+    if task.get("held_by"):
+        return f"held by {task['held_by']}"
+    reason = str(task.get("reason") or task.get("message") or "")
+    if task.get("replaced_by"):
+        return (
+            f"{reason}; run again as {task['replaced_by']}"
+            if reason
+            else f"run again as {task['replaced_by']}"
+        )
+    return reason
 
 
 def queue_frame(queue: dict[str, Any], zone: tzinfo | None = None) -> pd.DataFrame:

@@ -214,6 +214,9 @@ def test_the_task_table_has_one_row_per_task_with_times_in_the_cluster_zone() ->
     # a task sharing one GPU shows its part of it
     shared = views.tasks_frame([{**task, "gpus": 1, "spec": {"gpu_fraction": 0.25}}], ZONE)
     assert shared.iloc[0]["gpus"] == "0.25"
+    # a sweep's failed task run again in its place (`nightshift rerun`) names the task that took it
+    rerun = views.tasks_frame([{**task, "replaced_by": 12}], ZONE)
+    assert rerun.iloc[0]["reason"] == "nonzero_exit; run again as 12"
 
 
 def test_the_queue_table_shows_positions_and_expected_starts() -> None:
