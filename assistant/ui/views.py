@@ -692,25 +692,45 @@ def results_chart_frame(table: dict[str, Any], metric: str | None) -> pd.DataFra
 
 
 def results_note(table: dict[str, Any], chart_metric: str | None = None) -> str:
-    """HTML over the table: what it shows, how it is sorted, which task is best and what the chart shows
-    (every value escaped)."""
+    """HTML over the table: what it shows, how it is sorted, which task is best, what the chart shows and,
+    for a sweep with failed runs, how to run them again (every value escaped)."""
+    return f"<p>{_results_words(table, chart_metric)}{_failed_runs_words(table)}</p>"
+
+
+def _results_words(table: dict[str, Any], chart_metric: str | None) -> str:
+    """`results_note`'s first lines, as escaped HTML."""
     what = f"sweep #{table['sweep_id']}" if table.get("sweep_id") is not None else f"tag {table.get('tag')!s}"
     count = len(table.get("rows", []))
     text = f"{what}: {count} task{'s' if count != 1 else ''}"
     if not count:
-        return f"<p>{html.escape(text)}.</p>"
+        return f"{html.escape(text)}."
     sort, goal = table.get("sort"), table.get("goal")
     if sort is None:
-        return f"<p>{html.escape(text)}; no task reported a number to compare yet.</p>"
+        return f"{html.escape(text)}; no task reported a number to compare yet."
     better = "smaller" if goal == "min" else "larger"
     text += f", sorted by {sort} ({better} is better)"
     best = next((row for row in table.get("rows", []) if row.get("best")), None)
     if best is None:
-        return f"<p>{html.escape(text)}; no task reported {html.escape(str(sort))} yet.</p>"
+        return f"{html.escape(text)}; no task reported {html.escape(str(sort))} yet."
     value = (best.get("metrics") or {}).get(sort)
     best_text = f"best: task #{best['task_id']} ({run_label(best)}) with {sort} = {_cell(value)}"
     chart = f"<br>The chart shows {html.escape(chart_metric)} per run." if chart_metric else ""
-    return f"<p>{html.escape(text)}.<br><b>{html.escape(best_text)}</b>{chart}</p>"
+    return f"{html.escape(text)}.<br><b>{html.escape(best_text)}</b>{chart}"
+
+
+def _failed_runs_words(table: dict[str, Any]) -> str:
+    """For a sweep with failed runs: `<br>2 runs failed: ...` saying how to run them again in their place
+    (the chat's card, or `nightshift rerun --sweep ID`); "" otherwise."""
+    failed = sum(1 for row in table.get("rows", []) if row.get("status") == "failed")
+    sweep_id = table.get("sweep_id")
+    if not failed or sweep_id is None:
+        return ""
+    runs = "1 run" if failed == 1 else f"{failed} runs"
+    hint = (
+        f'{runs} failed: say "rerun the failed runs of sweep {sweep_id}" in the chat, or run '
+        f"`nightshift rerun --sweep {sweep_id}`, to run them again in their place."
+    )
+    return "<br>" + html.escape(hint)
 
 
 def recent_sweeps(tasks: list[dict[str, Any]], limit: int = 10) -> list[int]:

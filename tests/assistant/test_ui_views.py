@@ -555,6 +555,17 @@ def test_the_results_note_names_the_sort_the_goal_the_best_task_and_the_chart() 
     assert "no task reported a number" in views.results_note(results(sort=None, goal=None))
 
 
+def test_a_sweep_with_failed_runs_says_how_to_run_them_again() -> None:
+    note = views.results_note(results())
+    assert note.endswith(
+        "<br>1 run failed: say &quot;rerun the failed runs of sweep 4&quot; in the chat, or run "
+        "`nightshift rerun --sweep 4`, to run them again in their place.</p>"
+    )
+    ok = results(rows=[row for row in results()["rows"] if row["status"] != "failed"])
+    assert "failed" not in views.results_note(ok)
+    assert "rerun" not in views.results_note(results(sweep_id=None, tag="exp7"))  # a tag: no sweep to rerun
+
+
 def test_user_text_in_the_results_note_is_escaped() -> None:
     table = results(sort="<i>loss</i>")
     table["rows"][0]["params"] = {"opt": "<script>x</script>"}
