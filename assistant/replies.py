@@ -1739,6 +1739,11 @@ POINTERS = {
         "聊天里看不了日志：运行 `nightshift logs 任务编号`（加 `-f` 可以边跑边看），"
         "或在 “My tasks” 页打开这个任务。",
     ),
+    "gpus_in_all": (
+        'How many GPUs in all should the new task get? Say, for example, "run 12 again on 4 GPUs" '
+        "(`nightshift show 12` says how many it had).",
+        "新任务一共要几张卡？例如说“12号再跑一遍，用4张卡”（`nightshift show 12` 可以看它原来用几张）。",
+    ),
     "change_fixed": (
         'GPUs, memory, the node and the command cannot change once a task is queued: say "run 12 again '
         'on 4 GPUs" for a new task like it (then cancel the first). Its priority, start time, off-peak, '

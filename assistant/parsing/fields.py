@@ -63,7 +63,9 @@ PRIORITY = [
     (
         "urgent",
         re.compile(
-            r"\burgent(?:ly)?\b|\basap\b|as\s+soon\s+as\s+possible|\bcritical\b|紧急|加急|十万火急|最高优先级"
+            # "not urgent", "不紧急": low, below
+            r"(?<!not\s)(?<!n't\s)(?<!\bno\s)\burgent(?:ly)?\b|\basap\b|as\s+soon\s+as\s+possible|\bcritical\b"
+            r"|(?<!不)紧急|(?<!不)加急|十万火急|最高优先级"
             # "highest priority", "优先级最高": the top class, as a change's "raise it to the highest" is
             r"|\b(?:highest|top)[\s-]*(?:priority|prio)\b|\bpriority\s*[:=]?\s*highest\b"
             r"|优先级(?:设成|设为|调成|调到|改成|是|为|要)?\s*最高",
@@ -74,15 +76,18 @@ PRIORITY = [
         "low",
         re.compile(
             r"\blow[\s-]*(?:priority|prio)\b|\bpriority\s*[:=]?\s*low\b|\bnot\s+urgent\b|\bno\s+rush\b|\bwhenever\b"
-            r"|\bbackground\b|低优先级|优先级低(?:一点儿?|一些|些)?|不急|不着急|低优先",
+            r"|\bbackground\b|低优先级|优先级低(?:一点儿?|一些|些)?|不急|不着急|低优先"
+            r"|\b(?:not|isn'?t|no)\s+(?:urgent|important)\b|不紧急|不重要|不用急|可以晚点"
+            r"|\bcan\s+wait\b(?!\s+(?:for|until|till|on|after)\b)",
             re.I,
         ),
     ),
     (
         "high",
         re.compile(
-            r"\bhigh[\s-]*(?:priority|prio)\b|\bpriority\s*[:=]?\s*high\b|\bimportant\b|\bquickly\b|\bsoon\b"
-            r"|高优先级|优先级(?:设成|设为|调成|调到|改成|是|为)?\s*高(?:一点儿?|一些|些)?|高优先|优先跑|尽快|重要",
+            r"\bhigh[\s-]*(?:priority|prio)\b|\bpriority\s*[:=]?\s*high\b|(?<!not\s)(?<!n't\s)\bimportant\b"
+            r"|\bquickly\b|\bsoon\b"
+            r"|高优先级|优先级(?:设成|设为|调成|调到|改成|是|为)?\s*高(?:一点儿?|一些|些)?|高优先|优先跑|尽快|(?<!不)重要",
             re.I,
         ),
     ),

@@ -120,6 +120,7 @@ TASK_STATE = re.compile(
     r"|\bis\b.*\b(?:done|finished|running|over|complete|ok|waiting|pending|queued|blocked)\b|\bprogress\b"
     # "is 12 still alive?", "did 12 die", "12 still going?", "what's up with 12", "12号还活着吗"
     r"|\b(?:alive|dead|die|died|still\s+going)\b|what'?s\s+up\s+with\b|\bcheck\s+on\b|活着|死了"
+    r"|(?:占|用)了?多少(?:显存|内存)|显存(?:占用|用了多少|多大)"
     r"|\bexit(?:ed)?\s+(?:code|status|with)\b|\breturn\s+code\b|退出码|返回码|退出状态"
     # "how long did 12 take", "how long will 12 run", "what GPUs does 12 use": its times, its node and GPUs
     r"|\bhow\s+long\s+(?:did|has|had)\b|\bhow\s+long\s+will\s+(?:(?:task|job)\s*|#)?\d+\s+(?:take|run|last)\b"
@@ -825,7 +826,8 @@ OUTPUTS = re.compile(
     r"|artifacts?)\b.*\b(?:where|find|get|saved?|stored|written|located)\b"
     r"|\b(?:where|find|get)\b.*\b(?:checkpoints?|ckpts?|outputs|output\s+(?:files?|folder|dir(?:ectory)?)"
     r"|model\s+(?:files?|weights)|weights|artifacts?)\b|where\b.*\b(?:saved|written|stored)\b|how\s+do\s+i\s+get\s+(?:my\s+)?(?:results?|outputs?|files?)"
-    r"|(?:结果|检查点|模型(?:文件|权重)?|权重|输出文件|输出目录)(?:文件)?(?:保存|存|放)?在哪|(?:保存|存)在哪(?:里|儿)?",
+    r"|(?:结果|检查点|模型(?:文件|权重)?|权重|输出文件|输出目录|checkpoints?|ckpts?)\s*(?:文件)?(?:保存|存|放)?在哪"
+    r"|(?:保存|存)在哪(?:里|儿)?",
     _I,
 )
 
@@ -863,7 +865,7 @@ RELEASE = re.compile(
     r"|放行|取消(?:暂停|挂起)|恢复|继续跑|可以(?:开始)?跑了",
     _I,
 )
-HOLD = re.compile(r"\b(?:hold|pause|suspend)\b|暂停|挂起|先别跑", _I)
+HOLD = re.compile(r"\b(?:hold|pause|suspend)\b|暂停|挂起|先别跑|(?:先)?放一放|先放着", _I)
 # holding or releasing every task one has ("pause all my tasks", "暂停我所有的任务"): one at a time
 BULK_HOLD = re.compile(
     r"\b(?:hold|pause|suspend|release|resume|unpause|unhold)\s+(?:all|every(?:thing|\s+(?:task|job))|my\s+(?:tasks|jobs)"
@@ -964,6 +966,8 @@ def _rerun(rest: str, command: str | None, now: datetime) -> Reading | None:
         return None
     if names_several_tasks(text) and not waits_for:  # "rerun 12 and 13", "rerun 12-15": a card each
         return Reading("question", reason="one_rerun")
+    if MORE_GPUS.search(text):  # "run 12 again with 2 more GPUs": how many in all?
+        return Reading("question", args={"task_id": task_id}, reason="gpus_in_all")
     asked = text[: named.start()] + " " + text[named.end() :]
     args = _spec_args(asked, now)  # "without its time limit": what of task 12 to leave out, as `clear`
     clear = [name for name in cleared_fields(asked).fields if name not in args]
@@ -986,6 +990,18 @@ PRIORITY_UP = re.compile(
     r"|\bbump\s+(?:up\s+)?(?:task|job|#)?\s*#?\d|\bprioriti[sz]e\b|" + _TO_THE_FRONT,
     _I,
 )
+# more GPUs for a task sent already ("give 45 one more GPU", "给45号再加一张卡")
+MORE_GPUS = re.compile(
+    r"\b(?:one|two|\d+)\s+more\s+(?:gpus?|cards?)\b|\b(?:add|another|extra)\s+(?:(?:a|an|one|two|\d+)\s+)?"
+    r"(?:more\s+)?(?:gpus?|cards?)\b|\bmore\s+gpus\b|(?:再|多)?加(?:一|两|几|\d+)?张(?:卡|显卡|gpu)|多(?:一|两|\d+)张卡",
+    _I,
+)
+# a class said of a task with no verb ("45 can wait", "no rush on 45", "45号不急", "45号加急"): a change of it
+PRIORITY_SAID = re.compile(
+    r"\bcan\s+wait\b(?!\s+(?:for|until|till|on|after)\b)|\bno\s+rush\b|\b(?:is|are)(?:\s+not|n't)?\s+urgent\b"
+    r"|不急|不着急|不用急|可以晚点|加急|(?<!不)紧急",
+    _I,
+)
 PRIORITY_DOWN = re.compile(
     r"\b(?:lower|decrease|reduce|drop)\b.*\bpriority\b|优先级\s*(?:调低|降低|调到最低)", _I
 )
@@ -995,7 +1011,9 @@ def _change(rest: str, now: datetime) -> Reading | None:
     """A change to one queued task's timing or priority (a change card to confirm); a pointer when it asks
     to change what runs or where; None when the text is not such a request."""
     ids = task_ids(_without_times(rest, now))  # "start after 13" names an hour, not task 13
-    if not CHANGE_VERB.search(rest) and not PRIORITY_UP.search(rest):  # "put 9 at the top of the queue"
+    if ids and MORE_GPUS.search(rest):  # "give 45 one more GPU": what it runs on stays
+        return Reading("help", reason="change_fixed")
+    if not any(pattern.search(rest) for pattern in (CHANGE_VERB, PRIORITY_UP, PRIORITY_SAID)):
         return None
     if not ids and (PRIORITY_UP.search(rest) or PRIORITY_DOWN.search(rest)):
         return Reading("question", reason="need_task_id")  # "raise my priority": of which task?

@@ -346,3 +346,62 @@ def test_whether_a_task_is_alive_is_its_explanation(text):
 @pytest.mark.parametrize("text", ["is gpu-02 dead", "is node box-1 alive"])
 def test_whether_a_node_is_alive_is_still_the_clusters_status(text):
     assert understand(text, NOW).tool == "cluster_status"
+
+
+@pytest.mark.parametrize(
+    ("text", "priority"),
+    [
+        ("run python a.py, not urgent", "low"),  # was read as urgent
+        ("run python a.py, it's not urgent", "low"),
+        ("跑 python a.py 不紧急", "low"),
+        ("run python a.py, not important", "low"),
+        ("跑 python a.py，不重要", "low"),
+        ("run python a.py, it can wait", "low"),
+        ("run python a.py, urgent", "urgent"),
+        ("跑 python a.py 紧急", "urgent"),
+        ("run python a.py, important", "high"),
+    ],
+)
+def test_a_priority_said_with_not_is_its_opposite(text, priority):
+    reading = understand(text, NOW)
+
+    assert (reading.tool, reading.args["priority"]) == ("submit_task", priority)
+
+
+@pytest.mark.parametrize(
+    ("text", "priority"),
+    [
+        ("45 can wait", "low"),
+        ("no rush on 45", "low"),
+        ("45 isn't urgent", "low"),
+        ("45号不急", "low"),
+        ("45号可以晚点跑", "low"),
+        ("45 is urgent", "urgent"),
+        ("45号加急", "urgent"),
+    ],
+)
+def test_a_class_said_of_a_task_without_a_verb_changes_its_priority(text, priority):
+    reading = understand(text, NOW)
+
+    assert (reading.tool, reading.args) == ("change_task", {"task_id": 45, "priority": priority})
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("45号先放一放", ("tool", "hold_task", None)),
+        ("45号占了多少显存", ("tool", "explain_task", None)),
+        ("45号的checkpoint在哪", ("help", None, "outputs")),
+        ("给45号再加一张卡", ("help", None, "change_fixed")),
+        ("give 45 one more GPU", ("help", None, "change_fixed")),
+        ("run 45 again with 2 more gpus", ("question", None, "gpus_in_all")),
+        ("45号再跑一遍，多加一张卡", ("question", None, "gpus_in_all")),
+        ("45 can wait for 44", ("tool", "change_task", None)),  # a wait for 44, not a class
+    ],
+)
+def test_more_everyday_words_about_a_task(text, expected):
+    reading = understand(text, NOW)
+
+    kind, tool, reason = expected
+    assert (reading.kind, reading.tool) == (kind, tool)
+    assert reading.reason == reason if reason else reading.args.get("task_id") == 45
