@@ -11,6 +11,7 @@ from assistant.parsing.clears import cleared_fields
 from assistant.parsing.commands import REPEAT_AT, STRONG, fenced_commands, find_command, remove_span
 from assistant.parsing.fields import (
     BARE_NUMBER,
+    EITHER_WAY,
     GPU_CHOICE,
     GPU_INDEX,
     HOST_RESOURCE,
@@ -40,7 +41,7 @@ from assistant.parsing.sweeps import (
 )
 from assistant.parsing.tags import read_tag_change
 from assistant.parsing.times import blank_dates, read_times
-from assistant.parsing.waits import read_wait_change
+from assistant.parsing.waits import after_hour_or_task, answered_after, read_wait_change
 from scheduler.dependencies import PARENT_FIELDS
 from scheduler.edits import EDITABLE_FIELDS
 from scheduler.spec import MAX_SWEEP_VALUES
@@ -732,6 +733,11 @@ def _submit(command: str, rest: str, now: datetime, several: bool = False) -> Re
     unsaid = next((reason for pattern, reason in _NO_FIELD_SAYS if pattern.search(rest)), None)
     if unsaid is not None:
         return Reading("question", reason=unsaid)
+    after = after_hour_or_task(rest)
+    if after is not None:  # "run a.py after 12": task 12, or 12 o'clock? ("even if it fails": the task)
+        if not EITHER_WAY.search(rest):
+            return Reading("question", args={"task_id": after}, reason="parent_or_hour")
+        rest = answered_after(rest, "task")
     if REPEAT.search(read_fields(rest)[1]):  # "3 times" (not "retry 3 times"): one card would run it once
         return Reading("question", reason="repeat_runs")
     grid = brace_grid(command)

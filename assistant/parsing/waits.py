@@ -144,6 +144,30 @@ def _child(named: list[int], parents: list[int], text: str, start: int) -> int |
     return candidates[0] if len(set(candidates)) == 1 else None
 
 
+# what follows a bare "after N" that says which it is: an hour ("after 9 p.m.", "after 12 tomorrow") or a
+# task ("after 12 succeeds", read as one elsewhere)
+_SAID_AFTER = re.compile(
+    r"\s*(?:[ap]\.?m\b|tomorrow|today|tonight|this\s+(?:evening|morning|afternoon)|noon|midnight|o'?clock"
+    r"|明天|今天|今晚|点|succeeds?|finish(?:es)?|ends?|fails?|completes?|(?:is|are)\s+(?:done|over|finished)"
+    r"|跑完|完成|结束|成功)",
+    re.I,
+)
+# a time of day anywhere in the request: its bare "after 11" is an hour ("tonight after 11")
+_TIME_OF_DAY = re.compile(
+    r"\btonight\b|\b(?:morning|evening|afternoon)\b|今晚|晚上|早上|上午|下午|凌晨|明早|明晚|中午", re.I
+)
+
+
+def after_hour_or_task(text: str) -> int | None:
+    """N of a bare "after N" in a new task's request ("run a.py after 12", "12之后跑"), which may be task N
+    or N o'clock (the card would silently take the hour); None when there is none, or the words say which
+    ("after 12 tomorrow", "after 9 p.m.", "tonight after 11", "after 12 succeeds")."""
+    bare = _AFTER_AN_HOUR.search(text)
+    if bare is None or _SAID_AFTER.match(text, bare.end()) or _TIME_OF_DAY.search(text):
+        return None
+    return int(bare["n"] or bare["z"])
+
+
 def _hour_or_task(text: str, named: list[int]) -> WaitChange | None:
     """ "change 12 to start after 13": task 13 or 13:00 (a question back); "start 12 after 13 whatever
     happens": task 13, however it ends; None when no such "after"."""

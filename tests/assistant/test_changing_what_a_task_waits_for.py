@@ -191,3 +191,46 @@ def test_a_refused_wait_change_in_chinese_says_why_in_chinese(make_assistant):
     assert loop.reply == (
         f"抱歉，没能完成：依赖的任务：任务 {child} 已经在等任务 {first}；如果 {first} 也等它，两个都永远不会开始"
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("run `python a.py` after 12", ("question", {})),
+        ("12之后跑 `python a.py`", ("question", {})),
+        ("run `python a.py` after 12 even if it fails", ("tool", {"depends_on_any": [12]})),
+        ("run `python a.py` after 12 succeeds", ("tool", {"depends_on": [12]})),
+        ("run `python a.py` after 9 p.m.", ("tool", {"not_before": "2026-03-02T21:00:00+08:00"})),
+        ("run `python a.py` tonight after 11", ("tool", {"not_before": "2026-03-02T23:00:00+08:00"})),
+        ("run `python a.py` after 12 tomorrow", ("tool", {"not_before": "2026-03-03T12:00:00+08:00"})),
+    ],
+)
+def test_a_new_task_after_a_bare_number_asks_task_or_hour_unless_the_words_say(text, expected):
+    reading = understand(text, NOW)
+
+    kind, args = expected
+    assert reading.kind == kind
+    if kind == "question":
+        assert reading.reason == "parent_or_hour"
+    else:
+        assert reading.args == {"command": "python a.py", **args}
+
+
+def test_the_answer_to_task_or_hour_makes_the_new_tasks_card(make_assistant):
+    assistant = make_assistant()
+    parent = _queued(assistant)
+
+    asked = assistant.ask(f"run `python a.py` after {parent}")
+    as_task = assistant.ask("the task")
+    hour = make_assistant()
+    hour.ask("run `python a.py` after 9")
+    as_hour = hour.ask("after 9:00")
+
+    assert asked.tool_calls == [] and asked.reply.startswith(
+        f"Start it after task {parent} ends, or after {parent}:00?"
+    )
+    assert as_task.tool_calls == [
+        {"name": "submit_task", "args": {"command": "python a.py", "depends_on": [parent]}}
+    ]
+    assert [call["name"] for call in as_hour.tool_calls] == ["submit_task"]
+    assert set(as_hour.tool_calls[0]["args"]) == {"command", "not_before"}
