@@ -250,6 +250,8 @@ QUOTA = re.compile(
     r"\bquota\b|\bbudget\b|gpu[\s-]*hours?\b.*\b(?:left|remaining)\b|how\s+(?:much|many)\s+.*\bleft\b|\ballowance\b|hours\s+left"
     r"|\bwhy\s+can'?t\s+(?:i|we)\s+(?:start|run|get)\s+(?:any\s+)?more\b"  # the team's cap or budget
     r"|\bcapped\b|\bover\s+(?:the\s+|its\s+|our\s+)?(?:budget|cap)\b|\bat\s+(?:its|our|the|my)\s+(?:gpu\s+)?cap\b"
+    # "how many GPUs does my team have", "what's my GPU limit": the team's cap
+    r"|\bhow\s+many\s+gpus\s+(?:does|do|can)\s+(?:my|our|the)\s+team\s+(?:have|get|use)\b|\bgpu\s+(?:limit|cap)\b"
     r"|配额|额度|预算|还剩多少|还有多少.*(?:机时|卡时)|剩余.*(?:机时|卡时)|(?:机时|卡时).*(?:剩|还有)",
     _I,
 )
@@ -811,6 +813,9 @@ OFFPEAK_WINDOW = re.compile(
     r"\b(?:what|when)(?:'s|\s+(?:is|are|does|do))\s+(?:the\s+)?off[\s-]?peak\b(?!\s+(?:task|job|run)s?\b)"
     r"|\boff[\s-]?peak\s+(?:windows?|hours|period)\b|\bis\s+it\s+(?:now\s+)?off[\s-]?peak\b"
     r"|when\s+(?:is|are)\s+(?:power|electricity)\s+(?:cheap|cheaper|cheapest)\b|\bcheapest\s+(?:time|hours?)\b"
+    # "what's the electricity price now", "is now a cheap time to run", "现在电价贵吗"
+    r"|\b(?:electricity|power)\s+(?:price|tariff|rate)s?\b.*\b(?:now|today)\b|\bis\s+(?:now|it)\s+(?:a\s+)?cheap\b"
+    r"|现在(?:的)?电(?:价|费)|现在(?:电)?便宜吗"
     r"|谷时(?:是|从)?(?:几点|什么时候|哪些时段|时段)|什么时候(?:是)?谷时|现在是(?:不是)?谷时|电(?:价|费)?什么时候(?:最)?便宜"
     r"|什么时候电(?:价|费)?(?:最)?便宜",
     _I,

@@ -165,6 +165,8 @@ def after_hour_or_task(text: str) -> int | None:
     bare = _AFTER_AN_HOUR.search(text)
     if bare is None or _SAID_AFTER.match(text, bare.end()) or _TIME_OF_DAY.search(text):
         return None
+    if "#" in bare[0] or text[: bare.start()].endswith(":"):  # "after #3": a task; "09:00 之后": a clock
+        return None
     return int(bare["n"] or bare["z"])
 
 

@@ -24,6 +24,9 @@ SHANGHAI = ZoneInfo("Asia/Shanghai")
         "when is power cheapest",
         "谷时是几点",
         "现在是不是谷时",
+        "what's the electricity price now",
+        "is now a cheap time to run",
+        "现在电价贵吗",
     ],
 )
 def test_questions_about_the_window_get_the_window(text):

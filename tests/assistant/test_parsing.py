@@ -200,7 +200,7 @@ def test_the_second_probe_reads_right(text: str, tool: str, args: dict[str, obje
         ("run `python x.py` after 44", {"depends_on": [44]}),  # no hour of the day: a task
         ("run `python x.py` after tasks 44 and 50", {"depends_on": [44, 50]}),
         ("run `python x.py` after #3, #4", {"depends_on": [3, 4]}),
-        ("run `python x.py` after 9", {"not_before": "2026-03-02T21:00:00+08:00"}),
+        ("run `python x.py` after 9 p.m.", {"not_before": "2026-03-02T21:00:00+08:00"}),
     ],
 )
 def test_after_a_number_is_a_time_when_it_can_be_an_hour_else_the_tasks_it_waits_for(
@@ -209,6 +209,14 @@ def test_after_a_number_is_a_time_when_it_can_be_an_hour_else_the_tasks_it_waits
     from assistant.parsing.intents import understand
 
     assert understand(text, NOW).args == {"command": "python x.py", **args}
+
+
+def test_after_a_number_that_may_be_an_hour_or_a_task_asks_which() -> None:
+    from assistant.parsing.intents import understand
+
+    reading = understand("run `python x.py` after 9", NOW)  # task 9, or 9 o'clock? (it read 21:00)
+
+    assert (reading.kind, reading.reason, reading.args) == ("question", "parent_or_hour", {"task_id": 9})
 
 
 @pytest.mark.parametrize(
@@ -313,6 +321,8 @@ def test_how_a_sweep_is_doing_without_its_number_asks_about_the_latest(text: str
         ("88号不用跑了", "cancel_task", {"task_id": 88}),
         ("who's been hogging the GPUs this week?", "utilization_report", {"days": 7, "by": "user"}),
         ("top users this month", "utilization_report", {"days": 30, "by": "user"}),
+        ("how many gpus does my team have", "quota_status", {}),
+        ("what's my gpu limit", "quota_status", {}),
         ("how much did team nlp use last week", "utilization_report", {"days": 7, "by": "team"}),
         ("how much has the nlp team spent", "utilization_report", {"days": 7, "by": "team"}),
         ("how much did my team use this week", "utilization_report", {"days": 7}),  # one's own: no split
