@@ -58,11 +58,38 @@ def tag_of(text: str) -> str | None:
     return None
 
 
+# "哪个lr最好", "which lr is best": the parameter asked for, not the metric that ranks the runs
+_CHOSEN_BEFORE = re.compile(r"(?:哪个|哪组|哪种|哪一个|\bwhich)\s*$", re.I)
+_BEST_AFTER = re.compile(r"\s*(?:最好|最优|(?:is|was)\s+(?:the\s+)?best)", re.I)
+
+
+def _chosen(text: str, start: int, end: int) -> bool:
+    """True when the word at `start`-`end` is the parameter asked for, not a metric: "哪个lr最好", "which lr
+    is best" (but "哪组 acc 最高" ranks by acc)."""
+    return bool(_CHOSEN_BEFORE.search(text[:start]) and _BEST_AFTER.match(text, end))
+
+
+# a metric said in two words ("best val loss"): the split a metrics.json names with "_"
+_SPLIT = re.compile(r"(?:val|valid|validation|train|training|test|eval|dev)$", re.I)
+_SECOND = re.compile(r"\s+(loss|acc|accuracy|error|err|f1|auc|score|bleu|ppl|perplexity|map)\b", re.I)
+
+
+def _whole_metric(name: str, after: str) -> str:
+    """`val_loss` for "val" followed by " loss" ("best val loss"); else `name` as it is."""
+    second = _SECOND.match(after) if _SPLIT.fullmatch(name) else None
+    return f"{name}_{second[1]}" if second else name
+
+
 def metric_args(text: str) -> dict[str, Any]:
     """`metric` and `maximize` of compare_results as the request gives them ({} for neither): "by
     val_loss" → val_loss; "highest acc" → acc, larger is better; "lowest", "最低" → smaller is better."""
     args: dict[str, Any] = {}
-    names = (match.group("m").rstrip(".-/") for pattern in METRICS for match in pattern.finditer(text))
+    names = (
+        _whole_metric(match.group("m").rstrip(".-/"), text[match.end() :])
+        for pattern in METRICS
+        for match in pattern.finditer(text)
+        if not _chosen(text, match.start("m"), match.end("m"))
+    )
     metric = next((name for name in names if name and name.lower() not in _NOT_METRICS), None)
     if metric is not None:
         args["metric"] = metric
@@ -241,7 +268,9 @@ SWEEP_INTENT = re.compile(
     r"|learning\s+rates|batch\s+sizes)\b|试一下|试试|网格搜索|分别(?:用|跑)|扫(?:一下|一遍|参)?(?=\s*[\w\u4e00-\u9fff])",
     _I,
 )
-_WORD_VALUE = r"[-+]?[\w.+\-]*\d[\w.+\-]*"  # values with a digit: "0.1", "1e-3", "32", "gpt2"
+_WORD_VALUE = r"[-+]?[A-Za-z0-9_.+\-]*\d[A-Za-z0-9_.+\-]*"  # values with a digit: "0.1", "1e-3", "32", "gpt2"
+# between two values: "0.1, 0.01 and 0.001", "0.1 和 0.01"、"0.1、0.01"
+_BETWEEN_VALUES = r"\s*(?:,|，|、|\s|\band\b|\bor\b|和|或|跟|与|及)\s*"
 _MAX_RANGE = 1000
 
 
@@ -255,20 +284,22 @@ class WordedValues:
 
 def worded_values(name: str, text: str) -> WordedValues | None:
     """The values a request gives parameter `name` in words: "for lr in 1e-3 1e-4", "lr 0.1, 0.01 and
-    0.001", "lr=[0.1, 0.01]", "seeds 1 to 5" (each whole number between, both ends included); values have a
-    digit. None when it gives fewer than two."""
+    0.001", "lr=[0.1, 0.01]", "lr 取 0.1 和 0.01", "seeds 1 to 5", "seed 1 到 5" (each whole number between,
+    both ends included); values have a digit. None when it gives fewer than two."""
     key = re.escape(name) + r"(?:e?s)?"
-    listed = rf"(?P<v>(?:{_WORD_VALUE})(?:\s*(?:,|\s|\band\b|\bor\b)\s*(?:{_WORD_VALUE}))+)"
-    span = re.search(rf"\b{key}\s+(?:from\s+)?(?P<a>\d+)\s*(?:to|through|-|\.\.)\s*(?P<b>\d+)\b", text, _I)
+    listed = rf"(?P<v>(?:{_WORD_VALUE})(?:{_BETWEEN_VALUES}(?:{_WORD_VALUE}))+)"
+    span = re.search(
+        rf"\b{key}\s*(?:from\s+|取|从)?\s*(?P<a>\d+)\s*(?:to|through|-|\.\.|到|至)\s*(?P<b>\d+)\b", text, _I
+    )
     if span and 0 < int(span["b"]) - int(span["a"]) < _MAX_RANGE:
         return WordedValues(list(range(int(span["a"]), int(span["b"]) + 1)), span.span())
     for pattern in (
         rf"\bfor\s+{key}\s+in\s+\[?{listed}\]?",
-        rf"\b{key}\s*(?:=|:|\bin\b|\bof\b)?\s*\[?{listed}\]?",
+        rf"\b{key}\s*(?:=|:|\bin\b|\bof\b|取|用|为|是|设为|设成)?\s*\[?{listed}\]?",
     ):
         found = re.search(pattern, text, _I)
         if found:
-            values = [v for v in re.split(r"\s*(?:,|\s|\band\b|\bor\b)\s*", found["v"]) if v]
+            values = [v for v in re.split(_BETWEEN_VALUES, found["v"]) if v]
             if len(values) >= 2:
                 return WordedValues(_typed(values), found.span())
     return None

@@ -690,3 +690,37 @@ def test_cancelling_part_of_a_sweep_asks_instead_of_cancelling_all_of_it(text, m
     assert (reading.kind, reading.reason) == ("question", "part_of_a_sweep")
     assert turn.cards == [] and turn.tool_calls == []
     assert "nightshift ls --sweep" in turn.reply
+
+
+@pytest.mark.parametrize(
+    ("text", "sweep"),
+    [
+        (
+            "跑 python train.py --lr {lr}，lr 取 1e-3 和 1e-4",
+            {"lr": ["1e-3", "1e-4"]},
+        ),  # as the question says
+        ("用 lr 0.1 和 0.01 跑 python train.py --lr {lr}", {"lr": [0.1, 0.01]}),
+        ("跑 python train.py --lr {lr}，lr 用 0.1、0.01、0.001", {"lr": [0.1, 0.01, 0.001]}),
+        ("跑 python train.py --seed {seed}，seed 1 到 5", {"seed": [1, 2, 3, 4, 5]}),
+    ],
+)
+def test_a_placeholders_values_said_in_chinese_make_the_sweep(text, sweep):
+    reading = understand(text, NOW)
+
+    assert (reading.tool, reading.args.get("sweep")) == ("submit_task", sweep)
+
+
+@pytest.mark.parametrize(
+    ("text", "args"),
+    [
+        ("扫参4里哪个lr最好", {"sweep_id": 4}),  # lr is the parameter asked for, not a metric
+        ("which lr was best in sweep 4", {"sweep_id": 4}),
+        ("扫参4哪组 acc 最高", {"sweep_id": 4, "metric": "acc", "maximize": True}),
+        ("sweep 4 best val loss", {"sweep_id": 4, "metric": "val_loss"}),  # was "val"
+        ("sweep 4 lowest train loss", {"sweep_id": 4, "metric": "train_loss", "maximize": False}),
+    ],
+)
+def test_the_metric_of_a_comparison_is_the_one_that_ranks_the_runs(text, args):
+    reading = understand(text, NOW)
+
+    assert (reading.tool, reading.args) == ("compare_results", args)
