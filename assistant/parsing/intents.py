@@ -822,6 +822,27 @@ OFFPEAK_WINDOW = re.compile(
 )
 
 
+# how the queue is ordered ("how does the scheduler decide who goes first", "is the scheduling fair",
+# "why does bob always get the GPUs first", "调度规则是什么"), asked of no task
+SCHEDULING_HOW = re.compile(
+    r"\bhow\s+does\s+(?:the\s+)?(?:scheduler|scheduling|queue|nightshift|aging|fair[\s-]?share|backfill(?:ing)?)"
+    r"\s+(?:work|decide|choose|pick|order|rank|sort|prioriti[sz]e)"
+    r"|\bhow\s+(?:is|are)\s+(?:the\s+)?(?:order|queue|jobs|tasks)\s+(?:decided|ordered|chosen|ranked|sorted)\b"
+    r"|\bwho\s+(?:goes|runs|gets\s+(?:the\s+)?gpus?)\s+first\b|\b(?:is|are)\s+(?:the\s+)?(?:scheduling|scheduler|queue)"
+    r"\s+fair\b|\bwhat\s+does\s+(?:priority\s+)?(?:urgent|high|low|normal)(?:\s+priority)?\s+(?:do|mean)\b"
+    r"|\balways\s+gets?\s+(?:the\s+)?gpus\s+first\b"
+    r"|调度(?:规则|策略|算法|机制|顺序)|排队(?:规则|顺序)|谁先跑|怎么排队的|别人的任务(?:总是|老是)?先跑",
+    _I,
+)
+
+
+def _about_the_order(rest: str) -> Reading | None:
+    """How the queue is ordered, asked of no task (the reply says the rule and where one task's parts are)."""
+    if SCHEDULING_HOW.search(rest) and not task_ids(rest):
+        return Reading("help", reason="scheduling")
+    return None
+
+
 def _about_the_window(rest: str) -> Reading | None:
     """The off-peak windows themselves, asked about with no task named (the reply says them and now)."""
     return (
@@ -1236,6 +1257,7 @@ def _understand(text: str, now: datetime) -> Reading:
         if found
         else _about_a_sweep(rest, now)
         or _about_the_window(rest)
+        or _about_the_order(rest)
         or _about_outputs(rest)
         or _interactive(rest)
         or _notice_when_done(rest)
