@@ -72,8 +72,11 @@ PRIVILEGE = re.compile(
 )
 # "取消暂停" cancels a pause, so it is a release (RELEASE), not a cancel
 CANCEL_VERB = re.compile(
-    r"(?<![A-Za-z])(?:cancel|cancle|kill|stop|abort|terminate|delete|remove|drop|halt)(?![A-Za-z])"
-    r"|取消(?!暂停|挂起)|停止|停掉|杀掉|杀死|终止|干掉|删掉|删除|停了|撤销|kill掉|(?:不用|不要|别|不)(?:再)?跑了",
+    r"(?<![A-Za-z])(?:cancel|cancle|kill|stop|abort|terminate|delete|remove|drop|halt|scrap)(?![A-Za-z])"
+    # "don't run 45", "I don't need 45" (not "don't need 4 GPUs")
+    r"|\bdon'?t\s+(?:run|want|need)\s+(?=(?:task|job|#)?\s*#?\d+\b(?!\s*(?:gpus?|cards?|gb|hours?|h\b|min)))"
+    r"|取消(?!暂停|挂起)|停止|停掉|杀掉|杀死|终止|干掉|删掉|删除|停了|撤销|kill掉|(?:不用|不要|别|不)(?:再)?跑了"
+    r"|(?<=号)不要了|(?<=\d)不要了|从队列(?:里|中)?(?:去掉|拿掉|移除|删掉)",
     _I,
 )
 BULK_OTHERS = re.compile(

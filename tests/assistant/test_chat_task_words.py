@@ -405,3 +405,14 @@ def test_more_everyday_words_about_a_task(text, expected):
     kind, tool, reason = expected
     assert (reading.kind, reading.tool) == (kind, tool)
     assert reading.reason == reason if reason else reading.args.get("task_id") == 45
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["scrap 45", "don't run 45", "I don't want 45 anymore", "I don't need job 45", "45不要了", "45号不要了",
+     "把45号从队列里去掉"],
+)  # fmt: skip
+def test_more_ways_to_say_cancel_a_task(text):
+    reading = understand(text, NOW)
+
+    assert (reading.tool, reading.args) == ("cancel_task", {"task_id": 45})
