@@ -303,7 +303,10 @@ CLUSTER = re.compile(
     # "how full are the GPUs", "how many GPUs are in use", "who's on the GPUs", "卡都被占了吗"
     r"|how\s+(?:full|loaded|occupied)\b.*\b(?:gpus|cluster|cards|nodes|servers?|machines?)\b"
     r"|how\s+many\s+(?:of\s+the\s+)?gpus\s+(?:are\s+)?(?:in\s+use|taken|used|occupied|left|busy)\b"
-    r"|\bwho(?:'s|\s+is)\s+on\s+the\s+(?:gpus|cluster|cards)\b|(?:卡|显卡|gpu)都?被占",
+    r"|\bwho(?:'s|\s+is)\s+on\s+the\s+(?:gpus|cluster|cards)\b|(?:卡|显卡|gpu)都?被占"
+    # "how much memory is free on box-1", "哪台机器显存最多"
+    r"|\bhow\s+much\s+(?:gpu\s+)?memory\s+is\s+(?:free|left|available|used)\b"
+    r"|哪(?:台|个)(?:机器|节点|服务器).{0,4}(?:显存|卡|空)",
     _I,
 )
 # running an earlier task again ("rerun 12", "run task 12 again", "12号再跑一遍"): its id names the task

@@ -322,6 +322,8 @@ def test_how_a_sweep_is_doing_without_its_number_asks_about_the_latest(text: str
         ("who's been hogging the GPUs this week?", "utilization_report", {"days": 7, "by": "user"}),
         ("top users this month", "utilization_report", {"days": 30, "by": "user"}),
         ("how many gpus does my team have", "quota_status", {}),
+        ("how much memory is free on box-1", "cluster_status", {}),
+        ("哪台机器显存最多", "cluster_status", {}),
         ("what's my gpu limit", "quota_status", {}),
         ("how much did team nlp use last week", "utilization_report", {"days": 7, "by": "team"}),
         ("how much has the nlp team spent", "utilization_report", {"days": 7, "by": "team"}),
