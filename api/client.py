@@ -139,9 +139,14 @@ class NightshiftClient:
         result: dict[str, Any] = self._call("POST", f"/sweeps/{int(sweep_id)}/hold")
         return result
 
-    def rerun_sweep(self, sweep_id: int, statuses: Sequence[str] = ("failed",)) -> dict[str, Any]:
-        """POST /sweeps/{id}/rerun: the sweep's tasks that ended so, each run again in its place."""
-        body = {"status": list(statuses)}
+    def rerun_sweep(
+        self, sweep_id: int, statuses: Sequence[str] = ("failed",), task_ids: Sequence[int] | None = None
+    ) -> dict[str, Any]:
+        """POST /sweeps/{id}/rerun: the sweep's tasks that ended so (or those of `task_ids`), each run again
+        in its place."""
+        body: dict[str, Any] = {"status": list(statuses)}
+        if task_ids is not None:
+            body["task_ids"] = list(task_ids)
         result: dict[str, Any] = self._call("POST", f"/sweeps/{int(sweep_id)}/rerun", json=body)
         return result
 

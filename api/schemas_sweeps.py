@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -97,6 +97,12 @@ class SweepRerun(BaseModel):
 
     status: list[Literal["failed", "cancelled", "succeeded"]] = Field(
         default=["failed"], min_length=1, description="run again the tasks that ended so (default: failed)"
+    )
+    task_ids: list[Annotated[int, Field(ge=1, le=2**63 - 1)]] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_SWEEP_TASKS,
+        description="only these tasks of the sweep (each must have ended as `status` says)",
     )
 
 

@@ -254,20 +254,30 @@ RERUNNABLE = ("failed", "cancelled", "succeeded")
 
 
 def rerun_sweep(
-    cluster: Cluster, who: Identity, sweep_id: int, statuses: Sequence[str] = ("failed",)
+    cluster: Cluster,
+    who: Identity,
+    sweep_id: int,
+    statuses: Sequence[str] = ("failed",),
+    task_ids: Sequence[int] | None = None,
 ) -> tuple[SweepView, dict[int, int]]:
     """Run again each task of the sweep that ended in one of `statuses` (failed, by default), as Slurm's
     `scontrol requeue` of an array's failed tasks: each gets a new task in the sweep, with its parameters
     and spec (`spec_again`: a start time that has passed is left out), which takes its place in the sweep's
     counts, status and results; the old task keeps its record. All or nothing: every new spec is checked
     first (the cluster may have changed since). With `max_running` the new tasks wait for slots as a new
-    sweep's do. Returns the sweep and {replaced task id: new task id}.
+    sweep's do. `task_ids` narrows it to those tasks of the sweep. Returns the sweep and {replaced task id:
+    new task id}.
 
-    SpecError for a status that has not ended; ConflictError when no task of the sweep ended so.
+    SpecError for a status that has not ended or a task outside the sweep; ConflictError when no task of
+    the sweep ended so, or one named has not ended so or was run again already.
     """
     wanted = _rerunnable(statuses)
     view = get_sweep(cluster, who, sweep_id)
-    chosen = [task for task in view.tasks if task.status in wanted]
+    if task_ids is not None:
+        _check_named(cluster, view, task_ids, wanted)
+    chosen = [
+        task for task in view.tasks if task.status in wanted and (task_ids is None or task.id in task_ids)
+    ]
     if not chosen:
         raise ConflictError(
             f"sweep {sweep_id} has no {' or '.join(wanted)} task to run again ({_counts_text(view)})"
@@ -289,6 +299,28 @@ def rerun_sweep(
     return get_sweep(cluster, who, sweep_id), {
         rerun.replaces: task.id for rerun, task in zip(reruns, created, strict=True)
     }
+
+
+def _check_named(cluster: Cluster, view: SweepView, task_ids: Sequence[int], wanted: Sequence[str]) -> None:
+    """Each named task is a current task of the sweep that ended as `wanted` says: SpecError for one outside
+    the sweep, ConflictError for one run again already or not ended so."""
+    current = {task.id: task for task in view.tasks}
+    rows = cluster.tasks.by_ids([task_id for task_id in task_ids if task_id not in current])
+    for task_id in task_ids:
+        row = current.get(task_id) or rows.get(task_id)
+        if row is None or row.sweep_id != view.sweep.id:
+            message = f"task {task_id} is not a task of sweep {view.sweep.id}"
+            raise SpecError(message, [{"field": "task_ids", "message": message}])
+        if row.replaced_by is not None:
+            raise ConflictError(
+                f"task {task_id} of sweep {view.sweep.id} was run again already, as {row.replaced_by}"
+            )
+        if row.status not in wanted:
+            state = row.status if row.status in FINAL_STATUSES else f"is {row.status}"
+            raise ConflictError(
+                f"task {task_id} of sweep {view.sweep.id} {state}: only tasks that {' or '.join(wanted)} run "
+                "again here (the status option names the others)"
+            )
 
 
 def _owner(sweep: Sweep) -> Identity:

@@ -770,7 +770,12 @@ def release(
 
 @app.command()
 def rerun(
-    sweep: Annotated[int, typer.Option("--sweep", min=1, help="the sweep whose tasks to run again")],
+    task_ids: Annotated[
+        list[int] | None, typer.Argument(help="tasks of one sweep (default: all that failed)")
+    ] = None,
+    sweep: Annotated[
+        int | None, typer.Option("--sweep", min=1, help="the sweep whose tasks to run again")
+    ] = None,
     status: Annotated[
         list[str] | None,
         typer.Option(help="run again the tasks that ended so: failed (default), cancelled, succeeded"),
@@ -778,14 +783,36 @@ def rerun(
     as_json: JsonOpt = False,
 ) -> None:
     """Run a sweep's failed tasks again, each in its place: `nightshift rerun --sweep 3` (`--status
-    cancelled` for others). The new tasks keep their parameters; `compare` and `sweeps` read them instead
-    of the old ones, which keep their record. One task again: `nightshift submit --like ID`."""
-    group = _with_client(lambda client: client.rerun_sweep(sweep, status or ["failed"]))
+    cancelled` for others), or some of them: `nightshift rerun 12 15`. The new tasks keep their parameters;
+    `compare` and `sweeps` read them instead of the old ones, which keep their record. A task of no sweep:
+    `nightshift submit --like ID`."""
+    if not task_ids and sweep is None:
+        _fail("give --sweep ID (its failed tasks) or the ids of a sweep's tasks", code=2)
+    ids = list(task_ids or [])
+    # named tasks ran again whatever way they ended, unless --status says which
+    statuses = status or (["failed", "cancelled", "succeeded"] if ids else ["failed"])
+
+    def run(client: NightshiftClient) -> dict[str, Any]:
+        sweep_id = sweep if sweep is not None else _sweep_of(client, ids)
+        return client.rerun_sweep(sweep_id, statuses, ids or None)
+
+    group = _with_client(run)
     if as_json:
         print_json(group)
         return
     console.print(rerun_line(group))
     console.print(sweep_counts_line(group))
+
+
+def _sweep_of(client: NightshiftClient, task_ids: list[int]) -> int:
+    """The one sweep these tasks belong to (exit 1 when one is in none, or they are in several)."""
+    sweeps = {task_id: client.get_task(task_id).get("sweep_id") for task_id in task_ids}
+    loose = next((task_id for task_id, sweep_id in sweeps.items() if sweep_id is None), None)
+    if loose is not None:
+        _fail(f"task {loose} is in no sweep: run it again with `nightshift submit --like {loose}`")
+    if len(set(sweeps.values())) > 1:
+        _fail("these tasks are in different sweeps: run one sweep's tasks again at a time")
+    return int(next(iter(sweeps.values())))
 
 
 @app.command()

@@ -187,7 +187,8 @@ def rerun(
     """Run again the sweep's tasks that failed (or ended as `status` lists): each gets a new task with its
     parameters, which takes its place in the sweep's counts and results; the old task keeps its record,
     with `replaced_by`. All or none: 422 when a spec no longer fits the cluster, 409 when no task ended so."""
-    view, replaced = rerun_sweep(cluster, who, sweep_id, (body or SweepRerun()).status)
+    asked = body or SweepRerun()
+    view, replaced = rerun_sweep(cluster, who, sweep_id, asked.status, asked.task_ids)
     forget_queued_estimate(request, who)
     public = _as_submitted(cluster, usage, view)
     reruns = [RerunPublic(replaced=old, task_id=new) for old, new in replaced.items()]

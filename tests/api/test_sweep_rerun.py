@@ -233,3 +233,53 @@ def test_two_reruns_at_once_run_each_failed_task_again_once(client, cluster, ali
 
     assert sorted(outcomes) == ["conflict", "ran"]
     assert cluster.tasks.count_by_status() == {"failed": 2, "succeeded": 2, "queued": 2}
+
+
+def test_named_tasks_of_the_sweep_run_again_and_nothing_else(client, cluster, alice):
+    sweep_id, ids = _two_failed(client, cluster, alice)
+    url = f"/api/v1/sweeps/{sweep_id}/rerun"
+
+    response = client.post(url, json={"task_ids": [ids[3]]}, headers=alice)
+
+    assert response.status_code == 201, response.text
+    assert [r["replaced"] for r in response.json()["reruns"]] == [ids[3]]
+    assert cluster.tasks.get_any(ids[0]).replaced_by is None  # the other failed one stays
+    succeeded = client.post(url, json={"task_ids": [ids[1]], "status": ["succeeded"]}, headers=alice)
+    assert succeeded.status_code == 201 and [r["replaced"] for r in succeeded.json()["reruns"]] == [ids[1]]
+
+
+@pytest.mark.parametrize(
+    ("which", "status", "detail"),
+    [
+        (
+            lambda ids, other: [ids[1]],
+            409,
+            "task {0} of sweep {s} succeeded: only tasks that failed run again",
+        ),
+        (lambda ids, other: [other], 422, "task {0} is not a task of sweep {s}"),
+        (lambda ids, other: [ids[0], 99999], 422, "task 99999 is not a task of sweep {s}"),
+    ],
+)
+def test_a_named_task_that_cannot_run_again_refuses_the_whole_rerun(
+    client, cluster, alice, which, status, detail
+):
+    sweep_id, ids = _two_failed(client, cluster, alice)
+    other = client.post("/api/v1/tasks", json={"command": "echo", "gpus": 0}, headers=alice).json()["id"]
+    named = which(ids, other)
+
+    response = client.post(f"/api/v1/sweeps/{sweep_id}/rerun", json={"task_ids": named}, headers=alice)
+
+    assert response.status_code == status
+    assert response.json()["detail"].startswith(detail.format(named[0], s=sweep_id))
+    assert cluster.tasks.get_any(ids[0]).replaced_by is None
+
+
+def test_a_task_named_again_after_its_rerun_says_which_task_took_its_place(client, cluster, alice):
+    sweep_id, ids = _two_failed(client, cluster, alice)
+    url = f"/api/v1/sweeps/{sweep_id}/rerun"
+    new = client.post(url, json={"task_ids": [ids[0]]}, headers=alice).json()["reruns"][0]["task_id"]
+
+    again = client.post(url, json={"task_ids": [ids[0]]}, headers=alice)
+
+    assert again.status_code == 409
+    assert again.json()["detail"] == f"task {ids[0]} of sweep {sweep_id} was run again already, as {new}"

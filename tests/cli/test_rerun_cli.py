@@ -63,3 +63,29 @@ def test_the_span_of_a_sweeps_tasks_reads_each_run_of_ids():
     assert task_span({"first_task": 11, "last_task": 16, "tasks_count": 6}) == "6 tasks, 11-16"
     assert task_span({"first_task": 11, "last_task": 18, "tasks_count": 6}) == "6 tasks, 11 to 18"
     assert task_span({"first_task": 11, "last_task": 11, "tasks_count": 1}) == "1 tasks, 11"
+
+
+def test_rerun_of_named_tasks_finds_their_sweep_and_refuses_a_task_of_none(
+    cluster, a100_node, make_identity, monkeypatch, tmp_path
+):
+    _, alice = make_identity("alice", "vision")
+    spec = lr_sweep_file(tmp_path, "[0.1, 0.01, 0.001]")
+    with cli_as(cluster, alice, monkeypatch, tmp_path / "alice") as nightshift:
+        sweep = json.loads(nightshift("submit", "--json", str(spec)).output)
+        ids = [task["id"] for task in sweep["tasks"]]
+        loose = json.loads(nightshift("submit", "--json", "--gpus", "0", "--", "echo", "hi").output)["id"]
+        _fail(cluster, ids[0])
+        nightshift("cancel", str(ids[1]))
+        named = nightshift("rerun", str(ids[0]), str(ids[1]))
+        queued = nightshift("rerun", str(ids[2]))
+        of_none = nightshift("rerun", str(loose))
+        nothing = nightshift("rerun")
+
+    assert named.exit_code == 0, named.output
+    assert f"ran again {ids[0]} (lr:0.1) as " in named.stdout and f", {ids[1]} (lr:0.01) as " in named.stdout
+    assert queued.exit_code == 1 and f"task {ids[2]} of sweep {sweep['id']} is queued" in queued.stderr
+    assert of_none.exit_code == 1
+    assert (
+        f"task {loose} is in no sweep: run it again with `nightshift submit --like {loose}`" in of_none.stderr
+    )
+    assert nothing.exit_code == 2 and "give --sweep ID" in nothing.stderr
