@@ -330,6 +330,16 @@ _RULES: list[Rule] = [
     ),
     (
         re.compile(
+            r"task (\d+) is a run of sweep (\d+): this new task is outside it \(`nightshift rerun \d+`, or "
+            r"\"rerun the failed runs of sweep \d+\" here, runs it again in its place\)"
+        ),
+        lambda m: (
+            f"任务 {m[1]} 是扫参 {m[2]} 的一次运行：这个新任务不在扫参里"
+            f"（在命令行用 `nightshift rerun {m[1]}`，或说“重跑扫参{m[2]}失败的任务”，会在扫参里原位重跑）"
+        ),
+    ),
+    (
+        re.compile(
             r"with the work queued ahead of it, it should start around (.+) and end around (.+), after its "
             r"deadline (.+)"
         ),

@@ -426,6 +426,19 @@ def _still_live_warning(task_id: int, status: str) -> list[str]:
     return [f"task {task_id} is still {status}: {beside}"]
 
 
+def _outside_its_sweep(task: Mapping[str, Any]) -> list[str]:
+    """What a card running a sweep's failed task again as a task of its own says: the new task is outside the
+    sweep, and how to run it again in its place instead (`nightshift rerun`, the sweep's rerun card)."""
+    sweep_id = task.get("sweep_id")
+    if sweep_id is None or task.get("status") != "failed":
+        return []
+    task_id = task["id"]
+    return [
+        f"task {task_id} is a run of sweep {sweep_id}: this new task is outside it (`nightshift rerun "
+        f'{task_id}`, or "rerun the failed runs of sweep {sweep_id}" here, runs it again in its place)'
+    ]
+
+
 def submit_task(ctx: ToolContext, **args: Any) -> str:
     """Prepare a task for submission: validates it and returns a card the person must confirm."""
     now = ctx.now()
@@ -450,7 +463,8 @@ def submit_task(ctx: ToolContext, **args: Any) -> str:
             return refused
         earlier = _need_client(ctx).get_task(like)
         again = spec_again(earlier["spec"], now, clear)
-        beside = _still_live_warning(like, str(earlier.get("status")))
+        status = str(earlier.get("status"))
+        beside = _still_live_warning(like, status) + _outside_its_sweep(earlier)
         command = given.pop("command", None)
         if given.get("env") and again.spec.get("env"):  # as `submit --like --env`: adds to the earlier env
             given["env"] = {**again.spec["env"], **given["env"]}

@@ -148,3 +148,19 @@ def test_a_rerun_with_changes_asks_instead_of_dropping_them(text, make_assistant
 
     assert (understand(text, NOW).reason, turn.cards, turn.tool_calls) == ("rerun_as_it_was", [], [])
     assert "sweep 4" in turn.reply or "扫参4" in turn.reply
+
+
+def test_running_a_failed_sweep_task_again_alone_says_it_is_outside_the_sweep(make_assistant, cluster):
+    assistant = make_assistant()
+    sweep_id, ids = _one_failed(cluster, assistant)
+
+    english = assistant.ask(f"run {ids[0]} again")
+    chinese = assistant.ask(f"{ids[0]}号再跑一遍")
+    succeeded = assistant.ask(f"run {ids[1]} again")
+
+    assert english.cards[0]["warnings"] == [
+        f"task {ids[0]} is a run of sweep {sweep_id}: this new task is outside it (`nightshift rerun {ids[0]}`, "
+        f'or "rerun the failed runs of sweep {sweep_id}" here, runs it again in its place)'
+    ]
+    assert f"⚠ 任务 {ids[0]} 是扫参 {sweep_id} 的一次运行：这个新任务不在扫参里" in chinese.reply
+    assert not succeeded.cards[0].get("warnings")
