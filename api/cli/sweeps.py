@@ -62,12 +62,17 @@ def task_span(sweep: dict[str, Any]) -> str:
     when it holds more ids than tasks)."""
     ids = [task["id"] for task in sweep.get("tasks") or []]
     if ids:
-        return f"{len(ids)} tasks, {id_ranges(ids)}"
+        return f"{_tasks(len(ids))}, {id_ranges(ids)}"
     first, last, count = sweep.get("first_task"), sweep.get("last_task"), sweep.get("tasks_count", 0)
     if first is None or last is None or first == last:
-        return f"{count} tasks, {first}"
+        return f"{_tasks(count)}, {first}"
     span = f"{first}-{last}" if last - first + 1 == count else f"{first} to {last}"
-    return f"{count} tasks, {span}"
+    return f"{_tasks(count)}, {span}"
+
+
+def _tasks(count: int) -> str:
+    """`1 task`, `6 tasks`."""
+    return f"{count} task{'' if count == 1 else 's'}"
 
 
 def id_ranges(ids: list[int]) -> str:

@@ -4,6 +4,11 @@ cancelled or succeeded ones); `sweeps`, `compare`, `ls` and `show` then say whic
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from click.testing import Result
 
 from scheduler.service import Cluster
 from tests.cli.conftest import cli_as, lr_sweep_file
@@ -16,14 +21,20 @@ def _fail(cluster: Cluster, task_id: int) -> None:
     assert cluster.settle_attempt(task_id, f"t-{task_id}", "nonzero_exit", exit_code=3) == "failed"
 
 
+def _sweep_of_three(nightshift: Callable[..., Result], folder: Path) -> tuple[dict[str, Any], list[int]]:
+    """A one-GPU sweep over three learning rates, submitted: its answer and its task ids."""
+    sweep = json.loads(
+        nightshift("submit", "--json", str(lr_sweep_file(folder, "[0.1, 0.01, 0.001]"))).output
+    )
+    return sweep, [task["id"] for task in sweep["tasks"]]
+
+
 def test_rerun_runs_the_failed_tasks_again_and_the_views_follow(
     cluster, a100_node, make_identity, monkeypatch, tmp_path
 ):
     _, alice = make_identity("alice", "vision")
-    spec = lr_sweep_file(tmp_path, "[0.1, 0.01, 0.001]")
     with cli_as(cluster, alice, monkeypatch, tmp_path / "alice") as nightshift:
-        sweep = json.loads(nightshift("submit", "--json", str(spec)).output)
-        ids = [task["id"] for task in sweep["tasks"]]
+        sweep, ids = _sweep_of_three(nightshift, tmp_path)
         _fail(cluster, ids[0])
         nightshift("cancel", str(ids[2]))
         rerun = nightshift("rerun", "--sweep", str(sweep["id"]))
@@ -62,17 +73,15 @@ def test_the_span_of_a_sweeps_tasks_reads_each_run_of_ids():
     assert task_span({"tasks": [{"id": 11}, {"id": 12}, {"id": 17}]}) == "3 tasks, 11-12, 17"
     assert task_span({"first_task": 11, "last_task": 16, "tasks_count": 6}) == "6 tasks, 11-16"
     assert task_span({"first_task": 11, "last_task": 18, "tasks_count": 6}) == "6 tasks, 11 to 18"
-    assert task_span({"first_task": 11, "last_task": 11, "tasks_count": 1}) == "1 tasks, 11"
+    assert task_span({"first_task": 11, "last_task": 11, "tasks_count": 1}) == "1 task, 11"
 
 
 def test_rerun_of_named_tasks_finds_their_sweep_and_refuses_a_task_of_none(
     cluster, a100_node, make_identity, monkeypatch, tmp_path
 ):
     _, alice = make_identity("alice", "vision")
-    spec = lr_sweep_file(tmp_path, "[0.1, 0.01, 0.001]")
     with cli_as(cluster, alice, monkeypatch, tmp_path / "alice") as nightshift:
-        sweep = json.loads(nightshift("submit", "--json", str(spec)).output)
-        ids = [task["id"] for task in sweep["tasks"]]
+        sweep, ids = _sweep_of_three(nightshift, tmp_path)
         loose = json.loads(nightshift("submit", "--json", "--gpus", "0", "--", "echo", "hi").output)["id"]
         _fail(cluster, ids[0])
         nightshift("cancel", str(ids[1]))
