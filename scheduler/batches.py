@@ -29,7 +29,7 @@ from typing import Any
 from scheduler.clock import from_epoch_s, now_s
 from scheduler.edits import changed_spec
 from scheduler.errors import ConflictError, NotFoundError, RateLimited, SpecError
-from scheduler.resubmit import spec_again
+from scheduler.resubmit import RERUNNABLE, spec_again
 from scheduler.results import Comparison, Goal, ResultRow, compare
 from scheduler.service import Cluster
 from scheduler.spec import MAX_RUNNING_LIMIT, TaskSpec, parse_spec
@@ -248,9 +248,6 @@ def release_sweep(cluster: Cluster, who: Identity, sweep_id: int) -> SweepView:
         raise ConflictError(f"sweep {sweep_id} has no held task to release ({_counts_text(view)})")
     _each(view.tasks, lambda task: _queued(task, held=True), lambda task_id: cluster.release(who, task_id))
     return get_sweep(cluster, who, sweep_id)
-
-
-RERUNNABLE = ("failed", "cancelled", "succeeded")
 
 
 def rerun_sweep(

@@ -14,6 +14,8 @@ from scheduler.task_names import default_name
 
 # a time that has passed would hold nothing back (not_before) or be refused (deadline)
 PASSING_TIMES = ("not_before", "deadline")
+# how a sweep's task may have ended to be run again in its place (`batches.rerun_sweep`), in the order said
+RERUNNABLE = ("failed", "cancelled", "succeeded")
 
 
 @dataclass(frozen=True)

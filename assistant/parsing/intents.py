@@ -44,6 +44,7 @@ from assistant.parsing.times import blank_dates, read_times
 from assistant.parsing.waits import after_hour_or_task, answered_after, read_wait_change
 from scheduler.dependencies import PARENT_FIELDS
 from scheduler.edits import EDITABLE_FIELDS
+from scheduler.resubmit import RERUNNABLE
 from scheduler.spec import MAX_SWEEP_VALUES
 
 Kind = Literal["tool", "question", "refusal", "help", "edit"]
@@ -559,7 +560,6 @@ def _act_on_a_sweep(text: str, now: datetime, sweep_id: int) -> Reading | None:
 
 
 RETRY = re.compile(r"\bretry\b|\btry\b.{0,40}\bagain\b|重试|再试", _I)  # a sweep's runs, beside RERUN
-RERUNNABLE = ("failed", "cancelled", "succeeded")  # how a task of a sweep ended, to be run again
 
 
 def _rerun_sweep(text: str, now: datetime, sweep_id: int) -> Reading:
