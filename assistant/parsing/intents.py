@@ -125,6 +125,9 @@ TASK_STATE = re.compile(
     r"|\bis\b.*\b(?:done|finished|running|over|complete|ok|waiting|pending|queued|blocked)\b|\bprogress\b"
     # "is 12 still alive?", "did 12 die", "12 still going?", "what's up with 12", "12号还活着吗"
     r"|\b(?:alive|dead|die|died|still\s+going)\b|what'?s\s+up\s+with\b|\bcheck\s+on\b|活着|死了"
+    # "what priority is 45", "is 45 urgent?": its class, said from its own spec
+    r"|\bwhat\s+priority\s+(?:is|does|has)\b|^\s*is\s+(?:(?:task|job)\s*|#)?\d+\s+(?:urgent|high|low)\s+priority\b"
+    r"|^\s*is\s+(?:(?:task|job)\s*|#)?\d+\s+urgent\b"
     r"|(?:占|用)了?多少(?:显存|内存)|显存(?:占用|用了多少|多大)"
     r"|\bexit(?:ed)?\s+(?:code|status|with)\b|\breturn\s+code\b|退出码|返回码|退出状态"
     # "how long did 12 take", "how long will 12 run", "what GPUs does 12 use": its times, its node and GPUs
@@ -164,7 +167,7 @@ ASKS_COST = re.compile(rf"{_COST_WORDS}|\bprice\b|\bhow\s+much\s+money\b|\bspend
 # "12号的优先级是什么"): the explain reply says each one asked for
 ASKED_FIELDS: list[tuple[str, re.Pattern[str]]] = [
     ("command", re.compile(r"\bcommand\b|\bcmd\b|命令|指令", _I)),
-    ("priority_class", re.compile(r"\bpriority\b|优先级", _I)),
+    ("priority_class", re.compile(r"\bpriority\b|\burgent\b|优先级", _I)),  # "is 45 urgent?" too
     ("time_limit_minutes", re.compile(r"\btime\s*limit\b|时间限制|时限", _I)),
     ("deadline", re.compile(r"\bdeadline\b|截止", _I)),
     ("tags", re.compile(r"\btags?\b|\blabels?\b|标签", _I)),
@@ -222,6 +225,8 @@ POSITION = re.compile(
     r"|what'?s\s+in\s+the\s+queue|(?:what|who)\s+is\s+(?:in|waiting\s+in)\s+the\s+queue|队列里(?:有)?(?:什么|啥|哪些)"
     r"|how\s+many\s+(?:jobs|tasks)\s+(?:are\s+)?(?:queued|in\s+(?:the\s+)?(?:queue|line)|waiting)"
     r"|how\s+(?:long|big)\s+is\s+the\s+queue|队列(?:里|中)?有多少|多少个?任务在排队|排队的有多少"
+    # "how does the queue look", "what does the queue look like"
+    r"|\b(?:how|what)\s+does\s+the\s+queue\s+look\b"
     r"|\bis\s+the\s+queue\s+(?:long|big|full|busy)\b|队列(?:有多长|长吗|长不长)|排队的(?:人|任务)多(?:吗|不多)"
     r"|\b(?:show|see|view|list|print|display)\s+(?:me\s+)?the\s+(?:whole\s+|full\s+)?queue\b|看看?(?:一下)?队列",
     _I,

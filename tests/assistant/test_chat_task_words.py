@@ -416,3 +416,19 @@ def test_more_ways_to_say_cancel_a_task(text):
     reading = understand(text, NOW)
 
     assert (reading.tool, reading.args) == ("cancel_task", {"task_id": 45})
+
+
+@pytest.mark.parametrize(
+    ("text", "tool", "args"),
+    [
+        ("how does the queue look", "queue_position", {}),
+        ("what does the queue look like", "queue_position", {}),
+        ("is 45 urgent?", "explain_task", {"task_id": 45}),  # asks its class; "45 is urgent" changes it
+        ("what priority is 45", "explain_task", {"task_id": 45}),
+        ("45 is urgent", "change_task", {"task_id": 45, "priority": "urgent"}),
+    ],
+)
+def test_the_queue_and_a_tasks_class_asked_about(text, tool, args):
+    reading = understand(text, NOW)
+
+    assert (reading.tool, reading.args) == (tool, args)
