@@ -158,22 +158,30 @@ _TIME_OF_DAY = re.compile(
 )
 
 
-def after_hour_or_task(text: str) -> int | None:
-    """N of a bare "after N" in a new task's request ("run a.py after 12", "12之后跑"), which may be task N
-    or N o'clock (the card would silently take the hour); None when there is none, or the words say which
-    ("after 12 tomorrow", "after 9 p.m.", "tonight after 11", "after 12 succeeds")."""
+def _bare_after(text: str) -> re.Match[str] | None:
+    """A bare "after N" ("after 12", "12之后") that may be task N or N o'clock; None when there is none, or
+    the words say which ("after 12 tomorrow", "after 9 p.m.", "tonight after 11", "after 12 succeeds",
+    "after #3", "09:00 之后")."""
     bare = _AFTER_AN_HOUR.search(text)
     if bare is None or _SAID_AFTER.match(text, bare.end()) or _TIME_OF_DAY.search(text):
         return None
-    if "#" in bare[0] or text[: bare.start()].endswith(":"):  # "after #3": a task; "09:00 之后": a clock
+    if "#" in bare[0] or text[: bare.start()].endswith(":"):
         return None
-    return int(bare["n"] or bare["z"])
+    return bare
+
+
+def after_hour_or_task(text: str) -> int | None:
+    """N of a bare "after N" in a new task's request ("run a.py after 12", "12之后跑"), which may be task N
+    or N o'clock (the card would silently take the hour); None when there is none (`_bare_after`)."""
+    bare = _bare_after(text)
+    return None if bare is None else int(bare["n"] or bare["z"])
 
 
 def _hour_or_task(text: str, named: list[int]) -> WaitChange | None:
     """ "change 12 to start after 13": task 13 or 13:00 (a question back); "start 12 after 13 whatever
-    happens": task 13, however it ends; None when no such "after"."""
-    bare = _AFTER_AN_HOUR.search(text)
+    happens": task 13, however it ends; None when no such "after" (`_bare_after`: "tonight after 11" is an
+    hour)."""
+    bare = _bare_after(text)
     if bare is None:
         return None
     parent = int(bare["n"] or bare["z"])

@@ -234,3 +234,16 @@ def test_the_answer_to_task_or_hour_makes_the_new_tasks_card(make_assistant):
     ]
     assert [call["name"] for call in as_hour.tool_calls] == ["submit_task"]
     assert set(as_hour.tool_calls[0]["args"]) == {"command", "not_before"}
+
+
+@pytest.mark.parametrize(
+    ("text", "not_before"),
+    [
+        ("change 12 to start tonight after 11", "2026-03-02T23:00:00+08:00"),
+        ("make 12 start after 9 p.m.", "2026-03-02T21:00:00+08:00"),
+    ],
+)
+def test_a_change_after_an_hour_its_words_say_reads_the_hour_as_a_new_task_does(text, not_before):
+    reading = understand(text, NOW)
+
+    assert (reading.tool, reading.args) == ("change_task", {"task_id": 12, "not_before": not_before})
