@@ -316,11 +316,16 @@ def _cancel_text(card: dict[str, Any], lang: str) -> str:
     )
 
 
+def _sweep_named(card: dict[str, Any], lang: str) -> str:
+    """`#4 (lr-seeds)` / `#4（lr-seeds）`: a sweep card's sweep, by number and name."""
+    name = unwrap((card.get("sweep") or {}).get("name") or "")
+    return f"#{card.get('sweep_id')}" + (in_parentheses(name, lang) if name else "")
+
+
 def _cancel_sweep_text(card: dict[str, Any], lang: str) -> str:
     """A sweep's cancel card as text: what it cancels, stops and keeps; nothing happens before the confirm."""
     sweep = card.get("sweep") or {}
-    name = unwrap(sweep.get("name") or "")
-    which = f"#{card.get('sweep_id')}" + (in_parentheses(name, lang) if name else "")
+    which = _sweep_named(card, lang)
     counts = {status: int(count) for status, count in (sweep.get("counts") or {}).items()}
     queued, running = counts.get("queued", 0), counts.get("running", 0)
     ended = sum(counts.values()) - queued - running
@@ -361,8 +366,7 @@ def rerun_tasks_words(card: dict[str, Any], lang: str) -> str:
 def _rerun_sweep_text(card: dict[str, Any], lang: str) -> str:
     """A sweep's rerun card as text: which tasks run again, that each new task takes its old one's place
     with its parameters; nothing happens before the confirm."""
-    name = unwrap((card.get("sweep") or {}).get("name") or "")
-    which = f"#{card.get('sweep_id')}" + (in_parentheses(name, lang) if name else "")
+    which = _sweep_named(card, lang)
     return "\n".join(
         [
             _t(
@@ -386,8 +390,7 @@ def _rerun_sweep_text(card: dict[str, Any], lang: str) -> str:
 def _change_sweep_text(card: dict[str, Any], lang: str, now: datetime | None) -> str:
     """A sweep's change card as text: which sweep, how many queued tasks change, each field before and after;
     nothing happens before the confirm."""
-    name = unwrap((card.get("sweep") or {}).get("name") or "")
-    which = f"#{card.get('sweep_id')}" + (in_parentheses(name, lang) if name else "")
+    which = _sweep_named(card, lang)
     queued = card.get("queued")
     lines = [
         _t(
@@ -776,15 +779,14 @@ def _position(data: dict[str, Any], lang: str, now: datetime | None = None) -> s
     if not entries:
         return _t(lang, "None of your tasks is waiting in the queue.", "你没有在排队的任务。")
     shown = entries[:5]
-    return "\n".join(_place_words(entry, shown, data.get("length"), lang, now) for entry in shown)
+    several = len({unwrap(entry.get("user") or "") for entry in shown}) > 1  # say whose each one is
+    return "\n".join(_place_words(entry, several, data.get("length"), lang, now) for entry in shown)
 
 
-def _place_words(
-    entry: dict[str, Any], shown: list[dict[str, Any]], length: Any, lang: str, now: datetime | None
-) -> str:
-    """One queued task's line of `_position` (whose it is, when the lines are several people's)."""
+def _place_words(entry: dict[str, Any], several: bool, length: Any, lang: str, now: datetime | None) -> str:
+    """One queued task's line of `_position` (whose it is, when the lines are `several` people's)."""
     name = unwrap(entry.get("name", ""))
-    owner = unwrap(entry.get("user") or "") if len({unwrap(e.get("user") or "") for e in shown}) > 1 else ""
+    owner = unwrap(entry.get("user") or "") if several else ""
     text = _t(
         lang,
         f"#{entry['task_id']} {name}{f' ({owner})' if owner else ''} is number {entry['position']} of "

@@ -382,13 +382,18 @@ def _cancel_rows(card: dict[str, Any], words: Callable[[str], str], lang: str) -
     return rows
 
 
+def _sweep_rows(card: dict[str, Any], words: Callable[[str], str]) -> list[str]:
+    """A sweep card's first rows: the sweep's number, and its name when it has one."""
+    name = (card.get("sweep") or {}).get("name")
+    rows = [_row(words("sweep"), f"#{card.get('sweep_id')}")]
+    return rows + ([_row(words("name"), unwrap(name))] if name else [])
+
+
 def _cancel_sweep_rows(card: dict[str, Any], words: Callable[[str], str], lang: str) -> list[str]:
     """A sweep cancel card's rows: the sweep, its name, its tasks by status and what the cancel does to
     them (queued ones cancelled, running ones stopped, ended ones kept)."""
     sweep = card.get("sweep") or {}
-    rows = [_row(words("sweep"), f"#{card.get('sweep_id')}")]
-    if sweep.get("name"):
-        rows.append(_row(words("name"), unwrap(sweep["name"])))
+    rows = _sweep_rows(card, words)
     counts = sweep.get("counts") or {}
     if counts:
         rows.append(_row(words("tasks"), str(sweep.get("tasks") or sum(counts.values()))))
@@ -404,10 +409,7 @@ def _cancel_sweep_rows(card: dict[str, Any], words: Callable[[str], str], lang: 
 
 def _rerun_sweep_rows(card: dict[str, Any], words: Callable[[str], str], lang: str) -> list[str]:
     """A sweep rerun card's rows: the sweep, its name, the tasks that run again and what happens to them."""
-    sweep = card.get("sweep") or {}
-    rows = [_row(words("sweep"), f"#{card.get('sweep_id')}")]
-    if sweep.get("name"):
-        rows.append(_row(words("name"), unwrap(sweep["name"])))
+    rows = _sweep_rows(card, words)
     rows.append(_row(words("run again"), rerun_tasks_words(card, lang)))
     what = (
         "每个任务以原来的参数重新提交，在扫参的统计和结果里替代原任务；原任务的记录保留"
@@ -424,10 +426,7 @@ def _change_sweep_rows(
     """A sweep change card's rows: the sweep, its name, how many queued tasks change, each field before and
     after (running and ended tasks stay as they are), and what removing its limit on how many run at once
     does."""
-    sweep = card.get("sweep") or {}
-    rows = [_row(words("sweep"), f"#{card.get('sweep_id')}")]
-    if sweep.get("name"):
-        rows.append(_row(words("name"), unwrap(sweep["name"])))
+    rows = _sweep_rows(card, words)
     rows.append(_row(words("queued tasks changed"), str(card.get("queued"))))
     changes = change_rows(card, lang, datetime.now(zone))
     rows += [_row(label, f"{old} → {new}") for label, old, new in changes]
