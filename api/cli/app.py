@@ -35,6 +35,7 @@ from api.cli.render import (
     task_detail,
 )
 from api.cli.report import report_command
+from api.cli.session import DEFAULT_MINUTES, SessionError, node_here, open_session, session_spec
 from api.cli.sweeps import compare_command, rerun_line, sweep_counts_line, sweep_line, sweeps_command
 from api.cli.waiting import wait_and_report, wait_command
 from api.cli.zone import cli_zone
@@ -998,6 +999,64 @@ app.command("compare")(compare_command)
 app.command("sweeps")(sweeps_command)
 app.command("report")(report_command)
 app.command("wait")(wait_command)
+
+
+@app.command(context_settings={"allow_interspersed_args": False})
+def shell(
+    args: Annotated[list[str] | None, typer.Argument(help="-- COMMAND... (default: your $SHELL)")] = None,
+    gpus: Annotated[int, typer.Option(help="GPUs (0 = CPU only)")] = 1,
+    gpu_mem: Annotated[float | None, typer.Option("--gpu-mem", help="min free GB per GPU")] = None,
+    gpu_fraction: Annotated[
+        float | None, typer.Option("--gpu-fraction", help="share one GPU: 0.5 = half of it (with --gpus 1)")
+    ] = None,
+    time_limit: Annotated[
+        float, typer.Option("--time-limit", help="minutes, then the shell is stopped")
+    ] = DEFAULT_MINUTES,
+    priority: Annotated[str | None, typer.Option(help="low | normal | high | urgent")] = None,
+    gpu_model: Annotated[str | None, typer.Option("--gpu-model", help="only GPUs of this model")] = None,
+    node: Annotated[
+        str | None, typer.Option("--node", help="on this node (default: this machine, when it is one)")
+    ] = None,
+    name: Annotated[str | None, typer.Option(help="a short name (default: shell)")] = None,
+    tag: Annotated[list[str] | None, typer.Option("--tag", help="a label to find it by (repeat)")] = None,
+) -> None:
+    """Wait in the queue for GPUs, then open a shell here with them (or run COMMAND), as Slurm's `srun --pty
+    bash`: `nightshift shell --gpus 1 --time-limit 120`. Exit the shell to give them back; at the time limit
+    it is stopped. The session is a task (tag `session`) in `ls`, `queue` and the reports."""
+    _refuse_option_as_name(name)
+    settings = get_settings()
+    here = settings.node_name
+    argv = list(args or []) or [os.environ.get("SHELL") or "/bin/sh"]
+    extra = {
+        "gpu_memory_gb": gpu_mem,
+        "gpu_fraction": gpu_fraction,
+        "priority": priority,
+        "gpu_model": gpu_model,
+    }
+
+    def run(client: NightshiftClient) -> int:
+        pinned = node or node_here(client, here)
+        if args and pinned != here:
+            where = (
+                f"{pinned}, not this machine ({here})"
+                if pinned
+                else f"no node: this machine ({here}) is none"
+            )
+            raise SessionError(
+                f"a session's command runs here, and the session would be on {where}: run `nightshift "
+                "shell` on the GPU box, or `nightshift submit` the command",
+                code=2,
+            )
+        spec = session_spec(
+            gpus=gpus, minutes=time_limit, name=name, node=pinned, extra=extra, tags=tag or []
+        )
+        return open_session(client, spec, argv, here)
+
+    try:
+        code = _with_client(run)
+    except SessionError as exc:
+        _fail(exc.message, code=exc.code)
+    raise typer.Exit(code)
 
 
 @app.command()
