@@ -1787,16 +1787,18 @@ POINTERS = {
         "去掉通知的要求再发一次，就能看到提交卡片。",
     ),
     "interactive": (
-        "nightshift queues commands rather than shells. For interactive work on a GPU, run a notebook server "
-        "as a task with a time limit, e.g. run `jupyter lab --no-browser --ip=0.0.0.0 --port=8888` on 1 GPU "
-        "for at most 2 hours; once it starts, its log (`nightshift logs ID`) shows the address and token to "
-        "open on its node. It holds the GPU until it ends or you cancel it.",
-        "nightshift 排队的是命令，不是交互式 shell。要在 GPU 上交互调试，"
-        "可以把 notebook 服务作为任务运行并设好时限，"
-        "例如：用 1 张卡跑 `jupyter lab --no-browser --ip=0.0.0.0 --port=8888`，"
-        "最多 2 小时；开始后它的日志"
-        "（`nightshift logs 任务编号`）会显示在该节点上打开的地址和 token。"
-        "它会一直占着卡，直到结束或你取消。",
+        "For a shell on a GPU, run `nightshift shell --gpus 1 --time-limit 120` in a terminal on the GPU box: "
+        "it waits in the queue like any task, then opens your shell there with the GPU (`CUDA_VISIBLE_DEVICES` "
+        "set). Exit the shell to give it back; at the time limit it is stopped. `nightshift shell -- python "
+        "debug.py` runs one command that way. For a notebook, I can queue `jupyter lab --no-browser "
+        "--ip=0.0.0.0 --port=8888` on 1 GPU with a time limit: once it starts, its log (`nightshift logs ID`) "
+        "shows the address and token to open on its node.",
+        "要在 GPU 上开交互式 shell，在 GPU 服务器的终端里运行 `nightshift shell --gpus 1 --time-limit 120`："
+        "它像其他任务一样排队，轮到后就在那里打开你的 shell，并设好 GPU（`CUDA_VISIBLE_DEVICES`）。"
+        "退出 shell 就归还 GPU；到时限会被停止。`nightshift shell -- python debug.py` 用同样方式只跑一条命令。"
+        "想用 notebook，我可以帮你用 1 张卡、带时限地排队运行 "
+        "`jupyter lab --no-browser --ip=0.0.0.0 --port=8888`；开始后它的日志"
+        "（`nightshift logs 任务编号`）会显示在该节点上打开的地址和 token。",
     ),
     "scheduling": (
         "How the queue is ordered: by priority class and the time each task has waited (a higher class "

@@ -886,6 +886,7 @@ def _about_outputs(rest: str) -> Reading | None:
 # a shell on a GPU ("an interactive session", "a GPU for debugging", "srun --pty"): no command to queue
 INTERACTIVE = re.compile(
     r"\binteractive(?:ly)?\b|\b(?:a|an)\s+(?:gpu|card)\s+(?:to|for)\s+(?:debug|debugging|play|experiment|test|try)"
+    r"|\b(?:a|an|one|two|\d)\s+(?:gpus?|cards?)\s+for\s+(?:an?|one|\d+)\s+(?:hours?|h|minutes?|min)\s+to\s+debug\b"
     r"|\b(?:shell|terminal|ssh)\s+(?:on|into|to)\s+(?:a\s+|the\s+)?(?:gpu|node|machine)\b|--pty\b"
     r"|交互式?|调试用的?(?:卡|GPU)|给我一张卡(?:调试|试试|玩)",
     _I,

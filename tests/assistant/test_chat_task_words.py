@@ -141,13 +141,19 @@ def test_the_results_of_a_tag_are_compared():
 
 @pytest.mark.parametrize(
     "text",
-    ["run an interactive session on a gpu", "give me a gpu for debugging for an hour", "给我一张卡调试一下"],
+    [
+        "run an interactive session on a gpu",
+        "give me a gpu for debugging for an hour",
+        "I need a GPU for an hour to debug",
+        "给我一张卡调试一下",
+    ],
 )
-def test_a_shell_on_a_gpu_gets_what_to_queue_instead(text, make_assistant):
+def test_a_shell_on_a_gpu_is_pointed_to_nightshift_shell(text, make_assistant):
     turn = make_assistant().ask(text)
 
     assert understand(text, NOW).reason == "interactive"
-    assert turn.cards == [] and "jupyter lab --no-browser" in turn.reply
+    assert turn.cards == [] and "nightshift shell --gpus 1 --time-limit 120" in turn.reply
+    assert "jupyter lab --no-browser" in turn.reply  # a notebook is still a task to queue
 
 
 def test_a_command_with_interactive_in_it_is_still_a_submission():
