@@ -74,6 +74,14 @@ def fresh_cluster_zone() -> Iterator[None]:
     forget_reported_zones()
 
 
+@pytest.fixture(autouse=True)
+def no_active_python_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run as from a shell with no virtualenv or conda env active, wherever the suite itself was started:
+    `nightshift submit` gives a job the active one's PATH (`api/cli/python_env.py`)."""
+    for name in ("VIRTUAL_ENV", "CONDA_PREFIX", "CONDA_DEFAULT_ENV"):
+        monkeypatch.delenv(name, raising=False)
+
+
 @pytest.fixture(scope="session")
 def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedRedis]:
     """Our own redis-server on a free port, in a temp dir (never a server we did not start)."""

@@ -18,6 +18,7 @@ from api.cli.ask import ask_command
 from api.cli.command_line import command_from_words
 from api.cli.listing import list_command
 from api.cli.options import CLEAR_OPTIONS
+from api.cli.python_env import with_python_env
 from api.cli.render import (
     change_line,
     console,
@@ -374,6 +375,12 @@ def submit(
     wait: Annotated[
         bool, typer.Option("--wait", help="then wait until it ends and exit as `nightshift wait` does")
     ] = False,
+    worker_env: Annotated[
+        bool,
+        typer.Option(
+            "--worker-env", help="the worker's PATH, not this shell's (its active virtualenv or conda env)"
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Submit a task: `nightshift submit --gpus 2 -- python train.py`; `--like 12`: task 12 again."""
@@ -397,6 +404,7 @@ def submit(
         spec = build_submit_spec(
             list(args or []), cli_zone(settings), now, overrides, after, again and again.spec, deadline, notes
         )
+        spec = with_python_env(spec, {} if worker_env else os.environ, notes)
     except NightshiftError as exc:
         _fail(exc.message, code=2)
     for note in notes:
