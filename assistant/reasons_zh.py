@@ -193,6 +193,10 @@ _RULES: list[Rule] = [
     (re.compile(r"this needs an admin token"), lambda m: "这需要管理员令牌"),
     (re.compile(r"behind (\d+) higher-priority tasks?"), lambda m: f"前面还有 {m[1]} 个优先级更高的任务"),
     (re.compile(r"team (\S+) is at its (\d+)-GPU cap"), lambda m: f"团队 {m[1]} 已用满 {m[2]} 张卡的上限"),
+    (
+        re.compile(r"(\S+) is at the (\d+)-GPU cap per person"),
+        lambda m: f"{m[1]} 已用满每人 {m[2]} 张卡的上限",
+    ),
     (re.compile(r"waiting for task (\d+) to succeed"), lambda m: f"等待任务 {m[1]} 成功完成"),
     (re.compile(r"waiting for task (\d+) to end"), lambda m: f"等待任务 {m[1]} 结束（不论成功与否）"),
     (

@@ -1232,6 +1232,10 @@ def _quota(data: dict[str, Any], lang: str, now: datetime | None = None) -> str:
         f"团队 {quota.get('team')}：正在使用 {quota.get('gpus_in_use', 0)} 张卡"
         + (f"（上限 {cap}）" if cap else ""),
     )
+    own_cap = quota.get("user_gpu_cap")
+    if own_cap is not None:  # a cap per person, beside the team's
+        mine = quota.get("user_gpus_in_use", 0)
+        head += _t(lang, f"; you: {mine} of your cap of {own_cap}", f"；你本人：{mine} 张（上限 {own_cap}）")
     again = ""
     if quota.get("new_starts_at"):
         at = when(quota["new_starts_at"], now, lang)
@@ -1787,15 +1791,17 @@ POINTERS = {
         "去掉通知的要求再发一次，就能看到提交卡片。",
     ),
     "interactive": (
-        "For a shell on a GPU, run `nightshift shell --gpus 1 --time-limit 120` in a terminal on the GPU box: "
-        "it waits in the queue like any task, then opens your shell there with the GPU (`CUDA_VISIBLE_DEVICES` "
-        "set). Exit the shell to give it back; at the time limit it is stopped. `nightshift shell -- python "
-        "debug.py` runs one command that way. For a notebook, I can queue `jupyter lab --no-browser "
-        "--ip=0.0.0.0 --port=8888` on 1 GPU with a time limit: once it starts, its log (`nightshift logs ID`) "
-        "shows the address and token to open on its node.",
-        "要在 GPU 上开交互式 shell，在 GPU 服务器的终端里运行 `nightshift shell --gpus 1 --time-limit 120`："
+        "For a shell on a GPU, run `nightshift shell --gpus 1 --time-limit 120` in a terminal on the GPU "
+        "box: it waits in the queue like any task, then opens your shell there with the GPU "
+        "(`CUDA_VISIBLE_DEVICES` set). Exit the shell to give it back; at the time limit it is stopped. "
+        "`nightshift shell -- python debug.py` runs one command that way. For a notebook, I can queue "
+        "`jupyter lab --no-browser --ip=0.0.0.0 --port=8888` on 1 GPU with a time limit: once it starts, "
+        "its log (`nightshift logs ID`) shows the address and token to open on its node.",
+        "要在 GPU 上开交互式 shell，在 GPU 服务器的终端里运行 "
+        "`nightshift shell --gpus 1 --time-limit 120`："
         "它像其他任务一样排队，轮到后就在那里打开你的 shell，并设好 GPU（`CUDA_VISIBLE_DEVICES`）。"
-        "退出 shell 就归还 GPU；到时限会被停止。`nightshift shell -- python debug.py` 用同样方式只跑一条命令。"
+        "退出 shell 就归还 GPU；到时限会被停止。"
+        "`nightshift shell -- python debug.py` 用同样方式只跑一条命令。"
         "想用 notebook，我可以帮你用 1 张卡、带时限地排队运行 "
         "`jupyter lab --no-browser --ip=0.0.0.0 --port=8888`；开始后它的日志"
         "（`nightshift logs 任务编号`）会显示在该节点上打开的地址和 token。",

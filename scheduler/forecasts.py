@@ -494,8 +494,9 @@ def _energy_and_cost(
     }
 
 
-def quota_status(cluster: Cluster, usage: UsageCache, team: str) -> dict[str, Any]:
-    """A team's GPU cap and use, and its day/week budgets: used, budget, and ok / warning / exhausted."""
+def quota_status(cluster: Cluster, usage: UsageCache, team: str, user: str | None = None) -> dict[str, Any]:
+    """A team's GPU cap and use, and its day/week budgets: used, budget, and ok / warning / exhausted; with
+    `user`, that person's own cap and GPUs in use too (across their teams)."""
     if team_id_by_name(cluster.factory, team) is None:
         raise NotFoundError(f"team {team!r} not found")
     config = cluster.policy_config
@@ -506,13 +507,12 @@ def quota_status(cluster: Cluster, usage: UsageCache, team: str) -> dict[str, An
     usage_by_team = state.usage
     used = usage_by_team.get(team, TeamUsage(team))
     # as the cap counts them: tasks assigned or starting hold their GPUs too, a shared GPU its fraction
-    held = round(gpus_in_use(state.running).get(team, 0.0), 2)
-    in_use: float | int = int(held) if held.is_integer() else held
+    in_use = _gpus(gpus_in_use(state.running).get(team, 0.0))
     status = budget_status(team, usage_by_team, config)
     new_starts_at = None
     if status.level == "exhausted" and used.budget_frees_at_s is not None:
         new_starts_at = _iso(used.budget_frees_at_s)
-    return {
+    answer: dict[str, Any] = {
         "team": team,
         "gpu_cap": config.team_cap(team),
         "gpus_in_use": in_use,
@@ -525,6 +525,17 @@ def quota_status(cluster: Cluster, usage: UsageCache, team: str) -> dict[str, An
         "new_starts_at": new_starts_at,
         "fair_share": _fair_share(team, {t.team for t in state.queued}, usage_by_team, config),
     }
+    if user is not None:
+        answer["user"] = user
+        answer["user_gpu_cap"] = config.user_cap(user)
+        answer["user_gpus_in_use"] = _gpus(gpus_in_use(state.running, by="user").get(user, 0.0))
+    return answer
+
+
+def _gpus(count: float) -> float | int:
+    """A count of GPUs as the cap counts them (a shared GPU its fraction): 2, or 1.5."""
+    held = round(count, 2)
+    return int(held) if held.is_integer() else held
 
 
 def _fair_share(

@@ -50,6 +50,8 @@ def policy_config_of(settings: Settings) -> PolicyConfig:
         timezone=settings.timezone or machine_zone_name(),
         team_gpu_caps=dict(settings.team_gpu_caps),
         default_team_gpu_cap=settings.default_team_gpu_cap,
+        user_gpu_caps=dict(settings.user_gpu_caps),
+        default_user_gpu_cap=settings.default_user_gpu_cap,
         day_budget_gpu_h=dict(settings.day_budget_gpu_h),
         week_budget_gpu_h=dict(settings.week_budget_gpu_h),
         borrowing=settings.borrowing,

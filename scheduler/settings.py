@@ -79,6 +79,8 @@ class Settings(BaseSettings):
     policy: Literal["fifo", "backfill", "nightshift"] = "nightshift"
     team_gpu_caps: dict[str, int] = Field(default_factory=dict, description="concurrent GPUs per team")
     default_team_gpu_cap: int | None = Field(default=None, ge=0)
+    user_gpu_caps: dict[str, int] = Field(default_factory=dict, description="concurrent GPUs per person")
+    default_user_gpu_cap: int | None = Field(default=None, ge=0)
     day_budget_gpu_h: dict[str, float] = Field(default_factory=dict, description="rolling 24 h GPU-hours")
     week_budget_gpu_h: dict[str, float] = Field(default_factory=dict, description="rolling 7 day GPU-hours")
     borrowing: bool = Field(default=True, description="use idle GPUs above a team's cap when nobody waits")

@@ -463,6 +463,10 @@ def quota_table(data: dict[str, Any]) -> Table:
     elif cap is not None and in_use == cap:
         cap_state = "at its cap"
     table.add_row("GPUs now", f"{in_use:g}", "-" if cap is None else str(cap), cap_state)
+    if data.get("user_gpu_cap") is not None:  # a cap per person, beside the team's
+        mine, own_cap = data["user_gpus_in_use"], data["user_gpu_cap"]
+        own_state = "at your cap" if mine == own_cap else "borrowing idle GPUs" if mine > own_cap else ""
+        table.add_row(f"GPUs now, {data['user']}", f"{mine:g}", str(own_cap), own_state)
     for period, window in (("day", "last 24 h"), ("week", "last 7 days")):  # rolling, not calendar
         item = data[period]
         budget = item["budget_gpu_h"]

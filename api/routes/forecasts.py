@@ -91,4 +91,4 @@ def quota(
     wanted = team or who.team
     if wanted != who.team and not who.is_admin:
         raise PermissionDenied("you can see only your own team's quota")
-    return quota_status(cluster, usage, wanted)
+    return quota_status(cluster, usage, wanted, who.user if wanted == who.team else None)

@@ -41,10 +41,12 @@ class PolicyConfig:
     # Quotas
     team_gpu_caps: Mapping[str, int] = field(default_factory=dict)
     default_team_gpu_cap: int | None = None
+    user_gpu_caps: Mapping[str, int] = field(default_factory=dict)  # per person, across their teams
+    default_user_gpu_cap: int | None = None
     day_budget_gpu_h: Mapping[str, float] = field(default_factory=dict)
     week_budget_gpu_h: Mapping[str, float] = field(default_factory=dict)
     budget_warn_fraction: float = 0.8
-    borrowing: bool = True  # start above the cap when no other team's task waits for GPUs
+    borrowing: bool = True  # start above a cap when no other team's (person's) task waits for GPUs
     # Fair share and short-job credits (seconds of waiting a task is moved forward, at most)
     fairshare_half_life_s: float = 7 * 86400.0
     fairshare_max_credit_s: float = 6 * 3600.0
@@ -112,6 +114,17 @@ class PolicyConfig:
     def team_cap(self, team: str) -> int | None:
         """The concurrent GPU cap of `team` (None = no cap)."""
         return self.team_gpu_caps.get(team, self.default_team_gpu_cap)
+
+    def user_cap(self, user: str) -> int | None:
+        """The concurrent GPU cap of one person (None = no cap), as Slurm's `MaxTRESPerUser`."""
+        return self.user_gpu_caps.get(user, self.default_user_gpu_cap)
+
+    @property
+    def capped(self) -> bool:
+        """True when any team or person has a concurrent GPU cap (a pass then counts GPUs in use)."""
+        return bool(self.team_gpu_caps or self.user_gpu_caps) or (
+            self.default_team_gpu_cap is not None or self.default_user_gpu_cap is not None
+        )
 
     def oldest_first_delay_s(self) -> float:
         """How long the oldest wide task waits before it goes first: `oldest_first_after_s`, or

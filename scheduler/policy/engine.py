@@ -18,7 +18,7 @@ from scheduler.policy.estimate import OVERRUN_FACTOR, expected_end_s
 from scheduler.policy.fairshare import fairshare_factors
 from scheduler.policy.placement import GpuState, Pool, memory_need_mib, never_fits
 from scheduler.policy.priority import queue_score
-from scheduler.policy.quotas import budget_status, gpu_weight, gpus_in_use, over_cap
+from scheduler.policy.quotas import budget_status, gpu_weight, gpus_in_use, over_cap, over_user_cap
 from scheduler.policy.types import Decisions, GpuSlot, QueuedTask, RunningTask, StartDecision
 from scheduler.policy.windows import current_window, offpeak_start_s, zone
 
@@ -37,12 +37,14 @@ class _Pass:
     usage: Mapping[str, TeamUsage]
     with_reasons: bool
     used_by_team: dict[str, float]
+    used_by_user: dict[str, float]
     starts: list[StartDecision] = field(default_factory=list)
     started: list[Holding] = field(default_factory=list)
     pending: dict[int, str] = field(default_factory=dict)
     fail: dict[int, str] = field(default_factory=dict)
     capped: list[QueuedTask] = field(default_factory=list)
     teams_waiting_for_gpus: set[str] = field(default_factory=set)
+    users_waiting_for_gpus: set[str] = field(default_factory=set)
     reservations: list[Reservation] = field(default_factory=list)
     # the oldest task when it needs several GPUs and has waited `oldest_first_delay_s()`: considered first
     oldest: int | None = None
@@ -99,10 +101,11 @@ def decide(
     pass works on a copy-on-write copy of it instead of building one from `gpus`, and leaves it unchanged.
     """
     work = Pool(gpus) if pool is None else pool.copy()
-    # per-team GPUs in use matter only for caps; without any cap configured, skip the O(running) sum
-    capped = bool(config.team_gpu_caps) or config.default_team_gpu_cap is not None
+    # GPUs in use per team and person matter only for caps; without any cap configured, skip the sums
+    capped = config.capped
     used = gpus_in_use(running) if capped else {}
-    ps = _Pass(config, now_s, work, gpus, running, usage or {}, with_reasons, used)
+    used_by_user = gpus_in_use(running, by="user") if capped else {}
+    ps = _Pass(config, now_s, work, gpus, running, usage or {}, with_reasons, used, used_by_user)
     window = queued[: config.window]
     if config.oldest_first and config.credits_on and window:
         oldest = _oldest(window, config)
@@ -141,10 +144,10 @@ def _consider(ps: _Pass, task: QueuedTask, succeeded: Set[int], failed: Set[int]
     if hold is not None:
         ps.pending[task.task_id] = hold
         return
-    cap = over_cap(task, ps.used_by_team.get(task.team, 0.0), ps.config)
-    if cap is not None:
+    capped = _cap_reason(ps, task)
+    if capped is not None:
         ps.capped.append(task)
-        ps.pending[task.task_id] = reasons.team_cap(task.team, cap)
+        ps.pending[task.task_id] = capped
         return
     if ps.fifo_blocked:
         _wait(ps, task, reasons.behind(ps.blocked_ahead) if ps.with_reasons else "")
@@ -267,6 +270,7 @@ def _try_start(ps: _Pass, task: QueuedTask) -> bool:
         ps.starts.append(StartDecision(task.task_id, "", ()))
     weight = gpu_weight(task.gpus, task.gpu_fraction)
     ps.used_by_team[task.team] = ps.used_by_team.get(task.team, 0.0) + weight
+    ps.used_by_user[task.user] = ps.used_by_user.get(task.user, 0.0) + weight
     ps.pending.pop(task.task_id, None)
     return True
 
@@ -274,6 +278,7 @@ def _try_start(ps: _Pass, task: QueuedTask) -> bool:
 def _blocked_by_gpus(ps: _Pass, task: QueuedTask) -> None:
     """`task` is eligible but cannot start now: reserve for it (EASY) or explain the wait."""
     ps.teams_waiting_for_gpus.add(task.team)
+    ps.users_waiting_for_gpus.add(task.user)
     if ps.config.policy == "fifo":
         ps.fifo_blocked = True
         _wait(ps, task, _no_room_reason(ps, task) if ps.with_reasons else "")
@@ -376,11 +381,25 @@ def _reservation_in_the_way(
     return min(ahead, key=lambda r: r.start_s, default=None)
 
 
+def _cap_reason(ps: _Pass, task: QueuedTask) -> str | None:
+    """Why starting `task` would pass its team's or its person's concurrent GPU cap; None if it would not."""
+    cap = over_cap(task, ps.used_by_team.get(task.team, 0.0), ps.config)
+    if cap is not None:
+        return reasons.team_cap(task.team, cap)
+    cap = over_user_cap(task, ps.used_by_user.get(task.user, 0.0), ps.config)
+    return None if cap is None else reasons.user_cap(task.user, cap)
+
+
 def _borrow(ps: _Pass) -> None:
-    """Start capped tasks above their cap when no other team's task waits for GPUs in this window."""
+    """Start capped tasks above their cap when no one else waits for GPUs in this window: no other team's
+    task for a team's cap, no other person's for a person's."""
     for task in ps.capped:
         if ps.teams_waiting_for_gpus - {task.team}:
             return
+        if over_user_cap(task, ps.used_by_user.get(task.user, 0.0), ps.config) is not None and (
+            ps.users_waiting_for_gpus - {task.user}
+        ):
+            continue
         if not ps.with_reasons and not ps.pool.any_room():
             return
         _try_start(ps, task)

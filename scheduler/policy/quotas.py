@@ -1,4 +1,5 @@
-"""Team quotas: a cap on concurrent GPUs, and rolling GPU-hour budgets that stop new starts (never kill)."""
+"""Quotas: caps on concurrent GPUs per team and per person, and rolling GPU-hour budgets per team that stop
+new starts (never kill)."""
 
 from __future__ import annotations
 
@@ -16,17 +17,26 @@ def gpu_weight(gpus: int, gpu_fraction: float) -> float:
     return gpus * min(gpu_fraction, 1.0)
 
 
-def gpus_in_use(running: Iterable[RunningTask]) -> dict[str, float]:
-    """GPUs in use per team."""
+def gpus_in_use(running: Iterable[RunningTask], by: Literal["team", "user"] = "team") -> dict[str, float]:
+    """GPUs in use per team (or per person)."""
     used: dict[str, float] = {}
     for r in running:
-        used[r.team] = used.get(r.team, 0.0) + gpu_weight(len(r.gpu_indices), r.gpu_fraction)
+        key = r.team if by == "team" else r.user
+        used[key] = used.get(key, 0.0) + gpu_weight(len(r.gpu_indices), r.gpu_fraction)
     return used
 
 
 def over_cap(task: QueuedTask, used_gpus: float, config: PolicyConfig) -> int | None:
     """The team's cap when starting `task` would exceed it, else None."""
-    cap = config.team_cap(task.team)
+    return _over(config.team_cap(task.team), task, used_gpus)
+
+
+def over_user_cap(task: QueuedTask, used_gpus: float, config: PolicyConfig) -> int | None:
+    """The person's cap when starting `task` would exceed it (`used_gpus`: theirs), else None."""
+    return _over(config.user_cap(task.user), task, used_gpus)
+
+
+def _over(cap: int | None, task: QueuedTask, used_gpus: float) -> int | None:
     if cap is None:
         return None
     return cap if used_gpus + gpu_weight(task.gpus, task.gpu_fraction) > cap + 1e-9 else None

@@ -97,6 +97,11 @@ def team_cap(team: str, cap: int) -> str:
     return f"team {team} is at its {cap}-GPU cap"
 
 
+def user_cap(user: str, cap: int) -> str:
+    """`"alice is at the 2-GPU cap per person"`."""
+    return f"{user} is at the {cap}-GPU cap per person"
+
+
 def waiting_for_parent(parent_id: int) -> str:
     """`"waiting for task 12 to succeed"`."""
     return f"waiting for task {parent_id} to succeed"

@@ -65,6 +65,33 @@ def test_idle_capacity_is_borrowed_above_the_cap_only_when_no_other_team_waits()
     assert started(d) == [1] and d.pending_reasons[2] == "team vision is at its 1-GPU cap"
 
 
+def test_a_person_at_their_cap_waits_while_a_teammate_starts() -> None:
+    cfg = PolicyConfig(user_gpu_caps={"ann": 2}, default_user_gpu_cap=4, borrowing=False)
+    running = [make_running(9, gpus=(0, 1), team="vision", user="ann")]
+    gpus = occupy(make_gpus(per_node=8), running[0])
+    queued = [make_task(1, team="vision", user="ann"), make_task(2, team="vision", user="bob", gpus=4)]
+    d = decide(queued, running, gpus, 10.0, cfg)
+    assert started(d) == [2] and d.pending_reasons[1] == "ann is at the 2-GPU cap per person"
+    # the default cap holds anyone not named: bob's 4 GPUs are his whole cap
+    d = decide([make_task(3, team="nlp", user="bob", gpus=5)], [], make_gpus(per_node=8), 10.0, cfg)
+    assert started(d) == [] and d.pending_reasons[3] == "bob is at the 4-GPU cap per person"
+
+
+def test_a_persons_cap_counts_their_gpus_in_every_team_and_is_borrowed_above_only_when_no_one_else_waits() -> (
+    None
+):
+    cfg = PolicyConfig(user_gpu_caps={"ann": 1})
+    gpus = make_gpus(per_node=2)
+    queued = [
+        make_task(1, team="vision", user="ann"),
+        make_task(2, team="nlp", user="ann", enqueued_at_s=1.0),
+    ]
+    assert started(decide(queued, [], gpus, 10.0, cfg)) == [1, 2]  # idle GPUs, nobody else waits
+    queued.append(make_task(3, team="vision", user="bob", gpus=2, enqueued_at_s=2.0))
+    d = decide(queued, [], gpus, 10.0, cfg)
+    assert started(d) == [1] and d.pending_reasons[2] == "ann is at the 1-GPU cap per person"
+
+
 def test_a_used_up_budget_stops_new_starts_with_the_figures() -> None:
     cfg = PolicyConfig(day_budget_gpu_h={"nlp": 40.0})
     usage = {"nlp": TeamUsage("nlp", gpu_s_last_day=40 * 3600.0)}

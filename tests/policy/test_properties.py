@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from hypothesis import given, settings
@@ -29,7 +30,11 @@ job = st.tuples(
 )
 
 
-def _replay(jobs: list[tuple[str, int, float, int, int, float, int]], cfg: PolicyConfig) -> Replay:
+def _replay(
+    jobs: list[tuple[str, int, float, int, int, float, int]],
+    cfg: PolicyConfig,
+    user_of: Callable[[int], str] = lambda i: "u",
+) -> Replay:
     gpus = [replace(g, memory_total_mib=g.memory_total_mib) for g in make_gpus(nodes=2, per_node=4, gb=32)]
     durations: dict[int, float] = {}
     sim = Replay(gpus, cfg, lambda t: durations[t.task_id])
@@ -37,7 +42,7 @@ def _replay(jobs: list[tuple[str, int, float, int, int, float, int]], cfg: Polic
     for i, (team, n, frac, gb, dur, ratio, gap) in enumerate(jobs):
         at += gap
         durations[i] = float(dur)
-        sim.submit(make_task(i, team=team, gpus=n, gpu_fraction=frac if n == 1 else 1.0, gpu_memory_mib=gb * GB,
+        sim.submit(make_task(i, team=team, user=user_of(i), gpus=n, gpu_fraction=frac if n == 1 else 1.0, gpu_memory_mib=gb * GB,
                              enqueued_at_s=at, estimated_s=dur * ratio))  # fmt: skip
     return sim
 
@@ -63,6 +68,28 @@ def test_no_team_ever_exceeds_its_concurrent_cap_and_no_gpu_is_oversubscribed(
     sim.run()
     # every task within its team's cap starts in the end (each fits a 4-GPU node of 32 GB)
     assert {i for i, j in enumerate(jobs) if j[1] <= caps[j[0]]} <= sim.started_at.keys()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(job, min_size=1, max_size=40), st.sampled_from(["fifo", "backfill", "nightshift"]))
+def test_no_person_ever_exceeds_their_concurrent_cap_across_their_teams(
+    jobs: list[tuple[str, int, float, int, int, float, int]], policy: str
+) -> None:
+    caps = {"ann": 1, "bob": 3}  # everyone else: 2
+    cfg = PolicyConfig(policy=policy, user_gpu_caps=caps, default_user_gpu_cap=2, borrowing=False)  # type: ignore[arg-type]
+    people = ["ann", "bob", "cy"]
+    sim = _replay(jobs, cfg, user_of=lambda i: people[i % 3])
+
+    def check(task: QueuedTask, at_s: float, parts: tuple[RunningTask, ...]) -> None:
+        used: dict[str, float] = {}
+        for p in (p for ps in sim.running.values() for p in ps):
+            used[p.user] = used.get(p.user, 0.0) + len(p.gpu_indices) * min(p.gpu_fraction, 1.0)
+        assert all(used[u] <= caps.get(u, 2) + 1e-9 for u in used), used
+
+    sim.on_start = check
+    sim.run()
+    # every task within its person's cap starts in the end
+    assert {i for i, j in enumerate(jobs) if j[1] <= caps.get(people[i % 3], 2)} <= sim.started_at.keys()
 
 
 @settings(max_examples=60, deadline=None)
