@@ -62,6 +62,7 @@ CASES = [
     (reasons.no_node_in_service(None), "等待可用的节点（所有节点都被排空或离线；`nightshift nodes` 可查看）"),
     (reasons.no_node_in_service("gpu-2"), "等待节点 gpu-2 恢复服务（它被排空或离线；`nightshift nodes` 可查看）"),
     (reasons.team_cap("vision", 4), "团队 vision 已用满 4 张卡的上限"),
+    (reasons.user_cap("alice", 2), "alice 已用满每人 2 张卡的上限"),
     (reasons.waiting_for_parent(12), "等待任务 12 成功完成"),
     (reasons.parent_failed(12), "它依赖的任务 12 没有成功"),
     (reasons.no_room(1, 40 * GB, 1500), "没有一张卡有 40 GB 空闲显存；下一张卡约 25 分钟后空出"),

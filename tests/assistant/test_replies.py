@@ -238,6 +238,14 @@ def test_a_teams_quota_reads_in_chinese_with_chinese_punctuation_and_states() ->
     )
     fifo = json.dumps({"quota": {**json.loads(standing)["quota"], "fair_share": {**fair, "max_credit_h": 0}}})
     assert "Fair share" not in reply_for("quota_status", fifo, "en", NOW)
+    # the person's own cap, where one is set
+    own = json.dumps({"quota": {**json.loads(content)["quota"], "user_gpu_cap": 2, "user_gpus_in_use": 1}})
+    assert reply_for("quota_status", own, "en", NOW).startswith(
+        "Team vision: 2 GPU(s) in use of a cap of 4; you: 1 of your cap of 2; last 24 h"
+    )
+    assert reply_for("quota_status", own, "zh", NOW).startswith(
+        "团队 vision：正在使用 2 张卡（上限 4）；你本人：1 张（上限 2）；"
+    )
 
 
 def test_a_task_list_names_why_a_task_ended_only_where_that_says_more() -> None:

@@ -212,6 +212,15 @@ def test_a_team_above_its_cap_is_shown_borrowing_idle_gpus() -> None:
     assert "borrowing" not in _text(quota_table({**quota, "gpus_in_use": 1}))
 
 
+def test_quota_shows_the_callers_own_cap_beside_the_teams() -> None:
+    period = {"used_gpu_h": 0.0, "budget_gpu_h": None, "state": "ok"}
+    quota = {"team": "nlp", "state": "ok", "gpu_cap": None, "gpus_in_use": 3, "day": period, "week": period}
+    mine = {**quota, "user": "alice", "user_gpu_cap": 2, "user_gpus_in_use": 2}
+
+    assert "GPUs now, alice" in _text(quota_table(mine)) and "at your cap" in _text(quota_table(mine))
+    assert "alice" not in _text(quota_table({**quota, "user": "alice", "user_gpu_cap": None}))
+
+
 def test_quota_shows_the_teams_fair_share_standing() -> None:
     period = {"used_gpu_h": 0.0, "budget_gpu_h": None, "state": "ok"}
     fair = {"decayed_gpu_h": 12.0, "half_life_days": 7.0, "part_of_use": 0.4, "equal_share": 0.333,
