@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -263,6 +264,15 @@ class NightshiftClient:
             zone if isinstance(zone, str) and zone else None,
             windows if isinstance(windows, str) else None,
         )
+
+    def put_secret(self, name: str, value: str) -> dict[str, Any]:
+        """PUT /secrets/{name}: set one of the caller's secrets."""
+        result: dict[str, Any] = self._call("PUT", f"/secrets/{quote(name, safe='')}", json={"value": value})
+        return result
+
+    def delete_secret(self, name: str) -> None:
+        """DELETE /secrets/{name}."""
+        self._call("DELETE", f"/secrets/{quote(name, safe='')}")
 
     def post(self, path: str) -> Any:
         """POST to any /api/v1 path without a body (actions such as drain)."""

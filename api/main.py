@@ -13,6 +13,7 @@ from api.routes import forecasts as forecast_routes
 from api.routes import me as me_routes
 from api.routes import nodes as node_routes
 from api.routes import reports as report_routes
+from api.routes import secrets as secret_routes
 from api.routes import sweeps as sweep_routes
 from api.routes import tasks as task_routes
 from api.schemas import ErrorPublic
@@ -48,6 +49,7 @@ def create_app(cluster: Cluster, *, ui: bool = True) -> FastAPI:
     v1.include_router(node_routes.router)
     v1.include_router(report_routes.router)
     v1.include_router(me_routes.router)
+    v1.include_router(secret_routes.router)
     app.include_router(v1)
 
     registry = registry_for(cluster)

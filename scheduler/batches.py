@@ -143,6 +143,7 @@ def submit_group(
             check_against_cluster(spec, nodes, cluster.settings.max_task_gpus)
             check_times_ahead(spec, cluster.zone, from_epoch_s(now_s()))
             cluster.check_dependencies(who, spec.depends_on, spec.depends_on_any)
+            cluster.check_secrets(who, spec.secrets)
         except SpecError as exc:
             raise in_batch(exc, number, len(specs)) from None
     _check_queued_cap(cluster, who, len(expanded))

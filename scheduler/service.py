@@ -27,6 +27,7 @@ from scheduler.spec import TaskSpec, parse_spec
 from scheduler.store.db import create_db_engine, make_session_factory, migrate
 from scheduler.store.identity import Identity
 from scheduler.store.queue import RedisQueue
+from scheduler.store.secrets import SecretStore
 from scheduler.store.sweeps import SweepStore
 from scheduler.store.tables import FINAL_STATUSES, Task
 from scheduler.store.tasks import Finish, NewTask, TaskStore
@@ -101,6 +102,7 @@ class Cluster:
         self.factory: sessionmaker[Session] = make_session_factory(engine)
         self.tasks = TaskStore(self.factory)
         self.sweeps = SweepStore(self.factory)
+        self.secrets = SecretStore(self.factory)
         self.queue = queue
         self.nodes = NodeRegistry(queue.client, queue.keys)
         self.zone = local_zone(settings.timezone)
@@ -227,7 +229,19 @@ class Cluster:
         self.check_fits(parsed)
         check_times_ahead(parsed, self.zone, from_epoch_s(now_s()))
         self.check_dependencies(who, parsed.depends_on, parsed.depends_on_any)
+        self.check_secrets(who, parsed.secrets)
         return resolve(parsed, self.zone, self.default_workdir())
+
+    def check_secrets(self, who: Identity, names: Sequence[str]) -> None:
+        """422 when the spec names a secret its submitter has not set: the job could not be given it."""
+        missing = self.secrets.missing(who.user, names)
+        if missing:
+            said = ", ".join(missing)
+            message = (
+                f"you have no secret {said}: `nightshift secret set {missing[0]}` stores one (its value is "
+                "never shown), then submit again"
+            )
+            raise SpecError(message, [{"field": "secrets", "message": message}])
 
     def check_dependencies(
         self, who: Identity, depends_on: Sequence[int], depends_on_any: Sequence[int] = ()

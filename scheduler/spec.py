@@ -85,6 +85,12 @@ class TaskSpec(BaseModel):
     conda_env: str | None = None
     docker_image: str | None = None
     env: dict[str, str] = Field(default_factory=dict)
+    secrets: list[str] = Field(
+        default_factory=list,
+        max_length=32,
+        description="names of the owner's secrets (`nightshift secret set NAME`) the job gets as environment "
+        "variables; their values are never shown",
+    )
     depends_on: list[int] = Field(default_factory=list, max_length=100)
     depends_on_any: list[int] = Field(
         default_factory=list, max_length=100, description="start once these tasks ended, however they ended"
@@ -208,6 +214,13 @@ class TaskSpec(BaseModel):
                 raise ValueError(f"env name {key!r} is set by nightshift itself and cannot be overridden")
         return value
 
+    @field_validator("secrets")
+    @classmethod
+    def _secret_names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            check_secret_name(name)
+        return list(dict.fromkeys(value))
+
     @field_validator("depends_on", "depends_on_any")
     @classmethod
     def _positive_ids(cls, value: list[int], info: ValidationInfo) -> list[int]:
@@ -290,6 +303,9 @@ class TaskSpec(BaseModel):
     def _consistent(self) -> TaskSpec:
         if self.conda_env and self.docker_image:
             raise ValueError("choose conda_env or docker_image, not both")
+        both = [name for name in self.secrets if name in self.env]
+        if both:
+            raise ValueError(f"{both[0]} is in both env and secrets: a secret's value comes from the secret")
         if self.gpus == 0 and self.gpu_memory_gb is not None:
             raise ValueError("gpu_memory_gb needs gpus of at least 1 (gpus is 0: a CPU-only task)")
         if self.gpus == 0 and self.gpu_model is not None:
@@ -304,6 +320,18 @@ class TaskSpec(BaseModel):
         ):
             raise ValueError("deadline must be after not_before")
         return self
+
+
+def check_secret_name(name: str) -> str:
+    """`name` when it can name an environment variable and is none nightshift sets itself; else ValueError."""
+    if not _ENV_NAME.fullmatch(name) or len(name) > 128:
+        raise ValueError(
+            f"secret name {name[:128]!r} must be at most 128 letters, digits and _ (not starting with a "
+            "digit): the job gets it as an environment variable of that name"
+        )
+    if name.startswith(_RESERVED_ENV_PREFIX) or name in _GPU_SELECTION_ENV:
+        raise ValueError(f"secret name {name!r} is set by nightshift itself and cannot be overridden")
+    return name
 
 
 def _check_value(where: str, value: Any) -> None:

@@ -78,6 +78,7 @@ from scheduler.results import collect_metrics, prepare_output_dir
 from scheduler.service import Cluster, Settlement
 from scheduler.spec import spec_gpu_fraction
 from scheduler.store.queue import Claim, RenewResult, announced_time_limit
+from scheduler.store.secrets import MissingSecrets
 from scheduler.store.tables import Task
 from scheduler.wakeup import ring_when_set
 from scheduler.watchdogs import unreadable_reason
@@ -529,7 +530,7 @@ class Worker:
             default_workdir=workdir == self.cluster.default_workdir(),
             log_path=self.cluster.log_path(task.id),
             gpu_indices=claim.gpu_indices,
-            env=dict(spec.get("env") or {}),
+            env={**(spec.get("env") or {}), **self._secrets_of(task)},
             conda_env=spec.get("conda_env"),
             docker_image=spec.get("docker_image"),
             checkpoint_dir=checkpoint_dir,
@@ -544,6 +545,19 @@ class Worker:
             gpu_fraction=spec_gpu_fraction(spec),
             gpu_memory_share_mib=self._memory_share_mib(task, claim.gpu_indices),
         )
+
+    def _secrets_of(self, task: Task) -> dict[str, str]:
+        """The values of the secrets the task's spec names, read from SQL as it starts (its owner may have
+        changed one since it was queued); ExecutorError when its owner has removed one meanwhile."""
+        names = list(task.spec.get("secrets") or [])
+        try:
+            return self.cluster.secrets.values_for(task.user_id, task.user.name, names)
+        except MissingSecrets as missing:
+            said = ", ".join(missing.names)
+            raise ExecutorError(
+                f"secret {said} of {missing.user} is gone (removed after the task was queued): "
+                f"`nightshift secret set {missing.names[0]}`, then run it again"
+            ) from None
 
     def _memory_share_mib(self, task: Task, gpu_indices: Sequence[int]) -> int:
         """A sharer's memory on its GPU, as the scheduler charged it: its request, else its fraction of what

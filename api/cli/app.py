@@ -36,6 +36,7 @@ from api.cli.render import (
     task_detail,
 )
 from api.cli.report import report_command
+from api.cli.secrets import secret_app
 from api.cli.session import DEFAULT_MINUTES, SessionError, node_here, open_session, session_spec
 from api.cli.sweeps import compare_command, rerun_line, sweep_counts_line, sweep_line, sweeps_command
 from api.cli.waiting import wait_and_report, wait_command
@@ -56,6 +57,7 @@ token_app = typer.Typer(no_args_is_help=True, help="Create and revoke API tokens
 app.add_typer(token_app, name="token")
 node_app = typer.Typer(no_args_is_help=True, help="Drain a node (no new tasks) or put it back in service.")
 app.add_typer(node_app, name="node")
+app.add_typer(secret_app, name="secret")
 
 T = TypeVar("T")
 JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON for scripts")]
@@ -354,6 +356,10 @@ def submit(
         typer.Option("--after-any", help="start after task ID ends: succeeded, failed or cancelled (repeat)"),
     ] = None,
     env: Annotated[list[str] | None, typer.Option("--env", help="NAME=VALUE for the job (repeat)")] = None,
+    secret: Annotated[
+        list[str] | None,
+        typer.Option("--secret", help="NAME of your secret (`nightshift secret set`) the job gets (repeat)"),
+    ] = None,
     tag: Annotated[list[str] | None, typer.Option("--tag", help="a label to find it by (repeat)")] = None,
     workdir: Annotated[
         str | None, typer.Option("--workdir", help="run in this folder (default: where you are)")
@@ -393,7 +399,7 @@ def submit(
         "time_limit_minutes": time_limit, "estimated_minutes": estimate, "conda_env": conda,
         "docker_image": docker, "retries": retries, "name": name, "depends_on": depends_on or None,
         "depends_on_any": after_any or None, "gpu_model": gpu_model, "node": node, "tags": tag or None,
-        "workdir": workdir, "max_running": max_running,
+        "workdir": workdir, "max_running": max_running, "secrets": secret or None,
     }  # fmt: skip
     given = {key for key, value in overrides.items() if value is not None}
     given |= {key for key, value in (("not_before", after), ("deadline", deadline)) if value}

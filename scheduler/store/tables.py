@@ -97,6 +97,20 @@ class ApiToken(Base):
     user: Mapped[User] = relationship(lazy="joined")
 
 
+class Secret(Base):
+    """A person's secret (an API key, a token) by name: given to the jobs whose spec names it in `secrets`,
+    never shown by the API, so teammates who see the task do not see the value."""
+
+    __tablename__ = "secrets"
+    __table_args__ = (UniqueConstraint("user_id", "name", name="uq_secrets_user_name"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    name: Mapped[str] = mapped_column(String(128))
+    value: Mapped[str] = mapped_column(Text)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
 class Task(Base):
     """One submitted task. `lease_token` fences state changes: only the current claim may finish it."""
 
