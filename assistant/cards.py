@@ -194,6 +194,8 @@ def cli_equivalent(spec: dict[str, Any]) -> str:
         parts += ["--deadline", shlex.quote(str(spec["deadline"]))]
     for name, value in (spec.get("env") or {}).items():
         parts += ["--env", shlex.quote(f"{name}={value}")]
+    for name in spec.get("secrets") or []:
+        parts += ["--secret", name]
     for parent in spec.get("depends_on") or []:
         parts += ["--depends-on", str(parent)]
     for parent in spec.get("depends_on_any") or []:

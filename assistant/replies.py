@@ -538,6 +538,9 @@ def _spec_extras(spec: dict[str, Any], lang: str, now: datetime | None) -> list[
     if spec.get("env"):
         pairs = " ".join(f"{name}={shlex.quote(str(value))}" for name, value in spec["env"].items())
         extras.append(_t(lang, f"env {pairs}", f"环境变量 {pairs}"))
+    if spec.get("secrets"):  # names only: a value never reaches the chat
+        names = ", ".join(spec["secrets"])
+        extras.append(_t(lang, f"your secret {names}", f"你的密钥 {names}"))
     if spec.get("depends_on"):
         ids = ", ".join(f"#{task_id}" for task_id in spec["depends_on"])
         extras.append(_t(lang, f"after task {ids} succeeds", f"等任务 {ids} 成功后"))
@@ -1805,6 +1808,20 @@ POINTERS = {
         "想用 notebook，我可以帮你用 1 张卡、带时限地排队运行 "
         "`jupyter lab --no-browser --ip=0.0.0.0 --port=8888`；开始后它的日志"
         "（`nightshift logs 任务编号`）会显示在该节点上打开的地址和 token。",
+    ),
+    "secrets": (
+        "Keep an API key or token as a secret of yours: in a terminal, `nightshift secret set WANDB_API_KEY` "
+        "(typed unseen, piped in, or `--from-env`; never paste it here). Then ask me to run the command "
+        '"with my WANDB_API_KEY", or `nightshift submit --secret WANDB_API_KEY -- python train.py`: the job '
+        "gets it as $WANDB_API_KEY as it starts. Nobody sees its value, teammates included, and neither do "
+        "I; `nightshift secret ls` lists your secrets by name. Not in `env`: a task's env is shown to your "
+        "team.",
+        "把 API key 或 token 存成你自己的密钥：在终端运行 `nightshift secret set WANDB_API_KEY`"
+        "（输入时不显示，也可以用管道或 `--from-env`；不要贴到聊天里）。"
+        "然后让我“用我的 WANDB_API_KEY 跑”这个命令，或者 "
+        "`nightshift submit --secret WANDB_API_KEY -- python train.py`：任务启动时会拿到 $WANDB_API_KEY。"
+        "谁都看不到它的值，队友和我都看不到；`nightshift secret ls` 按名字列出你的密钥。"
+        "别放进 `env`：任务的 env 团队成员都能看到。",
     ),
     "scheduling": (
         "How the queue is ordered: by priority class and the time each task has waited (a higher class "

@@ -163,6 +163,11 @@ class SubmitArgs(BaseModel):
     conda_env: str | None = None
     docker_image: str | None = None
     env: dict[str, str] | None = None
+    secrets: list[str] | None = Field(
+        default=None,
+        description="names of the person's own secrets (`nightshift secret set NAME`) the job gets as "
+        'environment variables ("with my WANDB_API_KEY"); never a value',
+    )
     depends_on: list[int] | None = Field(default=None, description="start after these task ids succeed")
     depends_on_any: list[int] | None = Field(
         default=None, description="start after these task ids end: succeeded, failed or cancelled"
@@ -485,6 +490,13 @@ def submit_task(ctx: ToolContext, **args: Any) -> str:
         summary = summarize(spec, now, ctx.offpeak, ctx.client, gpus_view, tasks)
     except CardError as exc:
         return _error(exc.message, exc.errors)
+    unset = _secrets_not_set(ctx, spec.get("secrets") or [])
+    if unset:
+        return _error(
+            f"you have no secret {', '.join(unset)}: run `nightshift secret set {unset[0]}` in a terminal "
+            "(typed there, its value never goes through the chat), then ask again",
+            [{"field": "secrets", "message": f"not set: {', '.join(unset)}"}],
+        )
     if like is not None:
         summary["like_task"] = {"task_id": like, "passed": passed, "cleared": cleared}
     card: dict[str, Any] = {"kind": "submit", "spec": spec, "summary": summary}
@@ -499,6 +511,14 @@ def submit_task(ctx: ToolContext, **args: Any) -> str:
     if replaces is not None:  # the changed card stands in for it: only one of the two may be confirmed
         ctx.actions.take(str(replaces))
     return _result(pending_action=card, note="Nothing has been submitted: the person must confirm the card.")
+
+
+def _secrets_not_set(ctx: ToolContext, names: list[str]) -> list[str]:
+    """Those of `names` the person has no secret of (none checked without an API to ask)."""
+    if not names or ctx.client is None:
+        return []
+    have = {secret["name"] for secret in ctx.client.get("/secrets")}
+    return [name for name in names if name not in have]
 
 
 def cancel_task(ctx: ToolContext, task_id: int) -> str:

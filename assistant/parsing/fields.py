@@ -386,9 +386,47 @@ def _read_env(text: str, found: Fields) -> str:
     return text
 
 
+# a secret of one's own for the job ("with my WANDB_API_KEY", "using my HF_TOKEN secret", "with my wandb key",
+# "用我的 HF_TOKEN"): its name, as an environment variable, in capitals; the value is never in the chat
+_SECRET_NAME = r"(?-i:[A-Z][A-Z0-9]*_[A-Z0-9_]+)"
+SECRET_FOR_JOB = re.compile(
+    r"\b(?:with|using|use|pass(?:ing)?|give\s+it)\s+(?:my|our)\s+(?:secrets?\s+)?"
+    rf"(?P<n>{_SECRET_NAME}(?:\s*(?:,|and|&)\s*{_SECRET_NAME})*)(?:\s+(?:secrets?|keys?|tokens?))?"
+    r"|\b(?:with|using|use)\s+(?:my|our)\s+(?P<w>wandb|w&b|weights\s*(?:&|and)\s*biases)\s+(?:api\s+)?key\b"
+    r"|\b(?:with|using|use)\s+(?:my|our)\s+(?P<h>hf|hugging\s*face)\s+token\b"
+    rf"|(?:用|带上|使用|带着)(?:我的|我们的)\s*(?P<z>{_SECRET_NAME}(?:\s*(?:和|、|,|，)\s*{_SECRET_NAME})*)"
+    r"(?:\s*(?:密钥|secret|token|令牌))?",
+    re.IGNORECASE,
+)
+
+
+def secrets_named(text: str) -> list[str]:
+    """The names of one's own secrets a request gives its job, in order (see `SECRET_FOR_JOB`)."""
+    names: list[str] = []
+    for match in SECRET_FOR_JOB.finditer(text):
+        if match.group("w"):
+            names.append("WANDB_API_KEY")
+        elif match.group("h"):
+            names.append("HF_TOKEN")
+        else:
+            names += re.findall(_SECRET_NAME, match.group("n") or match.group("z") or "")
+    return list(dict.fromkeys(names))
+
+
+def _read_secrets(text: str, found: Fields) -> str:
+    """One's own secrets the job is to get, as the spec's `secrets` (names only)."""
+    names = secrets_named(text)
+    if names:
+        found.values["secrets"] = names
+        for match in list(SECRET_FOR_JOB.finditer(text)):
+            text = _blank(text, match, found)
+    return text
+
+
 def read_fields(text: str) -> tuple[Fields, str]:
     """Spec fields found in `text` (the command already removed), and the text with them blanked."""
     found = Fields()
+    text = _read_secrets(text, found)
     text = _read_env(text, found)
     text = _read_parents(text, found)
     for key, patterns in (("time_limit_minutes", TIME_LIMIT), ("retries", RETRIES)):

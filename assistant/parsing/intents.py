@@ -15,6 +15,7 @@ from assistant.parsing.fields import (
     GPU_CHOICE,
     GPU_INDEX,
     HOST_RESOURCE,
+    SECRET_FOR_JOB,
     TASK_ID,
     names_several_tasks,
     read_fields,
@@ -497,11 +498,31 @@ def _first_id(text: str) -> int | None:
     return ids[0] if ids else None
 
 
+# how to give a job an API key or token of one's own ("how do I pass my HF token to my job", "where do I put
+# my wandb key", "怎么把 token 给任务用"): keep it as a secret
+SECRETS_HOW = re.compile(
+    r"\bhow\s+(?:do|can|should|would)\s+(?:i|we)\s+(?:give|pass|use|set|store|provide|add|keep|get)\b"
+    r"[^?.!]{0,60}\b(?:tokens?|api[\s_-]*keys?|keys?|secrets?|passwords?|credentials?)\b"
+    r"|\bwhere\s+(?:do|should|can)\s+(?:i|we)\s+(?:put|keep|store|set)\b[^?.!]{0,40}\b(?:tokens?|api[\s_-]*keys?|"
+    r"keys?|secrets?|credentials?)\b|\bhow\s+do\s+secrets\s+work\b"
+    r"|(?:怎么|如何|怎样)[^？?。]{0,16}(?:token|密钥|秘钥|令牌|api\s*key)|(?:token|密钥|秘钥|令牌|api\s*key)[^？?。]{0,10}"
+    r"(?:怎么|如何|怎样)(?:传|给|设置|用|放)",
+    _I,
+)
+
+
+def _secrets_help(rest: str) -> Reading | None:
+    """How to give a job a key of one's own, asked with no command: what a secret is and how to set one."""
+    return Reading("help", reason="secrets") if SECRETS_HOW.search(rest) else None
+
+
 def _refusal(text: str) -> Reading | None:
     if INJECTION.search(text):
         return Reading("refusal", reason="injection")
-    # "remove the limit on sweep 3": how many of one's own sweep run at once, no quota or privilege
-    if PRIVILEGE.search(without_running_limit(text) if SWEEP_REF.search(text) else text):
+    # "remove the limit on sweep 3": how many of one's own sweep run at once, no quota or privilege; "with my
+    # HF_TOKEN": a secret of one's own for one's job, named, never shown
+    checked = SECRET_FOR_JOB.sub(" ", text)
+    if PRIVILEGE.search(without_running_limit(checked) if SWEEP_REF.search(checked) else checked):
         return Reading("refusal", reason="privilege")
     if CANCEL_VERB.search(text) and BULK_OTHERS.search(text) and not _one_own_sweep(text):
         if OWN.search(text) and not re.search(
@@ -1267,17 +1288,21 @@ def _understand(text: str, now: datetime) -> Reading:
     """`understand` of a request that names its tasks by number (or names none)."""
     found = find_command(text)
     rest = remove_span(text, found.start, found.end) if found else text
-    early = _refusal(rest) or (
-        None
-        if found
-        else _about_a_sweep(rest, now)
-        or _about_the_window(rest)
-        or _about_the_order(rest)
-        or _about_outputs(rest)
-        or _interactive(rest)
-        or _notice_when_done(rest)
-        or _change_of_waits(rest)
-        or _change_of_tags(rest)
+    early = (
+        (None if found else _secrets_help(rest))
+        or _refusal(rest)
+        or (
+            None
+            if found
+            else _about_a_sweep(rest, now)
+            or _about_the_window(rest)
+            or _about_the_order(rest)
+            or _about_outputs(rest)
+            or _interactive(rest)
+            or _notice_when_done(rest)
+            or _change_of_waits(rest)
+            or _change_of_tags(rest)
+        )
     )
     if early:
         return early
