@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler.errors import SpecError
-from scheduler.spec import SweepValue, TaskSpec, parse_spec
+from scheduler.spec import MAX_SWEEP_VALUES, SweepValue, TaskSpec, parse_spec
 from scheduler.task_names import default_name
 
 MAX_SWEEP_TASKS = 1000
@@ -72,6 +72,30 @@ def format_value(value: SweepValue) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
+
+
+def value_range(first: int, last: int, step: int) -> list[int]:
+    """A shell's `{first..last..step}`: every value from `first` to `last`, either way, `step` apart (its
+    sign ignored, as bash does); past MAX_SWEEP_VALUES only one more, so the spec says the sweep is too
+    long rather than this building it."""
+    step = max(abs(step), 1) * (1 if last >= first else -1)
+    count = min(abs(last - first) // abs(step) + 1, MAX_SWEEP_VALUES + 1)
+    return [first + i * step for i in range(count)]
+
+
+def typed_values(values: list[str]) -> list[SweepValue]:
+    """Values as numbers when every one of them reads back as written ("32", "0.1"), else as written."""
+    numbers: list[SweepValue] = []
+    for value in values:
+        number: int | float
+        try:
+            number = int(value) if re.fullmatch(r"-?\d+", value) else float(value)
+        except ValueError:
+            return list(values)
+        if str(number) != value:
+            return list(values)
+        numbers.append(number)
+    return numbers
 
 
 def placeholders(text: str) -> list[str]:

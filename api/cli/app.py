@@ -38,6 +38,7 @@ from api.cli.render import (
 from api.cli.report import report_command
 from api.cli.secrets import secret_app
 from api.cli.session import DEFAULT_MINUTES, SessionError, node_here, open_session, session_spec
+from api.cli.sweep_params import param_grid, with_param_grid
 from api.cli.sweeps import compare_command, rerun_line, sweep_counts_line, sweep_line, sweeps_command
 from api.cli.waiting import wait_and_report, wait_command
 from api.cli.zone import cli_zone
@@ -342,6 +343,13 @@ def submit(
     conda: Annotated[str | None, typer.Option("--conda", help="conda environment")] = None,
     docker: Annotated[str | None, typer.Option("--docker", help="docker image")] = None,
     retries: Annotated[int | None, typer.Option(help="retries after a failure")] = None,
+    param: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--param",
+            help="a sweep without a spec file: NAME=V1,V2 or NAME=1..5, the command says {NAME} (repeat)",
+        ),
+    ] = None,
     max_running: Annotated[
         int | None, typer.Option("--max-running", help="a sweep: run at most N of its tasks at once")
     ] = None,
@@ -410,7 +418,9 @@ def submit(
         spec = build_submit_spec(
             list(args or []), cli_zone(settings), now, overrides, after, again and again.spec, deadline, notes
         )
-        spec = with_python_env(spec, {} if worker_env else os.environ, notes)
+        spec = with_python_env(
+            with_param_grid(spec, param_grid(param or [])), {} if worker_env else os.environ, notes
+        )
     except NightshiftError as exc:
         _fail(exc.message, code=2)
     for note in notes:

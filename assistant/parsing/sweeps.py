@@ -11,7 +11,7 @@ from typing import Any
 
 from assistant.parsing.history import TAG, plain_words
 from assistant.parsing.numbers import NUMBER, to_int
-from scheduler.spec import MAX_SWEEP_VALUES
+from scheduler.sweeps import typed_values, value_range
 
 _I = re.I
 
@@ -210,23 +210,14 @@ def brace_grid(command: str) -> BraceGrid | None:
     for index, match in enumerate(found, start=1):
         name = _param_name(masked[: match.start()], index)
         values = (
-            _typed([v.strip() for v in match["values"].split(",")])
+            typed_values([v.strip() for v in match["values"].split(",")])
             if match["values"]
-            else _sequence(int(match["first"]), int(match["last"]), int(match["step"] or 1))
+            else value_range(int(match["first"]), int(match["last"]), int(match["step"] or 1))
         )
         grid[f"{name}_{index}" if name in grid else name] = values
     for match, name in zip(reversed(found), reversed(list(grid)), strict=True):
         command = command[: match.start()] + "{" + name + "}" + command[match.end() :]
     return BraceGrid(command, grid)
-
-
-def _sequence(first: int, last: int, step: int) -> list[int]:
-    """A shell's `{first..last..step}`: every value from `first` to `last`, either way, `step` apart (its
-    sign ignored, as bash does); past MAX_SWEEP_VALUES only one more, so the spec says the sweep is too
-    long rather than this building it."""
-    step = max(abs(step), 1) * (1 if last >= first else -1)
-    count = min(abs(last - first) // abs(step) + 1, MAX_SWEEP_VALUES + 1)
-    return [first + i * step for i in range(count)]
 
 
 def _param_name(before: str, index: int) -> str:
@@ -238,21 +229,6 @@ def _param_name(before: str, index: int) -> str:
         word = words[-1] if words and words[-1].startswith("-") else ""
     name = re.sub(r"\W", "_", word.lstrip("-")).strip("_")
     return name if _PARAM_NAME.fullmatch(name) else f"p{index}"
-
-
-def _typed(values: list[str]) -> list[Any]:
-    """Values as numbers when every one of them reads back as written ("32", "0.1"), else as written."""
-    numbers: list[Any] = []
-    for value in values:
-        number: int | float
-        try:
-            number = int(value) if re.fullmatch(r"-?\d+", value) else float(value)
-        except ValueError:
-            return values
-        if str(number) != value:
-            return values
-        numbers.append(number)
-    return numbers
 
 
 def _blank(text: str, match: re.Match[str]) -> str:
@@ -301,5 +277,5 @@ def worded_values(name: str, text: str) -> WordedValues | None:
         if found:
             values = [v for v in re.split(_BETWEEN_VALUES, found["v"]) if v]
             if len(values) >= 2:
-                return WordedValues(_typed(values), found.span())
+                return WordedValues(typed_values(values), found.span())
     return None
