@@ -200,18 +200,12 @@ class TaskSpec(BaseModel):
         if len(value) > MAX_ENV_VARS:
             raise ValueError(f"env has {len(value)} variables; at most {MAX_ENV_VARS}")
         for key, item in value.items():
-            if not _ENV_NAME.fullmatch(key) or len(key) > 128:
-                raise ValueError(
-                    f"env name {key[:128]!r} must be at most 128 letters, digits and _ "
-                    "(not starting with a digit)"
-                )
+            _check_variable_name("env name", key)
             if len(item) > MAX_ENV_VALUE_CHARS or "\x00" in item:
                 raise ValueError(
                     f"env.{key} must be at most {MAX_ENV_VALUE_CHARS} characters, without NUL bytes "
                     "(a process cannot be given one)"
                 )
-            if key.startswith(_RESERVED_ENV_PREFIX) or key in _GPU_SELECTION_ENV:
-                raise ValueError(f"env name {key!r} is set by nightshift itself and cannot be overridden")
         return value
 
     @field_validator("secrets")
@@ -323,15 +317,20 @@ class TaskSpec(BaseModel):
 
 
 def check_secret_name(name: str) -> str:
-    """`name` when it can name an environment variable and is none nightshift sets itself; else ValueError."""
+    """`name` when it can name an environment variable (the job gets the secret as one) and is none
+    nightshift sets itself; else ValueError."""
+    _check_variable_name("secret name", name)
+    return name
+
+
+def _check_variable_name(kind: str, name: str) -> None:
+    """ValueError unless `name` can name an environment variable nightshift does not set itself."""
     if not _ENV_NAME.fullmatch(name) or len(name) > 128:
         raise ValueError(
-            f"secret name {name[:128]!r} must be at most 128 letters, digits and _ (not starting with a "
-            "digit): the job gets it as an environment variable of that name"
+            f"{kind} {name[:128]!r} must be at most 128 letters, digits and _ (not starting with a digit)"
         )
     if name.startswith(_RESERVED_ENV_PREFIX) or name in _GPU_SELECTION_ENV:
-        raise ValueError(f"secret name {name!r} is set by nightshift itself and cannot be overridden")
-    return name
+        raise ValueError(f"{kind} {name!r} is set by nightshift itself and cannot be overridden")
 
 
 def _check_value(where: str, value: Any) -> None:

@@ -17,7 +17,7 @@ import typer
 from api.cli.ask import ask_command
 from api.cli.command_line import command_from_words
 from api.cli.listing import list_command
-from api.cli.options import CLEAR_OPTIONS
+from api.cli.options import CLEAR_OPTIONS, GpuFractionOpt, GpuMemOpt, GpuModelOpt, TagOpt
 from api.cli.python_env import with_python_env
 from api.cli.render import (
     change_line,
@@ -324,11 +324,8 @@ def _earlier_spec(like: int | None, clear: list[str], given: set[str], now: date
 def submit(
     args: Annotated[list[str] | None, typer.Argument(help="[FILE.yaml] -- COMMAND...")] = None,
     gpus: Annotated[int | None, typer.Option(help="GPUs (0 = CPU only)")] = None,
-    gpu_mem: Annotated[float | None, typer.Option("--gpu-mem", help="min free GB per GPU")] = None,
-    gpu_fraction: Annotated[
-        float | None,
-        typer.Option("--gpu-fraction", help="share one GPU: 0.5 = half of it (with --gpus 1)"),
-    ] = None,
+    gpu_mem: GpuMemOpt = None,
+    gpu_fraction: GpuFractionOpt = None,
     priority: Annotated[
         str | None,
         typer.Option(
@@ -354,7 +351,7 @@ def submit(
         int | None, typer.Option("--max-running", help="a sweep: run at most N of its tasks at once")
     ] = None,
     name: Annotated[str | None, typer.Option(help="a short name")] = None,
-    gpu_model: Annotated[str | None, typer.Option("--gpu-model", help="only GPUs of this model")] = None,
+    gpu_model: GpuModelOpt = None,
     node: Annotated[str | None, typer.Option("--node", help="run on this node only")] = None,
     depends_on: Annotated[
         list[int] | None, typer.Option("--depends-on", help="start after task ID succeeds")
@@ -368,7 +365,7 @@ def submit(
         list[str] | None,
         typer.Option("--secret", help="NAME of your secret (`nightshift secret set`) the job gets (repeat)"),
     ] = None,
-    tag: Annotated[list[str] | None, typer.Option("--tag", help="a label to find it by (repeat)")] = None,
+    tag: TagOpt = None,
     workdir: Annotated[
         str | None, typer.Option("--workdir", help="run in this folder (default: where you are)")
     ] = None,
@@ -919,7 +916,7 @@ def explain(
 def estimate(
     task_id: Annotated[int | None, typer.Argument(help="a queued task (or describe a new one)")] = None,
     gpus: Annotated[int, typer.Option(help="GPUs of the new task")] = 1,
-    gpu_mem: Annotated[float | None, typer.Option("--gpu-mem", help="min free GB per GPU")] = None,
+    gpu_mem: GpuMemOpt = None,
     minutes: Annotated[float | None, typer.Option("--estimate", help="expected minutes")] = None,
     time_limit: Annotated[float | None, typer.Option("--time-limit", help="time limit in minutes")] = None,
     name: Annotated[str | None, typer.Option(help="its name: run time learned from your past runs")] = None,
@@ -931,7 +928,7 @@ def estimate(
     ] = None,
     tonight: Annotated[bool, typer.Option("--tonight", help="start only in the off-peak window")] = False,
     after: Annotated[str | None, typer.Option(help="not before: 23:00, tomorrow 9am, +2h, ISO")] = None,
-    gpu_model: Annotated[str | None, typer.Option("--gpu-model", help="only GPUs of this model")] = None,
+    gpu_model: GpuModelOpt = None,
     node: Annotated[str | None, typer.Option(help="only this node")] = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -1029,20 +1026,18 @@ app.command("wait")(wait_command)
 def shell(
     args: Annotated[list[str] | None, typer.Argument(help="-- COMMAND... (default: your $SHELL)")] = None,
     gpus: Annotated[int, typer.Option(help="GPUs (0 = CPU only)")] = 1,
-    gpu_mem: Annotated[float | None, typer.Option("--gpu-mem", help="min free GB per GPU")] = None,
-    gpu_fraction: Annotated[
-        float | None, typer.Option("--gpu-fraction", help="share one GPU: 0.5 = half of it (with --gpus 1)")
-    ] = None,
+    gpu_mem: GpuMemOpt = None,
+    gpu_fraction: GpuFractionOpt = None,
     time_limit: Annotated[
         float, typer.Option("--time-limit", help="minutes, then the shell is stopped")
     ] = DEFAULT_MINUTES,
     priority: Annotated[str | None, typer.Option(help="low | normal | high | urgent")] = None,
-    gpu_model: Annotated[str | None, typer.Option("--gpu-model", help="only GPUs of this model")] = None,
+    gpu_model: GpuModelOpt = None,
     node: Annotated[
         str | None, typer.Option("--node", help="on this node (default: this machine, when it is one)")
     ] = None,
     name: Annotated[str | None, typer.Option(help="a short name (default: shell)")] = None,
-    tag: Annotated[list[str] | None, typer.Option("--tag", help="a label to find it by (repeat)")] = None,
+    tag: TagOpt = None,
 ) -> None:
     """Wait in the queue for GPUs, then open a shell here with them (or run COMMAND), as Slurm's `srun --pty
     bash`: `nightshift shell --gpus 1 --time-limit 120`. Exit the shell to give them back; at the time limit
