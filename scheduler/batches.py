@@ -22,6 +22,7 @@ wait for a slot (`Cluster.admit_waiting`).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -147,6 +148,7 @@ def submit_group(
         except SpecError as exc:
             raise in_batch(exc, number, len(specs)) from None
     _check_queued_cap(cluster, who, len(expanded))
+    cluster.check_priority_room(who, Counter(item.spec.priority for item in expanded))
     workdir = cluster.default_workdir()
     new_tasks = [(resolve(item.spec, cluster.zone, workdir), dict(item.params)) for item in expanded]
     first = specs[0]
@@ -282,6 +284,7 @@ def rerun_sweep(
         )
     now = from_epoch_s(now_s()).astimezone(cluster.zone)
     owner = _owner(view.sweep)  # an admin may rerun another team's sweep: its tasks stay that team's
+    cluster.check_priority_room(owner, Counter(task.priority for task in chosen))
     reruns = []
     for task in chosen:
         try:
@@ -355,6 +358,10 @@ def change_sweep(cluster: Cluster, who: Identity, sweep_id: int, changes: Mappin
         raise ConflictError(f"sweep {sweep_id} has no queued task to change ({_counts_text(view)})")
     for task in queued:
         changed_spec(task.id, task.spec or {}, task_changes)
+    raised = task_changes.get("priority")
+    if raised is not None and not who.is_admin:
+        moving = sum(task.priority != raised for task in queued)
+        cluster.check_priority_room(_owner(view.sweep), {raised: moving})
     _each(queued, lambda task: True, lambda task_id: cluster.update(who, task_id, task_changes))
     if "max_running" in changes:
         return set_max_running(cluster, view, changes["max_running"])

@@ -22,6 +22,7 @@ from scheduler.policy.aging import overdue_at_s, static_score
 from scheduler.policy.config import PolicyConfig
 from scheduler.policy.retry import decide_retry
 from scheduler.policy_input import queued_task_of
+from scheduler.priority_limits import check_priority_room
 from scheduler.settings import Settings
 from scheduler.spec import TaskSpec, parse_spec
 from scheduler.store.db import create_db_engine, make_session_factory, migrate
@@ -230,7 +231,14 @@ class Cluster:
         check_times_ahead(parsed, self.zone, from_epoch_s(now_s()))
         self.check_dependencies(who, parsed.depends_on, parsed.depends_on_any)
         self.check_secrets(who, parsed.secrets)
+        self.check_priority_room(who, {parsed.priority: 1})
         return resolve(parsed, self.zone, self.default_workdir())
+
+    def check_priority_room(self, who: Identity, adding: Mapping[str, int]) -> None:
+        """422 when `who` would have more tasks of a class queued or running than `priority_limits` allows."""
+        if self.settings.priority_limits:
+            limits = {str(name): limit for name, limit in self.settings.priority_limits.items()}
+            check_priority_room(self.tasks, limits, who, adding)
 
     def check_secrets(self, who: Identity, names: Sequence[str]) -> None:
         """422 when the spec names a secret its submitter has not set: the job could not be given it."""
@@ -331,6 +339,10 @@ class Cluster:
                 f"task {task_id} already {task.status}; only a queued or running task can be changed"
             )
         spec = changed_spec(task_id, task.spec or {}, changes)
+        raised = changes.get("priority")
+        if raised is not None and raised != task.priority:  # counted against the task's owner
+            owner = Identity(task.user_id, task.user.name, task.team_id, task.team.name, who.is_admin)
+            self.check_priority_room(owner, {raised: 1})
         if changes.get("deadline") is not None:  # one that passed while it waited stays as it was
             check_times_ahead(spec, self.zone, from_epoch_s(now_s()))
         with self._dependency_changes(changes):

@@ -6,7 +6,7 @@ import os
 import socket
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import (
@@ -81,6 +81,10 @@ class Settings(BaseSettings):
     default_team_gpu_cap: int | None = Field(default=None, ge=0)
     user_gpu_caps: dict[str, int] = Field(default_factory=dict, description="concurrent GPUs per person")
     default_user_gpu_cap: int | None = Field(default=None, ge=0)
+    priority_limits: dict[Literal["low", "normal", "high", "urgent"], Annotated[int, Field(ge=0)]] = Field(
+        default_factory=dict,
+        description="most tasks a person may have queued or running in a class ({urgent = 2}); not admins",
+    )
     day_budget_gpu_h: dict[str, float] = Field(default_factory=dict, description="rolling 24 h GPU-hours")
     week_budget_gpu_h: dict[str, float] = Field(default_factory=dict, description="rolling 7 day GPU-hours")
     borrowing: bool = Field(default=True, description="use idle GPUs above a team's cap when nobody waits")

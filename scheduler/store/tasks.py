@@ -401,6 +401,20 @@ class TaskStore:
             rows = session.execute(select(Task.status, func.count()).group_by(Task.status))
             return {status: int(count) for status, count in rows}
 
+    def live_in_class(self, user_id: int, priority: str) -> list[int]:
+        """The ids of a person's queued or running tasks of one priority class, oldest first."""
+        with self.factory() as session:
+            query = (
+                select(Task.id)
+                .where(
+                    Task.user_id == user_id,
+                    Task.priority == priority,
+                    Task.status.in_(("queued", "running")),
+                )
+                .order_by(Task.id)
+            )
+            return [int(task_id) for task_id in read_only(session).scalars(query)]
+
     def count_queued_for_team(self, team_id: int) -> int:
         """How many tasks of this team wait in the queue (the per-team cap on queued tasks)."""
         with self.factory() as session:

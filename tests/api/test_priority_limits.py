@@ -1,0 +1,58 @@
+"""`priority_limits` ({urgent = 2}): how many tasks of a class one person may have queued or running at
+once, checked on every way in (submit, sweep, change, a sweep's change); a refused request changes nothing
+and says what to do; admins are exempt."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from api.main import create_app
+from scheduler.store.identity import create_token
+from tests.api.conftest import TestClient, bearer
+
+
+def _post(client, path: str, spec: dict[str, Any], token: dict[str, str]) -> Any:
+    return client.post(path, json={"command": "true", "gpus": 0, **spec}, headers=token)
+
+
+def test_a_person_has_at_most_the_limit_of_urgent_tasks_however_they_ask(make_cluster):
+    cluster = make_cluster(priority_limits={"urgent": 2})
+    alice = bearer(create_token(cluster.factory, user="alice", team="vision"))
+    bob = bearer(create_token(cluster.factory, user="bob", team="vision"))
+    admin = bearer(create_token(cluster.factory, user="root", team="admins", is_admin=True))
+    with TestClient(create_app(cluster)) as client:
+        first, second = (
+            _post(client, "/api/v1/tasks", {"priority": "urgent"}, alice).json() for _ in range(2)
+        )
+        third = _post(client, "/api/v1/tasks", {"priority": "urgent"}, alice)
+        normal = _post(client, "/api/v1/tasks", {}, alice).json()
+        raised = client.patch(f"/api/v1/tasks/{normal['id']}", json={"priority": "urgent"}, headers=alice)
+        sweep = _post(client, "/api/v1/sweeps", {"command": "t {x}", "sweep": {"x": [1, 2, 3]}}, bob).json()
+        bobs_raise = client.patch(f"/api/v1/sweeps/{sweep['id']}", json={"priority": "urgent"}, headers=bob)
+        bobs_urgent_sweep = _post(
+            client,
+            "/api/v1/sweeps",
+            {"command": "t {x}", "sweep": {"x": [1, 2, 3]}, "priority": "urgent"},
+            bob,
+        )
+        admins = [_post(client, "/api/v1/tasks", {"priority": "urgent"}, admin).status_code for _ in range(3)]
+        client.post(f"/api/v1/tasks/{first['id']}/cancel", headers=alice)
+        raised_after = client.patch(
+            f"/api/v1/tasks/{normal['id']}", json={"priority": "urgent"}, headers=alice
+        )
+
+    assert third.status_code == 422
+    assert third.json()["detail"] == (
+        f"alice has 2 urgent tasks queued or running ({first['id']}, {second['id']}) and this would add 1: "
+        "at most 2 per person. Ask for a lower priority, or wait until one ends"
+    )
+    assert normal["priority"] == "normal"  # other classes are not limited
+    assert raised.status_code == 422 and "alice has 2 urgent tasks" in raised.json()["detail"]
+    assert bobs_raise.status_code == 422
+    assert "bob has 0 urgent tasks queued or running and this would add 3" in bobs_raise.json()["detail"]
+    assert {task.priority for task in cluster.tasks.with_status("queued") if task.user.name == "bob"} == {
+        "normal"
+    }
+    assert bobs_urgent_sweep.status_code == 422 and "would add 3" in bobs_urgent_sweep.json()["detail"]
+    assert admins == [201, 201, 201]
+    assert raised_after.status_code == 200 and raised_after.json()["priority"] == "urgent"
