@@ -41,6 +41,7 @@ from api.cli.session import DEFAULT_MINUTES, SessionError, node_here, open_sessi
 from api.cli.sweep_params import param_grid, with_param_grid
 from api.cli.sweeps import compare_command, rerun_line, sweep_counts_line, sweep_line, sweeps_command
 from api.cli.waiting import wait_and_report, wait_command
+from api.cli.watching import WatchOpt, refuse_watch_with_json, watch
 from api.cli.zone import cli_zone
 from api.client import ClientError, NightshiftClient
 from scheduler.edits import check_clearable, retagged, spec_differences
@@ -877,8 +878,12 @@ def logs(
 
 
 @app.command()
-def queue(as_json: JsonOpt = False) -> None:
-    """The queue, best first."""
+def queue(as_json: JsonOpt = False, every_s: WatchOpt = None) -> None:
+    """The queue, best first (`--watch 2`: redrawn every 2 s)."""
+    refuse_watch_with_json(every_s, as_json)
+    if every_s is not None:
+        _with_client(lambda client: watch(lambda: queue_table(client.queue()), every_s))
+        return
     data = _with_client(lambda client: client.queue())
     if as_json:
         print_json(data)
@@ -887,8 +892,12 @@ def queue(as_json: JsonOpt = False) -> None:
 
 
 @app.command()
-def gpus(as_json: JsonOpt = False) -> None:
-    """GPUs of every node: memory, utilization, temperature, power, tasks."""
+def gpus(as_json: JsonOpt = False, every_s: WatchOpt = None) -> None:
+    """GPUs of every node: memory, utilization, temperature, power, tasks (`--watch 2`: redrawn)."""
+    refuse_watch_with_json(every_s, as_json)
+    if every_s is not None:
+        _with_client(lambda client: watch(lambda: gpus_table(client.gpus()), every_s))
+        return
     data = _with_client(lambda client: client.gpus())
     if as_json:
         print_json(data)

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from api.cli.render import console, err_console, print_error, print_json, tasks_table
+from api.cli.watching import WatchOpt, refuse_watch_with_json, watch
 from api.cli.zone import cli_zone
 from api.client import ClientError, NightshiftClient
 from scheduler.errors import NightshiftError
@@ -35,17 +36,27 @@ def list_command(
     limit: Annotated[int, typer.Option(help="at most this many")] = 50,
     offset: Annotated[int, typer.Option(min=0, help="skip this many newest ones (the next page)")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON for scripts")] = False,
+    every_s: WatchOpt = None,
 ) -> None:
     """List tasks, newest first: your team's (an admin's: every team's), narrowed by --since/--until
-    (submission time), --name, --tag, --node, --held and --sweep; `--offset` pages on."""
+    (submission time), --name, --tag, --node, --held and --sweep; `--offset` pages on; `--watch 2`
+    redraws it."""
     if mine and user:
         _exit("give --mine or --user NAME, not both", code=2)
+    refuse_watch_with_json(every_s, as_json)
     filters = {"status": status, "team": team, "name": name, "tag": tag, "node": node}
     if held:
         filters["held"] = "true"
     if sweep is not None:
         filters["sweep_id"] = str(sweep)
     filters.update(submission_window(since, until))
+    if every_s is not None:
+        client = NightshiftClient.from_settings(get_settings())
+        try:
+            watch(lambda: tasks_table(_page(client, limit, offset, mine, user, filters)["tasks"]), every_s)
+        finally:
+            client.close()
+        return
     page = _fetch(limit, offset, mine, user, filters)
     if as_json:
         print_json(page["tasks"])  # the shape scripts already read: the list of tasks
@@ -93,16 +104,28 @@ def page_footer(page: dict[str, Any], offset: int | None = None) -> str | None:
 def _fetch(
     limit: int, offset: int, mine: bool, user: str | None, filters: dict[str, str | None]
 ) -> dict[str, Any]:
-    """One page of the filtered list (`--mine`: the caller's own name, asked of the API)."""
+    """One page of the filtered list (`--mine`: the caller's own name, asked of the API); exit 1 with the
+    API's error."""
     client = NightshiftClient.from_settings(get_settings())
     try:
-        who = client.me()["user"] if mine else user
-        return client.task_page({**filters, "user": who}, limit, offset)
+        return _page(client, limit, offset, mine, user, filters)
     except ClientError as exc:
         print_error(exc.message, exc.errors)
         raise typer.Exit(1) from None
     finally:
         client.close()
+
+
+def _page(
+    client: NightshiftClient,
+    limit: int,
+    offset: int,
+    mine: bool,
+    user: str | None,
+    filters: dict[str, str | None],
+) -> dict[str, Any]:
+    who = client.me()["user"] if mine else user
+    return client.task_page({**filters, "user": who}, limit, offset)
 
 
 def _exit(message: str, code: int) -> None:
