@@ -37,14 +37,15 @@ class SpecAgain:
 def spec_again(stored: Mapping[str, Any], now: datetime, clear: Iterable[str] = ()) -> SpecAgain:
     """Task `stored`'s spec (as `GET /tasks/{id}` shows it) to submit again: every field as it was (its
     workdir and name too, so learned run times still apply), less unset fields, a sweep (a sweep's task
-    holds its own parameters already), the times that have passed (`SpecAgain.passed`) and the fields
-    `clear` puts back to their defaults ("run 12 again without its time limit": `SpecAgain.cleared`, those
-    it had set to something else). SpecError for a field in `clear` that has no default to go back to."""
+    holds its own parameters already), its git commit (what runs again is the workdir as it is now), the
+    times that have passed (`SpecAgain.passed`) and the fields `clear` puts back to their defaults ("run 12
+    again without its time limit": `SpecAgain.cleared`, those it had set to something else). SpecError for a
+    field in `clear` that has no default to go back to."""
     check_clearable(clear)
     spec = {
         key: value
         for key, value in stored.items()
-        if value is not None and value != [] and value != {} and key != "sweep"
+        if value is not None and value != [] and value != {} and key not in ("sweep", "git")
     }
     taken = {key: spec.pop(key) for key in dict.fromkeys(clear) if key in spec}
     cleared = {key: value for key, value in taken.items() if value != TaskSpec.model_fields[key].default}

@@ -64,7 +64,8 @@ def policy_config_of(settings: Settings) -> PolicyConfig:
 
 
 # resolved from words like "+2h" or "tomorrow 9am" at each try: a retried submission may differ there alone
-_RETRY_MAY_CHANGE = frozenset({"not_before", "deadline"})
+# a retried submission may resolve "tonight" to another instant, or be sent from a workdir edited since
+_RETRY_MAY_CHANGE = frozenset({"not_before", "deadline", "git"})
 MIN_TIME_LEFT_S = 60.0  # a running task's new time limit leaves it at least this long to run
 
 

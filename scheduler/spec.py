@@ -53,6 +53,17 @@ SweepGrid = dict[str, list[SweepValue]]
 SweepList = list[dict[str, SweepValue]]
 
 
+class GitSource(BaseModel):
+    """Which code a task ran: the commit its workdir was at when it was submitted, the branch, and whether
+    tracked files had changes not in that commit (then the commit alone does not say what ran)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    commit: str = Field(pattern=r"^[0-9a-f]{7,64}$")
+    branch: str | None = Field(default=None, max_length=255)
+    dirty: bool = False
+
+
 class TaskSpec(BaseModel):
     """A task as submitted. Team and user are never part of it: they come from the caller's token."""
 
@@ -85,6 +96,11 @@ class TaskSpec(BaseModel):
     conda_env: str | None = None
     docker_image: str | None = None
     env: dict[str, str] = Field(default_factory=dict)
+    git: GitSource | None = Field(
+        default=None,
+        description="the code it was submitted from: the workdir's git commit, branch and whether files "
+        "differed from it (`nightshift submit` records it by itself)",
+    )
     secrets: list[str] = Field(
         default_factory=list,
         max_length=32,

@@ -18,6 +18,7 @@ from api.cli.ask import ask_command
 from api.cli.command_line import command_from_words
 from api.cli.listing import list_command
 from api.cli.options import CLEAR_OPTIONS, GpuFractionOpt, GpuMemOpt, GpuModelOpt, TagOpt
+from api.cli.provenance import with_git_source
 from api.cli.python_env import with_python_env
 from api.cli.render import (
     change_line,
@@ -387,6 +388,9 @@ def submit(
     wait: Annotated[
         bool, typer.Option("--wait", help="then wait until it ends and exit as `nightshift wait` does")
     ] = False,
+    no_git: Annotated[
+        bool, typer.Option("--no-git", help="do not record the workdir's git commit with the task")
+    ] = False,
     worker_env: Annotated[
         bool,
         typer.Option(
@@ -416,9 +420,8 @@ def submit(
         spec = build_submit_spec(
             list(args or []), cli_zone(settings), now, overrides, after, again and again.spec, deadline, notes
         )
-        spec = with_python_env(
-            with_param_grid(spec, param_grid(param or [])), {} if worker_env else os.environ, notes
-        )
+        spec = with_param_grid(spec, param_grid(param or []))
+        spec = with_git_source(with_python_env(spec, {} if worker_env else os.environ, notes), not no_git)
     except NightshiftError as exc:
         _fail(exc.message, code=2)
     for note in notes:

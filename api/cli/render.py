@@ -15,6 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from api.cli.provenance import git_words
 from api.cli.zone import cli_zone
 from scheduler.policy.reasons import amount, energy_cost_words, human_duration
 from scheduler.queue_wait import queue_wait_s
@@ -190,6 +191,9 @@ def task_detail(task: dict[str, Any]) -> Table:
     spec = task.get("spec") or {}
     extras = {k: v for k, v in spec.items() if v not in (None, [], {}, False) and k not in task}
     for key, value in extras.items():
+        if key == "git" and isinstance(value, dict):
+            table.add_row(key, plain(git_words(value)))
+            continue
         table.add_row(key, plain(json.dumps(value) if isinstance(value, dict | list) else value))
     rows = usage_rows(task.get("usage"))
     running = running_attempt_row(task, datetime.now().astimezone())
