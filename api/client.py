@@ -265,6 +265,11 @@ class NightshiftClient:
             windows if isinstance(windows, str) else None,
         )
 
+    def check(self, spec: dict[str, Any]) -> dict[str, Any]:
+        """POST /tasks/check: the spec checked as a submission would be, nothing created."""
+        result: dict[str, Any] = self._call("POST", "/tasks/check", json=spec)
+        return result
+
     def put_secret(self, name: str, value: str) -> dict[str, Any]:
         """PUT /secrets/{name}: set one of the caller's secrets."""
         result: dict[str, Any] = self._call("PUT", f"/secrets/{quote(name, safe='')}", json={"value": value})

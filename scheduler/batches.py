@@ -46,7 +46,7 @@ from scheduler.store.sweeps import (
 )
 from scheduler.store.tables import FINAL_STATUSES, Sweep, Task
 from scheduler.submission import check_against_cluster, check_times_ahead, resolve
-from scheduler.sweeps import MAX_SWEEP_TASKS, expand_all, in_batch
+from scheduler.sweeps import MAX_SWEEP_TASKS, Expanded, expand_all, in_batch
 from scheduler.task_names import default_name
 
 
@@ -115,6 +115,27 @@ def _check_queued_cap(cluster: Cluster, who: Identity, adding: int) -> None:
         )
 
 
+def check_group(cluster: Cluster, who: Identity, specs: Sequence[TaskSpec], kind: str) -> list[Expanded]:
+    """Every check a group's submission makes before it creates anything (the tasks its specs expand to,
+    each against the cluster, the queued cap, priority limits): its tasks, or the error of the first
+    spec refused (`in_batch` says which)."""
+    if kind == "batch":
+        _refuse_limit_per_spec(specs)
+    expanded = expand_all(specs, MAX_SWEEP_TASKS)
+    nodes = cluster.nodes.all()
+    for number, spec in enumerate(specs, 1):
+        try:
+            check_against_cluster(spec, nodes, cluster.settings.max_task_gpus)
+            check_times_ahead(spec, cluster.zone, from_epoch_s(now_s()))
+            cluster.check_dependencies(who, spec.depends_on, spec.depends_on_any)
+            cluster.check_secrets(who, spec.secrets)
+        except SpecError as exc:
+            raise in_batch(exc, number, len(specs)) from None
+    _check_queued_cap(cluster, who, len(expanded))
+    cluster.check_priority_room(who, Counter(item.spec.priority for item in expanded))
+    return expanded
+
+
 def submit_group(
     cluster: Cluster,
     who: Identity,
@@ -135,20 +156,7 @@ def submit_group(
         if existing is not None:
             return SweepView(existing, store.tasks_of(existing.id)), False
     check_max_running(max_running)
-    if kind == "batch":
-        _refuse_limit_per_spec(specs)
-    expanded = expand_all(specs, MAX_SWEEP_TASKS)
-    nodes = cluster.nodes.all()
-    for number, spec in enumerate(specs, 1):
-        try:
-            check_against_cluster(spec, nodes, cluster.settings.max_task_gpus)
-            check_times_ahead(spec, cluster.zone, from_epoch_s(now_s()))
-            cluster.check_dependencies(who, spec.depends_on, spec.depends_on_any)
-            cluster.check_secrets(who, spec.secrets)
-        except SpecError as exc:
-            raise in_batch(exc, number, len(specs)) from None
-    _check_queued_cap(cluster, who, len(expanded))
-    cluster.check_priority_room(who, Counter(item.spec.priority for item in expanded))
+    expanded = check_group(cluster, who, specs, kind)
     workdir = cluster.default_workdir()
     new_tasks = [(resolve(item.spec, cluster.zone, workdir), dict(item.params)) for item in expanded]
     first = specs[0]

@@ -452,6 +452,26 @@ def estimate_wait(
     }
 
 
+def estimate_for_spec(
+    cluster: Cluster, usage: UsageCache, who: Identity, spec: Mapping[str, Any]
+) -> dict[str, Any]:
+    """`estimate_wait` of a new task with this resolved spec (as `resolve` stores it), submitted now."""
+
+    def epoch_s(field: str) -> float | None:
+        value = spec.get(field)
+        return datetime.fromisoformat(str(value)).timestamp() if value else None
+
+    return estimate_wait(
+        cluster, usage, who, gpus=int(spec.get("gpus", 1)), gpu_memory_gb=spec.get("gpu_memory_gb"),
+        gpu_fraction=float(spec.get("gpu_fraction") or 1.0), estimated_minutes=spec.get("estimated_minutes"),
+        priority=str(spec.get("priority") or "normal"), offpeak=bool(spec.get("offpeak")),
+        not_before_s=epoch_s("not_before"), name=spec.get("name"),
+        time_limit_minutes=spec.get("time_limit_minutes"), depends_on=tuple(spec.get("depends_on") or ()),
+        depends_on_any=tuple(spec.get("depends_on_any") or ()), deadline_s=epoch_s("deadline"),
+        gpu_model=spec.get("gpu_model"), node=spec.get("node"),
+    )  # fmt: skip
+
+
 def _running_energy_and_cost(cluster: Cluster, task: Task) -> dict[str, Any]:
     """A running task's energy and cost in all, from its start to its expected end (by its spec's estimate
     or time limit), as a queued one's are given; nothing when no end is expected."""

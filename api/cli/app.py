@@ -28,6 +28,7 @@ from api.cli.render import (
     explain_panel,
     gpus_table,
     nodes_table,
+    plain,
     print_error,
     print_json,
     queue_table,
@@ -388,6 +389,12 @@ def submit(
     wait: Annotated[
         bool, typer.Option("--wait", help="then wait until it ends and exit as `nightshift wait` does")
     ] = False,
+    test_only: Annotated[
+        bool,
+        typer.Option(
+            "--test-only", help="check it and say when it would start, submit nothing (sbatch --test-only)"
+        ),
+    ] = False,
     no_git: Annotated[
         bool, typer.Option("--no-git", help="do not record the workdir's git commit with the task")
     ] = False,
@@ -424,10 +431,10 @@ def submit(
         spec = with_git_source(with_python_env(spec, {} if worker_env else os.environ, notes), not no_git)
     except NightshiftError as exc:
         _fail(exc.message, code=2)
-    for note in notes:
-        err_console.print(f"note: {note}", markup=False)
-    for note in again.notes() if again and not as_json else ():
-        console.print(f"as task {like}, but {note}")
+    _print_notes(notes, again.notes() if again and not as_json else [], like)
+    if test_only:
+        _test_only(spec, as_json)
+        return
     if spec.get("sweep") is not None:  # one task per parameter set, under one sweep id
         sweep = _with_client(lambda client: client.submit_sweep(spec, idempotency_key))
         if not as_json:
@@ -456,6 +463,29 @@ def submit(
         _budget_note(cpu_only=task["gpus"] == 0)
     if wait:
         _wait_then_exit([task["id"]], as_json)
+
+
+def _print_notes(notes: list[str], unlike: list[str], like: int | None) -> None:
+    """What was read other than as typed (on stderr), and how the new task differs from task `like`."""
+    for note in notes:
+        err_console.print(f"note: {note}", markup=False)
+    for note in unlike:
+        console.print(f"as task {like}, but {note}")
+
+
+def _test_only(spec: dict[str, Any], as_json: bool) -> None:
+    """`submit --test-only`: the spec checked as the submission would be, and when it would start."""
+    checked = _with_client(lambda client: client.check(spec))
+    if as_json:
+        print_json(checked)
+        return
+    tasks = checked["tasks"]
+    if checked.get("estimate") is None:  # a sweep: each of its tasks checked
+        names = ", ".join(plain(task["name"]) for task in tasks[:5]) + (", ..." if len(tasks) > 5 else "")
+        console.print(f"would submit a sweep of {len(tasks)} task{'' if len(tasks) == 1 else 's'}: {names}")
+    else:
+        console.print(f"would submit {plain(tasks[0]['name'])}: {estimate_line(checked['estimate'])}")
+    console.print("nothing was submitted (--test-only)")
 
 
 def _runnable(command: str, first_word: str, notes: list[str] | None) -> str:

@@ -24,11 +24,14 @@ from api.deps import (
 )
 from api.schemas import TaskPublic, TasksPublic, TaskUsagePublic
 from api.submitted import tasks_as_submitted
+from scheduler.batches import check_group
 from scheduler.edits import EDITABLE_FIELDS
 from scheduler.errors import NodeDidNotAnswer, SpecError
+from scheduler.forecasts import estimate_for_spec
 from scheduler.spec import TaskSpec
 from scheduler.store.tables import FINAL_STATUSES
 from scheduler.store.task_filter import TaskFilter
+from scheduler.submission import resolve
 from scheduler.task_logs import read_log_from, read_log_tail
 from scheduler.telemetry.store import TelemetryStore
 
@@ -62,6 +65,24 @@ async def submit_task(
     return Response(
         public.model_dump_json(), status_code=201 if created else 200, media_type="application/json"
     )
+
+
+@router.post("/check")
+def check_task(spec: TaskSpec, cluster: ClusterDep, usage: UsageDep, who: IdentityDep) -> dict[str, Any]:
+    """Check a spec as `POST /tasks` (or, with `sweep`, `POST /sweeps`) would, and create nothing, as Slurm's
+    `sbatch --test-only`: the spec as it would be stored (each task's, for a sweep) and, for one task, when
+    it would start and end if submitted now (`estimate`, as `GET /estimate` answers). A refused spec gets
+    the error the submission would get."""
+    if spec.sweep is not None:
+        expanded = check_group(cluster, who, [spec], "sweep")
+        workdir = cluster.default_workdir()
+        return {
+            "tasks": [resolve(item.spec, cluster.zone, workdir).spec for item in expanded],
+            "estimate": None,
+        }
+    new = cluster.prepare(who, spec)
+    estimate = estimate_for_spec(cluster, usage, who, new.spec)
+    return {"tasks": [new.spec], "estimate": estimate}
 
 
 Moment = Annotated[
