@@ -265,9 +265,11 @@ class NightshiftClient:
             windows if isinstance(windows, str) else None,
         )
 
-    def check(self, spec: dict[str, Any]) -> dict[str, Any]:
-        """POST /tasks/check: the spec checked as a submission would be, nothing created."""
-        result: dict[str, Any] = self._call("POST", "/tasks/check", json=spec)
+    def check(self, spec: dict[str, Any], estimate: bool = True) -> dict[str, Any]:
+        """POST /tasks/check: the spec checked as a submission would be, nothing created (with when it would
+        start, unless `estimate` is False)."""
+        params = {} if estimate else {"estimate": "false"}
+        result: dict[str, Any] = self._call("POST", "/tasks/check", json=spec, params=params)
         return result
 
     def put_secret(self, name: str, value: str) -> dict[str, Any]:

@@ -490,13 +490,9 @@ def submit_task(ctx: ToolContext, **args: Any) -> str:
         summary = summarize(spec, now, ctx.offpeak, ctx.client, gpus_view, tasks)
     except CardError as exc:
         return _error(exc.message, exc.errors)
-    unset = _secrets_not_set(ctx, spec.get("secrets") or [])
-    if unset:
-        return _error(
-            f"you have no secret {', '.join(unset)}: run `nightshift secret set {unset[0]}` in a terminal "
-            "(typed there, its value never goes through the chat), then ask again",
-            [{"field": "secrets", "message": f"not set: {', '.join(unset)}"}],
-        )
+    refused = _refused_by_the_api(ctx, spec)
+    if refused is not None:
+        return refused
     if like is not None:
         summary["like_task"] = {"task_id": like, "passed": passed, "cleared": cleared}
     card: dict[str, Any] = {"kind": "submit", "spec": spec, "summary": summary}
@@ -513,12 +509,21 @@ def submit_task(ctx: ToolContext, **args: Any) -> str:
     return _result(pending_action=card, note="Nothing has been submitted: the person must confirm the card.")
 
 
-def _secrets_not_set(ctx: ToolContext, names: list[str]) -> list[str]:
-    """Those of `names` the person has no secret of (none checked without an API to ask)."""
-    if not names or ctx.client is None:
-        return []
-    have = {secret["name"] for secret in ctx.client.get("/secrets")}
-    return [name for name in names if name not in have]
+def _refused_by_the_api(ctx: ToolContext, spec: dict[str, Any]) -> str | None:
+    """The error the API would answer this spec's submission with, asked of it without submitting
+    (`POST /tasks/check`): what only the server knows, the person's secrets and priority limits, their
+    team's queued cap, is checked before a card is shown. Its times are left out: the card checked them
+    against the conversation's clock. None when it would be accepted (or no API)."""
+    if ctx.client is None:
+        return None
+    timeless = {key: value for key, value in spec.items() if key not in ("not_before", "deadline")}
+    try:
+        ctx.client.check(timeless, estimate=False)
+    except ClientError as exc:
+        if exc.status_code in (0,) or exc.status_code >= 500:
+            return None  # the submission itself will say; a card is still worth showing
+        return _error(exc.message, exc.errors)
+    return None
 
 
 def cancel_task(ctx: ToolContext, task_id: int) -> str:

@@ -247,8 +247,8 @@ class Cluster:
         if missing:
             said = ", ".join(missing)
             message = (
-                f"you have no secret {said}: `nightshift secret set {missing[0]}` stores one (its value is "
-                "never shown), then submit again"
+                f"you have no secret {said}: store it with `nightshift secret set {missing[0]}` in a "
+                "terminal (its value is never shown, nor typed into the chat), then submit again"
             )
             raise SpecError(message, [{"field": "secrets", "message": message}])
 

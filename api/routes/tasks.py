@@ -68,7 +68,13 @@ async def submit_task(
 
 
 @router.post("/check")
-def check_task(spec: TaskSpec, cluster: ClusterDep, usage: UsageDep, who: IdentityDep) -> dict[str, Any]:
+def check_task(
+    spec: TaskSpec,
+    cluster: ClusterDep,
+    usage: UsageDep,
+    who: IdentityDep,
+    estimate: Annotated[bool, Query(description="false: check only, no start estimate (cheaper)")] = True,
+) -> dict[str, Any]:
     """Check a spec as `POST /tasks` (or, with `sweep`, `POST /sweeps`) would, and create nothing, as Slurm's
     `sbatch --test-only`: the spec as it would be stored (each task's, for a sweep) and, for one task, when
     it would start and end if submitted now (`estimate`, as `GET /estimate` answers). A refused spec gets
@@ -81,8 +87,10 @@ def check_task(spec: TaskSpec, cluster: ClusterDep, usage: UsageDep, who: Identi
             "estimate": None,
         }
     new = cluster.prepare(who, spec)
-    estimate = estimate_for_spec(cluster, usage, who, new.spec)
-    return {"tasks": [new.spec], "estimate": estimate}
+    return {
+        "tasks": [new.spec],
+        "estimate": estimate_for_spec(cluster, usage, who, new.spec) if estimate else None,
+    }
 
 
 Moment = Annotated[

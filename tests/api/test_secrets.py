@@ -78,7 +78,9 @@ def test_a_task_names_its_secrets_and_one_not_set_is_refused_before_it_is_queued
         )
 
     assert missing.status_code == 422
-    assert missing.json()["detail"].startswith("you have no secret WANDB_API_KEY: `nightshift secret set")
+    assert missing.json()["detail"].startswith(
+        "you have no secret WANDB_API_KEY: store it with `nightshift secret set WANDB_API_KEY` in a terminal"
+    )
     assert sweep.status_code == 422 and "no secret WANDB_API_KEY" in sweep.json()["detail"]
     assert both.status_code == 422 and "HF_TOKEN is in both env and secrets" in both.json()["detail"]
     assert made.status_code == 201 and made.json()["spec"]["secrets"] == ["HF_TOKEN"]

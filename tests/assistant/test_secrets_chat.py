@@ -1,6 +1,7 @@
 """The chat gives a job one's own secrets by name ("with my WANDB_API_KEY", "用我的 HF_TOKEN"), never a value:
 a card names them, one not set is refused before a card with the command that sets it, and "how do I give
-my job my HF token?" explains secrets instead of refusing."""
+my job my HF token?" explains secrets instead of refusing. What only the server knows (secrets, priority
+limits) is asked of it (`POST /tasks/check`) before a card is shown."""
 
 from __future__ import annotations
 
@@ -51,9 +52,26 @@ def test_a_card_names_the_secret_only_once_it_is_set_and_the_job_gets_it_by_name
     result = assistant.confirm(card["action_id"])
 
     assert unset.cards == []
-    assert "you have no secret WANDB_API_KEY: run `nightshift secret set WANDB_API_KEY`" in unset.reply
+    assert (
+        "you have no secret WANDB_API_KEY: store it with `nightshift secret set WANDB_API_KEY`" in unset.reply
+    )
     assert card["spec"]["secrets"] == ["WANDB_API_KEY"] and "your secret WANDB_API_KEY" in turn.reply
     assert "--secret WANDB_API_KEY" in card["summary"]["cli"]
     assert VALUE not in str(card) + turn.reply
     assert result["ok"] is True
     assert cluster.tasks.get_any(result["task"]["id"]).spec["secrets"] == ["WANDB_API_KEY"]
+
+
+def test_what_only_the_server_knows_is_checked_before_a_card(cluster, make_assistant, monkeypatch):
+    monkeypatch.setattr(
+        cluster, "settings", cluster.settings.model_copy(update={"priority_limits": {"urgent": 1}})
+    )
+    assistant = make_assistant("alice", "vision")
+    first = assistant.ask("run python a.py, it's urgent")
+    assistant.confirm(first.cards[0]["action_id"])
+    second = assistant.ask("run python b.py, it's urgent")
+
+    assert second.cards == []
+    assert (
+        "alice has 1 urgent task queued or running" in second.reply and "at most 1 per person" in second.reply
+    )
