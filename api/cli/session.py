@@ -52,6 +52,7 @@ DEFAULT_MINUTES = 60.0
 READY_WAIT_S = 60.0
 POLL_S = 1.0
 STOP_GRACE_S = 5.0
+WARN_BEFORE_END_S = 300.0  # a session says it is about to end this long before its time limit
 TIMED_OUT_EXIT = 124  # as timeout(1): the session reached its time limit
 GAVE_UP_EXIT = 130  # Ctrl-C: as a shell reports SIGINT
 
@@ -334,6 +335,7 @@ def _watch(
     a hangup is noted. An API that does not answer leaves the shell running: the worker still ends the task
     at its limit."""
     next_look = time.monotonic() + 2 * POLL_S
+    warned_at: float | None = None
     while True:
         hangups.check()
         try:
@@ -350,6 +352,27 @@ def _watch(
             continue
         if task["status"] != "running":
             return task
+        warned_at = warn_before_the_end(task, warned_at, time.time(), _say)
+
+
+def warn_before_the_end(
+    task: Mapping[str, Any], warned_at: float | None, now_s: float, say: Callable[[str], None]
+) -> float | None:
+    """Say once, WARN_BEFORE_END_S before the session's time limit, how long it has left and how to get
+    more (a limit changed since is read anew, so a longer one warns again before its own end). The end it
+    warned of, or `warned_at` as it was."""
+    minutes = (task.get("spec") or {}).get("time_limit_minutes")
+    if not minutes or not task.get("started_at"):
+        return warned_at
+    end_s = datetime.fromisoformat(task["started_at"]).timestamp() + float(minutes) * 60
+    if warned_at == end_s or not 0 < end_s - now_s <= WARN_BEFORE_END_S:
+        return warned_at
+    left = duration_words(end_s - now_s)
+    say(
+        f"nightshift: this session ends in {left}, at its time limit; `nightshift change {task['id']} "
+        f"--time-limit {float(minutes) + 60:g}` gives it an hour more"
+    )
+    return end_s
 
 
 def _exit_code(returncode: int) -> int:

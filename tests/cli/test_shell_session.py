@@ -204,3 +204,22 @@ def test_the_environment_is_the_last_complete_block_the_placeholder_printed():
     }
     assert session_env("\n".join([*first[:-1], ""])) is None  # not ready yet
     assert session_env(json.dumps({"no": "block"})) is None
+
+
+def test_a_session_says_once_before_its_time_limit_how_to_get_more_time():
+    from api.cli.session import warn_before_the_end
+
+    said: list[str] = []
+    task = {"id": 7, "started_at": "2026-12-07T10:00:00+00:00", "spec": {"time_limit_minutes": 60}}
+    end = 1_796_641_200.0  # 11:00 UTC that day
+    assert warn_before_the_end(task, None, end - 600, said.append) is None  # 10 min left: not yet
+    warned = warn_before_the_end(task, None, end - 240, said.append)
+    assert warned == end and said == [
+        "nightshift: this session ends in 4 min, at its time limit; `nightshift change 7 --time-limit 120` "
+        "gives it an hour more"
+    ]
+    assert warn_before_the_end(task, warned, end - 200, said.append) == end and len(said) == 1  # once
+    longer = {**task, "spec": {"time_limit_minutes": 120}}  # given more: warned again before the new end
+    assert warn_before_the_end(longer, warned, end - 100, said.append) == end and len(said) == 1
+    assert warn_before_the_end(longer, warned, end + 3600 - 120, said.append) == end + 3600 and len(said) == 2
+    assert warn_before_the_end({"id": 8, "spec": {}}, None, end, said.append) is None  # no limit, no warning
