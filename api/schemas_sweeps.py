@@ -155,6 +155,7 @@ class ResultRowPublic(BaseModel):
     metrics: dict[str, Any]
     note: str | None
     best: bool
+    code: str | None = None  # the git commit it came from (`1a2b3c4`; `+`: with changes not committed)
 
 
 class ResultsPublic(BaseModel):
@@ -188,6 +189,7 @@ class ResultsPublic(BaseModel):
                     params=dict(row.params),
                     metrics=dict(row.metrics),
                     note=row.note,
+                    code=row.code,
                     best=row.best,
                 )
                 for row in table.rows

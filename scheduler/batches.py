@@ -31,7 +31,7 @@ from scheduler.clock import from_epoch_s, now_s
 from scheduler.edits import changed_spec
 from scheduler.errors import ConflictError, NotFoundError, RateLimited, SpecError
 from scheduler.resubmit import RERUNNABLE, spec_again
-from scheduler.results import Comparison, Goal, ResultRow, compare
+from scheduler.results import Comparison, Goal, ResultRow, code_of, compare
 from scheduler.service import Cluster
 from scheduler.spec import MAX_RUNNING_LIMIT, TaskSpec, parse_spec
 from scheduler.store.identity import Identity
@@ -415,7 +415,15 @@ def _counts_text(view: SweepView) -> str:
 def result_rows(tasks: Sequence[Task]) -> list[ResultRow]:
     """Each task's parameters and metrics, as `compare()` takes them."""
     return [
-        ResultRow(task.id, task.name, task.status, task.params or {}, task.metrics or {}, task.metrics_note)
+        ResultRow(
+            task.id,
+            task.name,
+            task.status,
+            task.params or {},
+            task.metrics or {},
+            task.metrics_note,
+            code=code_of((task.spec or {}).get("git")),
+        )
         for task in tasks
     ]
 

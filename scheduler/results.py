@@ -182,6 +182,13 @@ def goal_of(metric: str) -> Goal:
     return "min" if words & MINIMIZE_WORDS else "max"
 
 
+def code_of(git: Mapping[str, Any] | None) -> str | None:
+    """A task's `git` as a results row shows it: the short commit, `+` when files differed from it."""
+    if not git or not git.get("commit"):
+        return None
+    return str(git["commit"])[:7] + ("+" if git.get("dirty") else "")
+
+
 @dataclass(frozen=True, slots=True)
 class ResultRow:
     """One task in a comparison."""
@@ -193,6 +200,7 @@ class ResultRow:
     metrics: Mapping[str, Any]
     note: str | None = None
     best: bool = False
+    code: str | None = None  # the git commit it was submitted from: `1a2b3c4`, `1a2b3c4+` with changes
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,7 +251,7 @@ def compare(rows: Sequence[ResultRow], sort: str | None = None, goal: Goal | Non
     ordered = [row for _, row in scored] + missing
     best = next((row.task_id for _, row in scored if row.status == "succeeded"), None)
     marked = [
-        ResultRow(r.task_id, r.name, r.status, r.params, r.metrics, r.note, r.task_id == best)
+        ResultRow(r.task_id, r.name, r.status, r.params, r.metrics, r.note, r.task_id == best, r.code)
         for r in ordered
     ]
     return Comparison(params, metrics, marked, sort, goal, best, [row.task_id for row in missing])

@@ -32,6 +32,10 @@ def results_table(data: dict[str, Any], title: str) -> Table:
     table.add_column("", no_wrap=True)
     table.add_column("task", no_wrap=True)
     table.add_column("status", no_wrap=True)
+    codes = {row.get("code") for row in data["rows"]}
+    with_code = len(codes) > 1  # runs of different code: which made which row
+    if with_code:
+        table.add_column("code", no_wrap=True, style="dim")
     for name in data["params"]:
         table.add_column(plain(name), style="cyan")
     for name in data["metrics"]:
@@ -43,6 +47,7 @@ def results_table(data: dict[str, Any], title: str) -> Table:
             BEST_MARK if row["best"] else "",
             str(row["task_id"]),
             f"[{STATUS_STYLE.get(status, 'white')}]{status}[/]",
+            *([plain(row.get("code") or "-")] if with_code else []),
             *(_cell(row["params"].get(name)) for name in data["params"]),
             *(_cell(row["metrics"].get(name)) for name in data["metrics"]),
         ]

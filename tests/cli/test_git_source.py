@@ -100,3 +100,38 @@ def test_a_retried_submission_from_an_edited_workdir_is_the_same_submission():
     first = {"command": "python train.py", "git": {"commit": "a" * 40, "dirty": False}}
     assert same_submission(first, {**first, "git": {"commit": "a" * 40, "dirty": True}})
     assert not same_submission(first, {**first, "command": "python eval.py"})
+
+
+def test_compare_shows_which_code_made_each_row_when_the_rows_code_differs(
+    repo: Path, cluster, a100_node, make_identity, monkeypatch, tmp_path
+):
+    from scheduler.store.sweeps import SweepStore
+
+    def finish(task_id: int, loss: float) -> None:
+        token = f"t-{task_id}"
+        cluster.queue.remove(task_id)
+        assert cluster.tasks.mark_running(task_id, token, "box-1", [0]) is not None
+        assert SweepStore(cluster.factory).record_metrics(task_id, token, {"loss": loss}, None)
+        assert cluster.settle_attempt(task_id, token, "exit", exit_code=0) == "succeeded"
+
+    _, alice = make_identity("alice", "vision")
+    first = _git(repo, "rev-parse", "HEAD")
+    with cli_as(cluster, alice, monkeypatch, tmp_path / "alice") as nightshift:
+        submit = ("submit", "--json", "--tag", "exp", "--workdir", str(repo), "--", "python", "train.py")
+        old = json.loads(nightshift(*submit).stdout)["id"]
+        (repo / "train.py").write_text("print(3)\n")
+        _git(repo, "commit", "-q", "-am", "second")
+        (repo / "train.py").write_text("print(4)\n")  # and edited since
+        new = json.loads(nightshift(*submit).stdout)["id"]
+        finish(old, 0.5)
+        finish(new, 0.4)
+        across = nightshift("compare", "exp")
+        one = nightshift("compare", "exp", "--json")
+
+    second = _git(repo, "rev-parse", "HEAD")
+    assert across.exit_code == 0, across.output
+    assert "code" in across.stdout and first[:7] in across.stdout and f"{second[:7]}+" in across.stdout
+    assert {row["task_id"]: row["code"] for row in json.loads(one.stdout)["rows"]} == {
+        old: first[:7],
+        new: f"{second[:7]}+",
+    }
