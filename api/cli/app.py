@@ -15,6 +15,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from api.cli.ask import ask_command
+from api.cli.bulk import LIVE, confirmed, own_live_tasks
 from api.cli.command_line import command_from_words
 from api.cli.listing import list_command
 from api.cli.options import CLEAR_OPTIONS, GpuFractionOpt, GpuMemOpt, GpuModelOpt, TagOpt
@@ -557,17 +558,57 @@ def show(task_id: int, as_json: JsonOpt = False) -> None:
 def cancel(
     task_ids: Annotated[list[int] | None, typer.Argument(help="the tasks")] = None,
     sweep: Annotated[int | None, typer.Option("--sweep", help="cancel every task of this sweep")] = None,
+    mine: Annotated[
+        bool, typer.Option("--mine", help="your own queued and running tasks (narrowed by the options below)")
+    ] = False,
+    status: Annotated[str | None, typer.Option(help="with --mine: only queued, or only running")] = None,
+    name: Annotated[str | None, typer.Option(help="with --mine: this name, or 'train*' for a prefix")] = None,
+    tag: Annotated[str | None, typer.Option(help="with --mine: those carrying this tag")] = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="with --mine: do not ask first")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Cancel queued tasks or stop running ones (or all the tasks of a sweep with --sweep ID).
+    """Cancel queued tasks or stop running ones (or all the tasks of a sweep with --sweep ID, or your own
+    chosen by filters with --mine, as `scancel -u $USER`; it shows them and asks first).
 
     Several ids: each is cancelled on its own, one refusal does not stop the others (exit 1 if any)."""
+    if mine:
+        _cancel_mine(task_ids, sweep, status, name, tag, yes, as_json)
+        return
+    if status or name or tag:
+        _fail("--status, --name and --tag choose among your own tasks: give them with --mine", code=2)
     ids = _ids_or_sweep(task_ids, sweep)
     if sweep is not None:
         group = _with_client(lambda client: client.cancel_sweep(sweep))
         # a running task has been sent its stop signal and ends within its grace period
         stopping = "stopping (stop signal sent)"
         print_json(group) if as_json else console.print(sweep_counts_line(group, stopping))
+        return
+    _on_each(ids, lambda client: client.cancel, _print_cancelled, as_json)
+
+
+def _cancel_mine(
+    task_ids: list[int] | None,
+    sweep: int | None,
+    status: str | None,
+    name: str | None,
+    tag: str | None,
+    yes: bool,
+    as_json: bool,
+) -> None:
+    """`cancel --mine`: the caller's live tasks that match, shown and confirmed, each cancelled on its own."""
+    if task_ids or sweep is not None:
+        _fail("give task ids, --sweep ID or --mine with filters: one way to choose", code=2)
+    if status is not None and status not in LIVE:
+        _fail(f"--status: {' or '.join(LIVE)} (only a live task can be cancelled)", code=2)
+    ids = _with_client(lambda client: own_live_tasks(client, status, name, tag))
+    if not ids:
+        console.print(
+            "none of your tasks is queued or running"
+            + (" with these filters" if name or tag or status else "")
+        )
+        return
+    if not confirmed(ids, yes):
+        console.print("nothing was cancelled")
         return
     _on_each(ids, lambda client: client.cancel, _print_cancelled, as_json)
 
