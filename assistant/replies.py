@@ -1675,9 +1675,11 @@ QUESTIONS = {
     ),
     "bulk_own": (
         "I cancel one task at a time, after you confirm each. Which task number should I cancel first? "
-        "(`nightshift cancel 12 13 14` cancels several at once.)",
+        "(`nightshift cancel 12 13 14` cancels several at once; `nightshift cancel --mine --status queued` "
+        "all your queued ones, after showing them.)",
         "我一次只取消一个任务，每个都需要你确认。先取消哪个任务编号？"
-        "（`nightshift cancel 12 13 14` 可以一次取消多个。）",
+        "（`nightshift cancel 12 13 14` 可以一次取消多个；"
+        "`nightshift cancel --mine --status queued` 会先列出再取消你所有排队中的任务。）",
     ),
     "one_change": (
         'I change one task at a time, each on its own card: which task number first? (Say "make sweep 4 '

@@ -87,9 +87,11 @@ BULK_OTHERS = re.compile(
     r"|\bevery\s+(?:job|task)|所有人|大家|别人|其他人|其他团队|其他组|他们|她们|[\w.\-]+(?:组|团队|小组)的|全部|所有|一切",
     _I,
 )
-OWN = re.compile(r"\b(?:my|mine|our|ours)\b|我的|我们的|自己的", _I)
+OWN = re.compile(r"\b(?:my|mine|our|ours)\b|我的|我们的|自己的|我们?(?:所有|全部)(?!人)", _I)
 # one's own tasks named without a number: "did my job finish?", "我的任务跑完了吗"
-MY_TASKS = re.compile(r"\b(?:my|our)\s+(?:jobs?|tasks?|runs?|training)\b|我的(?:任务|作业)", _I)
+MY_TASKS = re.compile(
+    r"\b(?:my|our)\s+(?:jobs?|tasks?|runs?|training)\b|我们?(?:的|所有的?|全部的?)(?:任务|作业)", _I
+)
 # what only an admin's command does to a node: the chat points at it
 NODE_ADMIN = re.compile(
     r"\b(?:drain|undrain|cordon|uncordon)\b|排空节点|下线节点"

@@ -438,3 +438,10 @@ def test_the_queue_and_a_tasks_class_asked_about(text, tool, args):
     reading = understand(text, NOW)
 
     assert (reading.tool, reading.args) == (tool, args)
+
+
+@pytest.mark.parametrize("text", ["cancel all my queued tasks", "取消我所有排队的任务"])
+def test_cancelling_all_of_ones_own_points_to_cancel_mine(text, make_assistant):
+    turn = make_assistant().ask(text)
+
+    assert turn.cards == [] and "nightshift cancel --mine --status queued" in turn.reply
