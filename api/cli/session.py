@@ -324,8 +324,17 @@ def run_here(client: NightshiftClient, session: Session, argv: list[str], hangup
             return _end(client, session, _exit_code(child.returncode))
         stop_session_processes(session)
         child.wait()
-    _say(f"task {session.task_id} {ended['status']}: {_why(ended)}; the session ended")
+    _say(_ended_words(client, ended))
     return TIMED_OUT_EXIT if ended.get("reason") == "timeout" else 1
+
+
+def _ended_words(client: NightshiftClient, task: dict[str, Any]) -> str:
+    """Why a session's task stopped running under it. One put back in the queue (its node was lost) is
+    cancelled: it would start again with nobody at its shell."""
+    if task["status"] == "queued":
+        _cancel(client, int(task["id"]))
+        return f"task {task['id']}: its node was lost ({_why(task)}); the session is cancelled"
+    return f"task {task['id']} {task['status']}: {_why(task)}; the session ended"
 
 
 def _watch(
@@ -382,7 +391,8 @@ def _exit_code(returncode: int) -> int:
 
 def _end(client: NightshiftClient, session: Session, code: int) -> int:
     """End a session whose shell has exited: tell its placeholder (the task succeeds), or, where its output
-    folder is not reachable from here, cancel it. `code` back."""
+    folder is not reachable from here, cancel it. A task that ended otherwise meanwhile (its node lost, say)
+    is said to. `code` back."""
     output_dir = session.env.get("NIGHTSHIFT_OUTPUT_DIR")
     try:
         if output_dir is None:
@@ -394,10 +404,14 @@ def _end(client: NightshiftClient, session: Session, code: int) -> int:
     deadline = time.monotonic() + 10 * POLL_S
     while time.monotonic() < deadline:
         task = client.get_task(session.task_id)
-        if task["status"] in ENDED:
+        if task["status"] == "succeeded":
+            return code
+        if task["status"] != "running":
+            _say(_ended_words(client, task))
             return code
         time.sleep(POLL_S / 4)
     _cancel(client, session.task_id)
+    _say(f"task {session.task_id} did not end when its shell did (is its node down?): cancelled")
     return code
 
 
@@ -425,7 +439,7 @@ def hold_from_afar(client: NightshiftClient, session: Session, hangups: Hangups)
         _cancel(client, session.task_id)
         return GAVE_UP_EXIT
     except _TaskEnded as ended:
-        _say(f"task {session.task_id} {ended.task['status']}: {_why(ended.task)}")
+        _say(_ended_words(client, ended.task))
         return 0 if ended.task["status"] == "succeeded" else 1
     _cancel(client, session.task_id)
     _say(f"task {session.task_id}: given back")

@@ -223,3 +223,28 @@ def test_a_session_says_once_before_its_time_limit_how_to_get_more_time():
     assert warn_before_the_end(longer, warned, end - 100, said.append) == end and len(said) == 1
     assert warn_before_the_end(longer, warned, end + 3600 - 120, said.append) == end + 3600 and len(said) == 2
     assert warn_before_the_end({"id": 8, "spec": {}}, None, end, said.append) is None  # no limit, no warning
+
+
+@pytest.mark.slow
+def test_a_session_whose_node_is_lost_is_cancelled_not_left_to_start_again(stack):
+    said = stack.folder / "said"
+    with said.open("w") as stderr:
+        lost = subprocess.Popen(
+            [NIGHTSHIFT, "shell", "--", "sleep", "120"],
+            env=_cli(stack),
+            cwd=stack.folder,
+            stdin=subprocess.DEVNULL,
+            stderr=stderr,
+        )
+    try:
+        poll(lambda: "exit the shell to give it back" in said.read_text(), what="the session to start")
+        task = _newest(stack)
+        stack.kill9("box-a")  # its worker dies: a lease TTL later the task is back in the queue
+        lost.wait(timeout=60)
+    finally:
+        if lost.poll() is None:
+            lost.kill()
+    assert lost.returncode != 0, said.read_text()  # its command was killed with the node's jobs, or stopped
+    ended = said.read_text()
+    assert f"task {task['id']}: its node was lost" in ended or "is its node down?" in ended, ended
+    poll(lambda: _task(stack, task["id"])["status"] == "cancelled", what="the session to be cancelled")
