@@ -38,6 +38,18 @@ def _shell(stack: Stack, *args: str, node: str = "box-a") -> subprocess.Complete
     )
 
 
+def _in_background(stack: Stack, said: Path, *args: str) -> subprocess.Popen[bytes]:
+    """`nightshift shell ARGS` started by alice on box-a, what it says to people written to `said`."""
+    with said.open("w") as stderr:
+        return subprocess.Popen(
+            [NIGHTSHIFT, "shell", *args],
+            env=_cli(stack),
+            cwd=stack.folder,
+            stdin=subprocess.DEVNULL,
+            stderr=stderr,
+        )
+
+
 def _task(stack: Stack, task_id: int) -> dict[str, Any]:
     response = stack.api.get(f"/api/v1/tasks/{task_id}")
     assert response.status_code == 200, response.text
@@ -90,14 +102,7 @@ def test_a_command_runs_here_on_the_sessions_gpu_and_its_leftovers_stop_with_it(
 
     # a closed terminal (SIGHUP) stops the shell and cancels the session: its GPU is not held to the limit
     said = stack.folder / "said"
-    with said.open("w") as stderr:
-        hung = subprocess.Popen(
-            [NIGHTSHIFT, "shell", "--", "sh", "-c", f"echo $$ > {pid_file}; exec sleep 60"],
-            env=_cli(stack),
-            cwd=stack.folder,
-            stdin=subprocess.DEVNULL,
-            stderr=stderr,
-        )
+    hung = _in_background(stack, said, "--", "sh", "-c", f"echo $$ > {pid_file}; exec sleep 60")
     try:
         poll(lambda: "exit the shell to give it back" in said.read_text(), what="the session to start")
         shell_pid = int(poll(lambda: pid_file.read_text().strip(), what="the shell's pid"))
@@ -125,10 +130,7 @@ def test_the_time_limit_stops_the_shell_and_a_queued_session_is_given_up_with_ct
     blocker = stack.submit({"command": "sleep 120", "node": "box-a", "workdir": str(stack.folder)})
     poll(lambda: _task(stack, blocker)["status"] == "running", what="the blocker to start")
     said = stack.folder / "said"
-    with said.open("w") as stderr:
-        waiting = subprocess.Popen(
-            [NIGHTSHIFT, "shell"], env=_cli(stack), cwd=stack.folder, stdin=subprocess.DEVNULL, stderr=stderr
-        )
+    waiting = _in_background(stack, said)
     try:
         poll(lambda: "waiting: " in said.read_text(), what="the session to say why it waits")
         session = _newest(stack)
@@ -228,14 +230,7 @@ def test_a_session_says_once_before_its_time_limit_how_to_get_more_time():
 @pytest.mark.slow
 def test_a_session_whose_node_is_lost_is_cancelled_not_left_to_start_again(stack):
     said = stack.folder / "said"
-    with said.open("w") as stderr:
-        lost = subprocess.Popen(
-            [NIGHTSHIFT, "shell", "--", "sleep", "120"],
-            env=_cli(stack),
-            cwd=stack.folder,
-            stdin=subprocess.DEVNULL,
-            stderr=stderr,
-        )
+    lost = _in_background(stack, said, "--", "sleep", "120")
     try:
         poll(lambda: "exit the shell to give it back" in said.read_text(), what="the session to start")
         task = _newest(stack)
