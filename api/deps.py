@@ -146,8 +146,8 @@ def enforce_queued_cap(cluster: Cluster, who: Identity, estimate: QueuedEstimate
     queued = cluster.tasks.count_queued_for_team(who.team_id)
     if queued >= cap:
         raise RateLimited(
-            f"team {who.team!r} already has {queued} tasks queued (the cap is {cap}); wait for some to "
-            "start or cancel some, then submit again",
+            f"team {who.team!r} already has {queued} task{'' if queued == 1 else 's'} queued (the cap is "
+            f"{cap}); wait for some to start or cancel some, then submit again",
             retry_after_s=60,
         )
     if estimate is not None:

@@ -18,6 +18,7 @@ from api.deps import (
     QueuedCap,
     TaskId,
     UsageDep,
+    enforce_queued_cap,
     refuse_team_out_of_sight,
     refuse_user_out_of_sight,
     submission_queue,
@@ -86,6 +87,7 @@ def check_task(
             "tasks": [resolve(item.spec, cluster.zone, workdir).spec for item in expanded],
             "estimate": None,
         }
+    enforce_queued_cap(cluster, who)  # counted in SQL: a check leaves the submissions' estimate alone
     new = cluster.prepare(who, spec)
     return {
         "tasks": [new.spec],

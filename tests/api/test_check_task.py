@@ -36,3 +36,17 @@ def test_a_spec_is_checked_and_estimated_and_nothing_is_created(cluster, four_gp
         "t --lr 2",
     ]
     assert listed["total"] == 0 and cluster.tasks.with_status("queued") == []  # nothing made
+
+
+def test_a_full_team_queue_refuses_the_check_as_it_would_the_submission(make_cluster):
+    from scheduler.store.identity import create_token
+
+    cluster = make_cluster(max_queued_per_team=1)
+    headers = bearer(create_token(cluster.factory, user="alice", team="vision"))
+    with TestClient(create_app(cluster)) as client:
+        before = client.post("/api/v1/tasks/check", json={"command": "t", "gpus": 0}, headers=headers)
+        client.post("/api/v1/tasks", json={"command": "t", "gpus": 0}, headers=headers)
+        full = client.post("/api/v1/tasks/check", json={"command": "t", "gpus": 0}, headers=headers)
+
+    assert before.status_code == 200
+    assert full.status_code == 429 and "already has 1 task queued (the cap is 1)" in full.json()["detail"]
