@@ -199,9 +199,11 @@ class NightshiftClient:
         result: dict[str, Any] = self._call("POST", f"/tasks/{task_id}/cancel")
         return result
 
-    def change(self, task_id: int, changes: dict[str, Any]) -> dict[str, Any]:
-        """PATCH /tasks/{id}: a queued task's priority, start window, limits, retries, name or tags."""
-        result: dict[str, Any] = self._call("PATCH", f"/tasks/{int(task_id)}", json=changes)
+    def change(self, task_id: int, changes: dict[str, Any], dry_run: bool = False) -> dict[str, Any]:
+        """PATCH /tasks/{id}: a queued task's priority, start window, limits, retries, name or tags (with
+        `dry_run`, checked and answered as it would be, nothing changed)."""
+        params = {"dry_run": "true"} if dry_run else {}
+        result: dict[str, Any] = self._call("PATCH", f"/tasks/{int(task_id)}", json=changes, params=params)
         return result
 
     def hold(self, task_id: int) -> dict[str, Any]:

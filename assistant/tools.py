@@ -652,7 +652,9 @@ def change_task(
         return _error(exc.message, exc.errors)
     if not diff:
         return _error(f"task {task_id} already has {_changes_words(changes)}")
-    refused = _parents_refused(_need_client(ctx), task_id, {key: changes[key] for key in diff})
+    refused = _parents_refused(_need_client(ctx), task_id, {key: changes[key] for key in diff}) or (
+        _change_refused_by_the_api(_need_client(ctx), task_id, {key: changes[key] for key in diff})
+    )
     if refused is not None:
         return refused
     card = {"kind": "change", "task_id": task_id, "task": task_view(task), "changes": diff}
@@ -722,6 +724,24 @@ def _waits_changed(
     if more and not changed.get("depends_on"):  # "also wait for 13" when it already does: nothing new
         changed["depends_on"] = after["depends_on"]
     return changed, [name for name in PARENT_FIELDS if before[name] and not after[name]]
+
+
+def _change_refused_by_the_api(
+    client: AssistantClient, task_id: int, changes: Mapping[str, Any]
+) -> str | None:
+    """The error the API would answer this change with, asked without changing anything (`PATCH
+    ?dry_run=true`): what only the server knows, the owner's priority limits, before a card is shown. Its
+    times are left out: the card checked them against the conversation's clock."""
+    timeless = {key: value for key, value in changes.items() if key not in ("not_before", "deadline")}
+    if not timeless:
+        return None
+    try:
+        client.change(task_id, timeless, dry_run=True)
+    except ClientError as exc:
+        if exc.status_code == 0 or exc.status_code >= 500:
+            return None  # confirming will say; the card is still worth showing
+        return _error(exc.message, exc.errors)
+    return None
 
 
 def _parents_refused(client: AssistantClient, task_id: int, changes: Mapping[str, Any]) -> str | None:

@@ -335,20 +335,37 @@ class Cluster:
         task = self.tasks.get_for(who, task_id)
         if task.status == "running":
             return self._update_running(task, changes)
+        spec = self._checked_queued_change(who, task, changes)
+        with self._dependency_changes(changes):
+            self._check_new_parents(who, task_id, spec, changes)
+            return self._store_change(task, resolve(spec, self.zone, self.default_workdir()))
+
+    def check_update(self, who: Identity, task_id: int, changes: Mapping[str, Any]) -> tuple[Task, NewTask]:
+        """Every check `update` makes, and nothing changed (`PATCH /tasks/{id}?dry_run=true`, the chat's
+        change card): the task, and what it would become."""
+        task = self.tasks.get_for(who, task_id)
+        if task.status == "running":
+            spec = self._checked_running_change(task, changes)
+        else:
+            spec = self._checked_queued_change(who, task, changes)
+            self._check_new_parents(who, task_id, spec, changes)
+        return task, resolve(spec, self.zone, self.default_workdir())
+
+    def _checked_queued_change(self, who: Identity, task: Task, changes: Mapping[str, Any]) -> TaskSpec:
+        """A queued task's spec after `changes`, each checked as `update` must (ConflictError for a task
+        that is neither queued nor running)."""
         if task.status != "queued":
             raise ConflictError(
-                f"task {task_id} already {task.status}; only a queued or running task can be changed"
+                f"task {task.id} already {task.status}; only a queued or running task can be changed"
             )
-        spec = changed_spec(task_id, task.spec or {}, changes)
+        spec = changed_spec(task.id, task.spec or {}, changes)
         raised = changes.get("priority")
         if raised is not None and raised != task.priority:  # counted against the task's owner
             owner = Identity(task.user_id, task.user.name, task.team_id, task.team.name, who.is_admin)
             self.check_priority_room(owner, {raised: 1})
         if changes.get("deadline") is not None:  # one that passed while it waited stays as it was
             check_times_ahead(spec, self.zone, from_epoch_s(now_s()))
-        with self._dependency_changes(changes):
-            self._check_new_parents(who, task_id, spec, changes)
-            return self._store_change(task, resolve(spec, self.zone, self.default_workdir()))
+        return spec
 
     @contextmanager
     def _dependency_changes(self, changes: Mapping[str, Any]) -> Iterator[None]:
@@ -395,6 +412,19 @@ class Cluster:
         """Give a running task a new time limit (or estimate, retries, name, tags): stored for its next
         attempts and forecasts, and told to the worker running it, which applies it on its next loop. A
         limit it has already run past is refused: that would stop it at once, which is a cancel."""
+        spec = self._checked_running_change(task, changes)
+        limit = spec.time_limit_minutes
+        new = resolve(spec, self.zone, self.default_workdir())
+        token = task.lease_token
+        if token is None or task.node is None or not self.tasks.update_running(task.id, token, new):
+            now = self.tasks.get_any(task.id).status
+            raise ConflictError(f"task {task.id} already {now}; it can no longer be changed")
+        if "time_limit_minutes" in changes:
+            self.queue.announce_time_limit(task.id, task.node, token, None if limit is None else limit * 60.0)
+        return self.tasks.get_any(task.id)
+
+    def _checked_running_change(self, task: Task, changes: Mapping[str, Any]) -> TaskSpec:
+        """A running task's spec after `changes`, each checked as `_update_running` must."""
         check_changes(task.id, changes)  # what is no spec field, or never changes (command, GPUs): a 422
         check_running_changes(task.id, changes)
         spec = changed_spec(task.id, task.spec or {}, changes)
@@ -407,14 +437,7 @@ class Cluster:
                     f"task {task.id} has run {ran_s / 60:.0f} min already; a {limit:g}-min time limit would "
                     f"stop it at once: give it more than {at_least:.0f} min, or cancel it"
                 )
-        new = resolve(spec, self.zone, self.default_workdir())
-        token = task.lease_token
-        if token is None or task.node is None or not self.tasks.update_running(task.id, token, new):
-            now = self.tasks.get_any(task.id).status
-            raise ConflictError(f"task {task.id} already {now}; it can no longer be changed")
-        if "time_limit_minutes" in changes:
-            self.queue.announce_time_limit(task.id, task.node, token, None if limit is None else limit * 60.0)
-        return self.tasks.get_any(task.id)
+        return spec
 
     def requeue_waiting(self, task_ids: Sequence[int]) -> None:
         """Queue again those of these tasks that still wait (queued, not held, not being cancelled) and that

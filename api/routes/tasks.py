@@ -202,7 +202,14 @@ Changes = Annotated[
 
 @router.patch("/{task_id}", response_model=TaskPublic)
 def change_task(
-    task_id: TaskId, changes: Changes, cluster: ClusterDep, usage: UsageDep, who: IdentityDep
+    task_id: TaskId,
+    changes: Changes,
+    cluster: ClusterDep,
+    usage: UsageDep,
+    who: IdentityDep,
+    dry_run: Annotated[
+        bool, Query(description="true: check the change and answer the task as it would be; change nothing")
+    ] = False,
 ) -> TaskPublic:
     """Change a queued task's priority, start window, limits, retries, name or tags; it keeps its age. A
     running task may change its time limit (its worker applies it within a second), estimate, retries,
@@ -211,8 +218,12 @@ def change_task(
     422 names a field that cannot change (command, GPUs, memory, node, ...: submit it again with
     `--like ID` instead); 409 when the task has ended, when a running task is asked to change when or
     where it starts, or given a limit it has already run past. `warnings` says when it can no longer
-    finish by its deadline.
+    finish by its deadline. With `dry_run=true` every check is made and nothing is changed: the answer is
+    the task with the spec (and priority) it would have.
     """
+    if dry_run:
+        task, would_be = cluster.check_update(who, task_id, changes)
+        return TaskPublic.of(task).model_copy(update={"spec": would_be.spec, "priority": would_be.priority})
     return tasks_as_submitted(cluster, usage, [cluster.update(who, task_id, changes)])[0]
 
 

@@ -56,3 +56,24 @@ def test_a_person_has_at_most_the_limit_of_urgent_tasks_however_they_ask(make_cl
     assert bobs_urgent_sweep.status_code == 422 and "would add 3" in bobs_urgent_sweep.json()["detail"]
     assert admins == [201, 201, 201]
     assert raised_after.status_code == 200 and raised_after.json()["priority"] == "urgent"
+
+
+def test_a_change_checked_with_dry_run_says_what_the_change_would_and_changes_nothing(make_cluster):
+    cluster = make_cluster(priority_limits={"urgent": 1})
+    alice = bearer(create_token(cluster.factory, user="alice", team="vision"))
+    with TestClient(create_app(cluster)) as client:
+        task = _post(client, "/api/v1/tasks", {"time_limit_minutes": 60}, alice).json()
+        path = f"/api/v1/tasks/{task['id']}"
+        would = client.patch(path, params={"dry_run": "true"}, json={"priority": "urgent"}, headers=alice)
+        after_dry_run = client.get(path, headers=alice).json()
+        _post(client, "/api/v1/tasks", {"priority": "urgent"}, alice)
+        refused = client.patch(path, params={"dry_run": "true"}, json={"priority": "urgent"}, headers=alice)
+        not_editable = client.patch(path, params={"dry_run": "true"}, json={"gpus": 2}, headers=alice)
+
+    assert would.status_code == 200, would.text
+    assert would.json()["priority"] == "urgent" and would.json()["spec"]["priority"] == "urgent"
+    assert after_dry_run["priority"] == "normal" and after_dry_run["spec"].get("priority") in (None, "normal")
+    assert (
+        refused.status_code == 422 and "alice has 1 urgent task queued or running" in refused.json()["detail"]
+    )
+    assert not_editable.status_code == 422

@@ -75,3 +75,17 @@ def test_what_only_the_server_knows_is_checked_before_a_card(cluster, make_assis
     assert (
         "alice has 1 urgent task queued or running" in second.reply and "at most 1 per person" in second.reply
     )
+
+
+def test_a_change_past_a_priority_limit_is_refused_before_its_card(cluster, make_assistant, monkeypatch):
+    monkeypatch.setattr(
+        cluster, "settings", cluster.settings.model_copy(update={"priority_limits": {"urgent": 1}})
+    )
+    assistant = make_assistant("alice", "vision")
+    for text in ("run python a.py, it's urgent", "run python b.py"):
+        assistant.confirm(assistant.ask(text).cards[0]["action_id"])
+    normal = max(task.id for task in cluster.tasks.with_status("queued"))
+    turn = assistant.ask(f"make {normal} urgent")
+
+    assert turn.cards == [] and "alice has 1 urgent task queued or running" in turn.reply
+    assert cluster.tasks.get_any(normal).priority == "normal"
