@@ -53,7 +53,14 @@ def list_command(
     if every_s is not None:
         client = NightshiftClient.from_settings(get_settings())
         try:
-            watch(lambda: tasks_table(_page(client, limit, offset, mine, user, filters)["tasks"]), every_s)
+            who = client.me()["user"] if mine else user  # asked once, not at every redraw
+            watch(
+                lambda: tasks_table(client.task_page({**filters, "user": who}, limit, offset)["tasks"]),
+                every_s,
+            )
+        except ClientError as exc:
+            print_error(exc.message, exc.errors)
+            raise typer.Exit(1) from None
         finally:
             client.close()
         return

@@ -50,6 +50,7 @@ _VARIABLE = re.compile(r"(NIGHTSHIFT_[A-Z_]+|CUDA_VISIBLE_DEVICES|CUDA_DEVICE_OR
 ENDED = frozenset({"succeeded", "failed", "cancelled"})
 DEFAULT_MINUTES = 60.0
 READY_WAIT_S = 60.0
+EXPLAIN_EVERY_S = 15.0  # how often a waiting session asks why it waits (the task itself: every POLL_S)
 POLL_S = 1.0
 STOP_GRACE_S = 5.0
 WARN_BEFORE_END_S = 300.0  # a session says it is about to end this long before its time limit
@@ -170,17 +171,19 @@ def wait_until_running(
 ) -> dict[str, Any]:
     """Poll the task until it runs, saying why it waits and when it should start each time that changes.
     SessionError when it ends first (cancelled, refused)."""
-    said = ""
+    said, explained_at = "", -EXPLAIN_EVERY_S
     while True:
         task = client.get_task(task_id)
         if task["status"] == "running":
             return task
         if task["status"] in ENDED:
             raise SessionError(f"task {task_id} {task['status']} before it started: {_why(task)}")
-        line = _waiting_line(client, task_id)
-        if line and line != said:
-            say(line)
-            said = line
+        if time.monotonic() - explained_at >= EXPLAIN_EVERY_S:  # each `explain` replays the queue
+            explained_at = time.monotonic()
+            line = _waiting_line(client, task_id)
+            if line and line != said:
+                say(line)
+                said = line
         sleep(POLL_S)
 
 

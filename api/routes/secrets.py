@@ -60,9 +60,9 @@ def put_secret(
     name: SecretNameParam, body: SecretValue, cluster: ClusterDep, who: IdentityDep, response: Response
 ) -> SecretPublic:
     """Set one of your secrets (201 when new); tasks that name it get the new value from their next start."""
-    created = cluster.secrets.put(who.user, _checked(name), body.value)
+    secret, created = cluster.secrets.put(who.user, _checked(name), body.value)
     response.status_code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
-    return next(SecretPublic.of(s) for s in cluster.secrets.names(who.user) if s.name == name)
+    return SecretPublic.of(secret)
 
 
 @router.delete("/{name}", status_code=status.HTTP_204_NO_CONTENT)

@@ -120,11 +120,14 @@ class PolicyConfig:
         return self.user_gpu_caps.get(user, self.default_user_gpu_cap)
 
     @property
-    def capped(self) -> bool:
-        """True when any team or person has a concurrent GPU cap (a pass then counts GPUs in use)."""
-        return bool(self.team_gpu_caps or self.user_gpu_caps) or (
-            self.default_team_gpu_cap is not None or self.default_user_gpu_cap is not None
-        )
+    def team_capped(self) -> bool:
+        """True when any team has a concurrent GPU cap (a pass then counts each team's GPUs in use)."""
+        return bool(self.team_gpu_caps) or self.default_team_gpu_cap is not None
+
+    @property
+    def user_capped(self) -> bool:
+        """True when any person has a concurrent GPU cap (a pass then counts each person's GPUs in use)."""
+        return bool(self.user_gpu_caps) or self.default_user_gpu_cap is not None
 
     def oldest_first_delay_s(self) -> float:
         """How long the oldest wide task waits before it goes first: `oldest_first_after_s`, or

@@ -101,10 +101,9 @@ def decide(
     pass works on a copy-on-write copy of it instead of building one from `gpus`, and leaves it unchanged.
     """
     work = Pool(gpus) if pool is None else pool.copy()
-    # GPUs in use per team and person matter only for caps; without any cap configured, skip the sums
-    capped = config.capped
-    used = gpus_in_use(running) if capped else {}
-    used_by_user = gpus_in_use(running, by="user") if capped else {}
+    # GPUs in use per team (per person) matter only for their caps; without one configured, skip the sum
+    used = gpus_in_use(running) if config.team_capped else {}
+    used_by_user = gpus_in_use(running, by="user") if config.user_capped else {}
     ps = _Pass(config, now_s, work, gpus, running, usage or {}, with_reasons, used, used_by_user)
     window = queued[: config.window]
     if config.oldest_first and config.credits_on and window:

@@ -44,16 +44,18 @@ class SecretStore:
     def __init__(self, factory: sessionmaker[Session]) -> None:
         self.factory = factory
 
-    def put(self, user: str, name: str, value: str) -> bool:
-        """Set `user`'s secret `name` to `value`; True when it is new, False when it replaced one."""
+    def put(self, user: str, name: str, value: str) -> tuple[SecretName, bool]:
+        """Set `user`'s secret `name` to `value`: the secret as listed, and True when it is new (False when it
+        replaced one)."""
+        now = utcnow()
         with transaction(self.factory) as session:
             user_id = _user_id(session, user)
             row = session.scalar(select(Secret).where(Secret.user_id == user_id, Secret.name == name))
             if row is None:
-                session.add(Secret(user_id=user_id, name=name, value=value, updated_at=utcnow()))
-                return True
-            row.value, row.updated_at = value, utcnow()
-            return False
+                session.add(Secret(user_id=user_id, name=name, value=value, updated_at=now))
+            else:
+                row.value, row.updated_at = value, now
+        return SecretName(name, now), row is None
 
     def names(self, user: str) -> list[SecretName]:
         """`user`'s secrets by name, without their values."""
