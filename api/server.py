@@ -131,6 +131,20 @@ def open_cluster(settings: Settings, may_start_redis: bool) -> Iterator[Cluster]
             cluster.close()
 
 
+def seal_stored_secrets(cluster: Cluster) -> None:
+    """Seal secrets stored in the clear or under a rotated-out key; warn of any this box cannot open."""
+    resealed, unreadable = cluster.secrets.reseal()
+    if resealed:
+        log.info("sealed %d stored secret%s under the current key", resealed, "" if resealed == 1 else "s")
+    if unreadable:
+        log.warning(
+            "%d stored secret%s sealed with a key this box lacks: jobs naming them will fail until "
+            "NIGHTSHIFT_SECRETS_KEY holds that key",
+            unreadable,
+            "" if unreadable == 1 else "s",
+        )
+
+
 def _thread(name: str, target: object, stop: threading.Event) -> threading.Thread:
     thread = threading.Thread(target=target, args=(stop,), name=name, daemon=True)  # type: ignore[arg-type]
     thread.start()
@@ -158,6 +172,7 @@ def serve(settings: Settings, *, api: bool, scheduler: bool, worker: bool, host:
                 raise
         if api:
             ensure_local_admin_token(cluster)
+            seal_stored_secrets(cluster)
         cluster.rebuild_redis()
         stop = threading.Event()
         threads: list[threading.Thread] = []

@@ -28,6 +28,7 @@ from scheduler.spec import TaskSpec, parse_spec
 from scheduler.store.db import create_db_engine, make_session_factory, migrate
 from scheduler.store.identity import Identity
 from scheduler.store.queue import RedisQueue
+from scheduler.store.secret_sealing import SecretSealer
 from scheduler.store.secrets import SecretStore
 from scheduler.store.sweeps import SweepStore
 from scheduler.store.tables import FINAL_STATUSES, Task
@@ -104,7 +105,8 @@ class Cluster:
         self.factory: sessionmaker[Session] = make_session_factory(engine)
         self.tasks = TaskStore(self.factory)
         self.sweeps = SweepStore(self.factory)
-        self.secrets = SecretStore(self.factory)
+        sealer = SecretSealer(settings.secrets_key, settings.secrets_key_file)
+        self.secrets = SecretStore(self.factory, sealer)
         self.queue = queue
         self.nodes = NodeRegistry(queue.client, queue.keys)
         self.zone = local_zone(settings.timezone)

@@ -51,6 +51,11 @@ class Settings(BaseSettings):
         default=7860, description="port of the chat UI served alone (`nightshift assistant`)"
     )
     token: str | None = None
+    secrets_key: str | None = Field(
+        default=None,
+        description="Fernet key(s) sealing people's secrets at rest, comma separated (the first seals, all "
+        "open); `secrets.key` in `home`, made on first use, if unset",
+    )
 
     llm_base_url: str | None = None
     llm_model: str | None = None
@@ -198,6 +203,11 @@ class Settings(BaseSettings):
     def local_token_file(self) -> Path:
         """The local admin token that `nightshift up` writes on first start (mode 600)."""
         return self.home / "admin.token"
+
+    @property
+    def secrets_key_file(self) -> Path:
+        """The key that seals secrets when `secrets_key` is unset (made on first use, mode 600)."""
+        return self.home / "secrets.key"
 
     @property
     def resolved_database_url(self) -> str:

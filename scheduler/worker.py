@@ -78,6 +78,7 @@ from scheduler.results import collect_metrics, prepare_output_dir
 from scheduler.service import Cluster, Settlement
 from scheduler.spec import spec_gpu_fraction
 from scheduler.store.queue import Claim, RenewResult, announced_time_limit
+from scheduler.store.secret_sealing import SecretsKeyError
 from scheduler.store.secrets import MissingSecrets
 from scheduler.store.tables import Task
 from scheduler.wakeup import ring_when_set
@@ -552,6 +553,10 @@ class Worker:
         names = list(task.spec.get("secrets") or [])
         try:
             return self.cluster.secrets.values_for(task.user_id, task.user.name, names)
+        except SecretsKeyError as no_key:
+            raise ExecutorError(
+                f"the secrets of this task cannot be opened on node {self.node}: {no_key}"
+            ) from None
         except MissingSecrets as missing:
             said = ", ".join(missing.names)
             raise ExecutorError(

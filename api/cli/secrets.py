@@ -78,3 +78,24 @@ def secret_rm(name: Annotated[str, typer.Argument(help="the secret's name")]) ->
 
     _with_client(lambda client: client.delete_secret(name))
     console.print(f"secret {name} removed")
+
+
+@secret_app.command("key")
+def secret_key() -> None:
+    """Print the key that seals secrets on this box (the server): give it to each GPU box as
+    `NIGHTSHIFT_SECRETS_KEY` so its worker can open the secrets its jobs name. Reads the local data folder."""
+    from scheduler.settings import get_settings
+    from scheduler.store.secret_sealing import SecretSealer, SecretsKeyError
+
+    settings = get_settings()
+    try:
+        key = SecretSealer(settings.secrets_key, settings.secrets_key_file).key_text()
+    except SecretsKeyError as missing:
+        console.print(f"[red]{missing}[/red]; a key is made here when the first secret is set")
+        raise typer.Exit(1) from None
+    except PermissionError:
+        console.print(
+            f"[red]{settings.secrets_key_file} is not yours to read: run this as the service's account"
+        )
+        raise typer.Exit(1) from None
+    print(key)

@@ -2,9 +2,8 @@
 
 A secret's value never leaves this module but through `values_for`, which a worker calls as it starts a job
 whose spec names the secret. The API lists names and times only: a teammate who sees a task sees which
-secrets it uses, never what they hold. Values are stored as given (the database is the service's own,
-readable by its owner only on SQLite); anyone who can read the database can read them, as they could read
-a spec's `env`.
+secrets it uses, never what they hold. Values are stored sealed (`secret_sealing`): whoever reads the
+database, a dump or a backup without the key reads tokens.
 """
 
 from __future__ import annotations
@@ -13,11 +12,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from scheduler.errors import NotFoundError
 from scheduler.store.db import read_only, transaction
+from scheduler.store.secret_sealing import SecretSealer, SecretsKeyError
 from scheduler.store.tables import Secret, User, utcnow
 
 
@@ -41,20 +41,21 @@ class MissingSecrets(Exception):
 class SecretStore:
     """The `secrets` table: one row per person and name."""
 
-    def __init__(self, factory: sessionmaker[Session]) -> None:
+    def __init__(self, factory: sessionmaker[Session], sealer: SecretSealer) -> None:
         self.factory = factory
+        self.sealer = sealer
 
     def put(self, user: str, name: str, value: str) -> tuple[SecretName, bool]:
         """Set `user`'s secret `name` to `value`: the secret as listed, and True when it is new (False when it
         replaced one)."""
-        now = utcnow()
+        now, sealed = utcnow(), self.sealer.seal(value)
         with transaction(self.factory) as session:
             user_id = _user_id(session, user)
             row = session.scalar(select(Secret).where(Secret.user_id == user_id, Secret.name == name))
             if row is None:
-                session.add(Secret(user_id=user_id, name=name, value=value, updated_at=now))
+                session.add(Secret(user_id=user_id, name=name, value=sealed, updated_at=now))
             else:
-                row.value, row.updated_at = value, now
+                row.value, row.updated_at = sealed, now
         return SecretName(name, now), row is None
 
     def names(self, user: str) -> list[SecretName]:
@@ -96,7 +97,28 @@ class SecretStore:
         absent = [name for name in names if name not in found]
         if absent:
             raise MissingSecrets(user, absent)
-        return {name: found[name] for name in names}
+        return {name: self.sealer.open(found[name], name) for name in names}
+
+    def reseal(self) -> tuple[int, int]:
+        """Seal what is stored in the clear (set before secrets were sealed) or under an older key of
+        `secrets_key`, each row in its own transaction: how many were sealed anew, and how many this box
+        cannot open (sealed with a key it lacks; left as they are)."""
+        with self.factory() as session:
+            rows = list(read_only(session).execute(select(Secret.id, Secret.value)))
+        changed = unreadable = 0
+        for row_id, stored in rows:
+            try:
+                sealed = self.sealer.reseal(stored)
+            except SecretsKeyError:
+                unreadable += 1
+                continue
+            if sealed is None:
+                continue
+            with transaction(self.factory) as session:
+                changed += session.execute(
+                    update(Secret).where(Secret.id == row_id, Secret.value == stored).values(value=sealed)
+                ).rowcount  # type: ignore[attr-defined]
+        return changed, unreadable
 
 
 def _user_id(session: Session, user: str) -> int:

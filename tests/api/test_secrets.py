@@ -10,7 +10,7 @@ import pytest
 from api.main import create_app
 from scheduler.service import Cluster
 from scheduler.settings import Settings
-from scheduler.store.identity import create_token
+from scheduler.store.identity import authenticate, create_token
 from tests.api.conftest import TestClient, bearer
 from tests.conftest import opened_cluster
 
@@ -89,3 +89,27 @@ def test_a_task_names_its_secrets_and_one_not_set_is_refused_before_it_is_queued
     assert [task.id for task in cluster.tasks.with_status("queued")] == [
         made.json()["id"]
     ]  # nothing half-made
+
+
+def test_the_api_seals_at_its_start_what_was_stored_in_the_clear(cluster, caplog):
+    from sqlalchemy import insert, select
+
+    from api.server import seal_stored_secrets
+    from scheduler.store.tables import Secret
+
+    user_id = authenticate(
+        cluster.factory, create_token(cluster.factory, user="alice", team="vision")
+    ).user_id
+    with cluster.engine.begin() as connection:  # as a release before sealing stored it
+        connection.execute(insert(Secret).values(user_id=user_id, name="HF_TOKEN", value=VALUE))
+    with caplog.at_level("INFO", logger="nightshift"):
+        seal_stored_secrets(cluster)
+        seal_stored_secrets(cluster)  # a second start rewrites nothing
+
+    with cluster.engine.connect() as connection:
+        stored = connection.execute(select(Secret.value)).scalar_one()
+    assert VALUE not in stored
+    assert cluster.secrets.values_for(user_id, "alice", ["HF_TOKEN"]) == {"HF_TOKEN": VALUE}
+    assert [r.getMessage() for r in caplog.records if "sealed" in r.getMessage()] == [
+        "sealed 1 stored secret under the current key"
+    ]

@@ -4,10 +4,12 @@ variable, and never comes out."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from api.cli.app import app
+from scheduler.settings import get_settings
 from tests.cli.conftest import cli_as
 
 VALUE = "wandb_s3cr3t_value"
@@ -48,3 +50,30 @@ def test_a_secret_is_stored_from_a_pipe_or_this_shell_named_by_a_task_and_remove
     assert unset.exit_code == 2 and "$HF_TOKEN is not set in this shell" in unset.output
     assert removed.exit_code == 0 and "secret WANDB_API_KEY removed" in removed.stdout
     assert gone.exit_code == 1 and "no secret 'WANDB_API_KEY'" in gone.stderr
+
+
+def test_secret_key_prints_the_key_this_box_seals_with_for_the_gpu_boxes(
+    cluster, make_identity, monkeypatch, tmp_path
+):
+    def secret_key(home: Path) -> Result:
+        monkeypatch.setenv("NIGHTSHIFT_HOME", str(home))
+        get_settings.cache_clear()
+        try:
+            return CliRunner().invoke(app, ["secret", "key"])
+        finally:
+            get_settings.cache_clear()
+
+    monkeypatch.delenv("NIGHTSHIFT_SECRETS_KEY", raising=False)
+    none_yet = secret_key(tmp_path / "fresh")
+    make_identity("alice", "vision")
+    cluster.secrets.put("alice", "HF_TOKEN", VALUE)  # the first secret makes the key
+    made = secret_key(cluster.settings.home)
+    monkeypatch.setenv("NIGHTSHIFT_SECRETS_KEY", "k1,k0")
+    given = secret_key(tmp_path / "fresh")
+
+    assert none_yet.exit_code == 1
+    assert "no secrets key on this box" in none_yet.output
+    assert "a key is made here when the first secret is set" in none_yet.output
+    assert made.exit_code == 0, made.output
+    assert made.stdout.strip() == cluster.settings.secrets_key_file.read_text().strip()
+    assert given.stdout.strip() == "k1,k0"

@@ -5,7 +5,7 @@ why."""
 from __future__ import annotations
 
 from scheduler.service import Cluster
-from tests.conftest import wait_until
+from tests.conftest import opened_cluster, wait_until
 
 VALUE = "hf_s3cr3t_value_1234"
 
@@ -49,3 +49,21 @@ def test_a_secret_removed_while_its_task_waits_fails_the_task_as_it_starts(
     message = cluster.tasks.get_any(task.id).message or ""
     assert message.startswith("secret HF_TOKEN of alice is gone (removed after the task was queued)")
     assert "`nightshift secret set HF_TOKEN`" in message
+
+
+def test_a_worker_whose_box_lacks_the_key_fails_the_task_saying_what_to_set(
+    cluster, make_identity, make_settings, redis_url, start_worker, tmp_path
+):
+    who, _ = make_identity("alice", "vision")
+    cluster.secrets.put("alice", "HF_TOKEN", VALUE)  # sealed with the server's key, in its data folder
+    gpu_box = make_settings(database_url=cluster.settings.database_url, home=tmp_path / "gpu-box")
+    with opened_cluster(gpu_box, redis_url) as elsewhere:
+        start_worker(node="box-b", on=elsewhere)
+        task, _ = cluster.submit(
+            who, {"command": "true", "gpus": 0, "secrets": ["HF_TOKEN"], "workdir": str(tmp_path)}
+        )
+        assert wait_until(lambda: _ended(cluster, task.id)) == "failed"
+    message = cluster.tasks.get_any(task.id).message or ""
+    assert message.startswith("the secrets of this task cannot be opened on node box-b: no secrets key")
+    assert "NIGHTSHIFT_SECRETS_KEY" in message and "`nightshift secret key`" in message
+    assert not (tmp_path / "gpu-box" / "secrets.key").exists()
