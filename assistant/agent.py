@@ -36,6 +36,7 @@ from assistant.replies import (
     sweep_cancelled_words,
     sweep_changed_words,
     sweep_rerun_words,
+    tasks_cancelled_words,
     warning_words,
 )
 from assistant.tools import CARD_TOOLS, ToolContext, make_tools
@@ -259,6 +260,12 @@ class Assistant:
                 task = self.client.submit(action.payload["spec"], idempotency_key=action.action_id)
                 message = f"Submitted task #{task['id']} ({task['name']}): {task['status']}."
                 zh = f"已提交任务 #{task['id']}（{task['name']}）：{status_zh(task['status'])}。"
+            elif action.kind == "cancel_tasks":
+                task = self._cancel_each([int(task_id) for task_id in action.payload["task_ids"]])
+                outcomes = task["outcomes"]
+                if not any(outcome["status"] for outcome in outcomes):  # every one refused: nothing done
+                    return {"ok": False, "error": tasks_cancelled_words(outcomes, self.language())}
+                message, zh = tasks_cancelled_words(outcomes, "en"), tasks_cancelled_words(outcomes, "zh")
             elif action.kind == "cancel_sweep":
                 task = self.client.cancel_sweep(int(action.payload["sweep_id"]))
                 message, zh = sweep_cancelled_words(task, "en"), sweep_cancelled_words(task, "zh")
@@ -289,6 +296,22 @@ class Assistant:
         message, zh = _with_warnings(message, task, "en"), _with_warnings(zh, task, "zh")
         self.history.append(AIMessage(content=message))
         return {"ok": True, "task": task, "message": zh if self.language() == "zh" else message}
+
+    def _cancel_each(self, task_ids: list[int]) -> dict[str, Any]:
+        """Cancel each task of a confirmed card in turn: `outcomes` holds each one's status after it, or the
+        API's refusal (one that ended meanwhile, say), so one refusal does not leave the others standing."""
+        assert self.client is not None
+        outcomes: list[dict[str, Any]] = []
+        for task_id in task_ids:
+            try:
+                outcomes.append(
+                    {"id": task_id, "status": self.client.cancel(task_id)["status"], "error": None}
+                )
+            except ClientError as exc:
+                if exc.status_code == 0 or exc.status_code >= 500:
+                    raise  # the API is gone: say so rather than a list of the same failure
+                outcomes.append({"id": task_id, "status": None, "error": exc.message})
+        return {"outcomes": outcomes}
 
     def drop(self, action_id: str) -> bool:
         """Forget a pending action without doing it."""

@@ -34,7 +34,9 @@ SWEEP_EXAMPLES = 3
 PARENT_FIELDS = frozenset({"depends_on", "depends_on_any"})  # a 422 on these: no such parent (or not yours)
 
 FALLBACK_GPU_POWER_W = 300.0
-ActionKind = Literal["submit", "cancel", "change", "cancel_sweep", "rerun_sweep", "change_sweep"]
+ActionKind = Literal[
+    "submit", "cancel", "cancel_tasks", "change", "cancel_sweep", "rerun_sweep", "change_sweep"
+]
 
 
 @dataclass

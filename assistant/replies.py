@@ -248,6 +248,8 @@ def card_text(card: dict[str, Any], lang: str, now: datetime | None = None) -> s
         return _change_sweep_text(card, lang, now)
     if card.get("kind") == "cancel":
         return _cancel_text(card, lang)
+    if card.get("kind") == "cancel_tasks":
+        return _cancel_tasks_text(card, lang)
     if card.get("kind") == "cancel_sweep":
         return _cancel_sweep_text(card, lang)
     if card.get("kind") == "rerun_sweep":
@@ -314,6 +316,68 @@ def _cancel_text(card: dict[str, Any], lang: str) -> str:
         f"Cancel task {en}? Nothing happens until you confirm.",
         f"要取消任务 {zh}吗？确认之前不会有任何操作。",
     )
+
+
+def _cancel_tasks_text(card: dict[str, Any], lang: str) -> str:
+    """A card cancelling several tasks as text: each task, and those left out because they ended."""
+    tasks = card.get("tasks") or []
+    named = [_task_named(task, lang) for task in tasks]
+    lines = [_t(lang, f"Cancel these {len(named)} tasks?", f"要取消这 {len(named)} 个任务吗？")]
+    lines += [f"• {line}" for line in named]
+    left_out = card.get("left_out") or []
+    if left_out:
+        lines.append(
+            "• " + _t(lang, "left out, already ended: ", "已结束，不在其中：") + ended_words(left_out, lang)
+        )
+    lines.append(
+        _t(
+            lang,
+            "Queued ones are cancelled, running ones stopped. Nothing happens until you confirm.",
+            "排队中的会被取消，运行中的会被停止。确认之前不会有任何操作。",
+        )
+    )
+    return "\n".join(lines)
+
+
+def _task_named(task: dict[str, Any], lang: str) -> str:
+    """`#3 (train.py, queued)` / `#3（train.py，排队中）`: a task by number, name and status."""
+    name, status = unwrap(task.get("name") or ""), str(task.get("status") or "")
+    if not name:
+        return f"#{task.get('id')}"
+    return _t(
+        lang, f"#{task.get('id')} ({name}, {status})", f"#{task.get('id')}（{name}，{status_zh(status)}）"
+    )
+
+
+def ended_words(tasks: list[dict[str, Any]], lang: str) -> str:
+    """`#40 (succeeded), #41 (cancelled)` / `#40（已成功）、#41（已取消）`."""
+    if lang == "zh":
+        return "、".join(f"#{task['id']}（{status_zh(str(task['status']))}）" for task in tasks)
+    return ", ".join(f"#{task['id']} ({task['status']})" for task in tasks)
+
+
+def tasks_cancelled_words(outcomes: list[dict[str, Any]], lang: str) -> str:
+    """What a confirmed card cancelling several tasks did: `Cancelled #31, #32. Stopping (their stop signal
+    is sent): #33. Not cancelled: #40: task 40 already succeeded; nothing to cancel.`"""
+    cancelled = [f"#{o['id']}" for o in outcomes if o["status"] and o["status"] != "running"]
+    stopping = [f"#{o['id']}" for o in outcomes if o["status"] == "running"]
+    refused = [o for o in outcomes if not o["status"]]
+    comma = _t(lang, ", ", "、")
+    parts = []
+    if cancelled:
+        parts.append(_t(lang, f"Cancelled {comma.join(cancelled)}.", f"已取消 {comma.join(cancelled)}。"))
+    if stopping:
+        parts.append(
+            _t(
+                lang,
+                f"Stopping (the stop signal is sent): {comma.join(stopping)}.",
+                f"正在停止（已发出停止信号）：{comma.join(stopping)}。",
+            )
+        )
+    if refused:
+        said = _t(lang, "; ", "；").join(f"#{o['id']}: {chat_words(str(o['error']), lang)}" for o in refused)
+        parts.append(_t(lang, f"Not cancelled: {said}.", f"未取消：{said}。"))
+    return _t(lang, " ", "").join(parts)
 
 
 def _sweep_named(card: dict[str, Any], lang: str) -> str:
@@ -431,6 +495,7 @@ def running_limit_lifted_words(card: dict[str, Any], lang: str) -> str:
 DROPPED_WORDS = {
     "submit": ("submitted", "提交"),
     "cancel": ("cancelled", "取消"),
+    "cancel_tasks": ("cancelled", "取消"),
     "change": ("changed", "修改"),
     "cancel_sweep": ("cancelled", "取消"),
     "rerun_sweep": ("run again", "重新运行"),
@@ -452,6 +517,9 @@ def _card_subject(card: dict[str, Any], lang: str) -> str:
         return _t(lang, f"submit `{command}`", f"提交 `{command}`")
     if kind == "cancel_sweep":
         return _t(lang, f"cancel sweep #{card.get('sweep_id')}", f"取消扫参 #{card.get('sweep_id')}")
+    if kind == "cancel_tasks":
+        ids = ", ".join(f"#{task_id}" for task_id in card.get("task_ids") or [])
+        return _t(lang, f"cancel tasks {ids}", f"取消任务 {ids}")
     if kind == "change_sweep":
         return _t(lang, f"change sweep #{card.get('sweep_id')}", f"修改扫参 #{card.get('sweep_id')}")
     if kind == "rerun_sweep":
@@ -1674,12 +1742,12 @@ QUESTIONS = {
         "排队中和运行中的任务还没结束；`nightshift ls --sweep 编号` 可以列出它们。",
     ),
     "bulk_own": (
-        "I cancel one task at a time, after you confirm each. Which task number should I cancel first? "
-        "(`nightshift cancel 12 13 14` cancels several at once; `nightshift cancel --mine --status queued` "
-        "all your queued ones, after showing them.)",
-        "我一次只取消一个任务，每个都需要你确认。先取消哪个任务编号？"
-        "（`nightshift cancel 12 13 14` 可以一次取消多个；"
-        "`nightshift cancel --mine --status queued` 会先列出再取消你所有排队中的任务。）",
+        'I cancel the tasks you name by number, up to 20 on one card ("cancel 12, 13 and 14", "cancel '
+        '12-15"), or a whole sweep ("cancel sweep 4"). Which ones? (`nightshift cancel --mine --status '
+        "queued` cancels all your queued tasks, after showing them.)",
+        "我可以取消你按编号指明的任务，一张确认卡片最多 20 个（“取消12、13和14号”“取消12到15号”），"
+        "或整个扫参（“取消扫参4”）。要取消哪些？"
+        "（`nightshift cancel --mine --status queued` 会先列出再取消你所有排队中的任务。）",
     ),
     "one_change": (
         'I change one task at a time, each on its own card: which task number first? (Say "make sweep 4 '
@@ -1696,10 +1764,10 @@ QUESTIONS = {
         "我一次只重跑一个之前的任务，每个都有自己的确认卡片：先重跑哪个任务编号？",
     ),
     "one_hold": (
-        'I hold or release one task at a time: which task number first? (Say "hold sweep 4" for a whole '
-        "sweep; `nightshift hold 12 13 14` holds several at once.)",
-        "我一次只暂停或放行一个任务：先处理哪个任务编号？（整个扫参可以说“暂停扫参4”；"
-        "`nightshift hold 12 13 14` 可以一次暂停多个。）",
+        'I hold or release the tasks you name by number, up to 20 at once ("hold 12, 13 and 14"), or a '
+        'whole sweep ("hold sweep 4"): which ones? (`nightshift hold 12 13 14` takes any number.)',
+        "我可以暂停或放行你按编号指明的任务，一次最多 20 个（“暂停12、13和14号”），"
+        "或整个扫参（“暂停扫参4”）：要处理哪些？（`nightshift hold 12 13 14` 不限个数。）",
     ),
     "need_sweep_id": (
         'Which sweep? Please give its number (its confirmation said "Submitted sweep #N").',

@@ -3,12 +3,12 @@ night, and a whole sweep's status, results, cancel, rerun, change, hold and rele
 HTTP API with the chatting person's own client.
 
 Identity is never an argument: each tool closes over the person's client (their token), so the API decides
-what they may see and do. `submit_task`, `cancel_task`, `change_task`, `cancel_sweep`, `rerun_sweep` and
-`change_sweep` do not act; they return a pending-action card that the person confirms (see
-`assistant.agent.Assistant.confirm`); `hold_task`/`release_task` and `hold_sweep`/`release_sweep` act at
-once, as the Tasks tab's buttons do (each undoes the other). Text that users or jobs wrote (names,
-commands, messages, log lines, parameters and metrics) reaches the model wrapped in <data>…</data> and
-truncated.
+what they may see and do. `submit_task`, `cancel_task`, `cancel_tasks` (several named tasks on one card),
+`change_task`, `cancel_sweep`, `rerun_sweep` and `change_sweep` do not act; they return a pending-action
+card that the person confirms (see `assistant.agent.Assistant.confirm`); `hold_task`/`release_task` and
+`hold_sweep`/`release_sweep` act at once, as the Tasks tab's buttons do (each undoes the other). Text that
+users or jobs wrote (names, commands, messages, log lines, parameters and metrics) reaches the model
+wrapped in <data>…</data> and truncated.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from assistant.cards import (
 )
 from assistant.client import AssistantClient, Unavailable
 from assistant.parsing.history import resolve_since, resolve_until
+from assistant.parsing.intents import MAX_CANCELLED_AT_ONCE
 from scheduler.dependencies import PARENT_FIELDS, refuse_dependency_loop, refuse_parent, waited_for
 from scheduler.edits import (
     CLEARABLE_FIELDS,
@@ -277,6 +278,12 @@ class TaskIdArgs(BaseModel):
     """One task id."""
 
     task_id: int
+
+
+class TaskIdsArgs(BaseModel):
+    """Several task ids, each named by the person ("cancel 12, 13 and 15", "cancel 12-15")."""
+
+    task_ids: list[int] = Field(min_length=2, max_length=MAX_CANCELLED_AT_ONCE)
 
 
 class OptionalTaskArgs(BaseModel):
@@ -535,6 +542,37 @@ def cancel_task(ctx: ToolContext, task_id: int) -> str:
             return _error(f"task {task_id} already {task['status']}; nothing to cancel")
     card = {"kind": "cancel", "task_id": task_id, "task": task_view(task) if task else None}
     ctx.actions.add("cancel", card, {"task_id": task_id})
+    return _result(pending_action=card, note="Nothing has been cancelled: the person must confirm the card.")
+
+
+def cancel_tasks(ctx: ToolContext, task_ids: list[int]) -> str:
+    """Prepare one cancellation of several of your tasks, each named by its number: returns one card the
+    person must confirm; tasks that already ended are left out and said so."""
+    wanted = list(dict.fromkeys(task_ids))
+    if len(wanted) < 2:
+        return _error("one task: use cancel_task")
+    tasks: dict[int, dict[str, Any] | None] = dict.fromkeys(wanted)
+    if ctx.client is not None:
+        tasks = {task_id: ctx.client.get_task(task_id) for task_id in wanted}
+    ended = {
+        task_id: str(task["status"])
+        for task_id, task in tasks.items()
+        if task is not None and task.get("status") in ("succeeded", "failed", "cancelled")
+    }
+    live = [task_id for task_id in wanted if task_id not in ended]
+    if not live:
+        return _error(
+            "tasks " + ", ".join(f"{i} already {s}" for i, s in ended.items()) + "; nothing to cancel"
+        )
+    card: dict[str, Any] = {
+        "kind": "cancel_tasks",
+        "task_ids": live,
+        "tasks": [
+            task_view(task) if task else {"id": task_id} for task_id, task in tasks.items() if task_id in live
+        ],
+        "left_out": [{"id": task_id, "status": status} for task_id, status in ended.items()],
+    }
+    ctx.actions.add("cancel_tasks", card, {"task_ids": live})
     return _result(pending_action=card, note="Nothing has been cancelled: the person must confirm the card.")
 
 
@@ -1375,6 +1413,7 @@ def make_tools(ctx: ToolContext) -> list[BaseTool]:
         (estimate_wait, EstimateArgs),
         (list_tasks, ListArgs),
         (cancel_task, TaskIdArgs),
+        (cancel_tasks, TaskIdsArgs),
         (change_task, ChangeArgs),
         (hold_task, TaskIdArgs),
         (release_task, TaskIdArgs),
@@ -1419,6 +1458,7 @@ TOOL_NAMES = (
     "estimate_wait",
     "list_tasks",
     "cancel_task",
+    "cancel_tasks",
     "change_task",
     "hold_task",
     "release_task",
@@ -1437,5 +1477,13 @@ TOOL_NAMES = (
 )
 # the tools that make a card to confirm: a call of one is a new request for an action
 CARD_TOOLS = frozenset(
-    {"submit_task", "cancel_task", "change_task", "cancel_sweep", "rerun_sweep", "change_sweep"}
+    {
+        "submit_task",
+        "cancel_task",
+        "cancel_tasks",
+        "change_task",
+        "cancel_sweep",
+        "rerun_sweep",
+        "change_sweep",
+    }
 )

@@ -564,10 +564,26 @@ def names_several_tasks(text: str) -> bool:
     return bool(_ID_PAIR.search(text) or ID_RANGE.search(text))
 
 
+_LISTED_ID = (
+    r"(?:(?:task|job)s?\s*#?\s*|#|(?:任务|作业)\s*)?\d{1,7}(?:\s*号)?"
+    r"(?![\d:.]|\s*-?\s*(?:gb|g\b|gpus?|cards?|hours?|h\b|min|%|days?|卡|张|块|个|小时|分钟|天|点))"
+)
+# "task 12 and 13", "12、13和14号": numbers listed beside a task id are task ids too
+ID_LIST = re.compile(
+    rf"(?<![A-Za-z0-9_.:/-]){_LISTED_ID}(?:\s*(?:,|，|、|和|及|与|跟|\band\b|&)\s*{_LISTED_ID})+", re.I
+)
+
+
 def task_ids(text: str) -> list[int]:
-    """Task ids named in `text` ("task 12", "#12", "12号", "任务12"; each of a run, "tasks 12-15"); bare
-    numbers only as a last resort."""
-    ids = [int(next(g for g in m.groups() if g)) for m in TASK_ID.finditer(text)]
+    """Task ids named in `text` ("task 12", "#12", "12号", "任务12"; each of a list beside one, "task 12 and
+    13", "12和13号"; each of a run, "tasks 12-15"); bare numbers only as a last resort."""
+    named = [(m.start(), int(next(g for g in m.groups() if g))) for m in TASK_ID.finditer(text)]
+    for listed in ID_LIST.finditer(text):
+        if any(listed.start() <= at < listed.end() for at, _ in named):
+            named += [
+                (listed.start() + n.start(), int(n.group())) for n in re.finditer(r"\d+", listed.group())
+            ]
+    ids = list(dict.fromkeys(task_id for _, task_id in sorted(named)))
     if not ids:
         ids = [int(m.group("n")) for m in BARE_NUMBER.finditer(text)]
     for run in ID_RANGE.finditer(text):

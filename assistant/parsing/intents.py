@@ -489,6 +489,9 @@ class Reading:
 _TASK_ARGS = ("task_id", "like_task", "sweep_id")
 
 
+MAX_CANCELLED_AT_ONCE = 20  # tasks one cancel card may name; more is `nightshift cancel --mine`'s work
+
+
 def _tool(tool: str, /, **args: Any) -> Reading:
     """A call of `tool` with the arguments given (None ones left out); positional-only, so a spec's own
     `name` field can be one of them ("rename 12 to exp4")."""
@@ -1261,8 +1264,10 @@ def _cancel(rest: str, now: datetime) -> Reading | None:
         if field["field"].lower().startswith(("tag", "label", "name")):
             return Reading("question", reason="unclear")
         return Reading("help", reason="change_fixed")
-    if len(set(ids)) > 1:  # "cancel 3, 4 and 5": one card per task, not a card for 3 alone
+    if len(ids) > MAX_CANCELLED_AT_ONCE:  # "cancel 1-500": `nightshift cancel --mine` shows them first
         return Reading("question", reason="bulk_own")
+    if len(ids) > 1:  # "cancel 3, 4 and 5": one card for the three, not a card for 3 alone
+        return _tool("cancel_tasks", task_ids=ids)
     if not ids and re.search(r"\b(?:everything|all)\b|全部|所有", rest, _I):  # "cancel everything queued"
         return Reading("question", reason="bulk_own")
     return _tool("cancel_task", task_id=ids[0]) if ids else Reading("question", reason="need_task_id")
@@ -1397,10 +1402,13 @@ def _no_tool(rest: str) -> Reading:
     if NODE_ADMIN.search(rest):
         return Reading("help", reason="node_admin")
     hold_ids = task_ids(rest) if HOLD.search(rest) or RELEASE.search(rest) else []
-    if len(hold_ids) > 1 or (not hold_ids and BULK_HOLD.search(rest)):  # "hold 12-15", "pause all my tasks"
+    if len(hold_ids) > MAX_CANCELLED_AT_ONCE or (
+        not hold_ids and BULK_HOLD.search(rest)
+    ):  # "pause all my tasks"
         return Reading("question", reason="one_hold")
-    if hold_ids:
-        return _tool("release_task" if RELEASE.search(rest) else "hold_task", task_id=hold_ids[0])
+    if hold_ids:  # "hold 12-15": one call per task, each acting at once as the Hold button does
+        tool = "release_task" if RELEASE.search(rest) else "hold_task"
+        return Reading("tool", tool, {"task_id": hold_ids[0]}, more=[{"task_id": i} for i in hold_ids[1:]])
     if RESULTS.search(rest):
         return Reading("help", reason="results")
     if SUBMIT_VERB.search(rest):

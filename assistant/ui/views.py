@@ -16,6 +16,7 @@ from assistant.reasons_zh import reason_zh
 from assistant.replies import (
     change_rows,
     counts_words,
+    ended_words,
     energy_words,
     in_parentheses,
     like_task_words,
@@ -326,6 +327,11 @@ def card_html(card: dict[str, Any], zone: tzinfo | None = None, lang: str = "en"
     if card.get("kind") == "cancel":
         rows = _cancel_rows(card, words, lang)
         title, note = words("Cancel this task?"), words("Nothing is cancelled until you confirm.")
+    elif card.get("kind") == "cancel_tasks":
+        rows = _cancel_tasks_rows(card, words, lang)
+        count = len(card.get("task_ids") or [])
+        title = f"取消这 {count} 个任务？" if lang == "zh" else f"Cancel these {count} tasks?"
+        note = words("Nothing is cancelled until you confirm.")
     elif card.get("kind") == "cancel_sweep":
         rows = _cancel_sweep_rows(card, words, lang)
         title, note = words("Cancel this sweep?"), words("Nothing is cancelled until you confirm.")
@@ -380,6 +386,31 @@ def _cancel_rows(card: dict[str, Any], words: Callable[[str], str], lang: str) -
         status = str(task["status"])
         rows.append(_row(words("status"), status_zh(status) if lang == "zh" else status))
     return rows
+
+
+def _cancel_tasks_rows(card: dict[str, Any], words: Callable[[str], str], lang: str) -> list[str]:
+    """A card cancelling several tasks: a row per task (its name and status), then those left out because
+    they already ended, and what the cancel does."""
+    rows = []
+    for task in card.get("tasks") or []:
+        status = str(task.get("status") or "")
+        said = [unwrap(task.get("name") or ""), status_zh(status) if lang == "zh" else status]
+        rows.append(
+            _row(f"#{task.get('id')}", ("，" if lang == "zh" else ", ").join(part for part in said if part))
+        )
+    left_out = card.get("left_out") or []
+    if left_out:
+        rows.append(
+            _row(
+                "已结束，不在其中" if lang == "zh" else "left out, already ended", ended_words(left_out, lang)
+            )
+        )
+    what = (
+        "排队中的会被取消，运行中的会被停止"
+        if lang == "zh"
+        else "queued ones are cancelled, running ones stopped"
+    )
+    return [*rows, _row(words("what happens"), what)]
 
 
 def _sweep_rows(card: dict[str, Any], words: Callable[[str], str]) -> list[str]:

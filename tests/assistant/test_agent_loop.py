@@ -186,6 +186,52 @@ def test_cancel_needs_a_confirm_and_then_cancels_through_the_api(make_assistant,
     assert result["ok"] and cluster.tasks.get_any(task["id"]).status == "cancelled"
 
 
+def test_several_tasks_are_cancelled_on_one_card_and_each_says_how_it_went(make_assistant, cluster):
+    assistant = make_assistant()
+    first, second, ended = (
+        assistant.client.submit({"command": "sleep 100", "gpus": 0})["id"] for _ in range(3)
+    )
+    assistant.client.cancel(ended)
+
+    turn = assistant.ask(f"cancel {first}, {second} and {ended}")
+    card = turn.cards[0]
+    untouched = [cluster.tasks.get_any(task_id).status for task_id in (first, second)]
+    assistant.client.cancel(second)  # cancelled meanwhile, from the command line
+    result = assistant.confirm(card["action_id"])
+
+    assert turn.tool_calls == [{"name": "cancel_tasks", "args": {"task_ids": [first, second, ended]}}]
+    assert (card["task_ids"], card["left_out"]) == ([first, second], [{"id": ended, "status": "cancelled"}])
+    assert f"Cancel these 2 tasks?\n• #{first} (" in turn.reply
+    assert f"• left out, already ended: #{ended} (cancelled)" in turn.reply
+    assert turn.reply.endswith("Nothing happens until you confirm.")
+    assert untouched == ["queued", "queued"]
+    assert result["ok"] and cluster.tasks.get_any(first).status == "cancelled"
+    assert result["message"] == (
+        f"Cancelled #{first}. Not cancelled: #{second}: task {second} already cancelled; nothing to cancel."
+    )
+    assert assistant.confirm(card["action_id"])["ok"] is False  # once
+
+
+def test_a_card_of_several_tasks_that_all_ended_meanwhile_does_nothing_and_says_so(make_assistant, cluster):
+    assistant = make_assistant()
+    ids = [assistant.client.submit({"command": "sleep 100", "gpus": 0})["id"] for _ in range(2)]
+
+    turn = assistant.ask(f"取消{ids[0]}和{ids[1]}号")
+    for task_id in ids:
+        assistant.client.cancel(task_id)
+    result = assistant.confirm(turn.cards[0]["action_id"])
+    every_one_ended = assistant.ask(f"cancel {ids[0]} and {ids[1]}")
+
+    assert turn.reply.startswith("要取消这 2 个任务吗？")
+    assert result["ok"] is False and result["error"].startswith(f"未取消：#{ids[0]}: ")
+    assert f"；#{ids[1]}: " in result["error"]
+    assert every_one_ended.cards == []
+    assert (
+        f"tasks {ids[0]} already cancelled, {ids[1]} already cancelled; nothing to cancel"
+        in every_one_ended.reply
+    )
+
+
 def test_a_change_shows_before_and_after_on_a_card_and_happens_only_once_confirmed(make_assistant, cluster):
     assistant = make_assistant()
     tid = assistant.client.submit(
@@ -439,7 +485,9 @@ def test_the_chat_holds_only_the_persons_own_teams_queued_tasks(make_assistant, 
     assert other_team.reply == f"Sorry, that didn't work: task {theirs} not found"
     assert cluster.tasks.get_any(theirs).held_by is None
     assert finished.reply.endswith(f"task {done} already cancelled; only a queued task can be held")
-    assert two.tool_calls == [] and "one task at a time" in two.reply
+    assert [call["args"] for call in two.tool_calls] == [{"task_id": theirs}, {"task_id": done}]
+    assert f"task {theirs} not found" in two.reply and f"task {done} already cancelled" in two.reply
+    assert cluster.tasks.get_any(theirs).held_by is None
 
 
 def test_a_dry_run_hold_changes_nothing(make_assistant, cluster):

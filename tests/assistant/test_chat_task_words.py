@@ -165,9 +165,6 @@ def test_a_command_with_interactive_in_it_is_still_a_submission():
 @pytest.mark.parametrize(
     ("text", "reason"),
     [
-        ("cancel tasks 12-15", "bulk_own"),
-        ("取消12到15号", "bulk_own"),
-        ("hold 12-15", "one_hold"),
         ("make 12 and 13 urgent", "one_change"),
         ("make tasks 12-15 urgent", "one_change"),
         ("把12号和13号改成高优先级", "one_change"),
@@ -177,6 +174,39 @@ def test_a_command_with_interactive_in_it_is_still_a_submission():
 )
 def test_several_tasks_named_at_once_get_a_question_not_a_card_for_the_first_alone(text, reason):
     assert (understand(text, NOW).kind, understand(text, NOW).reason) == ("question", reason)
+
+
+@pytest.mark.parametrize(
+    ("text", "ids"),
+    [
+        ("cancel tasks 12-15", [12, 13, 14, 15]),
+        ("取消12到15号", [12, 13, 14, 15]),
+        ("cancel 12, 13 and 15", [12, 13, 15]),
+        ("取消12和13号", [12, 13]),
+    ],
+)
+def test_several_tasks_named_for_a_cancel_are_one_card(text, ids):
+    reading = understand(text, NOW)
+
+    assert (reading.tool, reading.args) == ("cancel_tasks", {"task_ids": ids})
+
+
+def test_more_tasks_than_a_card_takes_are_pointed_to_the_command_line():
+    reading = understand("cancel 1-21", NOW)
+
+    assert (reading.kind, reading.reason) == ("question", "bulk_own")
+    assert understand("cancel 1-20", NOW).args == {"task_ids": list(range(1, 21))}
+
+
+@pytest.mark.parametrize(
+    ("text", "tool", "ids"),
+    [("hold 12-15", "hold_task", [12, 13, 14, 15]), ("放行12和13号", "release_task", [12, 13])],
+)
+def test_several_tasks_held_or_released_are_one_call_each(text, tool, ids):
+    reading = understand(text, NOW)
+
+    assert reading.tool == tool
+    assert [reading.args, *reading.more] == [{"task_id": task_id} for task_id in ids]
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,9 @@ def test_the_devset_is_large_and_varied():
     kinds = {next(iter(c["expect"])) for c in cases}
     assert kinds == {"tool", "calls", "ask", "refuse", "help"}  # calls: several at once ("why are 12-15 ...")
     tools = {c["expect"]["tool"] for c in cases if "tool" in c["expect"]}
-    assert len(tools) == 20  # the brief's nine, change/hold/release, night_summary, the seven sweep tools
+    assert (
+        len(tools) == 21
+    )  # the brief's nine, cancel_tasks, change/hold/release, night_summary, seven of sweeps
 
 
 def test_the_offline_model_gets_at_least_95_percent_right():

@@ -323,6 +323,29 @@ def test_a_whole_sweep_is_cancelled_from_the_chat_only_once_the_card_is_confirme
         assert api.get(f"/sweeps/{sweep['id']}").json()["counts"] == {"cancelled": 2}
 
 
+def test_tasks_named_together_are_cancelled_on_one_card_once_it_is_confirmed(
+    live_server: LiveServer, page: Any
+) -> None:
+    from playwright.sync_api import expect
+
+    token = live_server.token("ines", "vision")
+    spec = {"command": "python train.py", "not_before": "2030-01-01T00:00:00Z"}
+    with live_server.api(token) as api:
+        first, second = (api.post("/tasks", json=spec).json()["id"] for _ in range(2))
+    sign_in(page, live_server, token, "ines")
+
+    say(page, f"cancel {first} and {second}")
+    card = page.locator("#confirm-card")
+    expect(card).to_contain_text("Cancel these 2 tasks?", timeout=STEP_TIMEOUT_MS)
+    expect(card).to_contain_text(f"#{second}")
+    with live_server.api(token) as api:
+        assert {api.get(f"/tasks/{i}").json()["status"] for i in (first, second)} == {"queued"}
+
+        page.locator("#confirm-button").click()
+        expect(page.locator("#chat")).to_contain_text(f"Cancelled #{first}, #{second}.")
+        assert {api.get(f"/tasks/{i}").json()["status"] for i in (first, second)} == {"cancelled"}
+
+
 def test_a_card_changed_in_words_and_then_dropped_submits_nothing(live_server: LiveServer, page: Any) -> None:
     from playwright.sync_api import expect
 

@@ -192,6 +192,27 @@ def test_a_cancel_card_names_the_task_and_says_nothing_happens_yet() -> None:
     assert "Nothing is cancelled until you confirm." in html
 
 
+def test_a_card_cancelling_several_tasks_has_a_row_each_and_names_those_left_out() -> None:
+    card = {
+        "kind": "cancel_tasks",
+        "task_ids": [31, 32],
+        "tasks": [
+            {"id": 31, "name": "<data><b>sweep-7</b></data>", "status": "running"},
+            {"id": 32, "name": "<data>eval</data>", "status": "queued"},
+        ],
+        "left_out": [{"id": 40, "status": "succeeded"}],
+    }
+    english, chinese = views.card_html(card, ZONE), views.card_html(card, ZONE, "zh")
+
+    assert "Cancel these 2 tasks?" in english
+    assert "<tr><th>#31</th><td>&lt;b&gt;sweep-7&lt;/b&gt;, running</td></tr>" in english
+    assert "<tr><th>#32</th><td>eval, queued</td></tr>" in english
+    assert "<tr><th>left out, already ended</th><td>#40 (succeeded)</td></tr>" in english
+    assert "Nothing is cancelled until you confirm." in english
+    assert "取消这 2 个任务？" in chinese and "<td>eval，排队中</td>" in chinese
+    assert "#40（已完成）" in chinese and "&lt;data&gt;" not in english + chinese
+
+
 def test_the_task_table_has_one_row_per_task_with_times_in_the_cluster_zone() -> None:
     task = {
         "id": 7,
