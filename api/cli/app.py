@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -37,6 +38,7 @@ from api.cli.render import (
     simulation_table,
     stopping_line,
     task_detail,
+    tokens_table,
 )
 from api.cli.report import report_command
 from api.cli.secrets import secret_app
@@ -58,7 +60,7 @@ from scheduler.timeparse import parse_when
 app = typer.Typer(
     no_args_is_help=True, add_completion=False, help="nightshift: a GPU job queue for small teams."
 )
-token_app = typer.Typer(no_args_is_help=True, help="Create and revoke API tokens (run on the server).")
+token_app = typer.Typer(no_args_is_help=True, help="Create, list and revoke API tokens (run on the server).")
 app.add_typer(token_app, name="token")
 node_app = typer.Typer(no_args_is_help=True, help="Drain a node (no new tasks) or put it back in service.")
 app.add_typer(node_app, name="node")
@@ -218,6 +220,28 @@ def token_revoke(
         _fail(exc.message)
     finally:
         engine.dispose()
+
+
+@token_app.command("ls")
+def token_ls(
+    show_revoked: Annotated[bool, typer.Option("--all", help="revoked tokens too")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON for scripts")] = False,
+) -> None:
+    """Who has access: every active token's user, team, admin flag, prefix (what `revoke` takes) and age."""
+    from scheduler.store.db import create_db_engine, make_session_factory, migrate
+    from scheduler.store.identity import list_tokens
+
+    settings = get_settings()
+    engine = create_db_engine(settings.resolved_database_url)
+    try:
+        migrate(engine)
+        records = list_tokens(make_session_factory(engine), include_revoked=show_revoked)
+    finally:
+        engine.dispose()
+    if as_json:
+        print_json([dataclasses.asdict(record) for record in records])
+        return
+    console.print(tokens_table(records, show_revoked))
 
 
 # --- tasks -------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import re
 import sys
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -21,6 +21,9 @@ from scheduler.policy.reasons import amount, energy_cost_words, human_duration
 from scheduler.queue_wait import queue_wait_s
 from scheduler.settings import get_settings
 from scheduler.spec import gpus_label
+
+if TYPE_CHECKING:  # the CLI starts without SQLAlchemy; only `token ls` reads the database
+    from scheduler.store.identity import TokenRecord
 
 # Piped output (scripts, CI logs) gets wide lines instead of columns squeezed to 80 characters.
 console = Console(width=None if sys.stdout.isatty() else 200)
@@ -534,6 +537,34 @@ def duration_words(seconds: float | None) -> str:
     if seconds < 2 * 86400:
         return f"{seconds / 3600:.1f} h"
     return f"{seconds / 86400:.1f} d"
+
+
+def tokens_table(records: Sequence[TokenRecord], show_revoked: bool) -> Table:
+    """Who has access (`nightshift token ls`): a row per token, by team and user; revoked ones dimmed."""
+    table = Table(title="tokens" if show_revoked else "active tokens", title_justify="left")
+    for column in ("team", "user", "admin", "prefix", "created", *(["revoked"] if show_revoked else [])):
+        table.add_column(column)
+    for record in records:
+        revoked = [short_time(_as_utc(record.revoked_at))] if show_revoked else []
+        table.add_row(
+            escape(record.team),
+            escape(record.user),
+            "admin" if record.is_admin else "",
+            record.prefix,
+            short_time(_as_utc(record.created_at)),
+            *revoked,
+            style="dim" if record.revoked_at else None,
+        )
+    if not records:
+        table.caption = "none: `nightshift token create --user NAME --team TEAM` makes one"
+    return table
+
+
+def _as_utc(moment: datetime | None) -> str | None:
+    """A database time (UTC; SQLite hands it back without its zone) as ISO text with the zone."""
+    if moment is None:
+        return None
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).isoformat()
 
 
 def nodes_table(nodes: list[dict[str, Any]]) -> Table:

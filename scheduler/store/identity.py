@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 
 from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
@@ -160,6 +161,34 @@ def revoke_user_tokens(factory: sessionmaker[Session], user: str) -> int:
     if count == 0:
         raise NotFoundError(f"user {name!r} has no active token")
     return count
+
+
+@dataclass(frozen=True, slots=True)
+class TokenRecord:
+    """A token as an admin lists it: whose, which team, whether admin, its prefix, when made and revoked."""
+
+    prefix: str
+    user: str
+    team: str
+    is_admin: bool
+    created_at: datetime
+    revoked_at: datetime | None
+
+
+def list_tokens(factory: sessionmaker[Session], include_revoked: bool = False) -> list[TokenRecord]:
+    """Every token, by team, user and age (the active ones unless `include_revoked`): who has access, and the
+    prefix `revoke_token` takes. The tokens themselves are not stored, so none is shown."""
+    query = (
+        select(ApiToken.prefix, User.name, Team.name, ApiToken.is_admin)
+        .add_columns(ApiToken.created_at, ApiToken.revoked_at)
+        .join(User, User.id == ApiToken.user_id)
+        .join(Team, Team.id == User.team_id)
+        .order_by(Team.name, User.name, ApiToken.created_at, ApiToken.id)
+    )
+    if not include_revoked:
+        query = query.where(ApiToken.revoked_at.is_(None))
+    with factory() as session:
+        return [TokenRecord(*row) for row in read_only(session).execute(query)]
 
 
 def _note_revocation() -> None:

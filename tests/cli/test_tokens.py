@@ -55,3 +55,32 @@ def test_token_revoke_by_user_name_revokes_all_their_tokens(monkeypatch, tmp_pat
     assert revoked.exit_code == 0 and "revoked 2 token(s)" in revoked.stdout, revoked.output
     assert again.exit_code == 1 and "'alice' has no active token" in again.output
     assert neither.exit_code == 2 and "--user NAME" in neither.output
+
+
+def _ls(monkeypatch, tmp_path, *args: str):
+    monkeypatch.setenv("NIGHTSHIFT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("NIGHTSHIFT_DATABASE_URL", f"sqlite:///{tmp_path / 'ns.db'}")
+    get_settings.cache_clear()
+    try:
+        return CliRunner().invoke(app, ["token", "ls", *args])
+    finally:
+        get_settings.cache_clear()
+
+
+def test_token_ls_says_who_has_access_with_the_prefix_revoke_takes(monkeypatch, tmp_path):
+    empty = _ls(monkeypatch, tmp_path)
+    alice = _create(monkeypatch, tmp_path, "alice").stdout.strip()
+    bob = _create(monkeypatch, tmp_path, "bob").stdout.strip()
+    _revoke(monkeypatch, tmp_path, bob[:10])
+
+    table = _ls(monkeypatch, tmp_path)
+    every = json.loads(_ls(monkeypatch, tmp_path, "--all", "--json").stdout)
+
+    assert empty.exit_code == 0 and "nightshift token create" in " ".join(empty.stdout.split())
+    assert table.exit_code == 0, table.output
+    assert alice[:10] in table.stdout and "alice" in table.stdout and "vision" in table.stdout
+    assert bob[:10] not in table.stdout and alice not in table.stdout  # revoked left out; no whole token
+    assert [(t["user"], t["prefix"], t["revoked_at"] is not None) for t in every] == [
+        ("alice", alice[:10], False),
+        ("bob", bob[:10], True),
+    ]

@@ -11,6 +11,7 @@ from scheduler.store.identity import (
     authenticate,
     create_token,
     hash_token,
+    list_tokens,
     revoke_token,
     revoke_user_tokens,
     team_id_by_name,
@@ -82,6 +83,27 @@ def test_every_token_of_a_user_is_revoked_by_name_and_other_users_keep_theirs(st
         revoke_user_tokens(store.factory, "alice")  # already revoked
     with pytest.raises(NotFoundError, match="no active token"):
         revoke_user_tokens(store.factory, "nobody")
+
+
+def test_tokens_are_listed_by_team_and_user_with_their_prefix_never_the_token(store):
+    first = create_token(store.factory, user="alice", team="vision")
+    create_token(store.factory, user="alice", team="vision")
+    boss = create_token(store.factory, user="root", team="admins", is_admin=True)
+    create_token(store.factory, user="bob", team="nlp")
+    revoke_token(store.factory, first[:10])
+
+    active = list_tokens(store.factory)
+    every = list_tokens(store.factory, include_revoked=True)
+
+    assert [(r.team, r.user, r.is_admin) for r in active] == [
+        ("admins", "root", True),
+        ("nlp", "bob", False),
+        ("vision", "alice", False),
+    ]
+    assert next(r.prefix for r in every if r.user == "alice") == first[:10]  # oldest first, revoked kept
+    assert [r.revoked_at is not None for r in every if r.user == "alice"] == [True, False]
+    assert next(r for r in active if r.user == "root").prefix == boss[:10]
+    assert all(len(r.prefix) == 10 for r in every)
 
 
 def test_a_user_cannot_be_moved_to_another_team_silently(store):
