@@ -130,9 +130,11 @@ class NightshiftClient:
         result: dict[str, Any] = self._call("POST", f"/sweeps/{int(sweep_id)}/cancel")
         return result
 
-    def change_sweep(self, sweep_id: int, changes: dict[str, Any]) -> dict[str, Any]:
-        """PATCH /sweeps/{id}: the same change to every queued task of the sweep."""
-        result: dict[str, Any] = self._call("PATCH", f"/sweeps/{int(sweep_id)}", json=changes)
+    def change_sweep(self, sweep_id: int, changes: dict[str, Any], dry_run: bool = False) -> dict[str, Any]:
+        """PATCH /sweeps/{id}: the same change to every queued task of the sweep (with `dry_run`, checked
+        as it would be, nothing changed)."""
+        params = {"dry_run": "true"} if dry_run else {}
+        result: dict[str, Any] = self._call("PATCH", f"/sweeps/{int(sweep_id)}", json=changes, params=params)
         return result
 
     def hold_sweep(self, sweep_id: int) -> dict[str, Any]:

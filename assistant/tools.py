@@ -770,11 +770,27 @@ def _change_refused_by_the_api(
     """The error the API would answer this change with, asked without changing anything (`PATCH
     ?dry_run=true`): what only the server knows, the owner's priority limits, before a card is shown. Its
     times are left out: the card checked them against the conversation's clock."""
+    return _refused_by_a_dry_run(lambda timeless: client.change(task_id, timeless, dry_run=True), changes)
+
+
+def _sweep_change_refused_by_the_api(
+    client: AssistantClient, sweep_id: int, changes: Mapping[str, Any]
+) -> str | None:
+    """As `_change_refused_by_the_api`, for the same change to every queued task of a sweep (`PATCH
+    /sweeps/{id}?dry_run=true`): the owner's priority limit counted over the whole sweep, say."""
+    return _refused_by_a_dry_run(
+        lambda timeless: client.change_sweep(sweep_id, timeless, dry_run=True), changes
+    )
+
+
+def _refused_by_a_dry_run(ask: Callable[[dict[str, Any]], object], changes: Mapping[str, Any]) -> str | None:
+    """The error a dry run of `changes` (less their times) is answered with; None when accepted, when only
+    times change, or when the API cannot say (confirming will)."""
     timeless = {key: value for key, value in changes.items() if key not in ("not_before", "deadline")}
     if not timeless:
         return None
     try:
-        client.change(task_id, timeless, dry_run=True)
+        ask(timeless)
     except ClientError as exc:
         if exc.status_code == 0 or exc.status_code >= 500:
             return None  # confirming will say; the card is still worth showing
@@ -1339,6 +1355,11 @@ def change_sweep(
         return _error(exc.message, exc.errors)
     if not diff:
         return _error(f"sweep {sweep_id} already has {_changes_words(changes)}")
+    refused = _sweep_change_refused_by_the_api(
+        _need_client(ctx), sweep_id, {key: changes[key] for key in diff}
+    )
+    if refused is not None:
+        return refused
     card = {
         "kind": "change_sweep",
         "sweep_id": sweep_id,

@@ -352,28 +352,44 @@ def _rerunnable(statuses: Sequence[str]) -> tuple[str, ...]:
 def change_sweep(cluster: Cluster, who: Identity, sweep_id: int, changes: Mapping[str, Any]) -> SweepView:
     """The same change (priority, start window, limits, ...) to every queued task of the sweep.
 
-    The change is checked against every queued task before any is changed, so a refused change leaves
-    them all as they were.
+    The change is checked against every queued task before any is changed (`check_sweep_change`), so a
+    refused change leaves them all as they were.
     """
+    view, queued = check_sweep_change(cluster, who, sweep_id, changes)
+    task_changes = {field: value for field, value in changes.items() if field != "max_running"}
+    if task_changes:
+        _each(queued, lambda task: True, lambda task_id: cluster.update(who, task_id, task_changes))
+    if "max_running" in changes:
+        return set_max_running(cluster, view, changes["max_running"])
+    return get_sweep(cluster, who, sweep_id)
+
+
+def check_sweep_change(
+    cluster: Cluster, who: Identity, sweep_id: int, changes: Mapping[str, Any]
+) -> tuple[SweepView, list[Task]]:
+    """Every check of `change_sweep`, nothing changed (`PATCH /sweeps/{id}?dry_run=true`, the chat's card):
+    the sweep and the queued tasks the change would touch. Each task's change is checked as `update`
+    checks it (`Cluster.check_update`: fields, times, what it waits for), and the owner's priority limit
+    over all of them at once."""
     view = get_sweep(cluster, who, sweep_id)
     task_changes = {field: value for field, value in changes.items() if field != "max_running"}
     if "max_running" in changes:
         check_max_running(changes["max_running"])
         if not task_changes:
-            return set_max_running(cluster, view, changes["max_running"])
+            return view, []
     queued = [task for task in view.tasks if task.status == "queued"]
     if not queued:
         raise ConflictError(f"sweep {sweep_id} has no queued task to change ({_counts_text(view)})")
-    for task in queued:
-        changed_spec(task.id, task.spec or {}, task_changes)
     raised = task_changes.get("priority")
+    unraised = {field: value for field, value in task_changes.items() if field != "priority"}
+    for task in queued:  # the priority limit is counted over the whole sweep below, not one task at a time
+        changed_spec(task.id, task.spec or {}, task_changes)
+    if unraised:  # a task that started or ended meanwhile is skipped, as the change itself skips it
+        _each(queued, lambda task: True, lambda task_id: cluster.check_update(who, task_id, unraised))
     if raised is not None and not who.is_admin:
         moving = sum(task.priority != raised for task in queued)
         cluster.check_priority_room(_owner(view.sweep), {raised: moving})
-    _each(queued, lambda task: True, lambda task_id: cluster.update(who, task_id, task_changes))
-    if "max_running" in changes:
-        return set_max_running(cluster, view, changes["max_running"])
-    return get_sweep(cluster, who, sweep_id)
+    return view, queued
 
 
 def set_max_running(cluster: Cluster, view: SweepView, max_running: int | None) -> SweepView:

@@ -32,6 +32,7 @@ from scheduler.batches import (
     SweepView,
     cancel_sweep,
     change_sweep,
+    check_sweep_change,
     get_sweep,
     hold_sweep,
     list_sweeps,
@@ -155,11 +156,21 @@ def change(
     cluster: ClusterDep,
     usage: UsageDep,
     who: IdentityDep,
+    dry_run: Annotated[
+        bool,
+        Query(
+            description="true: make every check of the change and answer the sweep as it is; change nothing"
+        ),
+    ] = False,
 ) -> SweepPublic:
     """The same change (priority, start window, limits, ...) to every queued task of the sweep; a refused
-    change (422) leaves them all as they were. `max_running` changes how many of its tasks run at once
+    change (422, 409) leaves them all as they were: each task's change is checked, and the owner's priority
+    limit over them all, before any changes. `max_running` changes how many of its tasks run at once
     (null: no limit): a higher limit admits waiting tasks at once, a lower one applies as tasks end.
-    Each task carries its deadline `warnings`, as a single change's answer does."""
+    Each task carries its deadline `warnings`, as a single change's answer does. With `dry_run=true` every
+    check is made and nothing is changed."""
+    if dry_run:
+        return SweepPublic.of(check_sweep_change(cluster, who, sweep_id, changes)[0])
     return _as_submitted(cluster, usage, change_sweep(cluster, who, sweep_id, changes))
 
 

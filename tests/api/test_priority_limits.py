@@ -77,3 +77,49 @@ def test_a_change_checked_with_dry_run_says_what_the_change_would_and_changes_no
         refused.status_code == 422 and "alice has 1 urgent task queued or running" in refused.json()["detail"]
     )
     assert not_editable.status_code == 422
+
+
+def test_a_sweeps_change_checked_with_dry_run_makes_every_check_and_changes_nothing(make_cluster):
+    cluster = make_cluster(priority_limits={"urgent": 2})
+    alice = bearer(create_token(cluster.factory, user="alice", team="vision"))
+    with TestClient(create_app(cluster)) as client:
+        small = _post(client, "/api/v1/sweeps", {"command": "t {x}", "sweep": {"x": [1, 2]}}, alice).json()
+        large = _post(client, "/api/v1/sweeps", {"command": "t {x}", "sweep": {"x": [1, 2, 3]}}, alice).json()
+        path = f"/api/v1/sweeps/{small['id']}"
+        would = client.patch(path, params={"dry_run": "true"}, json={"priority": "urgent"}, headers=alice)
+        too_many = client.patch(
+            f"/api/v1/sweeps/{large['id']}",
+            params={"dry_run": "true"},
+            json={"priority": "urgent"},
+            headers=alice,
+        )
+        limit_only = client.patch(path, params={"dry_run": "true"}, json={"max_running": 0}, headers=alice)
+        after = client.get(path, headers=alice).json()
+
+    assert would.status_code == 200, would.text
+    assert (
+        too_many.status_code == 422 and "this would add 3: at most 2 per person" in too_many.json()["detail"]
+    )
+    assert limit_only.status_code == 422  # max_running is checked too
+    assert {task["priority"] for task in after["tasks"]} == {"normal"} and after["max_running"] is None
+    assert {task.priority for task in cluster.tasks.with_status("queued")} == {"normal"}
+
+
+def test_a_sweeps_change_one_of_its_tasks_refuses_changes_none_of_them(make_cluster):
+    cluster = make_cluster()
+    alice = bearer(create_token(cluster.factory, user="alice", team="vision"))
+    with TestClient(create_app(cluster)) as client:
+        sweep = _post(client, "/api/v1/sweeps", {"command": "t {x}", "sweep": {"x": [1, 2, 3]}}, alice).json()
+        ids = [task["id"] for task in sweep["tasks"]]
+        # each task is to wait for the last one: the last would wait for itself
+        looped = client.patch(f"/api/v1/sweeps/{sweep['id']}", json={"depends_on": [ids[-1]]}, headers=alice)
+        checked = client.patch(
+            f"/api/v1/sweeps/{sweep['id']}",
+            params={"dry_run": "true"},
+            json={"depends_on": [ids[-1]]},
+            headers=alice,
+        )
+
+    assert looped.status_code in (409, 422), looped.text
+    assert checked.status_code == looped.status_code
+    assert [cluster.tasks.get_any(task_id).spec.get("depends_on") or [] for task_id in ids] == [[], [], []]

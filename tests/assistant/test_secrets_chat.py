@@ -89,3 +89,20 @@ def test_a_change_past_a_priority_limit_is_refused_before_its_card(cluster, make
 
     assert turn.cards == [] and "alice has 1 urgent task queued or running" in turn.reply
     assert cluster.tasks.get_any(normal).priority == "normal"
+
+
+def test_a_sweeps_change_past_a_priority_limit_is_refused_before_its_card(
+    cluster, make_assistant, monkeypatch
+):
+    monkeypatch.setattr(
+        cluster, "settings", cluster.settings.model_copy(update={"priority_limits": {"urgent": 2}})
+    )
+    assistant = make_assistant("alice", "vision")
+    sweep = assistant.client.submit_sweep(
+        {"command": "python t.py --x {x}", "gpus": 0, "sweep": {"x": [1, 2, 3]}}
+    )
+    turn = assistant.ask(f"make sweep {sweep['id']} urgent")
+
+    assert turn.cards == []
+    assert "alice has 0 urgent tasks queued or running and this would add 3" in turn.reply
+    assert {task.priority for task in cluster.tasks.with_status("queued")} == {"normal"}
