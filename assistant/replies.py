@@ -1750,9 +1750,11 @@ QUESTIONS = {
         "（`nightshift cancel --mine --status queued` 会先列出再取消你所有排队中的任务。）",
     ),
     "one_change": (
-        'I change one task at a time, each on its own card: which task number first? (Say "make sweep 4 '
-        'urgent" for all the queued tasks of a sweep.)',
-        "我一次只修改一个任务，每个都有自己的确认卡片：先改哪个任务编号？（整个扫参可以说“把扫参4改成紧急”。）",
+        'I change up to 10 tasks you name at once, each on its own card ("make 12 and 13 urgent"): which '
+        'ones? (Say "make sweep 4 urgent" for all the queued tasks of a sweep; `nightshift change` takes any '
+        "number.)",
+        "我一次最多修改你指明的 10 个任务，每个都有自己的确认卡片（“把12号和13号改成紧急”）：要改哪些？"
+        "（整个扫参可以说“把扫参4改成紧急”；`nightshift change` 不限个数。）",
     ),
     "too_many_explained": (
         "I explain up to 5 tasks at once: which ones first? (`nightshift queue` shows why each queued task "

@@ -31,8 +31,9 @@ _FIELD_WORDS: dict[str, tuple[str, str]] = {
         r"(?:只在)?谷时(?:限制|等待|运行)?",
     ),
 }
-# whose field: "task 5's", "#5's", "its"; "5号的", "扫参3的", "它的"
-_OWNER = r"(?:(?:task|job|sweep)\s*#?\s*\d+'?s|#\d+'?s|\d+'s)"
+# whose field: "task 5's", "#5's", "its", "12 and 13's"; "5号的", "扫参3的", "它的", "12号和13号的"
+_EN_IDS = r"#?\s*\d+(?:\s*(?:,|\band\b|&)\s*#?\s*\d+)*"
+_OWNER = rf"(?:(?:task|job|sweep)s?\s*{_EN_IDS}'?s|#\d+'?s|{_EN_IDS}'s)"
 _DET = rf"(?:(?:the|its|any|their|that|this|my|our|{_OWNER})\s+)*"
 _EN_VERB = (
     r"\b(?:remove|drop|clear|lift|delete|cancel|unset|disable|scrap|ditch|turn\s+off|get\s+rid\s+of"
@@ -42,11 +43,12 @@ _EN_NONE = (
     r"\b(?:no(?:\s+more)?|without(?:\s+(?:a|an|any|the|its|their|that|this|my|our))?|with\s+no"
     r"|(?:do|does|did)(?:\s+not|n'?t)\s+(?:need|want)\s+(?:a|an|any|the|its))\s+"
 )
-_EN_REF = r"(?:\s+(?:of|on|for)\s+(?:(?:task|job|sweep)\s*)?#?\s*\d+)?"
+_EN_REF = rf"(?:\s+(?:of|on|for)\s+(?:(?:task|job|sweep)s?\s*)?{_EN_IDS})?"
 _EN_TO_NONE = r"\s+(?:to|=|:)\s*(?:none|null|nothing|unlimited|no\s+limit)\b"
 _ZH_VERB = r"(?:取消|去掉|去除|解除|删掉|删除|移除|清除|拿掉|撤销|不要|不设|不用)"
 _ZH_OWNER = (
     r"(?:(?:任务|作业)\s*#?\s*\d+\s*号?|#?\s*\d+\s*号\s*(?:任务|作业)?|扫参\s*#?\s*\d+|\d+\s*号\s*扫参"
+    r"|(?:(?:任务|作业)\s*)?#?\s*\d+\s*号?(?:\s*(?:和|、|，|,|及|与|跟)\s*#?\s*\d+\s*号?)+\s*(?:任务|作业)?"
     r"|它|这个任务|该任务)"
 )
 _ZH_AFTER = (

@@ -15,6 +15,7 @@ from assistant.parsing.fields import (
     GPU_CHOICE,
     GPU_INDEX,
     HOST_RESOURCE,
+    ID_LIST,
     SECRET_FOR_JOB,
     TASK_ID,
     names_several_tasks,
@@ -490,6 +491,7 @@ _TASK_ARGS = ("task_id", "like_task", "sweep_id")
 
 
 MAX_CANCELLED_AT_ONCE = 20  # tasks one cancel card may name; more is `nightshift cancel --mine`'s work
+MAX_CHANGED_AT_ONCE = 10  # tasks one request may change, a card each; more is a sweep's or the CLI's work
 
 
 def _tool(tool: str, /, **args: Any) -> Reading:
@@ -1090,11 +1092,21 @@ def _change(rest: str, now: datetime) -> Reading | None:
         return None
     if not ids and (PRIORITY_UP.search(rest) or PRIORITY_DOWN.search(rest)):
         return Reading("question", reason="need_task_id")  # "raise my priority": of which task?
-    if names_several_tasks(rest) and _change_reading(rest, now, "change_task", task_id=ids[0]) is not None:
-        return Reading("question", reason="one_change")  # "make 12 and 13 urgent": one card each
+    if names_several_tasks(rest) and (first := _change_reading(rest, now, "change_task", task_id=ids[0])):
+        if first.kind == "tool" and len(ids) > MAX_CHANGED_AT_ONCE:
+            return Reading("question", reason="one_change")
+        return _for_each_task(first, ids)  # "make 12 and 13 urgent"
     if len(ids) != 1:
         return None
     return _change_reading(rest, now, "change_task", task_id=ids[0])
+
+
+def _for_each_task(first: Reading, ids: list[int]) -> Reading:
+    """The same change to each of `ids` ("make 12 and 13 urgent"): a call, and so a card, per task, confirmed
+    one after another; `first` (the change of `ids[0]`) as it is when it is no change but a pointer."""
+    if first.kind != "tool" or len(ids) < 2:
+        return first
+    return replace(first, more=[{**first.args, "task_id": task_id} for task_id in ids[1:]])
 
 
 def _change_of_waits(rest: str) -> Reading | None:
@@ -1172,12 +1184,14 @@ def _more_time(rest: str) -> Reading | None:
     limit plus that); None when the request is not one."""
     text = _MORE_BEFORE_UNIT.sub(" ", rest)  # "4 more hours": a duration of 4 hours
     ids = task_ids(DURATION.sub(" ", text))  # "give 5 4 more hours": task 5, not 4
-    if len(ids) != 1 or not MORE_TIME.search(rest) or LIMIT_TO.search(rest) or NOT_TIME.search(rest):
+    if not 0 < len(ids) <= MAX_CHANGED_AT_ONCE or not MORE_TIME.search(rest):
         return None
-    minutes = duration_minutes(TASK_ID.sub(" ", text))
+    if LIMIT_TO.search(rest) or NOT_TIME.search(rest):
+        return None
+    minutes = duration_minutes(ID_LIST.sub(" ", TASK_ID.sub(" ", text)))
     if minutes is None or minutes <= 0:
         return None
-    return _tool("change_task", task_id=ids[0], more_minutes=tidy(minutes))
+    return _for_each_task(_tool("change_task", task_id=ids[0], more_minutes=tidy(minutes)), ids)
 
 
 def _clear(rest: str, now: datetime) -> Reading | None:
@@ -1188,9 +1202,12 @@ def _clear(rest: str, now: datetime) -> Reading | None:
     if RERUN.search(rest):  # "rerun 12 without a time limit", "remove 12's limit and rerun it": a new task
         return _rerun(rest, None, now)
     ids = task_ids(rest)
-    if len(ids) != 1:
+    if not ids:
         return Reading("question", reason="need_task_id")
-    return _change_reading(rest, now, "change_task", task_id=ids[0])
+    if len(ids) > MAX_CHANGED_AT_ONCE:
+        return Reading("question", reason="one_change")
+    first = _change_reading(rest, now, "change_task", task_id=ids[0])
+    return None if first is None else _for_each_task(first, ids)
 
 
 def _status(text: str) -> str | None:
@@ -1239,7 +1256,7 @@ NOT_CANCEL = re.compile(
 )
 # what a cancel verb may take away from a task instead of the task itself: "drop the priority of 5"
 _FIELD_OF_A_TASK = re.compile(
-    r"\s+(?:(?:the|its|my|this|that|(?:task|job)\s*#?\d+'?s|#?\d+'s)\s+)*"
+    r"\s+(?:(?:the|its|my|this|that|(?:task|job)s?\s*#?\d+'?s|#?\d+(?:\s*(?:,|\band\b|&)\s*#?\d+)*'s)\s+)*"
     r"(?P<field>priority|dependenc(?:y|ies)|parents?|(?:gpu\s+)?memory(?:\s+requirement)?|vram|gpus?"
     r"|node(?:\s+requirement)?|command|env(?:ironment)?(?:\s+variables?)?|conda(?:\s+env)?|docker(?:\s+image)?"
     r"|image|workdir|tags?|labels?|name)\b",

@@ -71,7 +71,9 @@ class Handlers:
             gr.update(visible=bool(session and session.admin)),
             list(session.messages) if session else [],
             gr.update(visible=card is not None),
-            views.card_html(card, self.zone, session.language) if card and session else "",
+            views.card_html(card, self.zone, session.language, session.cards_after())
+            if card and session
+            else "",
             note,
         )
 
@@ -112,7 +114,7 @@ class Handlers:
     def _card_update(self, session: UiSession) -> tuple[Any, str]:
         card = session.card
         return gr.update(visible=card is not None), views.card_html(
-            card, self.zone, session.language
+            card, self.zone, session.language, session.cards_after()
         ) if card else ""
 
     def chat(
@@ -157,8 +159,8 @@ class Handlers:
                 streamed = f"Sorry, that failed: {type(exc).__name__}: {exc}"
             reply = (turn.reply if turn is not None and turn.reply else streamed) or "(no answer)"
             session.messages[-1]["content"] = reply
-            # the turn's own card, else the newest still waiting (a new request drops the earlier ones)
-            session.card = turn.cards[-1] if turn is not None and turn.cards else session.next_card()
+            # the turn's first card ("make 12 and 13 urgent": one each, in order), else the next still waiting
+            session.card = turn.cards[0] if turn is not None and turn.cards else session.next_card()
             yield list(session.messages), typed_on, *self._card_update(session)
 
     def confirm(self, session: UiSession | None) -> tuple[Any, ...]:

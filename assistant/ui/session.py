@@ -115,11 +115,18 @@ class UiSession:
         self.messages.append({"role": role, "content": content})
 
     def next_card(self) -> dict[str, Any] | None:
-        """The newest action still waiting for a click (after one was confirmed or dropped)."""
+        """The oldest action still waiting for a click (after one was confirmed or dropped): a turn's cards
+        ("make 12 and 13 urgent") come in the order asked."""
         if self._assistant is None:
             return None
         pending = self._assistant.actions.pending()
-        return pending[-1].card if pending else None
+        return pending[0].card if pending else None
+
+    def cards_after(self) -> int:
+        """How many cards wait behind the one shown, to be confirmed or dropped one after another."""
+        if self._assistant is None:
+            return 0
+        return max(0, len(self._assistant.actions.pending()) - 1)
 
     def close(self) -> None:
         """Close the person's HTTP connections."""

@@ -317,9 +317,12 @@ _CARD_ZH = {
 }
 
 
-def card_html(card: dict[str, Any], zone: tzinfo | None = None, lang: str = "en") -> str:
+def card_html(
+    card: dict[str, Any], zone: tzinfo | None = None, lang: str = "en", waiting_after: int = 0
+) -> str:
     """The confirm card as HTML (every value escaped) in the language of the conversation (`en`, `zh`):
-    what would happen; nothing happens before Confirm."""
+    what would happen; nothing happens before Confirm. `waiting_after`: cards shown once this one is
+    confirmed or dropped ("make 12 and 13 urgent" makes one per task)."""
 
     def words(text: str) -> str:
         return _CARD_ZH.get(text, text) if lang == "zh" else text
@@ -354,8 +357,17 @@ def card_html(card: dict[str, Any], zone: tzinfo | None = None, lang: str = "en"
         f'<div class="ns-card"><h3>{html.escape(title)}</h3>'
         f'<table class="ns-card-table">{"".join(rows)}</table>'
         f"{_warnings_html(card, lang)}"
-        f'<p class="ns-card-note">{html.escape(note)}</p></div>'
+        f'<p class="ns-card-note">{html.escape(note)}</p>{_waiting_after_html(waiting_after, lang)}</div>'
     )
+
+
+def _waiting_after_html(count: int, lang: str) -> str:
+    """`1 more card after this one.`: what is left to confirm or drop once this card is answered."""
+    if count <= 0:
+        return ""
+    plural = "s" if count > 1 else ""
+    words = f"之后还有 {count} 张卡片。" if lang == "zh" else f"{count} more card{plural} after this one."
+    return f'<p class="ns-card-queue">{words}</p>'
 
 
 def _submit_title(card: dict[str, Any], lang: str, words: Callable[[str], str]) -> str:

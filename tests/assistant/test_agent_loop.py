@@ -232,6 +232,22 @@ def test_a_card_of_several_tasks_that_all_ended_meanwhile_does_nothing_and_says_
     )
 
 
+def test_the_same_change_to_several_tasks_is_a_card_each_confirmed_one_after_another(make_assistant, cluster):
+    assistant = make_assistant()
+    ids = [assistant.client.submit({"command": "sleep 100", "gpus": 0})["id"] for _ in range(2)]
+
+    turn = assistant.ask(f"make {ids[0]} and {ids[1]} urgent")
+    untouched = {cluster.tasks.get_any(task_id).priority for task_id in ids}
+    first = assistant.confirm(turn.cards[0]["action_id"])
+    between = [cluster.tasks.get_any(task_id).priority for task_id in ids]
+    second = assistant.confirm(turn.cards[1]["action_id"])
+
+    assert [card["task_id"] for card in turn.cards] == ids
+    assert turn.reply.count("• priority: normal → urgent") == 2 and turn.reply.count("please confirm") >= 1
+    assert untouched == {"normal"} and between == ["urgent", "normal"]
+    assert first["ok"] and second["ok"] and cluster.tasks.get_any(ids[1]).priority == "urgent"
+
+
 def test_a_change_shows_before_and_after_on_a_card_and_happens_only_once_confirmed(make_assistant, cluster):
     assistant = make_assistant()
     tid = assistant.client.submit(

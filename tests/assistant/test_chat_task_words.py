@@ -165,9 +165,7 @@ def test_a_command_with_interactive_in_it_is_still_a_submission():
 @pytest.mark.parametrize(
     ("text", "reason"),
     [
-        ("make 12 and 13 urgent", "one_change"),
-        ("make tasks 12-15 urgent", "one_change"),
-        ("把12号和13号改成高优先级", "one_change"),
+        ("make tasks 1-11 urgent", "one_change"),
         ("rerun 12 and 13", "one_rerun"),
         ("rerun 12-15", "one_rerun"),
     ],
@@ -196,6 +194,25 @@ def test_more_tasks_than_a_card_takes_are_pointed_to_the_command_line():
 
     assert (reading.kind, reading.reason) == ("question", "bulk_own")
     assert understand("cancel 1-20", NOW).args == {"task_ids": list(range(1, 21))}
+
+
+@pytest.mark.parametrize(
+    ("text", "args", "ids"),
+    [
+        ("make 12 and 13 urgent", {"priority": "urgent"}, [12, 13]),
+        ("make tasks 12-15 urgent", {"priority": "urgent"}, [12, 13, 14, 15]),
+        ("把12号和13号改成高优先级", {"priority": "high"}, [12, 13]),
+        ("give 12 and 13 2 more hours", {"more_minutes": 120}, [12, 13]),
+        ("取消12号和13号的截止时间", {"clear": ["deadline"]}, [12, 13]),
+        ("cancel 12 and 13's deadline", {"clear": ["deadline"]}, [12, 13]),
+        ("remove the time limit of tasks 12, 13", {"clear": ["time_limit_minutes"]}, [12, 13]),
+    ],
+)
+def test_the_same_change_to_several_tasks_is_a_card_each(text, args, ids):
+    reading = understand(text, NOW)
+
+    assert reading.tool == "change_task"
+    assert [reading.args, *reading.more] == [{"task_id": task_id, **args} for task_id in ids]
 
 
 @pytest.mark.parametrize(

@@ -346,6 +346,31 @@ def test_tasks_named_together_are_cancelled_on_one_card_once_it_is_confirmed(
         assert {api.get(f"/tasks/{i}").json()["status"] for i in (first, second)} == {"cancelled"}
 
 
+def test_the_same_change_to_two_tasks_shows_their_cards_one_after_another(
+    live_server: LiveServer, page: Any
+) -> None:
+    from playwright.sync_api import expect
+
+    token = live_server.token("jun", "vision")
+    spec = {"command": "python train.py", "not_before": "2030-01-01T00:00:00Z"}
+    with live_server.api(token) as api:
+        first, second = (api.post("/tasks", json=spec).json()["id"] for _ in range(2))
+    sign_in(page, live_server, token, "jun")
+
+    say(page, f"make {first} and {second} urgent")
+    card = page.locator("#confirm-card")
+    expect(card).to_contain_text(f"#{first}", timeout=STEP_TIMEOUT_MS)
+    expect(card).to_contain_text("1 more card after this one.")
+    page.locator("#confirm-button").click()
+    expect(page.locator("#chat")).to_contain_text(f"Changed task #{first} (priority): queued.")
+    expect(card).to_contain_text(f"#{second}")
+    expect(card).not_to_contain_text("more card")
+    page.locator("#drop-button").click()
+    expect(page.locator("#chat")).to_contain_text("Dropped: nothing was changed.")
+    with live_server.api(token) as api:
+        assert [api.get(f"/tasks/{i}").json()["priority"] for i in (first, second)] == ["urgent", "normal"]
+
+
 def test_a_card_changed_in_words_and_then_dropped_submits_nothing(live_server: LiveServer, page: Any) -> None:
     from playwright.sync_api import expect
 

@@ -213,6 +213,15 @@ def test_a_card_cancelling_several_tasks_has_a_row_each_and_names_those_left_out
     assert "#40（已完成）" in chinese and "&lt;data&gt;" not in english + chinese
 
 
+def test_a_card_says_how_many_cards_wait_behind_it() -> None:
+    card = {"kind": "cancel", "task_id": 31, "task": {"name": "a", "status": "queued"}}
+
+    assert "ns-card-queue" not in views.card_html(card, ZONE)
+    assert "1 more card after this one." in views.card_html(card, ZONE, waiting_after=1)
+    assert "2 more cards after this one." in views.card_html(card, ZONE, waiting_after=2)
+    assert "之后还有 2 张卡片。" in views.card_html(card, ZONE, "zh", waiting_after=2)
+
+
 def test_the_task_table_has_one_row_per_task_with_times_in_the_cluster_zone() -> None:
     task = {
         "id": 7,
