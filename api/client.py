@@ -201,6 +201,11 @@ class NightshiftClient:
         result: dict[str, Any] = self._call("POST", f"/tasks/{task_id}/cancel")
         return result
 
+    def requeue(self, task_id: int) -> dict[str, Any]:
+        """POST /tasks/{id}/requeue: a running task stopped and put back in the queue with its age."""
+        result: dict[str, Any] = self._call("POST", f"/tasks/{int(task_id)}/requeue")
+        return result
+
     def change(self, task_id: int, changes: dict[str, Any], dry_run: bool = False) -> dict[str, Any]:
         """PATCH /tasks/{id}: a queued task's priority, start window, limits, retries, name or tags (with
         `dry_run`, checked and answered as it would be, nothing changed)."""

@@ -103,6 +103,11 @@ class RedisKeys:
         """STRING set when a running task should be stopped; its worker sees it on the next loop."""
         return f"{self.prefix}cancel:{task_id}"
 
+    def requeue(self, task_id: int) -> str:
+        """STRING `token:user` set when a person asks a running task back into the queue (`nightshift
+        requeue`): the worker running the attempt with that lease token stops it, and only that attempt."""
+        return f"{self.prefix}requeue:{task_id}"
+
     def time_limit(self, task_id: int) -> str:
         """STRING `token:seconds` (no seconds: no limit) set when a running task's time limit changes; the
         worker running the attempt with that lease token applies it on its next loop."""

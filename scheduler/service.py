@@ -307,6 +307,19 @@ class Cluster:
             self.queue.request_cancel(task_id, task.node)
         return task
 
+    def requeue(self, who: Identity, task_id: int) -> Task:
+        """Ask the worker of a running task to stop it (its stop signal, grace, KILL) and put it back in the
+        queue with its age, not counted against its retries (Slurm's `scontrol requeue`): to free a node,
+        or to move a task that resumes from its checkpoint. ConflictError unless it is running."""
+        task = self.tasks.get_for(who, task_id)
+        if task.status != "running" or task.node is None or task.lease_token is None:
+            what = "already " + task.status if task.status in FINAL_STATUSES else task.status
+            raise ConflictError(f"task {task_id} is {what}: only a running task can be put back in the queue")
+        if task.cancel_requested:
+            raise ConflictError(f"task {task_id} is being cancelled: it is not put back in the queue")
+        self.queue.request_requeue(task_id, task.node, task.lease_token, who.user)
+        return task
+
     def hold(self, who: Identity, task_id: int) -> Task:
         """Keep a queued task from starting until it is released (like Slurm's `scontrol hold`): it leaves
         the queue, keeps its place in time (its age counts as if it had waited), and runs on no node."""

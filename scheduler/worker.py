@@ -52,7 +52,7 @@ from scheduler.errors import ExecutorError, GpuInventoryError, NightshiftError
 from scheduler.executor.cgroups import JobCgroups
 from scheduler.executor.exit_watch import ExitWatcher
 from scheduler.executor.launch import LaunchRequest, job_base_env, start_job, warm_up
-from scheduler.executor.outcome import JobOutcome, StopReason
+from scheduler.executor.outcome import STOP_REASONS, JobOutcome, StopReason
 from scheduler.executor.process import RunningJob
 from scheduler.executor.reaper import (
     find_run_tokens,
@@ -72,12 +72,13 @@ from scheduler.lost_attempts import settle_lost_attempt, token_node_of
 from scheduler.node_owner import NodeOwnership
 from scheduler.nodes import NodeGpu
 from scheduler.policy.placement import memory_need_mib
+from scheduler.policy.retry import REQUEUE_REASON
 from scheduler.policy.types import MIB_PER_GB
 from scheduler.private_files import restrict
 from scheduler.results import collect_metrics, prepare_output_dir
 from scheduler.service import Cluster, Settlement
 from scheduler.spec import spec_gpu_fraction
-from scheduler.store.queue import Claim, RenewResult, announced_time_limit
+from scheduler.store.queue import Claim, RenewResult, announced_time_limit, requeue_asked_by
 from scheduler.store.secret_sealing import SecretsKeyError
 from scheduler.store.secrets import MissingSecrets
 from scheduler.store.tables import Task
@@ -617,10 +618,21 @@ class Worker:
         for item in items:
             pipe.exists(queue.keys.cancel(item.claim.task_id))
             pipe.get(queue.keys.time_limit(item.claim.task_id))
+            pipe.get(queue.keys.requeue(item.claim.task_id))
         answers = pipe.execute()
-        for item, flagged, limit in zip(items, answers[::2], answers[1::2], strict=True):
+        for item, flagged, limit, requeue in zip(
+            items, answers[::3], answers[1::3], answers[2::3], strict=True
+        ):
             if flagged:
                 self._request_stop(item, "cancelled")
+                continue
+            asked_by = requeue_asked_by(requeue, item.claim.token)
+            if asked_by is not None:
+                self.stop_task(
+                    item.claim.task_id,
+                    REQUEUE_REASON,
+                    f"requeued by {asked_by}: stopped and put back in the queue",
+                )
                 continue
             announced = announced_time_limit(limit)
             if announced is not None and announced[0] == item.claim.token:
@@ -709,7 +721,10 @@ class Worker:
         for item in ready:
             outcome = item.job.outcome
             assert outcome is not None
-            reason, message = item.settle_as or outcome.reason, item.settle_message or outcome.describe()
+            reason: str = outcome.reason
+            message = outcome.describe()
+            if item.settle_as is not None and outcome.reason in STOP_REASONS:  # not one that ended on its own
+                reason, message = item.settle_as, item.settle_message or message
             if item.settle_as is None and self._killed_by_sentinel(item, outcome):
                 reason = "lost_lease"  # not the task's fault: its lease goes to the reaper, which retries it
                 message = "its worker was stopped (paused) for most of a lease TTL: its sentinel killed it"

@@ -54,3 +54,12 @@ def test_worker_shutdowns_are_retried_and_never_add_up_to_a_lost_worker_failure(
 def test_a_shutdown_between_lost_workers_does_not_reset_their_count():
     decision = decide_retry(["lost_worker", "worker_shutdown", "lost_worker"], "lost_worker", retries=5)
     assert not decision.retry and decision.reason == "lost_worker_repeatedly"
+
+
+def test_a_requeue_asked_by_a_person_is_retried_at_once_and_never_counted():
+    assert decide_retry([], "requeued", retries=0) == decide_retry([], "worker_shutdown", retries=0)
+    assert decide_retry(["requeued"] * 5, "requeued", retries=0).retry
+    assert not decide_retry(["requeued", "nonzero_exit"], "nonzero_exit", retries=1).retry  # two real ones
+    assert decide_retry(["requeued"] * 3, "nonzero_exit", retries=1).retry
+    # requeues between lost workers do not break their run, nor add to it
+    assert not decide_retry(["lost_worker", "requeued", "lost_worker"], "lost_worker", retries=5).retry

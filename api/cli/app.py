@@ -868,6 +868,24 @@ def hold(
 
 
 @app.command()
+def requeue(
+    task_ids: Annotated[list[int], typer.Argument(help="running tasks")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Stop running tasks and put them back in the queue with their age (as `scontrol requeue`): to free a
+    node (`nightshift node drain` it first, so they start elsewhere), or to restart a task that resumes from
+    its checkpoint. Not counted against `retries`. Several ids: each on its own (exit 1 if any is refused)."""
+
+    def say(task: dict[str, Any]) -> None:
+        console.print(
+            f"task {task['id']} stopping on {task.get('node') or 'its node'} (its stop signal, then its "
+            "grace period): it goes back to the queue with its age"
+        )
+
+    _on_each(task_ids, lambda client: client.requeue, say, as_json)
+
+
+@app.command()
 def release(
     task_ids: Annotated[list[int] | None, typer.Argument(help="held tasks")] = None,
     sweep: SweepOpt = None,

@@ -234,6 +234,15 @@ def cancel_task(task_id: TaskId, cluster: ClusterDep, who: IdentityDep) -> TaskP
     return TaskPublic.of(cluster.cancel(who, task_id))
 
 
+@router.post("/{task_id}/requeue", response_model=TaskPublic)
+def requeue_task(task_id: TaskId, cluster: ClusterDep, who: IdentityDep) -> TaskPublic:
+    """Stop a running task (its stop signal, its grace period, SIGKILL) and put it back in the queue with its
+    age, not counted against its `retries` (Slurm's `scontrol requeue`); its next attempt resumes from its
+    checkpoint when it has one. The answer is the task still running: its worker stops it within a
+    second or two, then its grace period. 409 unless it is running."""
+    return TaskPublic.of(cluster.requeue(who, task_id))
+
+
 @router.post("/{task_id}/hold", response_model=TaskPublic)
 def hold_task(task_id: TaskId, cluster: ClusterDep, who: IdentityDep) -> TaskPublic:
     """Keep a queued task from starting until it is released; 409 when it is not queued or already held."""

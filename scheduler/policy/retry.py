@@ -4,8 +4,9 @@
   `retries`; but a task whose worker is lost `MAX_LOST_WORKER_IN_A_ROW` times in a row is given up with a
   clear reason instead of taking nodes down in a loop.
 - `nonzero_exit`, `timeout`, `oom`, `signal`: counted; retried while `retries` allow, with backoff.
-- Worker shut down (`worker_shutdown`: a restart, a deploy): retried at once, never counted, and left out
-  when counting lost workers in a row; restarting nightshift three times must not fail a healthy task.
+- Worker shut down (`worker_shutdown`: a restart, a deploy) or requeued by a person (`requeued`, `nightshift
+  requeue`): retried at once, never counted, and left out when counting lost workers in a row; restarting
+  nightshift three times must not fail a healthy task.
 - `cancelled` and `executor` (the job could not start: missing conda, bad workdir): never retried.
 """
 
@@ -16,6 +17,8 @@ from dataclasses import dataclass
 
 LOST_WORKER_REASONS = frozenset({"lost_worker", "worker_stopped"})
 SHUTDOWN_REASON = "worker_shutdown"
+REQUEUE_REASON = "requeued"
+UNCOUNTED_REASONS = frozenset({SHUTDOWN_REASON, REQUEUE_REASON})
 COUNTED_REASONS = frozenset({"nonzero_exit", "timeout", "output_limit", "oom", "signal"})
 MAX_LOST_WORKER_IN_A_ROW = 3
 BACKOFF_FIRST_S = 30.0
@@ -41,9 +44,9 @@ def decide_retry(
     previous_reasons: Sequence[str], reason: str, retries: int, backoff_first_s: float = BACKOFF_FIRST_S
 ) -> RetryDecision:
     """What to do after an attempt ended with `reason`, given the reasons of the attempts before it."""
-    if reason == SHUTDOWN_REASON:
+    if reason in UNCOUNTED_REASONS:
         return RetryDecision(True, 0.0)
-    history = [past for past in (*previous_reasons, reason) if past != SHUTDOWN_REASON]
+    history = [past for past in (*previous_reasons, reason) if past not in UNCOUNTED_REASONS]
     if reason in LOST_WORKER_REASONS:
         in_a_row = 0
         for past in reversed(history):

@@ -452,6 +452,14 @@ class RedisQueue:
         self._ring_node(pipe, node)
         pipe.execute()
 
+    def request_requeue(self, task_id: int, node: str, token: str, user: str) -> None:
+        """Ask the worker running attempt `token` of a task to stop it and put it back in the queue (`user`
+        asked), and ring it. Later attempts carry other tokens, so the request ends with this one."""
+        pipe = self.client.pipeline(transaction=False)
+        pipe.set(self.keys.requeue(task_id), f"{token}:{user}", ex=24 * 3600)
+        self._ring_node(pipe, node)
+        pipe.execute()
+
     def announce_time_limit(self, task_id: int, node: str, token: str, limit_s: float | None) -> None:
         """Tell the worker running attempt `token` of a task its new time limit (None: none), and ring it."""
         pipe = self.client.pipeline(transaction=False)
@@ -530,3 +538,11 @@ def announced_time_limit(value: str | bytes | None) -> tuple[str, float | None] 
     text = value.decode() if isinstance(value, bytes) else (value or "")
     token, _, seconds = text.rpartition(":")
     return (token, float(seconds) if seconds else None) if token else None
+
+
+def requeue_asked_by(value: str | bytes | None, token: str) -> str | None:
+    """Who asked attempt `token` back into the queue, from a `request_requeue` value; None when no one did
+    (no value, or one for another attempt of the task)."""
+    text = value.decode() if isinstance(value, bytes) else (value or "")
+    asked_for, _, user = text.rpartition(":")
+    return user if asked_for and asked_for == token else None
