@@ -290,9 +290,9 @@ class NightshiftClient:
         """DELETE /secrets/{name}."""
         self._call("DELETE", f"/secrets/{quote(name, safe='')}")
 
-    def post(self, path: str) -> Any:
-        """POST to any /api/v1 path without a body (actions such as drain)."""
-        return self._call("POST", path)
+    def post(self, path: str, params: dict[str, str] | None = None) -> Any:
+        """POST to any /api/v1 path without a body (actions such as drain), with these query parameters."""
+        return self._call("POST", path, params=params or {})
 
     def get(self, path: str, **params: Any) -> Any:
         """GET any /api/v1 path (for endpoints without a dedicated method)."""

@@ -190,6 +190,12 @@ class NodePublic(BaseModel):
     job_isolation: str = "process group"  # "cgroup": each job in a cgroup of its own, nothing outlives a stop
 
 
+class NodeDrainedPublic(NodePublic):
+    """A node just drained, with the running tasks asked back into the queue (`?requeue=true`)."""
+
+    requeued: list[int] = []
+
+
 class GpusPublic(BaseModel):
     """Every GPU the cluster knows."""
 

@@ -320,6 +320,20 @@ class Cluster:
         self.queue.request_requeue(task_id, task.node, task.lease_token, who.user)
         return task
 
+    def requeue_node(self, who: Identity, node: str) -> list[int]:
+        """Requeue every task running on `node` (a drained node to be rebooted now): the ids asked; one that
+        ended or is being cancelled meanwhile is left alone."""
+        asked = []
+        for task in self.tasks.with_status("running"):
+            if task.node != node:
+                continue
+            try:
+                self.requeue(who, task.id)
+            except (ConflictError, NotFoundError):
+                continue
+            asked.append(task.id)
+        return asked
+
     def hold(self, who: Identity, task_id: int) -> Task:
         """Keep a queued task from starting until it is released (like Slurm's `scontrol hold`): it leaves
         the queue, keeps its place in time (its age counts as if it had waited), and runs on no node."""

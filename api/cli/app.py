@@ -1214,10 +1214,31 @@ def nodes(as_json: JsonOpt = False) -> None:
 
 
 @node_app.command("drain")
-def node_drain(name: str) -> None:
-    """Give NAME no new tasks; the ones running there finish."""
-    _with_client(lambda client: client.post(f"/nodes/{name}/drain"))
-    console.print(f"node {name} drained: running tasks finish, no new ones start there")
+def node_drain(
+    name: str,
+    requeue: Annotated[
+        bool,
+        typer.Option(
+            "--requeue", help="also stop its running tasks and queue them again, to start elsewhere"
+        ),
+    ] = False,
+) -> None:
+    """Give NAME no new tasks; the ones running there finish (with --requeue: are stopped and queued again
+    with their age, as `nightshift requeue` does, so the node can go down now)."""
+    params = {"requeue": "true"} if requeue else {}
+    node = _with_client(lambda client: client.post(f"/nodes/{name}/drain", params=params))
+    if not requeue:
+        console.print(f"node {name} drained: running tasks finish, no new ones start there")
+        return
+    asked = node.get("requeued") or []
+    which = (
+        f"tasks {', '.join(map(str, asked))} stopping and going back to the queue"
+        if asked
+        else "no task ran there"
+    )
+    console.print(
+        f"node {name} drained: {which}; a task pinned to {name} waits for `nightshift node undrain {name}`"
+    )
 
 
 @node_app.command("undrain")

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
+
+from fastapi import APIRouter, Query
 
 from api.deps import AdminDep, ClusterDep, IdentityDep
-from api.schemas import NodePublic
+from api.schemas import NodeDrainedPublic, NodePublic
 from scheduler.clock import now_ms
 from scheduler.errors import NotFoundError
 from scheduler.nodes import NodeState
@@ -41,10 +43,21 @@ def _set_drained(cluster: ClusterDep, name: str, drained: bool) -> NodePublic:
     return node_public(node, now_ms())
 
 
-@router.post("/{name}/drain", response_model=NodePublic)
-def drain(name: str, cluster: ClusterDep, who: AdminDep) -> NodePublic:
-    """Stop giving the node new tasks; the ones running there finish."""
-    return _set_drained(cluster, name, True)
+@router.post("/{name}/drain", response_model=NodeDrainedPublic)
+def drain(
+    name: str,
+    cluster: ClusterDep,
+    who: AdminDep,
+    requeue: Annotated[
+        bool,
+        Query(description="true: also stop the tasks running there and queue them again (to reboot it now)"),
+    ] = False,
+) -> NodeDrainedPublic:
+    """Stop giving the node new tasks; the ones running there finish, or with `requeue=true` are stopped
+    (their stop signal and grace) and queued again with their age, to start elsewhere (`requeued`)."""
+    node = _set_drained(cluster, name, True)
+    requeued = cluster.requeue_node(who, name) if requeue else []
+    return NodeDrainedPublic(**node.model_dump(), requeued=requeued)
 
 
 @router.post("/{name}/undrain", response_model=NodePublic)

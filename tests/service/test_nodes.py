@@ -11,6 +11,7 @@ from scheduler.dispatcher import Dispatcher
 from scheduler.gpus import SimulatedGpus
 from scheduler.store.identity import create_token
 from scheduler.worker import Worker
+from tests.cli.conftest import cli_as
 from tests.conftest import wait_until
 
 
@@ -77,3 +78,56 @@ def test_a_node_says_whether_its_jobs_run_in_cgroups(make_cluster, job_cgroups):
         shown[mode] = listed[0]["job_isolation"]
     # Then each says how it holds its jobs
     assert shown == {"auto": "cgroup", "off": "process group"}
+
+
+def test_a_node_drained_with_requeue_sends_its_running_tasks_to_the_other_node(
+    cluster, make_identity, run_in_thread, tmp_path
+):
+    _admin, admin_token = make_identity("root", "ops", admin=True)
+    who, _ = make_identity("alice", "vision")
+    bob, _ = make_identity("bob", "nlp")  # another team's task goes too: the admin drains the node
+    for node in ("box-1", "box-2"):
+        worker = Worker(cluster, node, SimulatedGpus("2x24", node=node), base_env=dict(os.environ))
+        worker.publish_node()
+        run_in_thread(worker.run)
+    run_in_thread(Dispatcher(cluster).run)
+    cluster.nodes.set_drained("box-2", True)
+    spec = {"command": "echo attempt $NIGHTSHIFT_ATTEMPT on $NIGHTSHIFT_NODE; sleep 30", "gpus": 1}
+    tasks = [cluster.submit(owner, {**spec, "workdir": str(tmp_path)})[0] for owner in (who, bob)]
+    wait_until(lambda: all(cluster.tasks.get_any(task.id).status == "running" for task in tasks))
+    cluster.nodes.set_drained("box-2", False)
+    client = TestClient(create_app(cluster))
+
+    answer = client.post(
+        "/api/v1/nodes/box-1/drain",
+        params={"requeue": "true"},
+        headers={"Authorization": f"Bearer {admin_token}"},
+    )
+
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["drained"] is True and answer.json()["requeued"] == [task.id for task in tasks]
+    for task in tasks:
+        wait_until(lambda task=task: cluster.tasks.get_any(task.id).attempts_count == 2)
+        wait_until(lambda task=task: cluster.tasks.get_any(task.id).node == "box-2")
+        assert cluster.tasks.attempts(task.id)[0].reason == "requeued"
+        cluster.cancel(who if task is tasks[0] else bob, task.id)
+
+
+def test_node_drain_requeue_from_the_command_line_says_what_it_sent_away(
+    cluster, make_identity, start_worker, monkeypatch, tmp_path
+):
+    _admin, admin_token = make_identity("root", "ops", admin=True)
+    who, _ = make_identity("alice", "vision")
+    start_worker(node="box-1")
+    task, _ = cluster.submit(who, {"command": "sleep 30", "gpus": 1, "workdir": str(tmp_path)})
+    wait_until(lambda: cluster.tasks.get_any(task.id).status == "running")
+    with cli_as(cluster, admin_token, monkeypatch, tmp_path / "home") as nightshift:
+        drained = nightshift("node", "drain", "box-1", "--requeue")
+        wait_until(lambda: cluster.tasks.get_any(task.id).status == "queued")  # box-1 was its only node
+        again = nightshift("node", "drain", "box-1", "--requeue")
+
+    assert drained.exit_code == 0, drained.output
+    assert f"node box-1 drained: tasks {task.id} stopping and going back to the queue" in " ".join(
+        drained.output.split()
+    )
+    assert "no task ran there" in again.output
