@@ -24,7 +24,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, Huma
 from langchain_core.runnables import RunnableConfig
 
 from api.client import ClientError
-from assistant.cards import ActionStore
+from assistant.cards import ActionStore, PendingAction
 from assistant.client import AssistantClient
 from assistant.offline import OfflineChatModel
 from assistant.prompt_files import PROMPT_FILES, find_prompts_dir
@@ -96,6 +96,10 @@ class Turn:
     def as_json(self) -> dict[str, Any]:
         """The `nightshift ask --json` object."""
         return {"reply": self.reply, "tool_calls": self.tool_calls, "spec": self.spec, "error": self.error}
+
+
+class NothingDone(Exception):
+    """A confirmed action of which the API refused every part (each task of a card ended meanwhile)."""
 
 
 def _with_warnings(text: str, task: dict[str, Any], lang: str) -> str:
@@ -252,52 +256,89 @@ class Assistant:
         if self.client is None:
             return {"ok": False, "error": "no API connection: nothing was done"}
         try:
-            if action.kind == "submit" and action.payload["spec"].get("sweep") is not None:
-                task = self.client.submit_sweep(action.payload["spec"], idempotency_key=action.action_id)
-                message = f"Submitted sweep #{task['id']} ({task['name']}): {task['tasks_count']} tasks."
-                zh = f"已提交扫参 #{task['id']}（{task['name']}）：共 {task['tasks_count']} 个任务。"
-            elif action.kind == "submit":
-                task = self.client.submit(action.payload["spec"], idempotency_key=action.action_id)
-                message = f"Submitted task #{task['id']} ({task['name']}): {task['status']}."
-                zh = f"已提交任务 #{task['id']}（{task['name']}）：{status_zh(task['status'])}。"
-            elif action.kind == "cancel_tasks":
-                task = self._cancel_each([int(task_id) for task_id in action.payload["task_ids"]])
-                outcomes = task["outcomes"]
-                if not any(outcome["status"] for outcome in outcomes):  # every one refused: nothing done
-                    return {"ok": False, "error": tasks_cancelled_words(outcomes, self.language())}
-                message, zh = tasks_cancelled_words(outcomes, "en"), tasks_cancelled_words(outcomes, "zh")
-            elif action.kind == "cancel_sweep":
-                task = self.client.cancel_sweep(int(action.payload["sweep_id"]))
-                message, zh = sweep_cancelled_words(task, "en"), sweep_cancelled_words(task, "zh")
-            elif action.kind == "rerun_sweep":
-                task = self.client.rerun_sweep(int(action.payload["sweep_id"]), action.payload["status"])
-                message, zh = sweep_rerun_words(task, "en"), sweep_rerun_words(task, "zh")
-            elif action.kind == "change_sweep":
-                task = self.client.change_sweep(int(action.payload["sweep_id"]), action.payload["changes"])
-                fields = list(action.payload["changes"])
-                message, zh = sweep_changed_words(task, fields, "en"), sweep_changed_words(task, fields, "zh")
-                task = {**task, "warnings": _sweep_warnings(task)}
-            elif action.kind == "change":
-                task = self.client.change(int(action.payload["task_id"]), action.payload["changes"])
-                names = ", ".join(action.payload["changes"])
-                labels = "、".join(field_label(key, "zh") for key in action.payload["changes"])
-                message = f"Changed task #{task['id']} ({names}): {task['status']}."
-                zh = f"已修改任务 #{task['id']}（{labels}）：{status_zh(task['status'])}。"
-            else:
-                task = self.client.cancel(int(action.payload["task_id"]))
-                if task["status"] == "running":  # its stop signal is sent; it ends within its grace period
-                    message = f"Task #{task['id']} is stopping (its stop signal is sent)."
-                    zh = f"任务 #{task['id']} 正在停止（已发出停止信号）。"
-                else:
-                    message = f"Task #{task['id']} is {task['status']}."
-                    zh = f"任务 #{task['id']}：{status_zh(task['status'])}。"
+            task, message, zh = self._perform(action)
         except ClientError as exc:
             return {"ok": False, "error": exc.message, "errors": exc.errors}
+        except NothingDone as nothing:
+            return {"ok": False, "error": str(nothing)}
         message, zh = _with_warnings(message, task, "en"), _with_warnings(zh, task, "zh")
         self.history.append(AIMessage(content=message))
         return {"ok": True, "task": task, "message": zh if self.language() == "zh" else message}
 
-    def _cancel_each(self, task_ids: list[int]) -> dict[str, Any]:
+    def _perform(self, action: PendingAction) -> tuple[dict[str, Any], str, str]:
+        """Do a confirmed action through the API: what it answered, and what to say (English, Chinese)."""
+        assert self.client is not None
+        payload = action.payload
+        if action.kind == "submit" and payload["spec"].get("sweep") is not None:
+            sweep = self.client.submit_sweep(payload["spec"], idempotency_key=action.action_id)
+            message = f"Submitted sweep #{sweep['id']} ({sweep['name']}): {sweep['tasks_count']} tasks."
+            return (
+                sweep,
+                message,
+                f"已提交扫参 #{sweep['id']}（{sweep['name']}）：共 {sweep['tasks_count']} 个任务。",
+            )
+        if action.kind == "submit":
+            task = self.client.submit(payload["spec"], idempotency_key=action.action_id)
+            message = f"Submitted task #{task['id']} ({task['name']}): {task['status']}."
+            return task, message, f"已提交任务 #{task['id']}（{task['name']}）：{status_zh(task['status'])}。"
+        if action.kind in ("cancel_sweep", "rerun_sweep", "change_sweep"):
+            return self._perform_on_sweep(action.kind, int(payload["sweep_id"]), payload)
+        if action.kind == "cancel_tasks":
+            outcomes = self._cancel_each([int(task_id) for task_id in payload["task_ids"]])
+            if not any(outcome["status"] for outcome in outcomes):  # every one refused: nothing done
+                raise NothingDone(tasks_cancelled_words(outcomes, self.language()))
+            return {}, tasks_cancelled_words(outcomes, "en"), tasks_cancelled_words(outcomes, "zh")
+        return self._perform_on_task(action.kind, int(payload["task_id"]), payload)
+
+    def _perform_on_task(
+        self, kind: str, task_id: int, payload: dict[str, Any]
+    ) -> tuple[dict[str, Any], str, str]:
+        """A confirmed change, requeue or cancel of one task."""
+        assert self.client is not None
+        if kind == "change":
+            task = self.client.change(task_id, payload["changes"])
+            names = ", ".join(payload["changes"])
+            labels = "、".join(field_label(key, "zh") for key in payload["changes"])
+            message = f"Changed task #{task['id']} ({names}): {task['status']}."
+            return task, message, f"已修改任务 #{task['id']}（{labels}）：{status_zh(task['status'])}。"
+        if kind == "requeue":
+            task = self.client.requeue(task_id)
+            return (
+                task,
+                f"Task #{task_id} is stopping (its stop signal is sent); it goes back to the queue with its "
+                "age.",
+                f"任务 #{task_id} 正在停止（已发出停止信号），之后回到队列，保留原来的排队时间。",
+            )
+        task = self.client.cancel(task_id)
+        if task["status"] == "running":  # its stop signal is sent; it ends within its grace period
+            return (
+                task,
+                f"Task #{task_id} is stopping (its stop signal is sent).",
+                f"任务 #{task_id} 正在停止（已发出停止信号）。",
+            )
+        return (
+            task,
+            f"Task #{task_id} is {task['status']}.",
+            f"任务 #{task_id}：{status_zh(task['status'])}。",
+        )
+
+    def _perform_on_sweep(
+        self, kind: str, sweep_id: int, payload: dict[str, Any]
+    ) -> tuple[dict[str, Any], str, str]:
+        """A confirmed cancel, rerun or change of a whole sweep."""
+        assert self.client is not None
+        if kind == "cancel_sweep":
+            sweep = self.client.cancel_sweep(sweep_id)
+            return sweep, sweep_cancelled_words(sweep, "en"), sweep_cancelled_words(sweep, "zh")
+        if kind == "rerun_sweep":
+            sweep = self.client.rerun_sweep(sweep_id, payload["status"])
+            return sweep, sweep_rerun_words(sweep, "en"), sweep_rerun_words(sweep, "zh")
+        sweep = self.client.change_sweep(sweep_id, payload["changes"])
+        fields = list(payload["changes"])
+        words = sweep_changed_words(sweep, fields, "en"), sweep_changed_words(sweep, fields, "zh")
+        return {**sweep, "warnings": _sweep_warnings(sweep)}, *words
+
+    def _cancel_each(self, task_ids: list[int]) -> list[dict[str, Any]]:
         """Cancel each task of a confirmed card in turn: `outcomes` holds each one's status after it, or the
         API's refusal (one that ended meanwhile, say), so one refusal does not leave the others standing."""
         assert self.client is not None
@@ -311,7 +352,7 @@ class Assistant:
                 if exc.status_code == 0 or exc.status_code >= 500:
                     raise  # the API is gone: say so rather than a list of the same failure
                 outcomes.append({"id": task_id, "status": None, "error": exc.message})
-        return {"outcomes": outcomes}
+        return outcomes
 
     def drop(self, action_id: str) -> bool:
         """Forget a pending action without doing it."""

@@ -35,7 +35,7 @@ PARENT_FIELDS = frozenset({"depends_on", "depends_on_any"})  # a 422 on these: n
 
 FALLBACK_GPU_POWER_W = 300.0
 ActionKind = Literal[
-    "submit", "cancel", "cancel_tasks", "change", "cancel_sweep", "rerun_sweep", "change_sweep"
+    "submit", "cancel", "cancel_tasks", "requeue", "change", "cancel_sweep", "rerun_sweep", "change_sweep"
 ]
 
 

@@ -161,6 +161,10 @@ _RULES: list[Rule] = [
     ),
     (re.compile(r"nothing to release"), lambda m: "无需放行"),
     (
+        re.compile(r"task (\d+) is (\w+): it is already waiting in the queue"),
+        lambda m: f"任务 {m[1]} {_STATUS_ZH.get(m[2], m[2])}：它已经在队列里等待",
+    ),
+    (
         re.compile(r"task (\d+) is running: cancel stops it"),
         lambda m: f"任务 {m[1]} 正在运行：取消才能停止它",
     ),

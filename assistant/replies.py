@@ -250,6 +250,8 @@ def card_text(card: dict[str, Any], lang: str, now: datetime | None = None) -> s
         return _cancel_text(card, lang)
     if card.get("kind") == "cancel_tasks":
         return _cancel_tasks_text(card, lang)
+    if card.get("kind") == "requeue":
+        return _requeue_text(card, lang)
     if card.get("kind") == "cancel_sweep":
         return _cancel_sweep_text(card, lang)
     if card.get("kind") == "rerun_sweep":
@@ -337,6 +339,23 @@ def _cancel_tasks_text(card: dict[str, Any], lang: str) -> str:
         )
     )
     return "\n".join(lines)
+
+
+def _requeue_text(card: dict[str, Any], lang: str) -> str:
+    """A requeue card as text: which task, what happens to it, and that nothing happens before the confirm."""
+    task = {"id": card.get("task_id"), **(card.get("task") or {})}
+    node = str(task.get("node") or "")
+    where = _t(lang, f" on {node}", f"（在 {node} 上）") if node else ""
+    return _t(
+        lang,
+        f"Put running task {_task_named(task, lang)}{where} back in the queue? It is stopped (its stop "
+        "signal, then its grace period) and waits again with its age; its next attempt resumes from its "
+        "checkpoint if it saves one, and it uses none of its retries. Nothing happens until you confirm.",
+        f"要把运行中的任务 {_task_named(task, lang)}{where}放回队列吗？"
+        "它会被停止（先发停止信号，再等宽限时间），"
+        "然后保留原来的排队时间重新等待；如果它保存了检查点，下一次会从检查点继续，不占用重试次数。"
+        "确认之前不会有任何操作。",
+    )
 
 
 def _task_named(task: dict[str, Any], lang: str) -> str:
@@ -496,6 +515,7 @@ DROPPED_WORDS = {
     "submit": ("submitted", "提交"),
     "cancel": ("cancelled", "取消"),
     "cancel_tasks": ("cancelled", "取消"),
+    "requeue": ("stopped", "停止"),
     "change": ("changed", "修改"),
     "cancel_sweep": ("cancelled", "取消"),
     "rerun_sweep": ("run again", "重新运行"),
@@ -520,6 +540,12 @@ def _card_subject(card: dict[str, Any], lang: str) -> str:
     if kind == "cancel_tasks":
         ids = ", ".join(f"#{task_id}" for task_id in card.get("task_ids") or [])
         return _t(lang, f"cancel tasks {ids}", f"取消任务 {ids}")
+    if kind == "requeue":
+        return _t(
+            lang,
+            f"put task #{card.get('task_id')} back in the queue",
+            f"把任务 #{card.get('task_id')} 放回队列",
+        )
     if kind == "change_sweep":
         return _t(lang, f"change sweep #{card.get('sweep_id')}", f"修改扫参 #{card.get('sweep_id')}")
     if kind == "rerun_sweep":

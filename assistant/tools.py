@@ -4,11 +4,11 @@ HTTP API with the chatting person's own client.
 
 Identity is never an argument: each tool closes over the person's client (their token), so the API decides
 what they may see and do. `submit_task`, `cancel_task`, `cancel_tasks` (several named tasks on one card),
-`change_task`, `cancel_sweep`, `rerun_sweep` and `change_sweep` do not act; they return a pending-action
-card that the person confirms (see `assistant.agent.Assistant.confirm`); `hold_task`/`release_task` and
-`hold_sweep`/`release_sweep` act at once, as the Tasks tab's buttons do (each undoes the other). Text that
-users or jobs wrote (names, commands, messages, log lines, parameters and metrics) reaches the model
-wrapped in <data>…</data> and truncated.
+`requeue_task`, `change_task`, `cancel_sweep`, `rerun_sweep` and `change_sweep` do not act; they return a
+pending-action card that the person confirms (see `assistant.agent.Assistant.confirm`);
+`hold_task`/`release_task` and `hold_sweep`/`release_sweep` act at once, as the Tasks tab's buttons do (each
+undoes the other). Text that users or jobs wrote (names, commands, messages, log lines, parameters and
+metrics) reaches the model wrapped in <data>…</data> and truncated.
 """
 
 from __future__ import annotations
@@ -543,6 +543,22 @@ def cancel_task(ctx: ToolContext, task_id: int) -> str:
     card = {"kind": "cancel", "task_id": task_id, "task": task_view(task) if task else None}
     ctx.actions.add("cancel", card, {"task_id": task_id})
     return _result(pending_action=card, note="Nothing has been cancelled: the person must confirm the card.")
+
+
+def requeue_task(ctx: ToolContext, task_id: int) -> str:
+    """Prepare putting one of your running tasks back in the queue ("requeue 12"): a card the person must
+    confirm; confirmed, it is stopped (its stop signal, its grace period) and waits again with its age,
+    resuming from its checkpoint, not counted against its retries. An ended task is run again instead (a
+    submit card, as submit_task with like_task); a queued one is already waiting."""
+    task = _need_client(ctx).get_task(task_id)
+    status = str(task.get("status"))
+    if status in ("succeeded", "failed", "cancelled"):
+        return submit_task(ctx, like_task=task_id)
+    if status != "running":
+        return _error(f"task {task_id} is {status}: it is already waiting in the queue")
+    card = {"kind": "requeue", "task_id": task_id, "task": task_view(task)}
+    ctx.actions.add("requeue", card, {"task_id": task_id})
+    return _result(pending_action=card, note="Nothing has been stopped: the person must confirm the card.")
 
 
 def cancel_tasks(ctx: ToolContext, task_ids: list[int]) -> str:
@@ -1435,6 +1451,7 @@ def make_tools(ctx: ToolContext) -> list[BaseTool]:
         (list_tasks, ListArgs),
         (cancel_task, TaskIdArgs),
         (cancel_tasks, TaskIdsArgs),
+        (requeue_task, TaskIdArgs),
         (change_task, ChangeArgs),
         (hold_task, TaskIdArgs),
         (release_task, TaskIdArgs),
@@ -1480,6 +1497,7 @@ TOOL_NAMES = (
     "list_tasks",
     "cancel_task",
     "cancel_tasks",
+    "requeue_task",
     "change_task",
     "hold_task",
     "release_task",
@@ -1502,6 +1520,7 @@ CARD_TOOLS = frozenset(
         "submit_task",
         "cancel_task",
         "cancel_tasks",
+        "requeue_task",
         "change_task",
         "cancel_sweep",
         "rerun_sweep",

@@ -1046,7 +1046,18 @@ def _rerun(rest: str, command: str | None, now: datetime) -> Reading | None:
     asked = text[: named.start()] + " " + text[named.end() :]
     args = _spec_args(asked, now)  # "without its time limit": what of task 12 to leave out, as `clear`
     clear = [name for name in cleared_fields(asked).fields if name not in args]
+    if REQUEUE.search(rest) and not (args or clear or command):  # as it is: the tool sees if it still runs
+        return _tool("requeue_task", task_id=task_id)
     return _tool("submit_task", like_task=task_id, command=command, clear=clear or None, **args)
+
+
+# "requeue 12", "put 12 back in the queue", "把12号重新排队": a running task stopped and queued again
+# (`requeue_task`, which runs an ended one again instead)
+REQUEUE = re.compile(
+    r"\bre-?queue\b|\b(?:put|send)\b(?=.{0,24}\bback\s+(?:in|into|on|to)\s+(?:the\s+)?queue\b)"
+    r"|重新排队|重新(?:放|加)(?:回|进|入)队列|放回队列",
+    _I,
+)
 
 
 # the head of the queue ("move 9 to the front", "把9号放到最前面"): the top class, which anyone may set

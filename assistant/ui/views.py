@@ -335,6 +335,19 @@ def card_html(
         count = len(card.get("task_ids") or [])
         title = f"取消这 {count} 个任务？" if lang == "zh" else f"Cancel these {count} tasks?"
         note = words("Nothing is cancelled until you confirm.")
+    elif card.get("kind") == "requeue":
+        rows = _cancel_rows(card, words, lang)
+        if (card.get("task") or {}).get("node"):
+            rows.append(_row("节点" if lang == "zh" else "node", card["task"]["node"]))
+        what = (
+            "停止后保留原来的排队时间重新等待；有检查点时从检查点继续；不占用重试次数"
+            if lang == "zh"
+            else "stopped, then waits again with its age; resumes from its checkpoint if it saves one; "
+            "uses none of its retries"
+        )
+        rows.append(_row(words("what happens"), what))
+        title = "把这个任务放回队列？" if lang == "zh" else "Put this task back in the queue?"
+        note = "确认之前不会停止。" if lang == "zh" else "Nothing is stopped until you confirm."
     elif card.get("kind") == "cancel_sweep":
         rows = _cancel_sweep_rows(card, words, lang)
         title, note = words("Cancel this sweep?"), words("Nothing is cancelled until you confirm.")

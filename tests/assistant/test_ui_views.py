@@ -213,6 +213,19 @@ def test_a_card_cancelling_several_tasks_has_a_row_each_and_names_those_left_out
     assert "#40（已完成）" in chinese and "&lt;data&gt;" not in english + chinese
 
 
+def test_a_requeue_card_names_the_task_its_node_and_what_happens() -> None:
+    card = {
+        "kind": "requeue",
+        "task_id": 31,
+        "task": {"name": "<data>train</data>", "status": "running", "node": "box-2"},
+    }
+    english, chinese = views.card_html(card, ZONE), views.card_html(card, ZONE, "zh")
+
+    assert "Put this task back in the queue?" in english and "<tr><th>node</th><td>box-2</td></tr>" in english
+    assert "waits again with its age" in english and "Nothing is stopped until you confirm." in english
+    assert "把这个任务放回队列？" in chinese and "确认之前不会停止。" in chinese
+
+
 def test_a_card_says_how_many_cards_wait_behind_it() -> None:
     card = {"kind": "cancel", "task_id": 31, "task": {"name": "a", "status": "queued"}}
 

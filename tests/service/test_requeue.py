@@ -10,7 +10,10 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 
 from api.main import create_app
+from assistant.agent import Assistant
+from assistant.client import AssistantClient
 from scheduler.store.identity import create_token
+from tests.assistant.conftest import AppTransport, new_endpoints
 from tests.cli.conftest import cli_as
 from tests.conftest import wait_until
 
@@ -123,3 +126,44 @@ def test_nightshift_requeue_stops_a_running_task_and_says_where_it_goes(
     assert f"task {submitted['id']} stopping on node-a" in requeued.output
     assert "it goes back to the queue with its age" in " ".join(requeued.output.split())
     assert twice.exit_code == 1 and "task 999999 not found" in twice.output  # the other one was requeued
+
+
+def test_the_chat_puts_a_running_task_back_in_the_queue_once_the_card_is_confirmed(
+    cluster, make_identity, start_worker, tmp_path: Path
+):
+    who, token = make_identity("alice", "vision")
+    start_worker()
+    running, _ = cluster.submit(who, {"command": "sleep 30", "gpus": 0, "workdir": str(tmp_path)})
+    later, _ = cluster.submit(
+        who, {"command": "true", "gpus": 0, "workdir": str(tmp_path), "not_before": "2030-01-01T00:00:00Z"}
+    )
+    ended, _ = cluster.submit(who, {"command": "true", "gpus": 0, "workdir": str(tmp_path)})
+    wait_until(
+        lambda: _status(cluster, running.id) == "running" and _status(cluster, ended.id) == "succeeded"
+    )
+    with TestClient(create_app(cluster)) as api:
+        client = AssistantClient("http://testserver", token, transport=AppTransport(api, new_endpoints))
+        assistant = Assistant(cluster.settings, client, user="alice", team="vision")
+        asked = assistant.ask(f"requeue {running.id}")
+        untouched = cluster.tasks.get_any(running.id).attempts_count
+        confirmed = assistant.confirm(asked.cards[0]["action_id"])
+        wait_until(lambda: cluster.tasks.get_any(running.id).attempts_count == 2)
+        waiting = assistant.ask(f"把{later.id}号重新排队")
+        again = assistant.ask(f"put {ended.id} back in the queue")
+        client.close()
+    cluster.cancel(who, running.id)
+
+    assert asked.tool_calls == [{"name": "requeue_task", "args": {"task_id": running.id}}]
+    assert asked.cards[0]["kind"] == "requeue" and untouched == 1
+    assert (
+        f"Put running task #{running.id} (" in asked.reply and "on node-a back in the queue?" in asked.reply
+    )
+    assert confirmed["ok"] and confirmed["message"] == (
+        f"Task #{running.id} is stopping (its stop signal is sent); it goes back to the queue with its age."
+    )
+    assert cluster.tasks.attempts(running.id)[0].reason == "requeued"
+    assert (
+        waiting.cards == [] and waiting.reply == f"抱歉，没能完成：任务 {later.id} 排队中：它已经在队列里等待"
+    )
+    assert [card["kind"] for card in again.cards] == ["submit"]  # an ended task runs again as a new task
+    assert again.cards[0]["spec"]["command"] == "true"
