@@ -18,11 +18,14 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-EventKind = Literal["start", "success", "failure", "quota_warning", "idle_warning", "gpu_warning", "summary"]
+EventKind = Literal[
+    "start", "success", "failure", "requeue", "quota_warning", "idle_warning", "gpu_warning", "summary"
+]
 EVENT_KINDS: tuple[EventKind, ...] = (
     "start",
     "success",
     "failure",
+    "requeue",
     "quota_warning",
     "idle_warning",
     "gpu_warning",

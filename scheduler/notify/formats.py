@@ -21,6 +21,7 @@ EMOJI = {
     "start": ":rocket:",
     "success": ":white_check_mark:",
     "failure": ":x:",
+    "requeue": ":leftwards_arrow_with_hook:",
     "quota_warning": ":warning:",
     "idle_warning": ":zzz:",
     "gpu_warning": ":fire:",

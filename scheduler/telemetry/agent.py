@@ -27,6 +27,7 @@ from scheduler.gpus.inventory import GpuInfo
 from scheduler.logs import last_output
 from scheduler.notify.events import Event
 from scheduler.notify.notifier import Notifier
+from scheduler.policy.retry import REQUEUE_REASON
 from scheduler.policy.windows import parse_windows
 from scheduler.settings import Settings
 from scheduler.spec import spec_gpu_fraction
@@ -266,6 +267,22 @@ class WorkerTelemetry:
         for item, status in ended:
             if status in ("succeeded", "failed"):
                 self._job_ended(item, status)
+            elif status == "queued" and item.settle_as == REQUEUE_REASON:
+                self._job_requeued(item)
+
+    def _job_requeued(self, item: ActiveJob) -> None:
+        """Tell the owner their task was stopped and queued again by someone (`nightshift requeue`, a node
+        drained with --requeue): it did not fail, and starts again when GPUs free."""
+        task = item.task
+        self._notify(
+            Event(
+                "requeue", f"Task {task.id} ({task.name}) is back in the queue",
+                f"{item.settle_message or 'requeued'}; it starts again when GPUs free"
+                + (", from its checkpoint" if task.spec.get("resume_arg") else ""),
+                user=task.user.name, team=task.team.name, task_id=task.id,
+                fields={"node": self.worker.node, "attempt": item.attempt},
+            )
+        )  # fmt: skip
 
     def _job_ended(self, item: ActiveJob, status: str) -> None:
         if self.notifier is None:

@@ -197,3 +197,27 @@ def test_quota_warnings_go_to_the_team_once_and_the_summary_is_sent(
     kinds = [r.body["event"] for r in hook.requests]
     assert kinds == ["quota_warning", "summary"]
     assert "1 succeeded, 0 failed" in hook.requests[1].body["text"]
+
+
+def test_a_requeued_task_tells_its_owner_it_is_back_in_the_queue(
+    cluster, make_identity, start_node, receiver, notifiers, tmp_path
+):
+    hook = receiver()
+    notifier = notifiers(NotifyTarget(url=hook.url, user="alice", events=["requeue"]))
+    who, _ = make_identity("alice", "vision")
+    root, _ = make_identity("root", "ops", admin=True)
+    start_node(gpus="1x24", notifier=notifier)
+    task = cluster.submit(who, {"command": "sleep 30", "workdir": str(tmp_path), "name": "train"})[0]
+    wait_until(lambda: cluster.tasks.get_any(task.id).status == "running")
+
+    cluster.requeue(root, task.id)
+
+    wait_until(lambda: hook.requests)
+    assert notifier.flush(10)
+    body = hook.requests[0].body
+    assert (body["event"], body["task_id"], body["user"]) == ("requeue", task.id, "alice")
+    assert body["title"] == f"Task {task.id} (train) is back in the queue"
+    assert (
+        body["text"] == "requeued by root: stopped and put back in the queue; it starts again when GPUs free"
+    )
+    cluster.cancel(who, task.id)
