@@ -201,9 +201,11 @@ class NightshiftClient:
         result: dict[str, Any] = self._call("POST", f"/tasks/{task_id}/cancel")
         return result
 
-    def requeue(self, task_id: int) -> dict[str, Any]:
-        """POST /tasks/{id}/requeue: a running task stopped and put back in the queue with its age."""
-        result: dict[str, Any] = self._call("POST", f"/tasks/{int(task_id)}/requeue")
+    def requeue(self, task_id: int, hold: bool = False) -> dict[str, Any]:
+        """POST /tasks/{id}/requeue: a running task stopped and put back in the queue with its age (`hold`:
+        held there until released)."""
+        params = {"hold": "true"} if hold else {}
+        result: dict[str, Any] = self._call("POST", f"/tasks/{int(task_id)}/requeue", params=params)
         return result
 
     def change(self, task_id: int, changes: dict[str, Any], dry_run: bool = False) -> dict[str, Any]:

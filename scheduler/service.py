@@ -85,6 +85,7 @@ class Settlement:
     reason: str  # an executor outcome reason: exit, cancelled, lost_lease, timeout, nonzero exit, ...
     exit_code: int | None = None
     message: str | None = None
+    held_by: str | None = None  # a requeue asked held: queued again held by this person
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,17 +308,18 @@ class Cluster:
             self.queue.request_cancel(task_id, task.node)
         return task
 
-    def requeue(self, who: Identity, task_id: int) -> Task:
+    def requeue(self, who: Identity, task_id: int, hold: bool = False) -> Task:
         """Ask the worker of a running task to stop it (its stop signal, grace, KILL) and put it back in the
-        queue with its age, not counted against its retries (Slurm's `scontrol requeue`): to free a node,
-        or to move a task that resumes from its checkpoint. ConflictError unless it is running."""
+        queue with its age, not counted against its retries (Slurm's `scontrol requeue`; with `hold`,
+        `requeuehold`: held there until released): to free a node, or to move a task that resumes from its
+        checkpoint. ConflictError unless it is running."""
         task = self.tasks.get_for(who, task_id)
         if task.status != "running" or task.node is None or task.lease_token is None:
             what = "already " + task.status if task.status in FINAL_STATUSES else task.status
             raise ConflictError(f"task {task_id} is {what}: only a running task can be put back in the queue")
         if task.cancel_requested:
             raise ConflictError(f"task {task_id} is being cancelled: it is not put back in the queue")
-        self.queue.request_requeue(task_id, task.node, task.lease_token, who.user)
+        self.queue.request_requeue(task_id, task.node, task.lease_token, who.user, hold)
         return task
 
     def requeue_node(self, who: Identity, node: str) -> list[int]:
@@ -590,8 +592,11 @@ class Cluster:
         decision = decide_retry(previous, item.reason, task.retries, self.settings.retry_backoff_s)
         if decision.retry:
             hold = from_epoch_s(now_s() + decision.delay_s) if decision.delay_s else None
-            if tasks.requeue(task_id, token, item.reason, item.message, hold_until=hold) is None:
+            if tasks.requeue(task_id, token, item.reason, item.message, hold, item.held_by) is None:
                 return None
+            if item.held_by is not None:  # out of the queue until released, as `hold` leaves it
+                self._admit_in_sweep_of(task)
+                return "queued"
             self.queue.enqueue(task_id, self.score(task), self.due(task))
             return "queued"
         done = tasks.finish(

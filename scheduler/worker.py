@@ -78,7 +78,7 @@ from scheduler.private_files import restrict
 from scheduler.results import collect_metrics, prepare_output_dir
 from scheduler.service import Cluster, Settlement
 from scheduler.spec import spec_gpu_fraction
-from scheduler.store.queue import Claim, RenewResult, announced_time_limit, requeue_asked_by
+from scheduler.store.queue import Claim, RenewResult, announced_time_limit, requeue_asked
 from scheduler.store.secret_sealing import SecretsKeyError
 from scheduler.store.secrets import MissingSecrets
 from scheduler.store.tables import Task
@@ -107,6 +107,7 @@ class ActiveJob:
     renewed_at: float = field(default_factory=time.monotonic)  # last time the lease was known to be ours
     settle_as: str | None = None  # settle with this reason instead of the outcome's (watchdog stops)
     settle_message: str | None = None
+    settle_held_by: str | None = None  # requeued and held by this person (`nightshift requeue --hold`)
 
 
 class JobListener(Protocol):
@@ -626,12 +627,12 @@ class Worker:
             if flagged:
                 self._request_stop(item, "cancelled")
                 continue
-            asked_by = requeue_asked_by(requeue, item.claim.token)
-            if asked_by is not None:
+            asked = requeue_asked(requeue, item.claim.token)
+            if asked is not None:
+                held = f", held until `nightshift release {item.claim.task_id}`" if asked.hold else ""
+                said = f"requeued by {asked.user}: stopped and put back in the queue{held}"
                 self.stop_task(
-                    item.claim.task_id,
-                    REQUEUE_REASON,
-                    f"requeued by {asked_by}: stopped and put back in the queue",
+                    item.claim.task_id, REQUEUE_REASON, said, held_by=asked.user if asked.hold else None
                 )
                 continue
             announced = announced_time_limit(limit)
@@ -722,14 +723,14 @@ class Worker:
             outcome = item.job.outcome
             assert outcome is not None
             reason: str = outcome.reason
-            message = outcome.describe()
+            message, held_by = outcome.describe(), None
             if item.settle_as is not None and outcome.reason in STOP_REASONS:  # not one that ended on its own
-                reason, message = item.settle_as, item.settle_message or message
+                reason, message, held_by = item.settle_as, item.settle_message or message, item.settle_held_by
             if item.settle_as is None and self._killed_by_sentinel(item, outcome):
                 reason = "lost_lease"  # not the task's fault: its lease goes to the reaper, which retries it
                 message = "its worker was stopped (paused) for most of a lease TTL: its sentinel killed it"
             settlements.append(
-                Settlement(item.claim.task_id, item.claim.token, reason, outcome.exit_code, message)
+                Settlement(item.claim.task_id, item.claim.token, reason, outcome.exit_code, message, held_by)
             )
         statuses = self.cluster.settle_attempts(settlements)
         with self._lock:
@@ -771,13 +772,14 @@ class Worker:
                     claims.setdefault(index, set()).add(token)
         return claims
 
-    def stop_task(self, task_id: int, settle_as: str, message: str) -> bool:
-        """Stop a running job (its stop signal, grace, KILL) and settle it with `settle_as` (watchdogs)."""
+    def stop_task(self, task_id: int, settle_as: str, message: str, held_by: str | None = None) -> bool:
+        """Stop a running job (its stop signal, grace, KILL) and settle it with `settle_as` (watchdogs, a
+        requeue; `held_by`: queued again held by this person)."""
         with self._lock:
             item = self._job_of(task_id)
             if item is None or item.stop_started:
                 return False
-            item.settle_as, item.settle_message = settle_as, message
+            item.settle_as, item.settle_message, item.settle_held_by = settle_as, message, held_by
         self._request_stop(item, "cancelled")
         return True
 

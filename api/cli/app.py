@@ -10,6 +10,7 @@ import shutil
 import sys
 from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime, tzinfo
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -870,6 +871,9 @@ def hold(
 @app.command()
 def requeue(
     task_ids: Annotated[list[int], typer.Argument(help="running tasks")],
+    hold: Annotated[
+        bool, typer.Option("--hold", help="keep them held in the queue until `nightshift release`")
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Stop running tasks and put them back in the queue with their age (as `scontrol requeue`): to free a
@@ -877,12 +881,13 @@ def requeue(
     its checkpoint. Not counted against `retries`. Several ids: each on its own (exit 1 if any is refused)."""
 
     def say(task: dict[str, Any]) -> None:
+        then = f", held until `nightshift release {task['id']}`" if hold else ""
         console.print(
             f"task {task['id']} stopping on {task.get('node') or 'its node'} (its stop signal, then its "
-            "grace period): it goes back to the queue with its age"
+            f"grace period): it goes back to the queue with its age{then}"
         )
 
-    _on_each(task_ids, lambda client: client.requeue, say, as_json)
+    _on_each(task_ids, lambda client: partial(client.requeue, hold=hold), say, as_json)
 
 
 @app.command()

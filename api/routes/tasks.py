@@ -235,12 +235,20 @@ def cancel_task(task_id: TaskId, cluster: ClusterDep, who: IdentityDep) -> TaskP
 
 
 @router.post("/{task_id}/requeue", response_model=TaskPublic)
-def requeue_task(task_id: TaskId, cluster: ClusterDep, who: IdentityDep) -> TaskPublic:
+def requeue_task(
+    task_id: TaskId,
+    cluster: ClusterDep,
+    who: IdentityDep,
+    hold: Annotated[
+        bool, Query(description="true: held in the queue until released (`requeuehold`)")
+    ] = False,
+) -> TaskPublic:
     """Stop a running task (its stop signal, its grace period, SIGKILL) and put it back in the queue with its
-    age, not counted against its `retries` (Slurm's `scontrol requeue`); its next attempt resumes from its
-    checkpoint when it has one. The answer is the task still running: its worker stops it within a
-    second or two, then its grace period. 409 unless it is running."""
-    return TaskPublic.of(cluster.requeue(who, task_id))
+    age, not counted against its `retries` (Slurm's `scontrol requeue`; `hold=true`: held there until
+    `POST /tasks/{id}/release`); its next attempt resumes from its checkpoint when it has one. The answer
+    is the task still running: its worker stops it within a second or two, then its grace period. 409
+    unless it is running."""
+    return TaskPublic.of(cluster.requeue(who, task_id, hold))
 
 
 @router.post("/{task_id}/hold", response_model=TaskPublic)

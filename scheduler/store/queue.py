@@ -5,6 +5,7 @@ Each multi-key change is one Lua script (in `lua/`), so two schedulers or worker
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -452,11 +453,13 @@ class RedisQueue:
         self._ring_node(pipe, node)
         pipe.execute()
 
-    def request_requeue(self, task_id: int, node: str, token: str, user: str) -> None:
+    def request_requeue(self, task_id: int, node: str, token: str, user: str, hold: bool = False) -> None:
         """Ask the worker running attempt `token` of a task to stop it and put it back in the queue (`user`
-        asked), and ring it. Later attempts carry other tokens, so the request ends with this one."""
+        asked; `hold`: held there until released), and ring it. Later attempts carry other tokens, so the
+        request ends with this one."""
+        request = json.dumps({"token": token, "user": user, "hold": hold})
         pipe = self.client.pipeline(transaction=False)
-        pipe.set(self.keys.requeue(task_id), f"{token}:{user}", ex=24 * 3600)
+        pipe.set(self.keys.requeue(task_id), request, ex=24 * 3600)
         self._ring_node(pipe, node)
         pipe.execute()
 
@@ -540,9 +543,23 @@ def announced_time_limit(value: str | bytes | None) -> tuple[str, float | None] 
     return (token, float(seconds) if seconds else None) if token else None
 
 
-def requeue_asked_by(value: str | bytes | None, token: str) -> str | None:
-    """Who asked attempt `token` back into the queue, from a `request_requeue` value; None when no one did
-    (no value, or one for another attempt of the task)."""
-    text = value.decode() if isinstance(value, bytes) else (value or "")
-    asked_for, _, user = text.rpartition(":")
-    return user if asked_for and asked_for == token else None
+@dataclass(frozen=True, slots=True)
+class RequeueRequest:
+    """Someone asked a running attempt back into the queue (`nightshift requeue`), held there or not."""
+
+    user: str
+    hold: bool
+
+
+def requeue_asked(value: str | bytes | None, token: str) -> RequeueRequest | None:
+    """The request to put attempt `token` back in the queue, from a `request_requeue` value; None when there
+    is none for it (no value, or one for another attempt of the task)."""
+    if not value:
+        return None
+    try:
+        asked = json.loads(value)
+    except ValueError:
+        return None
+    if not isinstance(asked, dict) or asked.get("token") != token:
+        return None
+    return RequeueRequest(str(asked.get("user") or "someone"), bool(asked.get("hold")))

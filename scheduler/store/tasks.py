@@ -536,8 +536,10 @@ class TaskStore:
         reason: str,
         message: str | None = None,
         hold_until: datetime | None = None,
+        held_by: str | None = None,
     ) -> datetime | None:
-        """running -> queued (retry) while `token` holds it; returns the kept enqueue time (no lost place)."""
+        """running -> queued (retry) while `token` holds it, held by `held_by` if given (in the same write, so
+        no pass sees it free); returns the kept enqueue time (no lost place)."""
         now = utcnow()
         with transaction(self.factory) as session:
             result = session.execute(
@@ -551,6 +553,7 @@ class TaskStore:
                     reason=reason,
                     message=message,
                     hold_until=hold_until,
+                    held_by=held_by,
                 )
             )
             if _rowcount(result) != 1:

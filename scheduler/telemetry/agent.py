@@ -277,7 +277,8 @@ class WorkerTelemetry:
         self._notify(
             Event(
                 "requeue", f"Task {task.id} ({task.name}) is back in the queue",
-                f"{item.settle_message or 'requeued'}; it starts again when GPUs free"
+                f"{item.settle_message or 'requeued'}; "
+                + ("it starts once released" if item.settle_held_by else "it starts again when GPUs free")
                 + (", from its checkpoint" if task.spec.get("resume_arg") else ""),
                 user=task.user.name, team=task.team.name, task_id=task.id,
                 fields={"node": self.worker.node, "attempt": item.attempt},

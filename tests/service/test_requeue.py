@@ -167,3 +167,34 @@ def test_the_chat_puts_a_running_task_back_in_the_queue_once_the_card_is_confirm
     )
     assert [card["kind"] for card in again.cards] == ["submit"]  # an ended task runs again as a new task
     assert again.cards[0]["spec"]["command"] == "true"
+
+
+def test_a_task_requeued_with_hold_waits_held_until_released(
+    cluster, make_identity, start_worker, tmp_path: Path
+):
+    who, _ = make_identity("alice", "vision")
+    start_worker()
+    marker = tmp_path / "runs"
+    task, _ = cluster.submit(
+        who, {"command": f"echo run >> {marker}; sleep 30", "gpus": 1, "workdir": str(tmp_path)}
+    )
+    wait_until(lambda: _status(cluster, task.id) == "running")
+
+    cluster.requeue(who, task.id, hold=True)
+
+    wait_until(lambda: cluster.tasks.get_any(task.id).held_by == "alice")
+    row = cluster.tasks.get_any(task.id)
+    assert (row.status, row.reason) == ("queued", "requeued")
+    assert (
+        row.message
+        == f"requeued by alice: stopped and put back in the queue, held until `nightshift release {task.id}`"
+    )
+    assert task.id not in cluster.queue.queued_ids()  # held: out of the queue, as `hold` leaves a task
+    assert marker.read_text().count("run") == 1  # and it did not start again
+
+    cluster.release(who, task.id)
+
+    wait_until(
+        lambda: cluster.tasks.get_any(task.id).attempts_count == 2 and _status(cluster, task.id) == "running"
+    )
+    cluster.cancel(who, task.id)
