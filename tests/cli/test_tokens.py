@@ -12,16 +12,21 @@ from api.cli.app import app
 from scheduler.settings import get_settings
 
 
-def _create(monkeypatch, tmp_path, user: str, run_as: dict[str, str] | None = None):
+def _token(monkeypatch, tmp_path, *args: str):
+    """`nightshift token ARGS...` on the server of this test's database."""
     monkeypatch.setenv("NIGHTSHIFT_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("NIGHTSHIFT_DATABASE_URL", f"sqlite:///{tmp_path / 'ns.db'}")
-    if run_as is not None:
-        monkeypatch.setenv("NIGHTSHIFT_RUN_AS", json.dumps(run_as))
     get_settings.cache_clear()
     try:
-        return CliRunner().invoke(app, ["token", "create", "--user", user, "--team", "vision"])
+        return CliRunner().invoke(app, ["token", *args])
     finally:
         get_settings.cache_clear()
+
+
+def _create(monkeypatch, tmp_path, user: str, run_as: dict[str, str] | None = None):
+    if run_as is not None:
+        monkeypatch.setenv("NIGHTSHIFT_RUN_AS", json.dumps(run_as))
+    return _token(monkeypatch, tmp_path, "create", "--user", user, "--team", "vision")
 
 
 def test_a_token_for_someone_without_a_run_as_account_warns_on_a_root_box(monkeypatch, tmp_path):
@@ -35,13 +40,7 @@ def test_a_token_for_someone_without_a_run_as_account_warns_on_a_root_box(monkey
 
 
 def _revoke(monkeypatch, tmp_path, *args: str):
-    monkeypatch.setenv("NIGHTSHIFT_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("NIGHTSHIFT_DATABASE_URL", f"sqlite:///{tmp_path / 'ns.db'}")
-    get_settings.cache_clear()
-    try:
-        return CliRunner().invoke(app, ["token", "revoke", *args])
-    finally:
-        get_settings.cache_clear()
+    return _token(monkeypatch, tmp_path, "revoke", *args)
 
 
 def test_token_revoke_by_user_name_revokes_all_their_tokens(monkeypatch, tmp_path):
@@ -58,13 +57,7 @@ def test_token_revoke_by_user_name_revokes_all_their_tokens(monkeypatch, tmp_pat
 
 
 def _ls(monkeypatch, tmp_path, *args: str):
-    monkeypatch.setenv("NIGHTSHIFT_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("NIGHTSHIFT_DATABASE_URL", f"sqlite:///{tmp_path / 'ns.db'}")
-    get_settings.cache_clear()
-    try:
-        return CliRunner().invoke(app, ["token", "ls", *args])
-    finally:
-        get_settings.cache_clear()
+    return _token(monkeypatch, tmp_path, "ls", *args)
 
 
 def test_token_ls_says_who_has_access_with_the_prefix_revoke_takes(monkeypatch, tmp_path):
