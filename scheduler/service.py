@@ -59,6 +59,7 @@ def policy_config_of(settings: Settings) -> PolicyConfig:
         week_budget_gpu_h=dict(settings.week_budget_gpu_h),
         borrowing=settings.borrowing,
         fairshare_half_life_s=settings.fairshare_half_life_h * 3600.0,
+        fairshare_within_teams=settings.fairshare_within_teams,
         oldest_first_after_s=settings.wide_task_first_after_min * 60.0,
         short_job_width_exponent=settings.short_job_width_exponent,
     )

@@ -94,6 +94,11 @@ class Settings(BaseSettings):
     week_budget_gpu_h: dict[str, float] = Field(default_factory=dict, description="rolling 7 day GPU-hours")
     borrowing: bool = Field(default=True, description="use idle GPUs above a team's cap when nobody waits")
     fairshare_half_life_h: float = Field(default=168.0, gt=0)
+    fairshare_within_teams: bool = Field(
+        default=True,
+        description="share each team's fair-share credit among its members by their recent use, so the "
+        "person who ran little lately goes ahead of a teammate who ran a lot (false: teams only)",
+    )
     wide_task_first_after_min: float = Field(
         default=15.0,
         ge=0,

@@ -28,6 +28,7 @@ class GpuSpan:
     gpus: float  # a task sharing one GPU holds its fraction of it
     start_s: float
     end_s: float | None
+    user: str = ""  # who ran it (fair share within the team)
 
 
 def _overlap_s(span: GpuSpan, since_s: float, now_s: float) -> float:
@@ -46,8 +47,9 @@ def _decayed_gpu_s(span: GpuSpan, now_s: float, half_life_s: float) -> float:
 
 
 def team_usage(spans: Iterable[GpuSpan], now_s: float, half_life_s: float) -> dict[str, TeamUsage]:
-    """Per-team GPU-seconds over the last day and week, and decayed over all given history."""
+    """Per-team GPU-seconds over the last day and week, and decayed over all history (also per member)."""
     totals: dict[str, list[float]] = {}
+    members: dict[str, dict[str, float]] = {}
     for span in spans:
         day = span.gpus * _overlap_s(span, now_s - DAY_S, now_s)
         week = span.gpus * _overlap_s(span, now_s - WEEK_S, now_s)
@@ -56,16 +58,24 @@ def team_usage(spans: Iterable[GpuSpan], now_s: float, half_life_s: float) -> di
         acc[0] += decayed
         acc[1] += day
         acc[2] += week
-    return {team: TeamUsage(team, d, day, week) for team, (d, day, week) in totals.items()}
+        by_member = members.setdefault(span.team, {})
+        by_member[span.user] = by_member.get(span.user, 0.0) + decayed
+    return {
+        team: TeamUsage(team, d, day, week, member_decayed_gpu_s=members[team])
+        for team, (d, day, week) in totals.items()
+    }
 
 
 def gpu_spans(factory: sessionmaker[Session], now_s: float, history_s: float) -> list[GpuSpan]:
     """Every attempt that held GPUs during the last `history_s` seconds (running ones included)."""
     since = from_epoch_s(now_s - history_s)
     query = (
-        select(Team.name, Task.gpus, gpu_fraction_of(Task), Attempt.started_at, Attempt.finished_at)
+        select(
+            Team.name, Task.gpus, gpu_fraction_of(Task), Attempt.started_at, Attempt.finished_at, User.name
+        )
         .join(Task, Attempt.task_id == Task.id)
         .join(Team, Task.team_id == Team.id)
+        .join(User, Task.user_id == User.id)
         .where(Task.gpus > 0, or_(Attempt.finished_at.is_(None), Attempt.finished_at >= since))
     )
     with factory() as session:
@@ -75,8 +85,9 @@ def gpu_spans(factory: sessionmaker[Session], now_s: float, history_s: float) ->
                 gpu_weight(gpus, fraction or 1.0),
                 to_epoch_s(started),
                 to_epoch_s(finished) if finished else None,
+                user,
             )
-            for team, gpus, fraction, started, finished in session.execute(query)
+            for team, gpus, fraction, started, finished, user in session.execute(query)
         ]
 
 

@@ -24,6 +24,8 @@ class TeamUsage:
     gpu_s_last_week: float = 0.0  # rolling 7 days, running work included
     # when a used-up day/week budget frees again (`rolling.budget_frees_at_s`); None when none is used up
     budget_frees_at_s: float | None = None
+    # decayed GPU-seconds of each member (person) of the team: fair share within it (`fairshare_by_member`)
+    member_decayed_gpu_s: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,8 @@ class PolicyConfig:
     # Fair share and short-job credits (seconds of waiting a task is moved forward, at most)
     fairshare_half_life_s: float = 7 * 86400.0
     fairshare_max_credit_s: float = 6 * 3600.0
+    # each team's fair-share factor shared out among its members by their use (`fairshare_by_member`)
+    fairshare_within_teams: bool = True
     short_job_max_credit_s: float = 24 * 3600.0
     short_job_min_gpu_s: float = 300.0  # full credit at or below this size (`credit_size`)
     short_job_max_gpu_s: float = 2.0e6  # no credit at or above

@@ -15,7 +15,7 @@ from scheduler.policy.aging import aging_bound_s, order_key, task_estimate_s
 from scheduler.policy.backfill import Holding, Reservation, delays, find_reservation
 from scheduler.policy.config import PolicyConfig, TeamUsage
 from scheduler.policy.estimate import OVERRUN_FACTOR, expected_end_s
-from scheduler.policy.fairshare import fairshare_factors
+from scheduler.policy.fairshare import fairshare_of_tasks
 from scheduler.policy.placement import GpuState, Pool, memory_need_mib, never_fits
 from scheduler.policy.priority import queue_score
 from scheduler.policy.quotas import budget_status, gpu_weight, gpus_in_use, over_cap, over_user_cap
@@ -128,8 +128,8 @@ def _ordered(
 ) -> list[QueuedTask]:
     """The window sorted by `order_key`: overdue tasks first, then by `rank_key` (stable: ties keep the
     caller's order)."""
-    factors = fairshare_factors(usage, {t.team for t in window}) if config.credits_on else {}
-    return sorted(window, key=lambda t: order_key(t, now_s, config, factors.get(t.team, 1.0)))
+    factors = fairshare_of_tasks(window, usage, config)
+    return sorted(window, key=lambda t: order_key(t, now_s, config, factors.get((t.team, t.user), 1.0)))
 
 
 def _oldest(window: Sequence[QueuedTask], config: PolicyConfig) -> QueuedTask:

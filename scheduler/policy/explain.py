@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from scheduler.policy.aging import PriorityParts, aging_bound_s, priority_parts, task_estimate_s
 from scheduler.policy.config import PolicyConfig, TeamUsage
-from scheduler.policy.fairshare import fairshare_factors
+from scheduler.policy.fairshare import fairshare_of_tasks
 from scheduler.policy.forecast import StartEstimate, estimate_starts
 from scheduler.policy.rolling import FinishedSpan
 from scheduler.policy.types import GpuSlot, QueuedTask, RunningTask
@@ -47,14 +47,14 @@ def explain(
     est = estimate_starts(
         queued, running, gpus, now_s, config, usage, succeeded, failed, targets=[task_id], finished=finished
     )[task_id]
-    factors = fairshare_factors(usage or {}, {t.team for t in queued}) if config.credits_on else {}
+    factors = fairshare_of_tasks(queued, usage, config)
     return Explanation(
         task_id=task_id,
         position=est.position,
         queued_total=len(queued),
         estimate=est,
         reason=est.reason,
-        priority=priority_parts(task, now_s, config, factors.get(task.team, 1.0)),
+        priority=priority_parts(task, now_s, config, factors.get((task.team, task.user), 1.0)),
         estimated_run_s=task_estimate_s(task, config),
         aging_bound_s=aging_bound_s(task.priority, config),
     )

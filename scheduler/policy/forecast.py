@@ -15,7 +15,7 @@ from scheduler.policy.aging import order_key, task_estimate_s
 from scheduler.policy.config import PolicyConfig, TeamUsage
 from scheduler.policy.engine import decide
 from scheduler.policy.estimate import expected_end_s
-from scheduler.policy.fairshare import fairshare_factors
+from scheduler.policy.fairshare import fairshare_of_tasks
 from scheduler.policy.replay import Replay
 from scheduler.policy.rolling import FinishedSpan, RollingUsage, team_spans, used_up_teams, with_budget_frees
 from scheduler.policy.types import GpuSlot, QueuedTask, RunningTask
@@ -36,8 +36,8 @@ def queue_positions(
     queued: Sequence[QueuedTask], now_s: float, config: PolicyConfig, usage: Mapping[str, TeamUsage] | None
 ) -> dict[int, int]:
     """1-based position of each queued task in the order `decide` would consider them."""
-    factors = fairshare_factors(usage or {}, {t.team for t in queued}) if config.credits_on else {}
-    order = sorted(queued, key=lambda t: order_key(t, now_s, config, factors.get(t.team, 1.0)))
+    factors = fairshare_of_tasks(queued, usage, config)
+    order = sorted(queued, key=lambda t: order_key(t, now_s, config, factors.get((t.team, t.user), 1.0)))
     return {t.task_id: i + 1 for i, t in enumerate(order)}
 
 

@@ -157,7 +157,8 @@ def simulate_jobs(
 
     def on_start(task: QueuedTask, at_s: float, parts: tuple[RunningTask, ...]) -> None:
         placements[task.task_id] = tuple((p.node, p.gpu_indices) for p in parts)
-        tracker.started(task.task_id, task.team, gpu_weight(task.gpus, task.gpu_fraction), at_s, parts[0])
+        held = gpu_weight(task.gpus, task.gpu_fraction)
+        tracker.started(task.task_id, task.team, held, at_s, parts[0], user=task.user)
 
     def on_end(task: QueuedTask, start_s: float, end_s: float) -> None:
         tracker.ended(task.task_id, end_s)

@@ -25,12 +25,25 @@ class UsageTracker:
         self._running_start_sum: dict[str, float] = {}  # sum of gpus * started_at_s
         self._running: dict[int, tuple[str, float, float]] = {}  # task -> (team, gpus, start_s)
         self._done: dict[str, deque[tuple[float, float, float]]] = {}  # team -> (start_s, end_s, gpus)
+        # fair share within a team: the same decayed sums per (team, person)
+        self._users: dict[int, str] = {}
+        self._member_decayed: dict[tuple[str, str], tuple[float, float]] = {}
+        self._member_running: dict[tuple[str, str], tuple[float, float]] = {}  # (gpus, sum of gpus * start)
 
     def started(
-        self, task_id: int, team: str, gpus: float, at_s: float, part: RunningTask | None = None
+        self,
+        task_id: int,
+        team: str,
+        gpus: float,
+        at_s: float,
+        part: RunningTask | None = None,
+        user: str = "",
     ) -> None:
-        """A task of `team` started holding `gpus` (`part`: how the policy sees it running)."""
+        """A task of `team` (run by `user`) started holding `gpus` (`part`: how the policy sees it run)."""
         self._running[task_id] = (team, gpus, at_s)
+        self._users[task_id] = user
+        held, start_sum = self._member_running.get((team, user), (0.0, 0.0))
+        self._member_running[(team, user)] = (held + gpus, start_sum + gpus * at_s)
         if part is not None:
             self._parts[task_id] = part
         self._running_gpus[team] = self._running_gpus.get(team, 0.0) + gpus
@@ -40,6 +53,14 @@ class UsageTracker:
         """A task ended: its GPU-seconds move from running to the decayed total."""
         team, gpus, start_s = self._running.pop(task_id)
         self._parts.pop(task_id, None)
+        member = (team, self._users.pop(task_id, ""))
+        held, start_sum = self._member_running[member]
+        self._member_running[member] = (held - gpus, start_sum - gpus * start_s)
+        value, ref_s = self._member_decayed.get(member, (0.0, at_s))
+        self._member_decayed[member] = (
+            value * decay_factor(at_s - ref_s, self.half_life_s) + gpus * (at_s - start_s),
+            at_s,
+        )
         self._running_gpus[team] -= gpus
         self._running_start_sum[team] -= gpus * start_s
         value, ref_s = self._decayed.get(team, (0.0, at_s))
@@ -56,6 +77,7 @@ class UsageTracker:
     def snapshot(self, now_s: float) -> dict[str, TeamUsage]:
         """Usage of every team seen, at `now_s`, running work included."""
         out: dict[str, TeamUsage] = {}
+        members = self._members(now_s)
         for team in set(self._decayed) | set(self._running_gpus):
             value, ref_s = self._decayed.get(team, (0.0, now_s))
             running_s = self._running_gpus.get(team, 0.0) * now_s - self._running_start_sum.get(team, 0.0)
@@ -63,9 +85,21 @@ class UsageTracker:
             day = week = 0.0
             if self.rolling:
                 day, week = self._rolling(team, now_s)
-            out[team] = TeamUsage(team, decayed, day, week)
+            out[team] = TeamUsage(team, decayed, day, week, member_decayed_gpu_s=members.get(team, {}))
         if self.rolling and self.config is not None:
             out = self._with_budget_frees(out, now_s, self.config)
+        return out
+
+    def _members(self, now_s: float) -> dict[str, dict[str, float]]:
+        """Decayed GPU-seconds of each person, by team, at `now_s` (running work included)."""
+        out: dict[str, dict[str, float]] = {}
+        for member in set(self._member_decayed) | set(self._member_running):
+            value, ref_s = self._member_decayed.get(member, (0.0, now_s))
+            held, start_sum = self._member_running.get(member, (0.0, 0.0))
+            decayed = value * decay_factor(now_s - ref_s, self.half_life_s) + max(
+                0.0, held * now_s - start_sum
+            )
+            out.setdefault(member[0], {})[member[1]] = decayed
         return out
 
     def _with_budget_frees(

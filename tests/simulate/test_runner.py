@@ -82,10 +82,11 @@ def test_an_unknown_policy_is_refused(trace: Path) -> None:
 
 def _wide_job_behind_a_stream_of_short_ones(tmp_path: Path) -> Path:
     """2 GPUs kept full by 10-s one-GPU jobs (two every 10 s for 2,000 s) and one 2-GPU job of unknown
-    run time submitted at 1 s, which short-job credit ranks behind every one of them."""
+    run time submitted at 1 s, which short-job credit ranks behind every one of them; all of one person
+    (another person, who ran nothing, would go ahead by fair share within the team)."""
     rows = ["submit_time_s,duration_s,num_gpus,user"]
     rows += [f"{t},10,1,stream" for t in range(0, 2000, 10) for _ in range(2)]
-    rows.append("1,10,2,wide")
+    rows.append("1,10,2,stream")
     p = tmp_path / "stream.csv"
     p.write_text("\n".join(rows) + "\n")
     return p
