@@ -1352,12 +1352,22 @@ def _fair_share_words(fair: dict[str, Any], lang: str) -> str:
         return ""
     part, equal = float(fair["part_of_use"]), float(fair["equal_share"])
     credit, most = float(fair["credit_h"]), float(fair["max_credit_h"])
-    return _t(
+    words = _t(
         lang,
         f" Fair share: {part:.0%} of recent use against an equal share of {equal:.0%}, so its waiting tasks "
         f"get {credit:g} of {most:g} h of priority credit.",
         f"公平份额：近期用量占 {part:.0%}（平均份额 {equal:.0%}），"
         f"排队任务获得 {credit:g}/{most:g} 小时的优先级加分。",
+    )
+    member = fair.get("member")
+    if not member or int(member["members"]) < 2:  # alone in the team: its credit is theirs
+        return words
+    mine, people, own = float(member["part_of_team"]), int(member["members"]), float(member["credit_h"])
+    return words + _t(
+        lang,
+        f" Within the team you ran {mine:.0%} of its recent use among {people} people, so your waiting tasks "
+        f"get {own:g} h.",
+        f"在组内，你的近期用量占 {mine:.0%}（共 {people} 人），你的排队任务获得 {own:g} 小时加分。",
     )
 
 

@@ -21,7 +21,7 @@ from scheduler.policy.aging import static_score, task_estimate_s
 from scheduler.policy.config import PolicyConfig, TeamUsage
 from scheduler.policy.estimate import estimate_duration_s, expected_end_s
 from scheduler.policy.explain import explain
-from scheduler.policy.fairshare import fairshare_factors
+from scheduler.policy.fairshare import fairshare_by_member, fairshare_factors
 from scheduler.policy.forecast import StartEstimate, estimate_starts
 from scheduler.policy.placement import cpu_node
 from scheduler.policy.quotas import budget_status, gpus_in_use
@@ -549,6 +549,9 @@ def quota_status(cluster: Cluster, usage: UsageCache, team: str, user: str | Non
         answer["user"] = user
         answer["user_gpu_cap"] = config.user_cap(user)
         answer["user_gpus_in_use"] = _gpus(gpus_in_use(state.running, by="user").get(user, 0.0))
+        if config.fairshare_within_teams:
+            members = [(t.team, t.user) for t in state.queued]
+            answer["fair_share"]["member"] = _member_share(team, user, members, usage_by_team, config)
     return answer
 
 
@@ -577,6 +580,32 @@ def _fair_share(
         "factor": round(factor, 3),
         "credit_h": round(config.fairshare_max_credit_s * factor / 3600, 2) if config.credits_on else 0.0,
         "max_credit_h": round(config.fairshare_max_credit_s / 3600, 2) if config.credits_on else 0.0,
+    }
+
+
+def _member_share(
+    team: str,
+    user: str,
+    waiting: Sequence[tuple[str, str]],
+    usage_by_team: Mapping[str, TeamUsage],
+    config: PolicyConfig,
+) -> dict[str, Any]:
+    """A person's standing within their team (`fairshare_within_teams`): their decayed use, its part of the
+    team's, among how many members (with recent use or waiting tasks, as a pass counts them), and the
+    credit their waiting tasks get (`fairshare.fairshare_by_member`)."""
+    factor = fairshare_by_member(usage_by_team, [*waiting, (team, user)])[(team, user)]
+    used = dict(usage_by_team[team].member_decayed_gpu_s) if team in usage_by_team else {}
+    total = sum(max(0.0, gpu_s) for gpu_s in used.values())
+    members = (
+        {name for name, gpu_s in used.items() if gpu_s > 0} | {u for t, u in waiting if t == team} | {user}
+    )
+    return {
+        "user": user,
+        "decayed_gpu_h": round(max(0.0, used.get(user, 0.0)) / 3600, 4),
+        "part_of_team": round(max(0.0, used.get(user, 0.0)) / total, 3) if total > 0 else 0.0,
+        "members": len(members),
+        "factor": round(factor, 3),
+        "credit_h": round(config.fairshare_max_credit_s * factor / 3600, 2) if config.credits_on else 0.0,
     }
 
 

@@ -496,6 +496,16 @@ def quota_table(data: dict[str, Any]) -> Table:
             f"equal share {fair['equal_share']:.0%}",
             credit,
         )
+        member = fair.get("member")
+        if member:  # within the team: the person's part of its use, and the credit that gives their tasks
+            table.add_row(
+                f"  yours in team {data['team']}",
+                f"{gpu_hours_text(member['decayed_gpu_h'])} ({member['part_of_team']:.0%} of the team's)",
+                f"among {member['members']} people",
+                f"priority credit {member['credit_h']:g} of {fair['max_credit_h']:g} h"
+                if fair.get("max_credit_h")
+                else "",
+            )
     if data.get("new_starts_at"):
         table.caption = f"new starts again at {short_time(data['new_starts_at'])}, as its use ages out"
         table.caption_justify = "left"

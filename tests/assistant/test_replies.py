@@ -236,6 +236,23 @@ def test_a_teams_quota_reads_in_chinese_with_chinese_punctuation_and_states() ->
         " Fair share: 40% of recent use against an equal share of 33%, so its waiting tasks get 2.61 of 6 h of "
         "priority credit."
     )
+    member = {"part_of_team": 0.75, "members": 3, "credit_h": 1.2}
+    within = json.dumps({"quota": {**json.loads(content)["quota"], "fair_share": {**fair, "member": member}}})
+    assert reply_for("quota_status", within, "en", NOW).endswith(
+        " Within the team you ran 75% of its recent use among 3 people, so your waiting tasks get 1.2 h."
+    )
+    assert reply_for("quota_status", within, "zh", NOW).endswith(
+        "在组内，你的近期用量占 75%（共 3 人），你的排队任务获得 1.2 小时加分。"
+    )
+    alone = json.dumps(
+        {
+            "quota": {
+                **json.loads(content)["quota"],
+                "fair_share": {**fair, "member": {**member, "members": 1}},
+            }
+        }
+    )
+    assert "Within the team" not in reply_for("quota_status", alone, "en", NOW)
     fifo = json.dumps({"quota": {**json.loads(standing)["quota"], "fair_share": {**fair, "max_credit_h": 0}}})
     assert "Fair share" not in reply_for("quota_status", fifo, "en", NOW)
     # the person's own cap, where one is set

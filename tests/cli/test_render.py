@@ -232,6 +232,10 @@ def test_quota_shows_the_teams_fair_share_standing() -> None:
     assert "equal share 33%" in shown and "priority credit 2.61 of 6 h" in shown
     fifo = _text(quota_table({**quota, "fair_share": {**fair, "credit_h": 0.0, "max_credit_h": 0.0}}))
     assert "no fair-share credit under this policy" in fifo
+    member = {"user": "alice", "decayed_gpu_h": 9.0, "part_of_team": 0.75, "members": 3, "credit_h": 1.2}
+    within = _text(quota_table({**quota, "fair_share": {**fair, "member": member}}))
+    assert "yours in team nlp" in within and "(75% of the team's)" in within
+    assert "among 3 people" in within and "priority credit 1.2 of 6 h" in within
 
 
 def test_a_used_up_budget_says_when_new_starts_are_allowed_again() -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from scheduler.clock import now_ms
 from scheduler.cluster_state import UsageCache, gather_state
-from scheduler.forecasts import explain_task
+from scheduler.forecasts import explain_task, quota_status
 from scheduler.nodes import NodeGpu
 from scheduler.store.identity import authenticate, create_token
 from tests.conftest import wait_until
@@ -40,3 +40,13 @@ def test_the_member_who_ran_lately_gets_less_fair_share_credit_than_the_one_who_
     max_credit_s = cluster.policy_config.fairshare_max_credit_s
     assert bob_part == max_credit_s  # none of the team's use: twice its factor (0.5), capped at 1
     assert alice_part == max_credit_s / 4  # all of it, of two members: half the team's factor
+
+    # and `GET /quota` (nightshift quota, the chat) says where each stands within the team
+    alices_quota = quota_status(cluster, usage, "lab", "alice")["fair_share"]["member"]
+    bobs_quota = quota_status(cluster, usage, "lab", "bob")["fair_share"]["member"]
+    assert (alices_quota["part_of_team"], alices_quota["members"], alices_quota["credit_h"]) == (1.0, 2, 1.5)
+    assert (bobs_quota["part_of_team"], bobs_quota["decayed_gpu_h"], bobs_quota["credit_h"]) == (
+        0.0,
+        0.0,
+        6.0,
+    )
