@@ -1798,8 +1798,11 @@ QUESTIONS = {
         "我一次最多解释5个任务：先看哪几个？（`nightshift queue` 会列出每个排队任务在等什么。）",
     ),
     "one_rerun": (
-        "I run one earlier task again at a time, each on its own card: which task number first?",
-        "我一次只重跑一个之前的任务，每个都有自己的确认卡片：先重跑哪个任务编号？",
+        'I run up to 10 earlier tasks again at once, as they were or with the same change ("rerun 12 and 13 '
+        'on 2 GPUs"), each on its own card: which ones? (A sweep\'s failed runs: "rerun the failed runs of '
+        'sweep 4".)',
+        "我一次最多重跑 10 个之前的任务，按原样或做同样的修改（“12号和13号用2张卡再跑一遍”），"
+        "每个都有自己的确认卡片：要重跑哪些？（扫参里失败的：说“重跑扫参4失败的任务”。）",
     ),
     "one_hold": (
         'I hold or release the tasks you name by number, up to 20 at once ("hold 12, 13 and 14"), or a '

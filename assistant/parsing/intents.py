@@ -16,6 +16,7 @@ from assistant.parsing.fields import (
     GPU_INDEX,
     HOST_RESOURCE,
     ID_LIST,
+    ID_RANGE,
     SECRET_FOR_JOB,
     TASK_ID,
     names_several_tasks,
@@ -1040,7 +1041,7 @@ def _rerun(rest: str, command: str | None, now: datetime) -> Reading | None:
     if task_id in waits_for:  # "again after 12"
         return None
     if names_several_tasks(text) and not waits_for:  # "rerun 12 and 13", "rerun 12-15": a card each
-        return Reading("question", reason="one_rerun")
+        return _rerun_each(rest, text, command, now)
     if MORE_GPUS.search(text):  # "run 12 again with 2 more GPUs": how many in all?
         return Reading("question", args={"task_id": task_id}, reason="gpus_in_all")
     asked = text[: named.start()] + " " + text[named.end() :]
@@ -1049,6 +1050,22 @@ def _rerun(rest: str, command: str | None, now: datetime) -> Reading | None:
     if REQUEUE.search(rest) and not (args or clear or command):  # as it is: the tool sees if it still runs
         return _tool("requeue_task", task_id=task_id)
     return _tool("submit_task", like_task=task_id, command=command, clear=clear or None, **args)
+
+
+def _rerun_each(rest: str, text: str, command: str | None, now: datetime) -> Reading:
+    """The same rerun of each task named ("rerun 12 and 13 on 2 GPUs", "rerun 12-15"): a card each, confirmed
+    one after another; a question for more than `MAX_CHANGED_AT_ONCE` or with a new command for them."""
+    ids = task_ids(text)
+    if command is not None or len(ids) > MAX_CHANGED_AT_ONCE or MORE_GPUS.search(text):
+        return Reading("question", reason="one_rerun")
+    asked = ID_RANGE.sub(" ", ID_LIST.sub(" ", TASK_ID.sub(" ", text)))
+    args = _spec_args(asked, now)
+    clear = [name for name in cleared_fields(asked).fields if name not in args]
+    if REQUEUE.search(rest) and not (args or clear):
+        return _for_each_task(_tool("requeue_task", task_id=ids[0]), ids)
+    return _for_each_task(
+        _tool("submit_task", like_task=ids[0], clear=clear or None, **args), ids, key="like_task"
+    )
 
 
 # "requeue 12", "put 12 back in the queue", "把12号重新排队": a running task stopped and queued again
@@ -1112,12 +1129,13 @@ def _change(rest: str, now: datetime) -> Reading | None:
     return _change_reading(rest, now, "change_task", task_id=ids[0])
 
 
-def _for_each_task(first: Reading, ids: list[int]) -> Reading:
-    """The same change to each of `ids` ("make 12 and 13 urgent"): a call, and so a card, per task, confirmed
-    one after another; `first` (the change of `ids[0]`) as it is when it is no change but a pointer."""
+def _for_each_task(first: Reading, ids: list[int], key: str = "task_id") -> Reading:
+    """The same request of each of `ids` ("make 12 and 13 urgent", "rerun 12-15": `key` like_task): a call,
+    and so a card, per task, confirmed one after another; `first` (that of `ids[0]`) as it is when it is no
+    call but a pointer."""
     if first.kind != "tool" or len(ids) < 2:
         return first
-    return replace(first, more=[{**first.args, "task_id": task_id} for task_id in ids[1:]])
+    return replace(first, more=[{**first.args, key: task_id} for task_id in ids[1:]])
 
 
 def _change_of_waits(rest: str) -> Reading | None:

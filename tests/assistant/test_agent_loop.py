@@ -248,6 +248,21 @@ def test_the_same_change_to_several_tasks_is_a_card_each_confirmed_one_after_ano
     assert first["ok"] and second["ok"] and cluster.tasks.get_any(ids[1]).priority == "urgent"
 
 
+def test_two_tasks_run_again_with_the_same_change_are_two_cards(make_assistant, cluster):
+    assistant = make_assistant()
+    ids = [assistant.client.submit({"command": f"python t{i}.py", "gpus": 1})["id"] for i in range(2)]
+    for task_id in ids:
+        assistant.client.cancel(task_id)
+
+    turn = assistant.ask(f"rerun {ids[0]} and {ids[1]} on 2 gpus")
+    results = [assistant.confirm(card["action_id"]) for card in turn.cards]
+
+    assert [card["spec"]["command"] for card in turn.cards] == ["python t0.py", "python t1.py"]
+    assert all(result["ok"] for result in results)
+    made = [cluster.tasks.get_any(result["task"]["id"]) for result in results]
+    assert [(task.spec["command"], task.gpus) for task in made] == [("python t0.py", 2), ("python t1.py", 2)]
+
+
 def test_a_change_shows_before_and_after_on_a_card_and_happens_only_once_confirmed(make_assistant, cluster):
     assistant = make_assistant()
     tid = assistant.client.submit(

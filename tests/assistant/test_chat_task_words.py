@@ -166,8 +166,7 @@ def test_a_command_with_interactive_in_it_is_still_a_submission():
     ("text", "reason"),
     [
         ("make tasks 1-11 urgent", "one_change"),
-        ("rerun 12 and 13", "one_rerun"),
-        ("rerun 12-15", "one_rerun"),
+        ("rerun 1-11", "one_rerun"),
     ],
 )
 def test_several_tasks_named_at_once_get_a_question_not_a_card_for_the_first_alone(text, reason):
@@ -492,3 +491,19 @@ def test_cancelling_all_of_ones_own_points_to_cancel_mine(text, make_assistant):
     turn = make_assistant().ask(text)
 
     assert turn.cards == [] and "nightshift cancel --mine --status queued" in turn.reply
+
+
+@pytest.mark.parametrize(
+    ("text", "tool", "key", "args", "ids"),
+    [
+        ("rerun 12 and 13", "submit_task", "like_task", {}, [12, 13]),
+        ("rerun 12-14 on 2 gpus", "submit_task", "like_task", {"gpus": 2}, [12, 13, 14]),
+        ("12号和13号今晚再跑一遍", "submit_task", "like_task", {"offpeak": True}, [12, 13]),
+        ("requeue 12 and 13", "requeue_task", "task_id", {}, [12, 13]),
+    ],
+)
+def test_several_tasks_run_again_are_a_card_each(text, tool, key, args, ids):
+    reading = understand(text, NOW)
+
+    assert reading.tool == tool
+    assert [reading.args, *reading.more] == [{key: task_id, **args} for task_id in ids]
