@@ -1937,18 +1937,20 @@ POINTERS = {
     "scheduling": (
         "How the queue is ordered: by priority class and the time each task has waited (a higher class "
         "counts as hours of waiting more), moved ahead by credits for short jobs (estimated run time × "
-        "GPUs), for teams that used little lately (fair share) and for a task nearing its deadline. Every "
+        "GPUs), for teams that used little lately and, within a team, for the people who did (fair "
+        "share), and for a task nearing its deadline. Every "
         "task has a bound on its wait: past it, it goes first. Smaller tasks start in gaps (backfill) only "
         "when, by their estimates, they do not delay the first waiting one. Team GPU caps and budgets stop "
         "new starts, never running jobs; off-peak tasks wait for their window. `nightshift explain ID` shows "
         "a task's priority in parts and why it waits, `nightshift queue` the order, `nightshift quota` your "
-        "team's fair share.",
+        "team's fair share and yours within it.",
         "排队顺序：按优先级和每个任务已经等待的时间排（优先级越高，相当于多等了几个小时）；"
-        "短任务（预计运行时间 × 卡数）、最近用得少的团队（公平份额）和快到截止时间的任务还会再往前提。"
+        "短任务（预计运行时间 × 卡数）、最近用得少的团队和团队里最近用得少的人（公平份额）、"
+        "快到截止时间的任务还会再往前提。"
         "每个任务的等待都有上限：超过上限就排到最前面。小任务只有在按预计时间不会推迟排在最前面的任务时，"
         "才能插空先跑（backfill）。团队的卡数上限和预算只会挡住新任务开始，不会停掉正在跑的；"
         "谷时任务等谷时窗口。`nightshift explain 任务编号` 显示一个任务的优先级构成和它在等什么，"
-        "`nightshift queue` 显示顺序，`nightshift quota` 显示团队的公平份额。",
+        "`nightshift queue` 显示顺序，`nightshift quota` 显示团队的公平份额和你在组内的份额。",
     ),
     "results": (
         'Which runs should I compare? Name a sweep or a tag: "compare sweep 4 by val_loss", "compare the '

@@ -269,6 +269,7 @@ QUOTA = re.compile(
     # "how many GPUs can I use at once", "我最多能用几张卡": the person's cap beside the team's
     r"|\bhow\s+many\s+gpus\s+(?:can|may)\s+(?:i|we)\s+(?:use|have|get|hold)\b|\bmy\s+(?:gpu\s+)?cap\b"
     r"|(?:我|每人|每个人|一个人)(?:最多|一次)(?:能|可以)?(?:用|占)几张卡"
+    r"|\bfair[\s-]*share\b|公平份额|公平分配"  # one's standing, the team's and within it
     r"|配额|额度|预算|还剩多少|还有多少.*(?:机时|卡时)|剩余.*(?:机时|卡时)|(?:机时|卡时).*(?:剩|还有)",
     _I,
 )
