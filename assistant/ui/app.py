@@ -2,8 +2,8 @@
 
 Element ids (`elem_id`) are part of the page's contract for the browser tests: `token-input`,
 `sign-in-button`, `who`, `model-label`, `chat`, `chat-input`, `send-button`, `confirm-card`,
-`confirm-button`, `drop-button`, `tasks-table`, `tasks-note`, `log-view`, `hold-button`, `release-button`,
-`priority-choice`, `priority-button`,
+`confirm-button`, `confirm-all-button` (while several cards wait), `drop-button`, `tasks-table`,
+`tasks-note`, `log-view`, `hold-button`, `release-button`, `priority-choice`, `priority-button`,
 `queue-table`, `queue-refresh`, `gpus-table`, `gpus-refresh`, `chart-gpu-hours`, `chart-gpu-share`,
 `chart-waits`, `chart-energy`, `chart-cost`, `chart-offpeak`, `chart-quota`, `results-sweep-id`,
 `results-tag`, `results-show`, `results-sort`, `results-goal`, `results-metric`, `results-note`,
@@ -86,6 +86,7 @@ def build_ui(settings: Settings, api_url: str | None = None) -> gr.Blocks:
                     card_body = gr.HTML(elem_id="card-body", js_on_load=None)
                     with gr.Row():
                         confirm = gr.Button("Confirm", variant="primary", elem_id="confirm-button")
+                        confirm_all = gr.Button("Confirm all", elem_id="confirm-all-button", visible=False)
                         drop = gr.Button("Drop", variant="stop", elem_id="drop-button")
                 with gr.Row(equal_height=True):
                     text = gr.Textbox(
@@ -206,6 +207,7 @@ def build_ui(settings: Settings, api_url: str | None = None) -> gr.Blocks:
             chatbot,
             card_box,
             card_body,
+            confirm_all,
         ]
         identity.append(note)
         tasks_out = [tasks_table, tasks_note]
@@ -255,7 +257,7 @@ def build_ui(settings: Settings, api_url: str | None = None) -> gr.Blocks:
             refresh_all, refresh_inputs, everything
         )
 
-        chat_out = [chatbot, text, card_box, card_body]
+        chat_out = [chatbot, text, card_box, card_body, confirm_all]
         # The message leaves the box in the browser, at once, so nothing typed after it is wiped by a late
         # answer; the reply is a second step that takes every message in turn ("multiple": Gradio's
         # default, "once", drops a message sent while the last reply still streams).
@@ -263,6 +265,9 @@ def build_ui(settings: Settings, api_url: str | None = None) -> gr.Blocks:
             handlers.chat, [sent, session, sent_number, turns], chat_out, trigger_mode="multiple"
         )
         confirm.click(handlers.confirm, [session], identity).then(
+            handlers.tasks, [session, status], tasks_out
+        )
+        confirm_all.click(handlers.confirm_all, [session], identity).then(
             handlers.tasks, [session, status], tasks_out
         )
         drop.click(handlers.drop, [session], identity)

@@ -62,7 +62,6 @@ class Handlers:
             how = " (local admin token of this machine)" if session.local else ""
             role = ", admin" if session.admin else ""
             who = f"Signed in as **{session.user}** (team {session.team}{role}){how}."
-        card = session.card if session is not None else None
         return (
             session,
             gr.update(visible=not signed_in),
@@ -70,10 +69,7 @@ class Handlers:
             who,
             gr.update(visible=bool(session and session.admin)),
             list(session.messages) if session else [],
-            gr.update(visible=card is not None),
-            views.card_html(card, self.zone, session.language, session.cards_after())
-            if card and session
-            else "",
+            *self._card_update(session),
             note,
         )
 
@@ -111,11 +107,17 @@ class Handlers:
 
     # --- chat -----------------------------------------------------------------------------------------
 
-    def _card_update(self, session: UiSession) -> tuple[Any, str]:
-        card = session.card
-        return gr.update(visible=card is not None), views.card_html(
-            card, self.zone, session.language, session.cards_after()
-        ) if card else ""
+    def _card_update(self, session: UiSession | None) -> tuple[Any, str, Any]:
+        """The card box, the card shown, and "Confirm all" (only while more cards wait behind it)."""
+        card = session.card if session is not None else None
+        if session is None or card is None:
+            return gr.update(visible=False), "", gr.update(visible=False)
+        after = session.cards_after()
+        return (
+            gr.update(visible=True),
+            views.card_html(card, self.zone, session.language, after),
+            gr.update(visible=after > 0, value=f"Confirm all {after + 1}"),
+        )
 
     def chat(
         self,
@@ -168,15 +170,28 @@ class Handlers:
         if session is None or session.card is None:
             return self.view(session)
         with session.lock:
-            result = session.assistant.confirm(str(session.card["action_id"]))
-            if result.get("ok"):
-                session.say("assistant", str(result["message"]))
-            else:
-                details = "; ".join(str(e.get("message")) for e in result.get("errors") or [])
-                session.say(
-                    "assistant", f"Not done: {result.get('error')}" + (f" ({details})" if details else "")
-                )
+            self._say_confirmed(session, session.assistant.confirm(str(session.card["action_id"])))
             session.card = session.next_card()
+        return self.view(session)
+
+    @staticmethod
+    def _say_confirmed(session: UiSession, result: dict[str, Any]) -> None:
+        """What a confirmed card did, or why not, as the assistant's message."""
+        if result.get("ok"):
+            session.say("assistant", str(result["message"]))
+            return
+        details = "; ".join(str(e.get("message")) for e in result.get("errors") or [])
+        session.say("assistant", f"Not done: {result.get('error')}" + (f" ({details})" if details else ""))
+
+    def confirm_all(self, session: UiSession | None) -> tuple[Any, ...]:
+        """Perform the card shown and every card waiting behind it, in order, each said as it went (a refused
+        one does not stop the others)."""
+        if session is None or session.card is None:
+            return self.view(session)
+        with session.lock:
+            while session.card is not None:
+                self._say_confirmed(session, session.assistant.confirm(str(session.card["action_id"])))
+                session.card = session.next_card()
         return self.view(session)
 
     def drop(self, session: UiSession | None) -> tuple[Any, ...]:

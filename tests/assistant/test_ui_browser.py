@@ -371,6 +371,32 @@ def test_the_same_change_to_two_tasks_shows_their_cards_one_after_another(
         assert [api.get(f"/tasks/{i}").json()["priority"] for i in (first, second)] == ["urgent", "normal"]
 
 
+def test_confirm_all_does_every_waiting_card_in_order(live_server: LiveServer, page: Any) -> None:
+    from playwright.sync_api import expect
+
+    token = live_server.token("kim", "vision")
+    spec = {"command": "python train.py", "not_before": "2030-01-01T00:00:00Z"}
+    with live_server.api(token) as api:
+        ids = [api.post("/tasks", json=spec).json()["id"] for _ in range(3)]
+    sign_in(page, live_server, token, "kim")
+    confirm_all = page.locator("#confirm-all-button")
+
+    say(page, f"make {ids[0]}, {ids[1]} and {ids[2]} high priority")
+    expect(page.locator("#confirm-card")).to_contain_text(
+        "2 more cards after this one.", timeout=STEP_TIMEOUT_MS
+    )
+    expect(confirm_all).to_have_text("Confirm all 3")
+    confirm_all.click()
+    for task_id in ids:
+        expect(page.locator("#chat")).to_contain_text(f"Changed task #{task_id} (priority): queued.")
+    expect(page.locator("#confirm-card")).to_be_hidden()
+    with live_server.api(token) as api:
+        assert [api.get(f"/tasks/{i}").json()["priority"] for i in ids] == ["high"] * 3
+    say(page, f"cancel {ids[0]}")  # one card alone: no "Confirm all"
+    expect(page.locator("#confirm-card")).to_contain_text("Cancel this task?", timeout=STEP_TIMEOUT_MS)
+    expect(confirm_all).to_be_hidden()
+
+
 def test_a_card_changed_in_words_and_then_dropped_submits_nothing(live_server: LiveServer, page: Any) -> None:
     from playwright.sync_api import expect
 
