@@ -22,6 +22,9 @@ class ClientError(Exception):
         self.errors = errors or []
 
 
+LIVE_STATUSES = ("queued", "running")  # a task that can still be cancelled
+
+
 def find_token(settings: Settings) -> str | None:
     """The token to use: `NIGHTSHIFT_TOKEN`, else the local admin token that `nightshift up` wrote."""
     if settings.token:
@@ -200,6 +203,23 @@ class NightshiftClient:
         """POST /tasks/{id}/cancel."""
         result: dict[str, Any] = self._call("POST", f"/tasks/{task_id}/cancel")
         return result
+
+    def own_live_task_ids(
+        self, status: str | None = None, name: str | None = None, tag: str | None = None
+    ) -> list[int]:
+        """The ids of the caller's queued and running tasks (or those of `status`) matching `name` (exact, or
+        `train*`) and `tag`, oldest first (`nightshift cancel --mine`, the chat's "cancel all my jobs")."""
+        me = self.me()["user"]
+        found: list[int] = []
+        for wanted in [status] if status else LIVE_STATUSES:
+            offset = 0
+            while True:
+                page = self.task_page({"user": me, "status": wanted, "name": name, "tag": tag}, 1000, offset)
+                found += [int(task["id"]) for task in page["tasks"]]
+                offset += int(page["count"])
+                if not page["count"] or offset >= int(page["total"]):
+                    break
+        return sorted(set(found))
 
     def requeue(self, task_id: int, hold: bool = False) -> dict[str, Any]:
         """POST /tasks/{id}/requeue: a running task stopped and put back in the queue with its age (`hold`:

@@ -70,6 +70,7 @@ _STATUS_ZH = {
     "running": "在运行",
     "queued": "排队中",
 }
+_LIVE_ZH = {"queued": "排队中", "running": "运行中"}
 
 _RULES: list[Rule] = [
     (re.compile(r"task (\d+) not found"), lambda m: f"找不到任务 {m[1]}（或它不属于你的团队）"),
@@ -160,6 +161,18 @@ _RULES: list[Rule] = [
         lambda m: f"任务 {m[1]} 没有被暂停（{_STATUS_ZH.get(m[2], m[2])}）",
     ),
     (re.compile(r"nothing to release"), lambda m: "无需放行"),
+    (
+        re.compile(r"none of your tasks is (queued or running|queued|running): nothing to cancel"),
+        lambda m: f"你没有{_LIVE_ZH.get(m[1], '排队中或运行中')}的任务：没有可取消的",
+    ),
+    (
+        re.compile(
+            r"you have (\d+) (\w+) tasks; the chat cancels up to (\d+) on one card: `(.+)` shows them .*"
+        ),
+        lambda m: (
+            f"你有 {m[1]} 个任务，聊天里一张卡片最多取消 {m[3]} 个：`{m[4]}` 会先全部列出再询问是否取消"
+        ),
+    ),
     (
         re.compile(r"task (\d+) is (\w+): it is already waiting in the queue"),
         lambda m: f"任务 {m[1]} {_STATUS_ZH.get(m[2], m[2])}：它已经在队列里等待",

@@ -1778,12 +1778,14 @@ QUESTIONS = {
         "排队中和运行中的任务还没结束；`nightshift ls --sweep 编号` 可以列出它们。",
     ),
     "bulk_own": (
-        'I cancel the tasks you name by number, up to 20 on one card ("cancel 12, 13 and 14", "cancel '
-        '12-15"), or a whole sweep ("cancel sweep 4"). Which ones? (`nightshift cancel --mine --status '
-        "queued` cancels all your queued tasks, after showing them.)",
-        "我可以取消你按编号指明的任务，一张确认卡片最多 20 个（“取消12、13和14号”“取消12到15号”），"
-        "或整个扫参（“取消扫参4”）。要取消哪些？"
-        "（`nightshift cancel --mine --status queued` 会先列出再取消你所有排队中的任务。）",
+        'I cancel the tasks you name by number ("cancel 12, 13 and 14", "cancel 12-15") or all your own '
+        'queued or running ones ("cancel all my queued jobs"), up to 20 on one card, or a whole sweep '
+        '("cancel sweep 4"); a teammate\'s I leave to them, and ended ones have nothing to cancel. Which '
+        "ones? (`nightshift cancel --mine --status queued` takes any number, after showing them.)",
+        "我可以取消你按编号指明的任务（“取消12、13和14号”“取消12到15号”）"
+        "或你自己所有排队中、运行中的任务（“取消我所有排队的任务”），一张确认卡片最多 20 个，"
+        "或整个扫参（“取消扫参4”）；队友的任务留给他们自己处理，已结束的任务无需取消。要取消哪些？"
+        "（`nightshift cancel --mine --status queued` 不限个数，会先列出再取消。）",
     ),
     "one_change": (
         'I change up to 10 tasks you name at once, each on its own card ("make 12 and 13 urgent"): which '

@@ -280,10 +280,13 @@ class TaskIdArgs(BaseModel):
     task_id: int
 
 
-class TaskIdsArgs(BaseModel):
-    """Several task ids, each named by the person ("cancel 12, 13 and 15", "cancel 12-15")."""
+class CancelTasksArgs(BaseModel):
+    """Several task ids, each named by the person ("cancel 12, 13 and 15", "cancel 12-15"), or `mine`: all of
+    the person's own live tasks ("cancel all my queued jobs": `status` queued), never a teammate's."""
 
-    task_ids: list[int] = Field(min_length=2, max_length=MAX_CANCELLED_AT_ONCE)
+    task_ids: list[int] | None = Field(default=None, min_length=2, max_length=MAX_CANCELLED_AT_ONCE)
+    mine: bool = False
+    status: Literal["queued", "running"] | None = None
 
 
 class OptionalTaskArgs(BaseModel):
@@ -561,11 +564,29 @@ def requeue_task(ctx: ToolContext, task_id: int) -> str:
     return _result(pending_action=card, note="Nothing has been stopped: the person must confirm the card.")
 
 
-def cancel_tasks(ctx: ToolContext, task_ids: list[int]) -> str:
-    """Prepare one cancellation of several of your tasks, each named by its number: returns one card the
-    person must confirm; tasks that already ended are left out and said so."""
-    wanted = list(dict.fromkeys(task_ids))
-    if len(wanted) < 2:
+def cancel_tasks(
+    ctx: ToolContext, task_ids: list[int] | None = None, mine: bool = False, status: str | None = None
+) -> str:
+    """Prepare one cancellation of several of your tasks, each named by its number, or (`mine`) all your own
+    queued and running ones (`status`: only queued, or only running), up to 20: returns one card the person
+    must confirm; tasks that already ended are left out and said so."""
+    if (task_ids is None) == (not mine):
+        return _error("name the tasks (task_ids) or ask for all your own (mine): one of the two")
+    if mine:
+        own = _need_client(ctx).own_live_task_ids(status)
+        if not own:
+            return _error(f"none of your tasks is {status or 'queued or running'}: nothing to cancel")
+        if len(own) > MAX_CANCELLED_AT_ONCE:
+            command = "nightshift cancel --mine" + (f" --status {status}" if status else "")
+            return _error(
+                f"you have {len(own)} {status or 'live'} tasks; the chat cancels up to "
+                f"{MAX_CANCELLED_AT_ONCE} on one card: `{command}` shows them all and asks before cancelling"
+            )
+        if len(own) == 1:
+            return cancel_task(ctx, own[0])
+        task_ids = own
+    wanted = list(dict.fromkeys(task_ids or []))
+    if len(wanted) < 2 and not mine:
         return _error("one task: use cancel_task")
     tasks: dict[int, dict[str, Any] | None] = dict.fromkeys(wanted)
     if ctx.client is not None:
@@ -1450,7 +1471,7 @@ def make_tools(ctx: ToolContext) -> list[BaseTool]:
         (estimate_wait, EstimateArgs),
         (list_tasks, ListArgs),
         (cancel_task, TaskIdArgs),
-        (cancel_tasks, TaskIdsArgs),
+        (cancel_tasks, CancelTasksArgs),
         (requeue_task, TaskIdArgs),
         (change_task, ChangeArgs),
         (hold_task, TaskIdArgs),

@@ -17,7 +17,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from api.cli.ask import ask_command
-from api.cli.bulk import LIVE, confirmed, own_live_tasks
+from api.cli.bulk import confirmed
 from api.cli.command_line import command_from_words
 from api.cli.listing import list_command
 from api.cli.options import CLEAR_OPTIONS, GpuFractionOpt, GpuMemOpt, GpuModelOpt, TagOpt
@@ -49,7 +49,7 @@ from api.cli.sweeps import compare_command, rerun_line, sweep_counts_line, sweep
 from api.cli.waiting import wait_and_report, wait_command
 from api.cli.watching import WatchOpt, refuse_watch_with_json, watch
 from api.cli.zone import cli_zone
-from api.client import ClientError, NightshiftClient
+from api.client import LIVE_STATUSES, ClientError, NightshiftClient
 from scheduler.edits import check_clearable, retagged, spec_differences
 from scheduler.errors import NightshiftError, SpecError
 from scheduler.resubmit import SpecAgain, spec_again, with_command
@@ -623,9 +623,9 @@ def _cancel_mine(
     """`cancel --mine`: the caller's live tasks that match, shown and confirmed, each cancelled on its own."""
     if task_ids or sweep is not None:
         _fail("give task ids, --sweep ID or --mine with filters: one way to choose", code=2)
-    if status is not None and status not in LIVE:
-        _fail(f"--status: {' or '.join(LIVE)} (only a live task can be cancelled)", code=2)
-    ids = _with_client(lambda client: own_live_tasks(client, status, name, tag))
+    if status is not None and status not in LIVE_STATUSES:
+        _fail(f"--status: {' or '.join(LIVE_STATUSES)} (only a live task can be cancelled)", code=2)
+    ids = _with_client(lambda client: client.own_live_task_ids(status, name, tag))
     if not ids:
         console.print(
             "none of your tasks is queued or running"

@@ -10,28 +10,6 @@ import typer
 
 from api.cli.render import console, print_error
 from api.cli.sweeps import id_ranges
-from api.client import NightshiftClient
-
-LIVE = ("queued", "running")
-PAGE = 1000
-
-
-def own_live_tasks(
-    client: NightshiftClient, status: str | None, name: str | None, tag: str | None
-) -> list[int]:
-    """The ids of the caller's queued and running tasks (or those of `status`) matching `name` (exact, or
-    `train*`) and `tag`, oldest first."""
-    me = client.me()["user"]
-    found: list[int] = []
-    for wanted in [status] if status else LIVE:
-        offset = 0
-        while True:
-            page = client.task_page({"user": me, "status": wanted, "name": name, "tag": tag}, PAGE, offset)
-            found += [int(task["id"]) for task in page["tasks"]]
-            offset += int(page["count"])
-            if not page["count"] or offset >= int(page["total"]):
-                break
-    return sorted(set(found))
 
 
 def confirmed(ids: list[int], yes: bool, ask: Callable[[str], bool] = typer.confirm) -> bool:

@@ -525,6 +525,20 @@ def _secrets_help(rest: str) -> Reading | None:
     return Reading("help", reason="secrets") if SECRETS_HOW.search(rest) else None
 
 
+# the team's, not one's own: "cancel all our jobs", "取消我们组所有的任务"
+_TEAM_WIDE = re.compile(r"\b(?:our|ours)\b|我们", _I)
+
+
+def _cancel_all_mine(text: str) -> Reading:
+    """ "cancel all my queued jobs", "取消我所有排队的任务", "cancel everything": one's own live tasks (of the
+    status named), on one card that lists them, never a teammate's; a question for the team's ("all our
+    jobs") or for tasks that ended ("all my failed jobs")."""
+    status = _status(text)
+    if _TEAM_WIDE.search(text) or status not in (None, "queued", "running"):
+        return Reading("question", reason="bulk_own")
+    return _tool("cancel_tasks", mine=True, status=status)
+
+
 def _refusal(text: str) -> Reading | None:
     if INJECTION.search(text):
         return Reading("refusal", reason="injection")
@@ -537,7 +551,7 @@ def _refusal(text: str) -> Reading | None:
         if OWN.search(text) and not re.search(
             r"team\s+[\w.\-]+|[\w.\-]+\s*(?:组|团队)的|别人|others?|everyone", text, _I
         ):
-            return Reading("question", reason="bulk_own")
+            return _cancel_all_mine(text)
         return Reading("refusal", reason="cross_team")
     if OFF_TOPIC.search(text):
         return Reading("refusal", reason="out_of_scope")
@@ -1316,7 +1330,7 @@ def _cancel(rest: str, now: datetime) -> Reading | None:
     if len(ids) > 1:  # "cancel 3, 4 and 5": one card for the three, not a card for 3 alone
         return _tool("cancel_tasks", task_ids=ids)
     if not ids and re.search(r"\b(?:everything|all)\b|全部|所有", rest, _I):  # "cancel everything queued"
-        return Reading("question", reason="bulk_own")
+        return _cancel_all_mine(rest)
     return _tool("cancel_task", task_id=ids[0]) if ids else Reading("question", reason="need_task_id")
 
 

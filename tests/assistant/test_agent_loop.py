@@ -212,6 +212,42 @@ def test_several_tasks_are_cancelled_on_one_card_and_each_says_how_it_went(make_
     assert assistant.confirm(card["action_id"])["ok"] is False  # once
 
 
+def test_all_of_ones_own_queued_tasks_are_cancelled_on_one_card_never_a_teammates(make_assistant, cluster):
+    alice, bob = make_assistant("alice", "vision"), make_assistant("bob", "vision")
+    later = {"command": "python train.py", "gpus": 0, "not_before": "2030-01-01T00:00:00Z"}
+    mine = [alice.client.submit(later)["id"] for _ in range(2)]
+    teammates = bob.client.submit(later)["id"]
+
+    turn = alice.ask("cancel all my queued jobs")
+    result = alice.confirm(turn.cards[0]["action_id"])
+    nothing_left = alice.ask("取消我所有排队的任务")
+
+    assert turn.tool_calls == [{"name": "cancel_tasks", "args": {"mine": True, "status": "queued"}}]
+    assert turn.cards[0]["task_ids"] == mine and f"#{teammates}" not in turn.reply
+    assert result["ok"] and result["message"] == f"Cancelled #{mine[0]}, #{mine[1]}."
+    assert [cluster.tasks.get_any(i).status for i in (*mine, teammates)] == [
+        "cancelled",
+        "cancelled",
+        "queued",
+    ]
+    assert (
+        nothing_left.cards == [] and nothing_left.reply == "抱歉，没能完成：你没有排队中的任务：没有可取消的"
+    )
+
+
+def test_more_own_tasks_than_a_card_takes_are_pointed_to_cancel_mine(make_assistant, cluster):
+    assistant = make_assistant()
+    later = {"command": "python train.py", "gpus": 0, "not_before": "2030-01-01T00:00:00Z"}
+    for _ in range(21):
+        assistant.client.submit(later)
+
+    turn = assistant.ask("cancel everything")
+
+    assert turn.cards == []
+    assert "you have 21 live tasks; the chat cancels up to 20 on one card" in turn.reply
+    assert "`nightshift cancel --mine`" in turn.reply
+
+
 def test_a_card_of_several_tasks_that_all_ended_meanwhile_does_nothing_and_says_so(make_assistant, cluster):
     assistant = make_assistant()
     ids = [assistant.client.submit({"command": "sleep 100", "gpus": 0})["id"] for _ in range(2)]

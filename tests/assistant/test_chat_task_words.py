@@ -486,11 +486,12 @@ def test_the_queue_and_a_tasks_class_asked_about(text, tool, args):
     assert (reading.tool, reading.args) == (tool, args)
 
 
-@pytest.mark.parametrize("text", ["cancel all my queued tasks", "取消我所有排队的任务"])
-def test_cancelling_all_of_ones_own_points_to_cancel_mine(text, make_assistant):
+@pytest.mark.parametrize("text", ["cancel all my failed tasks", "cancel all our jobs", "取消我们所有的任务"])
+def test_cancelling_all_that_is_no_own_live_task_asks_and_points_to_cancel_mine(text, make_assistant):
     turn = make_assistant().ask(text)
 
-    assert turn.cards == [] and "nightshift cancel --mine --status queued" in turn.reply
+    assert turn.tool_calls == [] and turn.cards == []
+    assert "nightshift cancel --mine --status queued" in turn.reply
 
 
 @pytest.mark.parametrize(
