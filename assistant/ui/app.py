@@ -3,8 +3,8 @@
 Element ids (`elem_id`) are part of the page's contract for the browser tests: `token-input`,
 `sign-in-button`, `who`, `model-label`, `chat`, `chat-input`, `send-button`, `confirm-card`,
 `confirm-button`, `confirm-all-button` (while several cards wait), `drop-button`, `tasks-table`,
-`tasks-note`, `log-view`, `hold-button`, `release-button`, `priority-choice`, `priority-button`,
-`queue-table`, `queue-refresh`, `gpus-table`, `gpus-refresh`, `chart-gpu-hours`, `chart-gpu-share`,
+`tasks-note`, `tasks-refresh`, `log-view`, `hold-button`, `release-button`, `priority-choice`,
+`priority-button`, `queue-table`, `queue-refresh`, `gpus-table`, `gpus-refresh`, `chart-gpu-hours`, `chart-gpu-share`,
 `chart-waits`, `chart-energy`, `chart-cost`, `chart-offpeak`, `chart-quota`, `results-sweep-id`,
 `results-tag`, `results-show`, `results-sort`, `results-goal`, `results-metric`, `results-note`,
 `results-table`, `results-chart`.
@@ -97,7 +97,7 @@ def build_ui(settings: Settings, api_url: str | None = None) -> gr.Blocks:
             with gr.Tab("My tasks", id="tasks-tab") as tasks_tab:
                 with gr.Row(equal_height=True):
                     status = gr.Dropdown(TASK_STATUSES, value="all", label="status", scale=1)
-                    refresh_tasks = gr.Button("Refresh", scale=0)
+                    refresh_tasks = gr.Button("Refresh", scale=0, elem_id="tasks-refresh")
                 tasks_note = gr.Markdown(elem_id="tasks-note")
                 tasks_table = gr.Dataframe(
                     views.tasks_frame([]), interactive=False, elem_id="tasks-table", wrap=True
@@ -272,8 +272,12 @@ def build_ui(settings: Settings, api_url: str | None = None) -> gr.Blocks:
         )
         drop.click(handlers.drop, [session], identity)
 
-        for event in (tasks_tab.select, refresh_tasks.click, status.change):
-            event(handlers.tasks, [session, status], tasks_out)
+        tasks_tab.select(handlers.tasks, [session, status], tasks_out)
+        for event in (
+            refresh_tasks.click,
+            status.change,
+        ):  # asked for: the count again, not the last click's note
+            event(handlers.refresh_tasks, [session, status], tasks_out)
         show_log.click(handlers.log_text, [session, log_id], log_view)
         hold.click(handlers.hold, [session, log_id, status], tasks_out)
         release.click(handlers.release, [session, log_id, status], tasks_out)

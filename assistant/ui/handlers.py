@@ -220,6 +220,13 @@ class Handlers:
             shown = (views.tasks_frame([]), f"Could not load tasks: {exc.message}")
         return shown if session.may_show_tasks_read(read) else (gr.skip(), gr.skip())
 
+    def refresh_tasks(self, session: UiSession | None, status: str) -> tuple[Any, Any]:
+        """The tasks table as the person asked for it (Refresh, another status): with its count, not what
+        the last click on a task said."""
+        if session is not None:
+            session.forget_action_note()
+        return self.tasks(session, status)
+
     def hold(self, session: UiSession | None, task_id: float | None, status: str) -> tuple[Any, Any]:
         """Hold the task in the id box back (it stays queued and starts nowhere until released); the table."""
         return self._hold_or_release(session, task_id, status, hold=True)

@@ -7,7 +7,6 @@ address the request reached this very server at, so the API checks identity and 
 from __future__ import annotations
 
 import threading
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,9 +44,6 @@ def local_admin_token(request: Any, settings: Settings) -> str | None:
         return None
 
 
-ACTION_NOTE_KEEP_S = 10.0  # how long what a click on a task said outlasts the table's refreshes
-
-
 @dataclass
 class UiSession:
     """A signed-in person: who they are (from GET /me), their client, assistant, chat and pending card."""
@@ -68,9 +64,10 @@ class UiSession:
     # run side by side, so a refresh begun before a hold may answer after it, with the table before the hold
     _tasks_reads: int = 0
     _tasks_shown: int = 0
-    # what the last click on a task said ("Task 5 is held: ...") and when (monotonic): a refresh that
-    # answers just after it (the tab's own, still on its way) keeps saying it instead of the count
-    _action_note: tuple[str, float] | None = None
+    # what the last click on a task said ("Task 5 is held: ..."): the refreshes that come by themselves (the
+    # tab's, the sign-in's, a card's, each maybe answering late on a loaded machine) keep saying it instead of
+    # the count; a refresh the person asks for (Refresh, another status) says the count again
+    _action_note: str | None = None
 
     @property
     def assistant(self) -> Assistant:
@@ -99,16 +96,20 @@ class UiSession:
             return True
 
     def note_action(self, said: str) -> None:
-        """Remember what a click on a task (hold, release, priority) said, to keep it on the page a while."""
+        """Remember what a click on a task (hold, release, priority) said, to keep it on the page until the
+        person asks for the table again."""
         with self._view_lock:
-            self._action_note = (said, time.monotonic())
+            self._action_note = said
 
-    def recent_action_note(self, within_s: float = ACTION_NOTE_KEEP_S) -> str | None:
-        """What the last click on a task said, if it was within `within_s` seconds; else None."""
+    def recent_action_note(self) -> str | None:
+        """What the last click on a task said, until `forget_action_note`; else None."""
         with self._view_lock:
-            if self._action_note is None or time.monotonic() - self._action_note[1] > within_s:
-                return None
-            return self._action_note[0]
+            return self._action_note
+
+    def forget_action_note(self) -> None:
+        """The person asked for the table (Refresh, another status): its note is the count again."""
+        with self._view_lock:
+            self._action_note = None
 
     def say(self, role: str, content: str) -> None:
         """Append a chat message (what the Chatbot shows)."""
