@@ -4,10 +4,10 @@ Element ids (`elem_id`) are part of the page's contract for the browser tests: `
 `sign-in-button`, `who`, `model-label`, `chat`, `chat-input`, `send-button`, `confirm-card`,
 `confirm-button`, `confirm-all-button` (while several cards wait), `drop-button`, `tasks-table`,
 `tasks-note`, `tasks-refresh`, `log-view`, `hold-button`, `release-button`, `priority-choice`,
-`priority-button`, `queue-table`, `queue-refresh`, `gpus-table`, `gpus-refresh`, `chart-gpu-hours`, `chart-gpu-share`,
-`chart-waits`, `chart-energy`, `chart-cost`, `chart-offpeak`, `chart-quota`, `results-sweep-id`,
-`results-tag`, `results-show`, `results-sort`, `results-goal`, `results-metric`, `results-note`,
-`results-table`, `results-chart`.
+`priority-button`, `queue-table`, `queue-refresh`, `gpus-table`, `gpus-refresh`, `chart-gpu-hours`,
+`chart-gpu-share`, `chart-waits`, `chart-energy`, `chart-cost`, `chart-offpeak`, `chart-quota`,
+`results-sweep-id`, `results-tag`, `results-show`, `results-sort`, `results-goal`, `results-metric`,
+`results-note`, `results-table`, `results-chart`.
 """
 
 from __future__ import annotations
