@@ -58,6 +58,8 @@ class SimulationResult:
     placements: dict[int, tuple[tuple[str, tuple[int, ...]], ...]] = field(default_factory=dict, repr=False)
     left_out: list[LeftOut] = field(default_factory=list)
     would_fit: str | None = None
+    # per person, where the trace names people a team has several of (fair share within a team)
+    per_user: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """The brief's metrics, in its order, rounded for reading; then `left_out` when jobs were."""
@@ -75,6 +77,7 @@ class SimulationResult:
             "utilization": round(self.utilization, 4),
             "lower_bound_mean_jct_s": round(self.lower_bound_mean_jct_s, 1),
             "per_team": self.per_team,
+            **({"per_user": self.per_user} if self.per_user else {}),
             "energy_kwh": round(self.energy_kwh, 2),
             "energy_cost": round(self.energy_cost, 2),
             "wall_s": round(self.wall_s, 3),
@@ -89,7 +92,7 @@ class SimulationResult:
 
 
 def team_metrics(waits_s: list[float], jcts_s: list[float], gpu_s: float) -> dict[str, float]:
-    """Per-team block of the metrics."""
+    """Per-team (or per-person) block of the metrics."""
     waits_s = sorted(waits_s)
     return {
         "jobs": len(waits_s),

@@ -226,11 +226,15 @@ def _measure(
         kwh += e
         cost += estimate_cost(sim.started_at[j.index], sim.ended_at[j.index], e, cfg.tariff)
     teams: dict[str, tuple[list[float], list[float], list[float]]] = {}
+    users: dict[str, tuple[list[float], list[float], list[float]]] = {}
     for j in done:
-        w, c, g = teams.setdefault(j.team, ([], [], []))
-        w.append(sim.started_at[j.index] - (epoch_s + j.submit_s))
-        c.append(sim.ended_at[j.index] - (epoch_s + j.submit_s))
-        g.append(j.gpus * j.duration_s)
+        for key, groups in ((j.team, teams), (j.user or j.team, users)):
+            w, c, g = groups.setdefault(key, ([], [], []))
+            w.append(sim.started_at[j.index] - (epoch_s + j.submit_s))
+            c.append(sim.ended_at[j.index] - (epoch_s + j.submit_s))
+            g.append(j.gpus * j.duration_s)
+    # people only where some team has several (a trace naming none has one per team: its team again)
+    several = len({(j.team, j.user) for j in done if j.user}) > len({j.team for j in done if j.user})
     return SimulationResult(
         policy=policy,
         jobs=len(jobs),
@@ -245,6 +249,7 @@ def _measure(
         utilization=busy_gpu_s / (len(gpus) * makespan_s) if makespan_s > 0 and gpus else 0.0,
         lower_bound_mean_jct_s=statistics.fmean(j.duration_s for j in jobs) if jobs else 0.0,
         per_team={t: team_metrics(w, c, sum(g)) for t, (w, c, g) in sorted(teams.items())},
+        per_user={u: team_metrics(w, c, sum(g)) for u, (w, c, g) in sorted(users.items())} if several else {},
         energy_kwh=kwh,
         energy_cost=cost,
         wall_s=wall_s,

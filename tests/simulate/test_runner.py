@@ -147,3 +147,20 @@ def test_jobs_that_could_never_fit_the_cluster_are_left_out_and_counted(tmp_path
     }
     assert two_nodes["jobs"] == 2 and two_nodes["left_out"]["count"] == 2  # 8 GPUs: both nodes whole
     assert suggested["jobs"] == 4 and list(suggested) == KEYS  # nothing left out: the brief's keys only
+
+
+def test_a_trace_naming_several_people_of_a_team_gets_metrics_per_person() -> None:
+    jobs = [
+        TraceJob(0, "a", 0.0, 600.0, 1, "lab", "alice"),
+        TraceJob(1, "b", 0.0, 600.0, 1, "lab", "alice"),
+        TraceJob(2, "c", 60.0, 600.0, 1, "lab", "bob"),
+    ]
+    one_each = [TraceJob(0, "a", 0.0, 600.0, 1, "lab", "lab"), TraceJob(1, "b", 0.0, 60.0, 1, "cv", "cv")]
+
+    result = simulate_jobs(jobs, "1x24", 1, "nightshift").to_dict()
+
+    assert set(result["per_user"]) == {"alice", "bob"}
+    assert result["per_user"]["alice"]["jobs"] == 2 and result["per_user"]["bob"]["jobs"] == 1
+    assert (
+        "per_user" not in simulate_jobs(one_each, "1x24", 1, "nightshift").to_dict()
+    )  # each team one person
