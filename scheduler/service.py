@@ -22,7 +22,7 @@ from scheduler.policy.aging import overdue_at_s, static_score
 from scheduler.policy.config import PolicyConfig
 from scheduler.policy.retry import decide_retry
 from scheduler.policy_input import queued_task_of
-from scheduler.priority_limits import check_priority_room
+from scheduler.priority_limits import check_priority_room, limit_for, over_limit
 from scheduler.settings import Settings
 from scheduler.spec import TaskSpec, parse_spec
 from scheduler.store.db import create_db_engine, make_session_factory, migrate
@@ -32,7 +32,7 @@ from scheduler.store.secret_sealing import SecretSealer
 from scheduler.store.secrets import SecretStore
 from scheduler.store.sweeps import SweepStore
 from scheduler.store.tables import FINAL_STATUSES, Task
-from scheduler.store.tasks import Finish, NewTask, TaskStore
+from scheduler.store.tasks import ClassLimitReached, Finish, NewTask, TaskStore
 from scheduler.submission import check_against_cluster, check_times_ahead, resolve
 
 log = logging.getLogger(__name__)
@@ -170,8 +170,15 @@ class Cluster:
         self, who: Identity, spec: TaskSpec | dict[str, object], idempotency_key: str | None = None
     ) -> tuple[Task, bool]:
         """Validate, store, then enqueue a task; returns (task, created). SQL first: Redis can be rebuilt."""
-        new = self.prepare(who, spec)
-        task, created = self.tasks.create(who, new, idempotency_key)
+        return self._store(who, self.prepare(who, spec), idempotency_key)
+
+    def _store(self, who: Identity, new: NewTask, idempotency_key: str | None) -> tuple[Task, bool]:
+        """Insert a prepared task (its class limit counted again as it is inserted) and enqueue it."""
+        limit = limit_for(self._priority_limits(), who, new.priority)
+        try:
+            task, created = self.tasks.create(who, new, idempotency_key, class_limit=limit)
+        except ClassLimitReached as full:  # another submission took the last place since `prepare`
+            raise over_limit(who, new.priority, full.live, 1, limit or 0) from None
         if not created and not same_submission(task.spec or {}, new.spec):
             raise ConflictError(
                 f"idempotency key {idempotency_key!r} was already used for task {task.id} with another spec; "
@@ -198,9 +205,14 @@ class Cluster:
         """
         results: list[Task | Exception] = []
         accepted: list[tuple[int, Identity, NewTask]] = []
+        limits = self._priority_limits()
         for number, (who, spec) in enumerate(items):
             try:
-                accepted.append((number, who, self.prepare(who, spec)))
+                new = self.prepare(who, spec)
+                if limit_for(limits, who, new.priority) is not None:  # counted again as it is inserted
+                    results.append(self._store(who, new, None)[0])
+                    continue
+                accepted.append((number, who, new))
                 results.append(_PENDING)
             except Exception as exc:  # this submission's own error, answered to its caller alone
                 results.append(exc)
@@ -242,8 +254,10 @@ class Cluster:
     def check_priority_room(self, who: Identity, adding: Mapping[str, int]) -> None:
         """422 when `who` would have more tasks of a class queued or running than `priority_limits` allows."""
         if self.settings.priority_limits:
-            limits = {str(name): limit for name, limit in self.settings.priority_limits.items()}
-            check_priority_room(self.tasks, limits, who, adding)
+            check_priority_room(self.tasks, self._priority_limits(), who, adding)
+
+    def _priority_limits(self) -> dict[str, int]:
+        return {str(name): limit for name, limit in self.settings.priority_limits.items()}
 
     def check_secrets(self, who: Identity, names: Sequence[str]) -> None:
         """422 when the spec names a secret its submitter has not set: the job could not be given it."""

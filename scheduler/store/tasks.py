@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Connection, Engine, Table, bindparam, func, insert, or_, select, update
+from sqlalchemy import Connection, Engine, Table, bindparam, func, insert, or_, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -160,6 +160,37 @@ def _insert_values(who: Identity, new: NewTask, idempotency_key: str | None) -> 
     }
 
 
+class ClassLimitReached(Exception):
+    """A person's live tasks of a priority class fill its limit (`live`: their ids, oldest first)."""
+
+    def __init__(self, live: list[int]) -> None:
+        super().__init__(f"{len(live)} live")
+        self.live = live
+
+
+PRIORITY_LIMIT_LOCK = 7_711  # pg_advisory_xact_lock(PRIORITY_LIMIT_LOCK, user id): one person's class count
+
+
+def _check_class_room(connection: Connection, user_id: int, priority: str, limit: int) -> None:
+    """ClassLimitReached when `user_id` already has `limit` queued or running tasks of `priority`, counted
+    in this transaction after taking the person's lock (PostgreSQL; SQLite's writers take turns already)."""
+    if connection.dialect.name == "postgresql":
+        connection.execute(
+            text("SELECT pg_advisory_xact_lock(:space, :user_id)"),
+            {"space": PRIORITY_LIMIT_LOCK, "user_id": user_id},
+        )
+    live = [
+        int(task_id)
+        for task_id in connection.execute(
+            select(Task.id)
+            .where(Task.user_id == user_id, Task.priority == priority, Task.status.in_(("queued", "running")))
+            .order_by(Task.id)
+        ).scalars()
+    ]
+    if len(live) + 1 > limit:
+        raise ClassLimitReached(live)
+
+
 def _insert(connection: Connection, values: dict[str, Any]) -> int:
     """INSERT one task row; its new id."""
     result = connection.execute(_INSERT_TASK, values)
@@ -204,8 +235,16 @@ class TaskStore:
 
     # --- creation and lookups --------------------------------------------------------------------
 
-    def create(self, who: Identity, new: NewTask, idempotency_key: str | None = None) -> tuple[Task, bool]:
+    def create(
+        self,
+        who: Identity,
+        new: NewTask,
+        idempotency_key: str | None = None,
+        class_limit: int | None = None,
+    ) -> tuple[Task, bool]:
         """Insert a queued task; with an idempotency key already used by this user, return that task.
+        With `class_limit`, the person's live tasks of its class are counted again in the inserting
+        transaction, under a lock per person: `ClassLimitReached` when it is full (nothing inserted).
 
         Returns (task, created).
         """
@@ -217,6 +256,8 @@ class TaskStore:
         try:
             # one Core INSERT (no unit of work, no SELECT back): every column's value is known here
             with write_connection(self._engine) as connection:
+                if class_limit is not None:
+                    _check_class_room(connection, who.user_id, new.priority, class_limit)
                 task_id = _insert(connection, values)
         except IntegrityError:
             existing = self._by_idempotency_key(who, idempotency_key) if idempotency_key else None

@@ -4,11 +4,16 @@ and says what to do; admins are exempt."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
+import pytest
+
 from api.main import create_app
-from scheduler.store.identity import create_token
+from scheduler.errors import SpecError
+from scheduler.store.identity import authenticate, create_token
 from tests.api.conftest import TestClient, bearer
+from tests.conftest import opened_cluster
 
 
 def _post(client, path: str, spec: dict[str, Any], token: dict[str, str]) -> Any:
@@ -123,3 +128,33 @@ def test_a_sweeps_change_one_of_its_tasks_refuses_changes_none_of_them(make_clus
     assert looped.status_code in (409, 422), looped.text
     assert checked.status_code == looped.status_code
     assert [cluster.tasks.get_any(task_id).spec.get("depends_on") or [] for task_id in ids] == [[], [], []]
+
+
+@pytest.mark.parametrize("threads", [8])
+def test_submissions_racing_for_the_last_places_of_a_class_never_pass_its_limit(
+    make_settings, redis_url, database_url, threads
+):
+    settings = make_settings(database_url=database_url, priority_limits={"urgent": 2})
+    with opened_cluster(settings, redis_url) as cluster:
+        who = authenticate(cluster.factory, create_token(cluster.factory, user="alice", team="vision"))
+        start = threading.Barrier(threads)
+        outcomes: list[str] = []
+
+        def submit() -> None:
+            start.wait()
+            try:
+                cluster.submit(who, {"command": "true", "gpus": 0, "priority": "urgent"})
+                outcomes.append("created")
+            except SpecError as refused:
+                assert "at most 2 per person" in refused.message
+                outcomes.append("refused")
+
+        runners = [threading.Thread(target=submit) for _ in range(threads)]
+        for runner in runners:
+            runner.start()
+        for runner in runners:
+            runner.join(60)
+        urgent = cluster.tasks.live_in_class(who.user_id, "urgent")
+
+    assert sorted(outcomes) == ["created"] * 2 + ["refused"] * (threads - 2)
+    assert len(urgent) == 2
