@@ -50,11 +50,9 @@ def fairshare_by_member(
         in_window.setdefault(team, set()).add(user)
     if not within_teams:
         return {(team, user): team_factors.get(team, 1.0) for team, user in wanted}
+    weights = {team: member_weights(usage.get(team), users) for team, users in in_window.items()}
     return {
-        (team, user): min(
-            1.0, team_factors.get(team, 1.0) * member_weight(usage.get(team), user, in_window[team])
-        )
-        for team, user in wanted
+        (team, user): min(1.0, team_factors.get(team, 1.0) * weights[team][user]) for team, user in wanted
     }
 
 
@@ -62,13 +60,18 @@ def member_weight(team: TeamUsage | None, user: str, waiting: Iterable[str]) -> 
     """2^(1 - n * part): `user`'s part of the team's decayed usage against an equal part of its n members
     (those who used GPUs lately and those who wait now): 1 for an equal part, up to 2 for none, down to
     2^(1-n) for all of it; 1 when the team has one member or no usage."""
-    used = dict(team.member_decayed_gpu_s) if team is not None else {}
-    names = {name for name, gpu_s in used.items() if gpu_s > 0} | set(waiting) | {user}
+    return member_weights(team, {*waiting, user})[user]
+
+
+def member_weights(team: TeamUsage | None, waiting: Iterable[str]) -> dict[str, float]:
+    """`member_weight` of each of `waiting`, the team's usage read once."""
+    used = team.member_decayed_gpu_s if team is not None else {}
+    people = set(waiting)
     total = sum(max(0.0, gpu_s) for gpu_s in used.values())
-    if len(names) <= 1 or total <= 0:
-        return 1.0
-    part = max(0.0, used.get(user, 0.0)) / total
-    return math.pow(2.0, 1.0 - len(names) * part)
+    n = len({name for name, gpu_s in used.items() if gpu_s > 0} | people)
+    if n <= 1 or total <= 0:
+        return dict.fromkeys(people, 1.0)
+    return {user: math.pow(2.0, 1.0 - n * max(0.0, used.get(user, 0.0)) / total) for user in people}
 
 
 def fairshare_of_tasks(
