@@ -330,8 +330,8 @@ class Cluster:
         checkpoint. ConflictError unless it is running."""
         task = self.tasks.get_for(who, task_id)
         if task.status != "running" or task.node is None or task.lease_token is None:
-            what = "already " + task.status if task.status in FINAL_STATUSES else task.status
-            raise ConflictError(f"task {task_id} is {what}: only a running task can be put back in the queue")
+            what = f"already {task.status}" if task.status in FINAL_STATUSES else f"is {task.status}"
+            raise ConflictError(f"task {task_id} {what}: only a running task can be put back in the queue")
         if task.cancel_requested:
             raise ConflictError(f"task {task_id} is being cancelled: it is not put back in the queue")
         self.queue.request_requeue(task_id, task.node, task.lease_token, who.user, hold)

@@ -631,9 +631,8 @@ class Worker:
             if asked is not None:
                 held = f", held until `nightshift release {item.claim.task_id}`" if asked.hold else ""
                 said = f"requeued by {asked.user}: stopped and put back in the queue{held}"
-                self.stop_task(
-                    item.claim.task_id, REQUEUE_REASON, said, held_by=asked.user if asked.hold else None
-                )
+                held_by = asked.user if asked.hold else None
+                self.stop_task(item.claim.task_id, REQUEUE_REASON, said, held_by, stop_reason="requeued")
                 continue
             announced = announced_time_limit(limit)
             if announced is not None and announced[0] == item.claim.token:
@@ -772,15 +771,22 @@ class Worker:
                     claims.setdefault(index, set()).add(token)
         return claims
 
-    def stop_task(self, task_id: int, settle_as: str, message: str, held_by: str | None = None) -> bool:
+    def stop_task(
+        self,
+        task_id: int,
+        settle_as: str,
+        message: str,
+        held_by: str | None = None,
+        stop_reason: StopReason = "cancelled",
+    ) -> bool:
         """Stop a running job (its stop signal, grace, KILL) and settle it with `settle_as` (watchdogs, a
-        requeue; `held_by`: queued again held by this person)."""
+        requeue; `held_by`: queued again held by this person; `stop_reason`: what its log's end line says)."""
         with self._lock:
             item = self._job_of(task_id)
             if item is None or item.stop_started:
                 return False
             item.settle_as, item.settle_message, item.settle_held_by = settle_as, message, held_by
-        self._request_stop(item, "cancelled")
+        self._request_stop(item, stop_reason)
         return True
 
     # --- heartbeat ------------------------------------------------------------------------------------

@@ -23,20 +23,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-StopReason = Literal["timeout", "output_limit", "cancelled", "lost_lease", "worker_shutdown"]
+StopReason = Literal["timeout", "output_limit", "cancelled", "requeued", "lost_lease", "worker_shutdown"]
 OutcomeReason = Literal[
     "exit",
     "nonzero_exit",
     "timeout",
     "output_limit",
     "cancelled",
+    "requeued",
     "lost_lease",
     "worker_shutdown",
     "signal",
     "oom",
 ]
 STOP_REASONS: frozenset[str] = frozenset(
-    {"timeout", "output_limit", "cancelled", "lost_lease", "worker_shutdown"}
+    {"timeout", "output_limit", "cancelled", "requeued", "lost_lease", "worker_shutdown"}
 )
 
 OOM_TAIL_BYTES = 64 * 1024
@@ -85,6 +86,7 @@ _REASON_WORDS = {
     "timeout": "stopped at its time limit",
     "output_limit": "stopped: its output passed the log size limit",
     "cancelled": "cancelled",
+    "requeued": "stopped and put back in the queue",
     "lost_lease": "stopped: its worker lost the task's lease",
     "worker_shutdown": "stopped: its worker is shutting down; the task goes back to the queue",
     "oom": "out of memory",

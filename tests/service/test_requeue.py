@@ -62,6 +62,7 @@ def test_a_requeued_task_stops_goes_back_to_the_queue_and_resumes_from_its_check
     assert row.enqueued_at == enqueued  # its age is kept
     text = log.read_text()
     assert "attempt 1 got TERM, saving" in text and "attempt 2 resumed from step 42" in text
+    assert f"==> nightshift task {task.id} attempt 1 ended: stopped and put back in the queue (" in text
 
 
 def test_only_a_running_task_of_ones_team_is_requeued(cluster, make_identity, start_worker, tmp_path: Path):
@@ -103,7 +104,10 @@ def test_only_a_running_task_of_ones_team_is_requeued(cluster, make_identity, st
         queued.json()["detail"]
         == f"task {later['id']} is queued: only a running task can be put back in the queue"
     )
-    assert ended.status_code == 409 and "is already succeeded" in ended.json()["detail"]
+    assert (
+        ended.status_code == 409
+        and f"task {done['id']} already succeeded: only a running" in ended.json()["detail"]
+    )
     assert other_team.status_code == 404
     assert being_cancelled.status_code == 409
     assert wait_until(lambda: _status(cluster, running["id"]) == "cancelled")
