@@ -607,7 +607,7 @@ def cancel_tasks(
         "tasks": [
             task_view(task) if task else {"id": task_id} for task_id, task in tasks.items() if task_id in live
         ],
-        "left_out": [{"id": task_id, "status": status} for task_id, status in ended.items()],
+        "left_out": [{"id": task_id, "status": ended_as} for task_id, ended_as in ended.items()],
     }
     ctx.actions.add("cancel_tasks", card, {"task_ids": live})
     return _result(pending_action=card, note="Nothing has been cancelled: the person must confirm the card.")
