@@ -524,16 +524,10 @@ def _refused_by_the_api(ctx: ToolContext, spec: dict[str, Any]) -> str | None:
     (`POST /tasks/check`): what only the server knows, the person's secrets and priority limits, their
     team's queued cap, is checked before a card is shown. Its times are left out: the card checked them
     against the conversation's clock. None when it would be accepted (or no API)."""
-    if ctx.client is None:
+    client = ctx.client
+    if client is None:
         return None
-    timeless = {key: value for key, value in spec.items() if key not in ("not_before", "deadline")}
-    try:
-        ctx.client.check(timeless, estimate=False)
-    except ClientError as exc:
-        if exc.status_code in (0,) or exc.status_code >= 500:
-            return None  # the submission itself will say; a card is still worth showing
-        return _error(exc.message, exc.errors)
-    return None
+    return _refused_by_a_dry_run(lambda timeless: client.check(timeless, estimate=False), spec)
 
 
 def cancel_task(ctx: ToolContext, task_id: int) -> str:

@@ -1059,12 +1059,7 @@ def _rerun(rest: str, command: str | None, now: datetime) -> Reading | None:
         return _rerun_each(rest, text, command, now)
     if MORE_GPUS.search(text):  # "run 12 again with 2 more GPUs": how many in all?
         return Reading("question", args={"task_id": task_id}, reason="gpus_in_all")
-    asked = text[: named.start()] + " " + text[named.end() :]
-    args = _spec_args(asked, now)  # "without its time limit": what of task 12 to leave out, as `clear`
-    clear = [name for name in cleared_fields(asked).fields if name not in args]
-    if REQUEUE.search(rest) and not (args or clear or command):  # as it is: the tool sees if it still runs
-        return _tool("requeue_task", task_id=task_id)
-    return _tool("submit_task", like_task=task_id, command=command, clear=clear or None, **args)
+    return _run_again(rest, [task_id], text[: named.start()] + " " + text[named.end() :], command, now)
 
 
 def _rerun_each(rest: str, text: str, command: str | None, now: datetime) -> Reading:
@@ -1073,14 +1068,19 @@ def _rerun_each(rest: str, text: str, command: str | None, now: datetime) -> Rea
     ids = task_ids(text)
     if command is not None or len(ids) > MAX_CHANGED_AT_ONCE or MORE_GPUS.search(text):
         return Reading("question", reason="one_rerun")
-    asked = ID_RANGE.sub(" ", ID_LIST.sub(" ", TASK_ID.sub(" ", text)))
+    return _run_again(rest, ids, ID_RANGE.sub(" ", ID_LIST.sub(" ", TASK_ID.sub(" ", text))), None, now)
+
+
+def _run_again(rest: str, ids: list[int], asked: str, command: str | None, now: datetime) -> Reading:
+    """Each of `ids` again, changed by what `asked` (the request without its task ids) says and without
+    what it takes away ("without the time limit", "不限时": `clear`); as it is, a requeue ("requeue 12", the
+    tool sees whether it still runs)."""
     args = _spec_args(asked, now)
     clear = [name for name in cleared_fields(asked).fields if name not in args]
-    if REQUEUE.search(rest) and not (args or clear):
+    if REQUEUE.search(rest) and not (args or clear or command):
         return _for_each_task(_tool("requeue_task", task_id=ids[0]), ids)
-    return _for_each_task(
-        _tool("submit_task", like_task=ids[0], clear=clear or None, **args), ids, key="like_task"
-    )
+    again = _tool("submit_task", like_task=ids[0], command=command, clear=clear or None, **args)
+    return _for_each_task(again, ids, key="like_task")
 
 
 # "requeue 12", "put 12 back in the queue", "把12号重新排队": a running task stopped and queued again

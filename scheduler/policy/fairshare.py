@@ -56,15 +56,10 @@ def fairshare_by_member(
     }
 
 
-def member_weight(team: TeamUsage | None, user: str, waiting: Iterable[str]) -> float:
-    """2^(1 - n * part): `user`'s part of the team's decayed usage against an equal part of its n members
-    (those who used GPUs lately and those who wait now): 1 for an equal part, up to 2 for none, down to
-    2^(1-n) for all of it; 1 when the team has one member or no usage."""
-    return member_weights(team, {*waiting, user})[user]
-
-
 def member_weights(team: TeamUsage | None, waiting: Iterable[str]) -> dict[str, float]:
-    """`member_weight` of each of `waiting`, the team's usage read once."""
+    """2^(1 - n * part) for each person of `waiting`: their part of the team's decayed usage against an equal
+    part of its n members (those who used GPUs lately and those who wait now): 1 for an equal part, up to 2
+    for none, down to 2^(1-n) for all of it; 1 when the team has one member or no usage."""
     used = team.member_decayed_gpu_s if team is not None else {}
     people = set(waiting)
     total = sum(max(0.0, gpu_s) for gpu_s in used.values())

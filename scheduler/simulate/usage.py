@@ -20,15 +20,12 @@ class UsageTracker:
         self.rolling = rolling
         self.config = config
         self._parts: dict[int, RunningTask] = {}  # a running task's first part: its expected end
-        self._decayed: dict[str, tuple[float, float]] = {}  # team -> (value, at_s)
-        self._running_gpus: dict[str, float] = {}
-        self._running_start_sum: dict[str, float] = {}  # sum of gpus * started_at_s
-        self._running: dict[int, tuple[str, float, float]] = {}  # task -> (team, gpus, start_s)
+        self._running: dict[int, tuple[str, str, float, float]] = {}  # task -> (team, user, gpus, start_s)
         self._done: dict[str, deque[tuple[float, float, float]]] = {}  # team -> (start_s, end_s, gpus)
-        # fair share within a team: the same decayed sums per (team, person)
-        self._users: dict[int, str] = {}
+        # decayed GPU-seconds per (team, person) as (value, at_s), and what each runs now as (gpus, sum of
+        # gpus * start_s); a team's are the sums of its members' (the decay is linear)
         self._member_decayed: dict[tuple[str, str], tuple[float, float]] = {}
-        self._member_running: dict[tuple[str, str], tuple[float, float]] = {}  # (gpus, sum of gpus * start)
+        self._member_running: dict[tuple[str, str], tuple[float, float]] = {}
 
     def started(
         self,
@@ -40,31 +37,21 @@ class UsageTracker:
         user: str = "",
     ) -> None:
         """A task of `team` (run by `user`) started holding `gpus` (`part`: how the policy sees it run)."""
-        self._running[task_id] = (team, gpus, at_s)
-        self._users[task_id] = user
+        self._running[task_id] = (team, user, gpus, at_s)
         held, start_sum = self._member_running.get((team, user), (0.0, 0.0))
         self._member_running[(team, user)] = (held + gpus, start_sum + gpus * at_s)
         if part is not None:
             self._parts[task_id] = part
-        self._running_gpus[team] = self._running_gpus.get(team, 0.0) + gpus
-        self._running_start_sum[team] = self._running_start_sum.get(team, 0.0) + gpus * at_s
 
     def ended(self, task_id: int, at_s: float) -> None:
         """A task ended: its GPU-seconds move from running to the decayed total."""
-        team, gpus, start_s = self._running.pop(task_id)
+        team, user, gpus, start_s = self._running.pop(task_id)
         self._parts.pop(task_id, None)
-        member = (team, self._users.pop(task_id, ""))
+        member = (team, user)
         held, start_sum = self._member_running[member]
         self._member_running[member] = (held - gpus, start_sum - gpus * start_s)
         value, ref_s = self._member_decayed.get(member, (0.0, at_s))
         self._member_decayed[member] = (
-            value * decay_factor(at_s - ref_s, self.half_life_s) + gpus * (at_s - start_s),
-            at_s,
-        )
-        self._running_gpus[team] -= gpus
-        self._running_start_sum[team] -= gpus * start_s
-        value, ref_s = self._decayed.get(team, (0.0, at_s))
-        self._decayed[team] = (
             value * decay_factor(at_s - ref_s, self.half_life_s) + gpus * (at_s - start_s),
             at_s,
         )
@@ -78,14 +65,12 @@ class UsageTracker:
         """Usage of every team seen, at `now_s`, running work included."""
         out: dict[str, TeamUsage] = {}
         members = self._members(now_s)
-        for team in set(self._decayed) | set(self._running_gpus):
-            value, ref_s = self._decayed.get(team, (0.0, now_s))
-            running_s = self._running_gpus.get(team, 0.0) * now_s - self._running_start_sum.get(team, 0.0)
-            decayed = value * decay_factor(now_s - ref_s, self.half_life_s) + max(0.0, running_s)
+        for team, by_member in members.items():
+            decayed = sum(by_member.values())
             day = week = 0.0
             if self.rolling:
                 day, week = self._rolling(team, now_s)
-            out[team] = TeamUsage(team, decayed, day, week, member_decayed_gpu_s=members.get(team, {}))
+            out[team] = TeamUsage(team, decayed, day, week, member_decayed_gpu_s=by_member)
         if self.rolling and self.config is not None:
             out = self._with_budget_frees(out, now_s, self.config)
         return out
@@ -109,7 +94,7 @@ class UsageTracker:
         if not teams:
             return usage
         spans = {team: [UsageSpan(g, s, e) for s, e, g in self._done.get(team, ())] for team in teams}
-        for task_id, (team, gpus, start_s) in self._running.items():
+        for task_id, (team, _, gpus, start_s) in self._running.items():
             if team in spans:
                 part = self._parts.get(task_id)
                 end_s = expected_end_s(part, now_s, config, config.forecast_overrun_factor) if part else now_s
@@ -119,7 +104,7 @@ class UsageTracker:
     def _rolling(self, team: str, now_s: float) -> tuple[float, float]:
         day = week = 0.0
         spans = list(self._done.get(team, ()))
-        spans += [(s, now_s, g) for (t, g, s) in self._running.values() if t == team]
+        spans += [(s, now_s, g) for (t, _, g, s) in self._running.values() if t == team]
         for start_s, end_s, gpus in spans:
             day += gpus * max(0.0, end_s - max(start_s, now_s - DAY_S))
             week += gpus * max(0.0, end_s - max(start_s, now_s - WEEK_S))

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Connection, Engine, Table, bindparam, func, insert, or_, select, text, update
+from sqlalchemy import Connection, Engine, Select, Table, bindparam, func, insert, or_, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -179,16 +179,18 @@ def _check_class_room(connection: Connection, user_id: int, priority: str, limit
             text("SELECT pg_advisory_xact_lock(:space, :user_id)"),
             {"space": PRIORITY_LIMIT_LOCK, "user_id": user_id},
         )
-    live = [
-        int(task_id)
-        for task_id in connection.execute(
-            select(Task.id)
-            .where(Task.user_id == user_id, Task.priority == priority, Task.status.in_(("queued", "running")))
-            .order_by(Task.id)
-        ).scalars()
-    ]
+    live = [int(task_id) for task_id in connection.execute(_live_in_class(user_id, priority)).scalars()]
     if len(live) + 1 > limit:
         raise ClassLimitReached(live)
+
+
+def _live_in_class(user_id: int, priority: str) -> Select[int]:
+    """The ids of a person's queued or running tasks of one priority class, oldest first."""
+    return (
+        select(Task.id)
+        .where(Task.user_id == user_id, Task.priority == priority, Task.status.in_(("queued", "running")))
+        .order_by(Task.id)
+    )
 
 
 def _insert(connection: Connection, values: dict[str, Any]) -> int:
@@ -445,16 +447,7 @@ class TaskStore:
     def live_in_class(self, user_id: int, priority: str) -> list[int]:
         """The ids of a person's queued or running tasks of one priority class, oldest first."""
         with self.factory() as session:
-            query = (
-                select(Task.id)
-                .where(
-                    Task.user_id == user_id,
-                    Task.priority == priority,
-                    Task.status.in_(("queued", "running")),
-                )
-                .order_by(Task.id)
-            )
-            return [int(task_id) for task_id in read_only(session).scalars(query)]
+            return [int(task_id) for task_id in read_only(session).scalars(_live_in_class(user_id, priority))]
 
     def count_queued_for_team(self, team_id: int) -> int:
         """How many tasks of this team wait in the queue (the per-team cap on queued tasks)."""

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from scheduler.policy.config import PolicyConfig, TeamUsage
 from scheduler.policy.engine import decide
-from scheduler.policy.fairshare import fairshare_by_member, fairshare_factors, member_weight
+from scheduler.policy.fairshare import fairshare_by_member, fairshare_factors, member_weights
 from tests.policy.builders import make_gpus, make_task
 
 CFG = PolicyConfig()
@@ -59,7 +59,7 @@ def test_a_team_of_one_person_or_of_no_use_keeps_the_teams_factor():
     by_member = fairshare_by_member(usage, members)
 
     assert {team: by_member[(team, user)] for team, user in members} == by_team
-    assert member_weight(None, "anyone", ["anyone", "other"]) == 1.0
+    assert member_weights(None, ["anyone", "other"]) == {"anyone": 1.0, "other": 1.0}
 
 
 @given(
