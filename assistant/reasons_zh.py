@@ -322,6 +322,10 @@ _RULES: list[Rule] = [
         re.compile(r"(day|week) budget of team (\S+) is used up \((.+) GPU-h\)"),
         lambda m: f"团队 {m[2]} 的{_PERIOD[m[1]]}预算已用完（{m[3]} GPU小时）",
     ),
+    (
+        re.compile(r"(day|week) budget of (\S+) in team (\S+) is used up \((.+) GPU-h\)"),
+        lambda m: f"{m[2]} 在团队 {m[3]} 的个人{_PERIOD[m[1]]}预算已用完（{m[4]} GPU小时）",
+    ),
     (re.compile(r"new starts again at (.+)"), lambda m: f"{m[1]} 起可以再启动新任务"),
     (
         re.compile(r"held by (\S+): nightshift release (\d+) lets it start"),
@@ -334,6 +338,10 @@ _RULES: list[Rule] = [
     (
         re.compile(r"team (\S+) has used (\d+)% of its (day|week) budget \((.+) GPU-h\)"),
         lambda m: f"团队 {m[1]} 已用掉{_PERIOD[m[3]]}预算的 {m[2]}%（{m[4]} GPU小时）",
+    ),
+    (
+        re.compile(r"(\S+) in team (\S+) has used (\d+)% of their (day|week) budget \((.+) GPU-h\)"),
+        lambda m: f"{m[1]} 在团队 {m[2]} 已用掉个人{_PERIOD[m[4]]}预算的 {m[3]}%（{m[5]} GPU小时）",
     ),
     (
         re.compile(r"deep in the queue \(beyond the forecast window\)"),

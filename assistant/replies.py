@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import date, datetime, time
 from typing import Any
 
@@ -1339,10 +1339,31 @@ def _quota(data: dict[str, Any], lang: str, now: datetime | None = None) -> str:
         again = _t(lang, f"; new starts again {at}", f"；{at} 起可以再启动新任务")
     # the budgets are rolling windows, not a calendar day and week
     day_part, week_part = part(day, "last 24 h", "过去 24 小时"), part(week, "last 7 days", "过去 7 天")
+    own = _own_budget_words(quota.get("user_budget") or {}, part, lang, now)
     fair = _fair_share_words(quota.get("fair_share") or {}, lang)
     if lang == "zh":
-        return f"{head}；{day_part}；{week_part}{again}。{fair}"
-    return f"{head}; {day_part}; {week_part}{again}.{fair}"
+        return f"{head}；{day_part}；{week_part}{again}。{own}{fair}"
+    return f"{head}; {day_part}; {week_part}{again}.{own}{fair}"
+
+
+def _own_budget_words(
+    own: dict[str, Any], part: Callable[[dict[str, Any], str, str], str], lang: str, now: datetime | None
+) -> str:
+    """ " Your own budget: last 24 h: 8.5 of 10 GPU-h used, 1.5 left (warning); ..." (nothing without one)."""
+    periods = [
+        (own.get(p) or {}, en, zh)
+        for p, en, zh in (("day", "last 24 h", "过去 24 小时"), ("week", "last 7 days", "过去 7 天"))
+    ]
+    words = [part(period, en, zh) for period, en, zh in periods if period.get("budget_gpu_h") is not None]
+    if not words:
+        return ""
+    again = ""
+    if own.get("new_starts_at"):
+        at = when(own["new_starts_at"], now, lang)
+        again = _t(lang, f"; your new starts again {at}", f"；你的新任务 {at} 起可以再启动")
+    if lang == "zh":
+        return f"你个人的预算：{'；'.join(words)}{again}。"
+    return f" Your own budget: {'; '.join(words)}{again}."
 
 
 def _fair_share_words(fair: dict[str, Any], lang: str) -> str:

@@ -40,7 +40,7 @@ class ClusterState:
     succeeded: set[int]
     failed: set[int]
     typical_run_s: float | None = None  # the cluster's recent median run time (`DurationHistory.typical_s`)
-    # GPU work of the last week that has ended, (team, gpus, start_s, end_s): when used-up budgets free
+    # GPU work of the last week that has ended, (team, gpus, start_s, end_s, user): when used-up budgets free
     finished: list[FinishedSpan] = field(default_factory=list)
     next_lease_expiry_ms: int | None = None  # when the first lease runs out (read by the scheduler's pass)
 
@@ -76,7 +76,7 @@ class UsageCache:
         spans = gpu_spans(self.cluster.factory, now, 4 * config.fairshare_half_life_s)
         usage = team_usage(spans, now, config.fairshare_half_life_s)
         finished = [
-            (s.team, float(s.gpus), s.start_s, s.end_s)
+            (s.team, float(s.gpus), s.start_s, s.end_s, s.user)
             for s in spans
             if s.end_s is not None and s.end_s >= now - WEEK_S
         ]

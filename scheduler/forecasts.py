@@ -18,13 +18,13 @@ from scheduler.errors import NotFoundError, SpecError
 from scheduler.logs import LAST_OUTPUT_LINES
 from scheduler.policy import reasons
 from scheduler.policy.aging import static_score, task_estimate_s
-from scheduler.policy.config import PolicyConfig, TeamUsage
+from scheduler.policy.config import Budgets, PolicyConfig, TeamUsage
 from scheduler.policy.estimate import estimate_duration_s, expected_end_s
 from scheduler.policy.explain import explain
 from scheduler.policy.fairshare import fairshare_by_member, fairshare_factors
 from scheduler.policy.forecast import StartEstimate, estimate_starts
 from scheduler.policy.placement import cpu_node
-from scheduler.policy.quotas import budget_status, gpus_in_use
+from scheduler.policy.quotas import BudgetStatus, budget_status, gpus_in_use, member_budget_status
 from scheduler.policy.reasons import human_duration, local_time
 from scheduler.policy.tariff import estimate_cost, estimate_energy_kwh, gpu_power_w
 from scheduler.policy.types import MIB_PER_GB, GpuSlot, PriorityClass, QueuedTask
@@ -516,7 +516,8 @@ def _energy_and_cost(
 
 def quota_status(cluster: Cluster, usage: UsageCache, team: str, user: str | None = None) -> dict[str, Any]:
     """A team's GPU cap and use, and its day/week budgets: used, budget, and ok / warning / exhausted; with
-    `user`, that person's own cap and GPUs in use too (across their teams)."""
+    `user`, that person's own cap and GPUs in use too (across their teams), and their own budgets in
+    `team` (`user_budget`, where people have budgets)."""
     if team_id_by_name(cluster.factory, team) is None:
         raise NotFoundError(f"team {team!r} not found")
     config = cluster.policy_config
@@ -528,27 +529,29 @@ def quota_status(cluster: Cluster, usage: UsageCache, team: str, user: str | Non
     used = usage_by_team.get(team, TeamUsage(team))
     # as the cap counts them: tasks assigned or starting hold their GPUs too, a shared GPU its fraction
     in_use = _gpus(gpus_in_use(state.running).get(team, 0.0))
-    status = budget_status(team, usage_by_team, config)
-    new_starts_at = None
-    if status.level == "exhausted" and used.budget_frees_at_s is not None:
-        new_starts_at = _iso(used.budget_frees_at_s)
+    used_s = (used.gpu_s_last_day, used.gpu_s_last_week)
     answer: dict[str, Any] = {
         "team": team,
         "gpu_cap": config.team_cap(team),
         "gpus_in_use": in_use,
-        "day": _period(used.gpu_s_last_day, config.day_budget_gpu_h.get(team), config.budget_warn_fraction),
-        "week": _period(
-            used.gpu_s_last_week, config.week_budget_gpu_h.get(team), config.budget_warn_fraction
+        **_budgets(
+            used_s,
+            config.team_budgets(team),
+            budget_status(team, usage_by_team, config),
+            frees_at=used.budget_frees_at_s,
+            config=config,
         ),
-        "state": {"ok": "ok", "warn": "warning", "exhausted": "exhausted"}[status.level],
-        "message": status.message or "within budget",
-        "new_starts_at": new_starts_at,
         "fair_share": _fair_share(team, {t.team for t in state.queued}, usage_by_team, config),
     }
     if user is not None:
         answer["user"] = user
         answer["user_gpu_cap"] = config.user_cap(user)
         answer["user_gpus_in_use"] = _gpus(gpus_in_use(state.running, by="user").get(user, 0.0))
+        if config.has_user_budgets:
+            own_s = (used.member_gpu_s_last_day.get(user, 0.0), used.member_gpu_s_last_week.get(user, 0.0))
+            own = member_budget_status(team, user, usage_by_team, config)
+            frees_at = used.member_budget_frees_at_s.get(user)
+            answer["user_budget"] = _budgets(own_s, config.user_budgets(user), own, frees_at, config)
         if config.fairshare_within_teams:
             members = [(t.team, t.user) for t in state.queued]
             answer["fair_share"]["member"] = _member_share(team, user, members, usage_by_team, config)
@@ -606,6 +609,26 @@ def _member_share(
         "members": len(members),
         "factor": round(factor, 3),
         "credit_h": round(config.fairshare_max_credit_s * factor / 3600, 2) if config.credits_on else 0.0,
+    }
+
+
+def _budgets(
+    used_s: tuple[float, float],
+    budgets: Budgets,
+    status: BudgetStatus,
+    frees_at: float | None,
+    config: PolicyConfig,
+) -> dict[str, Any]:
+    """Day and week use against `budgets`, their state and message, and when new starts come again."""
+    new_starts_at = None
+    if status.level == "exhausted" and frees_at is not None and math.isfinite(frees_at):
+        new_starts_at = _iso(frees_at)
+    return {
+        "day": _period(used_s[0], budgets.day_h, config.budget_warn_fraction),
+        "week": _period(used_s[1], budgets.week_h, config.budget_warn_fraction),
+        "state": {"ok": "ok", "warn": "warning", "exhausted": "exhausted"}[status.level],
+        "message": status.message or "within budget",
+        "new_starts_at": new_starts_at,
     }
 
 

@@ -92,6 +92,18 @@ class Settings(BaseSettings):
     )
     day_budget_gpu_h: dict[str, float] = Field(default_factory=dict, description="rolling 24 h GPU-hours")
     week_budget_gpu_h: dict[str, float] = Field(default_factory=dict, description="rolling 7 day GPU-hours")
+    user_day_budget_gpu_h: dict[str, Annotated[float, Field(ge=0)]] = Field(
+        default_factory=dict, description="a person's own rolling 24 h GPU-hours, in each of their teams"
+    )
+    user_week_budget_gpu_h: dict[str, Annotated[float, Field(ge=0)]] = Field(
+        default_factory=dict, description="a person's own rolling 7 day GPU-hours, in each of their teams"
+    )
+    default_user_day_budget_gpu_h: float | None = Field(
+        default=None, ge=0, description="the day budget of every person not in user_day_budget_gpu_h"
+    )
+    default_user_week_budget_gpu_h: float | None = Field(
+        default=None, ge=0, description="the week budget of every person not in user_week_budget_gpu_h"
+    )
     borrowing: bool = Field(default=True, description="use idle GPUs above a team's cap when nobody waits")
     fairshare_half_life_h: float = Field(default=168.0, gt=0)
     fairshare_within_teams: bool = Field(

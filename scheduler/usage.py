@@ -47,23 +47,27 @@ def _decayed_gpu_s(span: GpuSpan, now_s: float, half_life_s: float) -> float:
 
 
 def team_usage(spans: Iterable[GpuSpan], now_s: float, half_life_s: float) -> dict[str, TeamUsage]:
-    """Per-team GPU-seconds over the last day and week, and decayed over all history (also per member)."""
-    totals: dict[str, list[float]] = {}
-    members: dict[str, dict[str, float]] = {}
+    """Per-team GPU-seconds over the last day and week, and decayed over all history; each also per member."""
+    members: dict[str, dict[str, list[float]]] = {}  # team -> person -> [decayed, day, week]
     for span in spans:
-        day = span.gpus * _overlap_s(span, now_s - DAY_S, now_s)
-        week = span.gpus * _overlap_s(span, now_s - WEEK_S, now_s)
-        decayed = _decayed_gpu_s(span, now_s, half_life_s)
-        acc = totals.setdefault(span.team, [0.0, 0.0, 0.0])
-        acc[0] += decayed
-        acc[1] += day
-        acc[2] += week
-        by_member = members.setdefault(span.team, {})
-        by_member[span.user] = by_member.get(span.user, 0.0) + decayed
-    return {
-        team: TeamUsage(team, d, day, week, member_decayed_gpu_s=members[team])
-        for team, (d, day, week) in totals.items()
-    }
+        acc = members.setdefault(span.team, {}).setdefault(span.user, [0.0, 0.0, 0.0])
+        acc[0] += _decayed_gpu_s(span, now_s, half_life_s)
+        acc[1] += span.gpus * _overlap_s(span, now_s - DAY_S, now_s)
+        acc[2] += span.gpus * _overlap_s(span, now_s - WEEK_S, now_s)
+    return {team: _team_of_members(team, by_member) for team, by_member in members.items()}
+
+
+def _team_of_members(team: str, by_member: dict[str, list[float]]) -> TeamUsage:
+    """A team's usage as the sums of its members' [decayed, day, week] GPU-seconds, with theirs kept."""
+    return TeamUsage(
+        team,
+        sum(acc[0] for acc in by_member.values()),
+        sum(acc[1] for acc in by_member.values()),
+        sum(acc[2] for acc in by_member.values()),
+        member_decayed_gpu_s={user: acc[0] for user, acc in by_member.items()},
+        member_gpu_s_last_day={user: acc[1] for user, acc in by_member.items()},
+        member_gpu_s_last_week={user: acc[2] for user, acc in by_member.items()},
+    )
 
 
 def gpu_spans(factory: sessionmaker[Session], now_s: float, history_s: float) -> list[GpuSpan]:

@@ -474,6 +474,7 @@ def quota_table(data: dict[str, Any]) -> Table:
         mine, own_cap = data["user_gpus_in_use"], data["user_gpu_cap"]
         own_state = "at your cap" if mine == own_cap else "borrowing idle GPUs" if mine > own_cap else ""
         table.add_row(f"GPUs now, {data['user']}", f"{mine:g}", str(own_cap), own_state)
+    own = data.get("user_budget")
     for period, window in (("day", "last 24 h"), ("week", "last 7 days")):  # rolling, not calendar
         item = data[period]
         budget = item["budget_gpu_h"]
@@ -483,6 +484,14 @@ def quota_table(data: dict[str, Any]) -> Table:
             gpu_hours_text(budget),
             item["state"],
         )
+        if own:  # the person's own budget, by their use in this team
+            mine = own[period]
+            table.add_row(
+                f"  yours, {data['user']}",
+                gpu_hours_text(mine["used_gpu_h"]),
+                gpu_hours_text(mine["budget_gpu_h"]),
+                mine["state"],
+            )
     fair = data.get("fair_share")
     if fair:  # as Slurm's sshare: decayed use against an equal share, and the credit it gives
         credit = (
@@ -508,7 +517,9 @@ def quota_table(data: dict[str, Any]) -> Table:
             )
     if data.get("new_starts_at"):
         table.caption = f"new starts again at {short_time(data['new_starts_at'])}, as its use ages out"
-        table.caption_justify = "left"
+    elif own and own.get("new_starts_at"):
+        table.caption = f"your new starts again at {short_time(own['new_starts_at'])}, as your use ages out"
+    table.caption_justify = "left"
     return table
 
 

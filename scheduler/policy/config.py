@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from scheduler.policy.priority import DEFAULT_CLASS_STEP_S
 from scheduler.policy.tariff import DEFAULT_GPU_POWER_W, DEFAULT_TARIFF, Tariff
@@ -26,6 +26,18 @@ class TeamUsage:
     budget_frees_at_s: float | None = None
     # decayed GPU-seconds of each member (person) of the team: fair share within it (`fairshare_by_member`)
     member_decayed_gpu_s: Mapping[str, float] = field(default_factory=dict)
+    # each member's rolling 24 h / 7 day GPU-seconds in this team (their own budgets), running work included
+    member_gpu_s_last_day: Mapping[str, float] = field(default_factory=dict)
+    member_gpu_s_last_week: Mapping[str, float] = field(default_factory=dict)
+    # when a member's used-up budget frees (`rolling.budget_frees_at_s`); absent when none is used up
+    member_budget_frees_at_s: Mapping[str, float] = field(default_factory=dict)
+
+
+class Budgets(NamedTuple):
+    """Rolling GPU-hour budgets of a team or a person: the last 24 h and the last 7 days (None: none)."""
+
+    day_h: float | None
+    week_h: float | None
 
 
 @dataclass(frozen=True)
@@ -47,6 +59,11 @@ class PolicyConfig:
     default_user_gpu_cap: int | None = None
     day_budget_gpu_h: Mapping[str, float] = field(default_factory=dict)
     week_budget_gpu_h: Mapping[str, float] = field(default_factory=dict)
+    # a person's own budgets, in each team they work in (Slurm's user association under an account)
+    user_day_budget_gpu_h: Mapping[str, float] = field(default_factory=dict)
+    user_week_budget_gpu_h: Mapping[str, float] = field(default_factory=dict)
+    default_user_day_budget_gpu_h: float | None = None
+    default_user_week_budget_gpu_h: float | None = None
     budget_warn_fraction: float = 0.8
     borrowing: bool = True  # start above a cap when no other team's (person's) task waits for GPUs
     # Fair share and short-job credits (seconds of waiting a task is moved forward, at most)
@@ -147,8 +164,26 @@ class PolicyConfig:
 
     @property
     def has_budgets(self) -> bool:
-        """True when any team has a day or week GPU-hour budget (else no budget is ever checked)."""
-        return bool(self.day_budget_gpu_h or self.week_budget_gpu_h)
+        """True when any team or person has a day or week GPU-hour budget (else no budget is ever checked)."""
+        return bool(self.day_budget_gpu_h or self.week_budget_gpu_h) or self.has_user_budgets
+
+    @property
+    def has_user_budgets(self) -> bool:
+        """True when any person has a day or week GPU-hour budget of their own."""
+        return bool(self.user_day_budget_gpu_h or self.user_week_budget_gpu_h) or (
+            self.default_user_day_budget_gpu_h is not None or self.default_user_week_budget_gpu_h is not None
+        )
+
+    def team_budgets(self, team: str) -> Budgets:
+        """The day and week GPU-hour budgets of `team` (None: no such budget)."""
+        return Budgets(self.day_budget_gpu_h.get(team), self.week_budget_gpu_h.get(team))
+
+    def user_budgets(self, user: str) -> Budgets:
+        """A person's own day and week GPU-hour budgets, as Slurm's per-user `GrpTRESMins` (None: none)."""
+        return Budgets(
+            self.user_day_budget_gpu_h.get(user, self.default_user_day_budget_gpu_h),
+            self.user_week_budget_gpu_h.get(user, self.default_user_week_budget_gpu_h),
+        )
 
     def max_credit_s(self) -> float:
         """The most a task can be moved forward by credits (0 for fifo/backfill)."""

@@ -18,7 +18,15 @@ from scheduler.policy.estimate import OVERRUN_FACTOR, expected_end_s
 from scheduler.policy.fairshare import fairshare_of_tasks
 from scheduler.policy.placement import GpuState, Pool, memory_need_mib, never_fits
 from scheduler.policy.priority import queue_score
-from scheduler.policy.quotas import budget_status, gpu_weight, gpus_in_use, over_cap, over_user_cap
+from scheduler.policy.quotas import (
+    BudgetStatus,
+    budget_status,
+    gpu_weight,
+    gpus_in_use,
+    member_budget_status,
+    over_cap,
+    over_user_cap,
+)
 from scheduler.policy.types import Decisions, GpuSlot, QueuedTask, RunningTask, StartDecision
 from scheduler.policy.windows import current_window, offpeak_start_s, zone
 
@@ -52,7 +60,7 @@ class _Pass:
     fifo_blocked: bool = False
     wake_at_s: float | None = None
     failed_shapes: dict[ShapeKey, int] = field(default_factory=dict)
-    budget_msgs: dict[str, str | None] = field(default_factory=dict)
+    budget_msgs: dict[tuple[str, str | None], str | None] = field(default_factory=dict)
 
     def wake(self, at_s: float | None) -> None:
         """Remember the earliest future time something time-based changes."""
@@ -192,7 +200,7 @@ def _hold_reason(ps: _Pass, task: QueuedTask, succeeded: Set[int], failed: Set[i
             return offpeak
     if task.gpus == 0:  # a CPU-only task uses no GPU-hours: a used-up GPU-hour budget does not hold it
         return None
-    return _budget_reason(ps, task.team)
+    return _budget_reason(ps, task.team) or _member_budget_reason(ps, task.team, task.user)
 
 
 def _offpeak_reason(ps: _Pass, task: QueuedTask) -> str | None:
@@ -216,15 +224,33 @@ def _budget_reason(ps: _Pass, team: str) -> str | None:
     """The exhausted-budget message of `team` (with when it frees, where known), cached for the pass."""
     if not ps.config.has_budgets:
         return None
-    if team not in ps.budget_msgs:
+    if (team, None) not in ps.budget_msgs:
         status = budget_status(team, ps.usage, ps.config)
-        message = status.message if status.level == "exhausted" else None
         frees_at = ps.usage[team].budget_frees_at_s if team in ps.usage else None
-        if message is not None and frees_at is not None and math.isfinite(frees_at):
-            ps.wake(frees_at)
-            message += f"; new starts again at {reasons.local_time(frees_at, ps.now_s, ps.config.timezone)}"
-        ps.budget_msgs[team] = message
-    return ps.budget_msgs[team]
+        ps.budget_msgs[(team, None)] = _held_by_budget(ps, status, frees_at)
+    return ps.budget_msgs[(team, None)]
+
+
+def _member_budget_reason(ps: _Pass, team: str, user: str) -> str | None:
+    """The exhausted-budget message of `user`'s own budget in `team` (with when it frees), cached."""
+    if not ps.config.has_user_budgets:
+        return None
+    if (team, user) not in ps.budget_msgs:
+        status = member_budget_status(team, user, ps.usage, ps.config)
+        frees_at = ps.usage[team].member_budget_frees_at_s.get(user) if team in ps.usage else None
+        ps.budget_msgs[(team, user)] = _held_by_budget(ps, status, frees_at)
+    return ps.budget_msgs[(team, user)]
+
+
+def _held_by_budget(ps: _Pass, status: BudgetStatus, frees_at: float | None) -> str | None:
+    """A used-up budget's message, saying when new starts may come (and waking the pass then); else None."""
+    if status.level != "exhausted":
+        return None
+    message = status.message
+    if frees_at is not None and math.isfinite(frees_at):
+        ps.wake(frees_at)
+        message += f"; new starts again at {reasons.local_time(frees_at, ps.now_s, ps.config.timezone)}"
+    return message
 
 
 def _find(ps: _Pass, task: QueuedTask) -> list[GpuState] | None:

@@ -63,7 +63,7 @@ def _replay_starts(
 
     def on_start(task: QueuedTask, at_s: float, parts: tuple[RunningTask, ...]) -> None:
         gpus_held = sum(len(part.gpu_indices) for part in parts)
-        rolling.started(task.team, gpus_held, at_s, at_s + task_estimate_s(task, config) * factor)
+        rolling.started(task.team, task.user, gpus_held, at_s, at_s + task_estimate_s(task, config) * factor)
 
     replay.on_start = on_start
     replay.succeeded |= set(succeeded)
@@ -98,9 +98,9 @@ def estimate_starts(
 
     `queued` is the whole queue (or as much as should be forecast) ordered by static score; run times are
     the tasks' estimates (`estimated_s`, else time limit, else the default), running tasks end at their
-    expected end. `finished`: the GPU work of the last week that has ended, (team, gpus, start_s, end_s),
-    from which a used-up budget is seen to free. `ranges=False` replays once, for the expected start alone
-    (low and high are that start): a third of the work, where only the expected end matters.
+    expected end. `finished`: the GPU work of the last week that has ended (team, gpus, start_s, end_s,
+    user), from which a used-up budget is seen to free. `ranges=False` replays once, for the expected start
+    alone (low and high are that start): a third of the work, where only the expected end matters.
     """
     wanted = set(targets) if targets is not None else {t.task_id for t in queued}
     used_up = used_up_teams(usage or {}, config)

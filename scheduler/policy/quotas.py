@@ -1,5 +1,5 @@
-"""Quotas: caps on concurrent GPUs per team and per person, and rolling GPU-hour budgets per team that stop
-new starts (never kill)."""
+"""Quotas: caps on concurrent GPUs per team and per person, and rolling GPU-hour budgets per team and per
+person that stop new starts (never kill)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from scheduler.policy import reasons
-from scheduler.policy.config import PolicyConfig, TeamUsage
+from scheduler.policy.config import Budgets, PolicyConfig, TeamUsage
 from scheduler.policy.types import QueuedTask, RunningTask
 
 
@@ -54,21 +54,35 @@ class BudgetStatus:
 def budget_status(team: str, usage: Mapping[str, TeamUsage] | None, config: PolicyConfig) -> BudgetStatus:
     """The day and week budget state of `team`, with a plain-language message (for `GET /quota` too)."""
     u = (usage or {}).get(team, TeamUsage(team))
+    used_s = (u.gpu_s_last_day, u.gpu_s_last_week)
+    return _status(team, (f"team {team}", "its"), config.team_budgets(team), used_s, config)
+
+
+def member_budget_status(
+    team: str, user: str, usage: Mapping[str, TeamUsage] | None, config: PolicyConfig
+) -> BudgetStatus:
+    """The state of `user`'s own day and week budgets, by their use in `team`."""
+    u = (usage or {}).get(team, TeamUsage(team))
+    used_s = (u.member_gpu_s_last_day.get(user, 0.0), u.member_gpu_s_last_week.get(user, 0.0))
+    return _status(team, (f"{user} in team {team}", "their"), config.user_budgets(user), used_s, config)
+
+
+def _status(
+    team: str, who: tuple[str, str], budgets: Budgets, used_s: tuple[float, float], config: PolicyConfig
+) -> BudgetStatus:
+    """The worst of the day and week budgets: used up, else past the warning share, else ok (`who`: the
+    holder's name and possessive, as the messages word them)."""
+    whose, its = who
     worst: BudgetStatus = BudgetStatus(team, "ok", "")
-    for period, budgets, used_s in (
-        ("day", config.day_budget_gpu_h, u.gpu_s_last_day),
-        ("week", config.week_budget_gpu_h, u.gpu_s_last_week),
-    ):
-        budget_h = budgets.get(team)
+    for period, budget_h, period_used_s in zip(("day", "week"), budgets, used_s, strict=True):
         if budget_h is None:
             continue
-        used_h = used_s / 3600.0
+        used_h = period_used_s / 3600.0
         of_budget = f"{reasons.amount(used_h)}/{budget_h:g} GPU-h"
         if used_h >= budget_h:
-            msg = f"{period} budget of team {team} is used up ({of_budget})"
-            return BudgetStatus(team, "exhausted", msg)
+            return BudgetStatus(team, "exhausted", f"{period} budget of {whose} is used up ({of_budget})")
         if used_h >= config.budget_warn_fraction * budget_h and worst.level == "ok":
             pct = 100 * used_h / budget_h if budget_h else 100.0
-            msg = f"team {team} has used {pct:.0f}% of its {period} budget ({of_budget})"
-            worst = BudgetStatus(team, "warn", msg)
+            message = f"{whose} has used {pct:.0f}% of {its} {period} budget ({of_budget})"
+            worst = BudgetStatus(team, "warn", message)
     return worst

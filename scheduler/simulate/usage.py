@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
+from dataclasses import replace
 
 from scheduler.policy.config import PolicyConfig, TeamUsage
 from scheduler.policy.estimate import expected_end_s
@@ -21,7 +22,8 @@ class UsageTracker:
         self.config = config
         self._parts: dict[int, RunningTask] = {}  # a running task's first part: its expected end
         self._running: dict[int, tuple[str, str, float, float]] = {}  # task -> (team, user, gpus, start_s)
-        self._done: dict[str, deque[tuple[float, float, float]]] = {}  # team -> (start_s, end_s, gpus)
+        # team -> (start_s, end_s, gpus, user) of the work of the last week that has ended
+        self._done: dict[str, deque[tuple[float, float, float, str]]] = {}
         # decayed GPU-seconds per (team, person) as (value, at_s), and what each runs now as (gpus, sum of
         # gpus * start_s); a team's are the sums of its members' (the decay is linear)
         self._member_decayed: dict[tuple[str, str], tuple[float, float]] = {}
@@ -57,7 +59,7 @@ class UsageTracker:
         )
         if self.rolling:
             done = self._done.setdefault(team, deque())
-            done.append((start_s, at_s, gpus))
+            done.append((start_s, at_s, gpus, user))
             while done and done[0][1] < at_s - WEEK_S:
                 done.popleft()
 
@@ -66,11 +68,8 @@ class UsageTracker:
         out: dict[str, TeamUsage] = {}
         members = self._members(now_s)
         for team, by_member in members.items():
-            decayed = sum(by_member.values())
-            day = week = 0.0
-            if self.rolling:
-                day, week = self._rolling(team, now_s)
-            out[team] = TeamUsage(team, decayed, day, week, member_decayed_gpu_s=by_member)
+            used = TeamUsage(team, sum(by_member.values()), member_decayed_gpu_s=by_member)
+            out[team] = self._rolling(used, now_s) if self.rolling else used
         if self.rolling and self.config is not None:
             out = self._with_budget_frees(out, now_s, self.config)
         return out
@@ -93,19 +92,27 @@ class UsageTracker:
         teams = used_up_teams(usage, config)
         if not teams:
             return usage
-        spans = {team: [UsageSpan(g, s, e) for s, e, g in self._done.get(team, ())] for team in teams}
-        for task_id, (team, _, gpus, start_s) in self._running.items():
+        spans = {team: [UsageSpan(g, s, e, u) for s, e, g, u in self._done.get(team, ())] for team in teams}
+        for task_id, (team, user, gpus, start_s) in self._running.items():
             if team in spans:
                 part = self._parts.get(task_id)
                 end_s = expected_end_s(part, now_s, config, config.forecast_overrun_factor) if part else now_s
-                spans[team].append(UsageSpan(gpus, start_s, end_s))
+                spans[team].append(UsageSpan(gpus, start_s, end_s, user))
         return with_budget_frees(usage, spans, config, now_s)
 
-    def _rolling(self, team: str, now_s: float) -> tuple[float, float]:
-        day = week = 0.0
-        spans = list(self._done.get(team, ()))
-        spans += [(s, now_s, g) for (t, _, g, s) in self._running.values() if t == team]
-        for start_s, end_s, gpus in spans:
-            day += gpus * max(0.0, end_s - max(start_s, now_s - DAY_S))
-            week += gpus * max(0.0, end_s - max(start_s, now_s - WEEK_S))
-        return day, week
+    def _rolling(self, used: TeamUsage, now_s: float) -> TeamUsage:
+        """`used` with the team's rolling day and week GPU-seconds at `now_s`, in all and per member."""
+        day: dict[str, float] = {}
+        week: dict[str, float] = {}
+        spans = list(self._done.get(used.team, ()))
+        spans += [(s, now_s, g, u) for (t, u, g, s) in self._running.values() if t == used.team]
+        for start_s, end_s, gpus, user in spans:
+            day[user] = day.get(user, 0.0) + gpus * max(0.0, end_s - max(start_s, now_s - DAY_S))
+            week[user] = week.get(user, 0.0) + gpus * max(0.0, end_s - max(start_s, now_s - WEEK_S))
+        return replace(
+            used,
+            gpu_s_last_day=sum(day.values()),
+            gpu_s_last_week=sum(week.values()),
+            member_gpu_s_last_day=day,
+            member_gpu_s_last_week=week,
+        )

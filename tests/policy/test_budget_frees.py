@@ -67,7 +67,7 @@ def test_with_both_budgets_used_up_the_team_waits_for_the_later_one() -> None:
         UsageSpan(4, NOW - H, NOW),
     ]  # 8 + 4 GPU-h
 
-    frees_at = budget_frees_at_s("nlp", spans, config, NOW)
+    frees_at = budget_frees_at_s(config.team_budgets("nlp"), spans, NOW)
 
     # the day (4 GPU-h) frees just after the last hour ages out; the week (12 > 10) only when the first
     # span has aged half out, 4 days on
@@ -94,7 +94,7 @@ def test_a_pass_says_when_new_starts_are_allowed_again_and_wakes_then() -> None:
 def test_a_task_held_by_its_budget_gets_an_expected_start_when_the_budget_frees() -> None:
     # nlp used 8 GPU-h in the last 2 h (finished) and runs 1 GPU for 1 more hour; its day budget is 8 GPU-h
     config = PolicyConfig(day_budget_gpu_h={"nlp": 8.0})
-    finished = [("nlp", 4.0, NOW - 3 * H, NOW - H)]
+    finished = [("nlp", 4.0, NOW - 3 * H, NOW - H, "ann")]
     running = make_running(50, team="nlp", gpus=(0,), started_at_s=NOW - H, estimated_end_s=NOW + H)
     gpus = occupy(make_gpus(), running)
     usage = {"nlp": TeamUsage("nlp", gpu_s_last_day=9 * H, gpu_s_last_week=9 * H)}
@@ -124,7 +124,7 @@ def test_tasks_started_in_a_forecast_count_against_the_budget_again() -> None:
     frees_at = rolling.at(NOW)["nlp"].budget_frees_at_s
     assert frees_at is not None and frees_at == pytest.approx(NOW + 23 * H, abs=2.0)
 
-    rolling.started("nlp", 1, frees_at, frees_at + 2 * H)  # the replay starts a 2-hour task then
+    rolling.started("nlp", "ann", 1, frees_at, frees_at + 2 * H)  # the replay starts a 2-hour task then
 
     assert rolling.at(frees_at + 2 * H)["nlp"].gpu_s_last_day >= 1 * H  # used up again
     assert rolling.at(frees_at + 2 * H)["nlp"].budget_frees_at_s is not None

@@ -214,3 +214,49 @@ def test_no_team_starts_a_task_once_its_day_budget_is_used_up_and_every_task_sta
             if k.team == j.team and k.index != j.index and result.starts_s[k.index] <= start_s
         )
         assert used_s < budgets_h[j.team] * 3600.0, (j, used_s)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["ann", "bob", "cy"]),  # person, all of one team
+            st.integers(1, 4),  # gpus
+            st.integers(600, 30_000),  # duration
+            st.integers(0, 20_000),  # inter-arrival
+        ),
+        min_size=1,
+        max_size=30,
+    ),
+    st.sampled_from(["backfill", "nightshift"]),
+)
+def test_no_person_starts_a_task_once_their_own_day_budget_is_used_up_and_every_task_starts_in_the_end(
+    jobs: list[tuple[str, int, int, int]], policy: str
+) -> None:
+    budgets_h = {"ann": 4.0, "bob": 10.0, "cy": 6.0}  # cy: the default of everyone unnamed
+    cfg = PolicyConfig(
+        policy=policy,  # type: ignore[arg-type]
+        user_day_budget_gpu_h={"ann": 4.0, "bob": 10.0},
+        default_user_day_budget_gpu_h=6.0,
+    )
+    trace, at = [], 0.0
+    for i, (user, gpus, duration, gap) in enumerate(jobs):
+        at += gap
+        trace.append(TraceJob(i, f"j{i}", at, float(duration), gpus, "lab", user))
+
+    result = simulate_jobs(trace, "4x24", 2, policy, config=cfg)
+
+    assert result.jobs == len(trace)  # the budget only delays: every task starts once old work ages out
+    for j in trace:
+        start_s = result.starts_s[j.index]
+        used_s = sum(
+            k.gpus
+            * max(
+                0.0,
+                min(result.starts_s[k.index] + k.duration_s, start_s)
+                - max(result.starts_s[k.index], start_s - DAY_S),
+            )
+            for k in trace
+            if k.user == j.user and k.index != j.index and result.starts_s[k.index] <= start_s
+        )
+        assert used_s < budgets_h[j.user] * 3600.0, (j, used_s)
