@@ -344,8 +344,9 @@ def summarize(
 def _quota_effect(
     spec: dict[str, Any], client: AssistantClient | None, minutes: float | None, tasks: int = 1
 ) -> dict[str, Any] | None:
-    """What the task does to its team's day budget, as facts (`replies.quota_words` says them); nothing for a
-    CPU-only task, which uses no GPU-hours and no budget holds."""
+    """What the task does to its team's day budget (and to the person's own, where they have one), as facts
+    (`replies.quota_words` says them); nothing for a CPU-only task, which uses no GPU-hours and no budget
+    holds."""
     if client is None or spec.get("gpus", 1) == 0:
         return None
     try:
@@ -354,7 +355,7 @@ def _quota_effect(
         return None
     day = quota.get("day") or {}
     budget = day.get("budget_gpu_h")
-    return {
+    effect = {
         "team": quota.get("team"),
         "budget_gpu_h": None if budget is None else float(budget),
         "used_gpu_h": float(day.get("used_gpu_h") or 0),
@@ -365,6 +366,15 @@ def _quota_effect(
             else None
         ),
     }
+    own = (quota.get("user_budget") or {}).get("day") or {}
+    if own.get("budget_gpu_h") is not None:
+        used = float(own.get("used_gpu_h") or 0)
+        effect["own"] = {
+            "budget_gpu_h": float(own["budget_gpu_h"]),
+            "used_gpu_h": used,
+            "state": own.get("state"),
+        }
+    return effect
 
 
 def sweep_preview(spec: dict[str, Any]) -> dict[str, Any] | None:

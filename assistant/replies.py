@@ -696,7 +696,48 @@ def energy_words(energy: dict[str, Any], lang: str) -> str:
 
 
 def quota_words(quota: dict[str, Any], lang: str) -> str:
-    """A submit card's quota line: what the task does to its team's day budget (facts from `cards`)."""
+    """A submit card's quota line: what the task does to its team's day budget, then to the person's own
+    where they have one (facts from `cards`)."""
+    own = quota.get("own")
+    team_words = _team_day_words(quota, lang)
+    if not own:
+        return team_words
+    return team_words + _t(lang, "; ", "；") + _own_day_words(own, quota.get("uses_gpu_h"), lang)
+
+
+def _own_day_words(own: dict[str, Any], uses: float | None, lang: str) -> str:
+    """What the task does to the person's own day budget: used up (it waits), what is left, or over it."""
+    budget, used = float(own["budget_gpu_h"]), float(own.get("used_gpu_h") or 0)
+    left = budget - used
+    if own.get("state") == "exhausted" or left <= 0:
+        return _t(
+            lang,
+            f"your own day budget is used up ({used:.2g} of {budget:g} GPU-h): "
+            "it waits until your usage falls",
+            f"你个人的日预算已用完（{used:.2g} / {budget:g} GPU小时）：它会等到你的用量回落",
+        )
+    if uses is None:
+        return _t(
+            lang,
+            f"your own day budget: {left:.1f} of {budget:g} GPU-h left",
+            f"你个人的日预算还剩 {left:.1f} / {budget:g} GPU小时",
+        )
+    if left - uses < 0:  # it starts (never killed), and the person's next tasks wait
+        return _t(
+            lang,
+            "it would take you over your own day budget: it runs, and your later tasks wait",
+            "会超出你个人的日预算：它照常运行，你之后的任务要等",
+        )
+    after = left - uses
+    return _t(
+        lang,
+        f"{after:.1f} GPU-h of your own day budget left after it",
+        f"运行后你个人的日预算还剩 {after:.1f} GPU小时",
+    )
+
+
+def _team_day_words(quota: dict[str, Any], lang: str) -> str:
+    """What the task does to its team's day budget."""
     team, budget, used = quota.get("team"), quota.get("budget_gpu_h"), float(quota.get("used_gpu_h") or 0)
     uses = quota.get("uses_gpu_h")
     if budget is None:

@@ -22,6 +22,7 @@ from scheduler.telemetry.report import (
     Measured,
     by_day,
     measured_usage,
+    member_quota_use,
     offpeak_share_s,
     quota_use,
     sampled_power_w,
@@ -232,6 +233,7 @@ def utilization_report(
         "waits_over_time": waits_over_time(spans, since_s, days, config.timezone),
         **accounting_totals(total, spans, energy, config),
         "quota": quota_use(factory, now_s, config, team),
+        "member_quota": member_quota_use(factory, now_s, config, team),
         "quota_warn_fraction": config.budget_warn_fraction,
     }
 

@@ -76,9 +76,9 @@ def utilization_tables(report: dict[str, Any]) -> Group:
     quota = Table(title="quota use (rolling)")
     for column in ("team", "24 h GPU-h", "day budget", "7 d GPU-h", "week budget"):
         quota.add_column(column, justify="left" if column == "team" else "right")
-    for row in report.get("quota", []):
+    for row in report.get("quota", []) + report.get("member_quota", []):  # people's own budgets after
         quota.add_row(
-            row["team"],
+            row["team"] if row.get("user") is None else f"{row['team']} / {row['user']}",
             f"{gpu_hours_text(row['day_used_gpu_h'])} ({_pct(row['day_share'])})",
             gpu_hours_text(row["day_budget_gpu_h"]),
             f"{gpu_hours_text(row['week_used_gpu_h'])} ({_pct(row['week_share'])})",

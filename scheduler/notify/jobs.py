@@ -3,7 +3,8 @@
 Run beside the scheduler (one per cluster is enough; a second one would not send twice: every message
 is marked sent in Redis first, with `SET NX`). Quota warnings go to a team once per rolling window and
 day, when its GPU-hours pass `budget_warn_fraction` of a day or week budget — a warning, never a kill
-— and once more when the budget is used up (its new GPU tasks then wait).
+— and once more when the budget is used up (its new GPU tasks then wait); a person likewise, of their own
+budgets.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from scheduler.policy.reasons import amount
 from scheduler.policy.windows import zone
 from scheduler.service import Cluster
 from scheduler.task_logs import failure_lines
-from scheduler.telemetry.report import quota_use
+from scheduler.telemetry.report import member_quota_use, quota_use
 
 log = logging.getLogger(__name__)
 QUOTA_CHECK_EVERY_S = 300
@@ -91,21 +92,26 @@ class ClusterJobs:
         return sent
 
     def check_quotas(self) -> list[Event]:
-        """Warn each team past `budget_warn_fraction` of a budget, and again when it is used up (each once
-        per window and day)."""
+        """Warn each team (each person, of their own budget) past `budget_warn_fraction` of a budget, and
+        again when it is used up (each once per window and day)."""
         now = self.clock()
         config = self.cluster.policy_config
         day = datetime.fromtimestamp(now, zone(config.timezone)).date().isoformat()
         sent = []
-        for row in quota_use(self.cluster.factory, now, config):
+        rows = quota_use(self.cluster.factory, now, config)
+        rows += member_quota_use(self.cluster.factory, now, config)
+        for row in rows:
+            whose = row["team"] if row.get("user") is None else f"{row['team']}/{row['user']}"
             for window in ("day", "week"):
                 share = row[f"{window}_share"]
                 if share is None or share < config.budget_warn_fraction:
                     continue
                 level = "used_up" if share >= 1 else "warning"
-                if not self._once(f"quota:{row['team']}:{window}:{level}:{day}"):
+                if not self._once(f"quota:{whose}:{window}:{level}:{day}"):
                     continue
-                event = quota_event(row, window)
+                event = (
+                    quota_event(row, window) if row.get("user") is None else member_quota_event(row, window)
+                )
                 self.notifier.notify(event)
                 sent.append(event)
         return sent
@@ -129,3 +135,24 @@ def quota_event(row: dict[str, Any], window: str) -> Event:
         title = f"{team}: {share:.0%} of the {window} GPU-hour budget"
         text += ". Tasks keep running; new ones may wait behind other teams'."
     return Event("quota_warning", title, text, team=team, fields={"used_gpu_h": used, "budget_gpu_h": budget})
+
+
+def member_quota_event(row: dict[str, Any], window: str) -> Event:
+    """The `quota_warning` to a person (a `member_quota_use` row) past their warning share of their own
+    `window` budget: only their new GPU tasks in the team wait once it is used up, not their teammates'."""
+    team, user, share = row["team"], row["user"], row[f"{window}_share"]
+    used, budget = row[f"{window}_used_gpu_h"], row[f"{window}_budget_gpu_h"]
+    period = "24 hours" if window == "day" else "7 days"
+    text = f"{user} used {amount(used)} of their own {budget:g} GPU-hour budget in team {team} over the last"
+    text += f" {period} ({share:.0%})"
+    if share >= 1:
+        title = f"{user} in {team}: own {window} GPU-hour budget used up ({share:.0%})"
+        text += (
+            f": no new GPU task of {user} in team {team} starts until their use ages out (`nightshift quota` "
+            "says when). Running tasks go on; CPU-only tasks and teammates' tasks still start."
+        )
+    else:
+        title = f"{user} in {team}: {share:.0%} of their own {window} GPU-hour budget"
+        text += ". Tasks keep running; new ones start as before until the budget is used up."
+    fields = {"used_gpu_h": used, "budget_gpu_h": budget}
+    return Event("quota_warning", title, text, user=user, team=team, fields=fields)

@@ -6,7 +6,7 @@
   the site's `gpu_power_w` table (`policy.tariff`).
 - Off-peak share: the part of the GPU-hours that ran inside the off-peak windows.
 - By day: GPU-hours, energy, cost, tasks and waits (p50/p90 of submit-to-first-start) per local day and team.
-- Quota: each team's rolling 24 h and 7 day GPU-hours against its budgets.
+- Quota: each team's rolling 24 h and 7 day GPU-hours against its budgets; each person's against their own.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from scheduler.clock import to_epoch_s
-from scheduler.policy.config import PolicyConfig
+from scheduler.policy.config import Budgets, PolicyConfig, TeamUsage
 from scheduler.policy.tariff import estimate_cost, estimate_energy_kwh
 from scheduler.policy.windows import parse_windows, zone
 from scheduler.store.tables import GpuSample, TaskUsage
@@ -224,23 +224,40 @@ def quota_use(
         teams &= {team}
     rows = []
     for name in sorted(teams):
-        used = usage.get(name)
-        day_h = (used.gpu_s_last_day if used else 0.0) / 3600.0
-        week_h = (used.gpu_s_last_week if used else 0.0) / 3600.0
-        day_budget = config.day_budget_gpu_h.get(name)
-        week_budget = config.week_budget_gpu_h.get(name)
-        rows.append(
-            {
-                "team": name,
-                "day_used_gpu_h": round(day_h, 4),
-                "day_budget_gpu_h": day_budget,
-                "day_share": round(day_h / day_budget, 4) if day_budget else None,
-                "week_used_gpu_h": round(week_h, 4),
-                "week_budget_gpu_h": week_budget,
-                "week_share": round(week_h / week_budget, 4) if week_budget else None,
-            }
-        )
+        used = usage.get(name, TeamUsage(name))
+        used_s = (used.gpu_s_last_day, used.gpu_s_last_week)
+        rows.append({"team": name, **_use_of_budgets(used_s, config.team_budgets(name))})
     return rows
+
+
+def member_quota_use(
+    factory: sessionmaker[Session], now_s: float, config: PolicyConfig, team: str | None = None
+) -> list[dict[str, Any]]:
+    """Each person's rolling 24 h / 7 day GPU-hours in each team they used GPUs in this week, against their
+    own day/week budgets (none where no person has a budget)."""
+    if not config.has_user_budgets:
+        return []
+    usage = team_usage(gpu_spans(factory, now_s, 7 * DAY_S), now_s, config.fairshare_half_life_s)
+    rows = []
+    for name in sorted(usage):
+        if team is not None and name != team:
+            continue
+        used = usage[name]
+        for user in sorted(set(used.member_gpu_s_last_day) | set(used.member_gpu_s_last_week)):
+            used_s = (used.member_gpu_s_last_day.get(user, 0.0), used.member_gpu_s_last_week.get(user, 0.0))
+            rows.append({"team": name, "user": user, **_use_of_budgets(used_s, config.user_budgets(user))})
+    return rows
+
+
+def _use_of_budgets(used_s: tuple[float, float], budgets: Budgets) -> dict[str, Any]:
+    """GPU-hours of the last day and week, each with its budget and the share of it used."""
+    out: dict[str, Any] = {}
+    for period, period_used_s, budget in zip(("day", "week"), used_s, budgets, strict=True):
+        used_h = period_used_s / 3600.0
+        out[f"{period}_used_gpu_h"] = round(used_h, 4)
+        out[f"{period}_budget_gpu_h"] = budget
+        out[f"{period}_share"] = round(used_h / budget, 4) if budget else None
+    return out
 
 
 def _round(value: float | None) -> float | None:

@@ -114,3 +114,34 @@ def test_a_cpu_only_card_of_a_team_over_its_budget_starts_now_and_says_nothing_o
     assert turn.cards[0]["spec"]["gpus"] == 0
     assert summary.get("quota") is None and summary["wait_reason"] == "starts now"
     assert "budget" not in card_text(turn.cards[0], "en")
+
+
+def test_a_card_for_a_person_over_their_own_budget_says_it_would_wait_and_a_teammates_does_not(
+    make_cluster, tmp_path
+):
+    cluster = make_cluster(user_day_budget_gpu_h={"alice": BUDGET_GPU_H})
+    # Given alice's own task has been running long enough to use up her own day budget (the team has none)
+    token = _team_over_its_budget(cluster, tmp_path)
+    bob = create_token(cluster.factory, user="bob", team="vision")
+
+    with TestClient(create_app(cluster)) as api:
+        turns = {}
+        for user, user_token in (("alice", token), ("bob", bob)):
+            client = AssistantClient(
+                "http://testserver", user_token, transport=AppTransport(api, new_endpoints)
+            )
+            assistant = Assistant(cluster.settings, client, now=lambda: NOW, user=user, team="vision")
+            turns[user] = assistant.ask("run `python train.py` on 1 GPU")
+            client.close()
+
+    # Then her card says it waits for her own budget, until her work ages out of the last 24 h
+    summary = turns["alice"].cards[0]["summary"]
+    assert summary["wait_reason"].startswith("day budget of alice in team vision is used up")
+    start = datetime.fromisoformat(summary["estimated_start"]).timestamp()
+    assert time.time() + 24 * 3600 < start < time.time() + 26 * 3600
+    text = card_text(turns["alice"].cards[0], "en")
+    assert "team vision: no daily budget" in text and "your own day budget is used up (" in text
+    assert "你个人的日预算已用完" in card_text(turns["alice"].cards[0], "zh")
+    # and bob, of the same team, with no budget of his own, starts now
+    assert turns["bob"].cards[0]["summary"]["wait_reason"] == "starts now"
+    assert "own day budget" not in card_text(turns["bob"].cards[0], "en")

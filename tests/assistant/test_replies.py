@@ -680,3 +680,61 @@ def test_an_explain_says_each_setting_asked_for() -> None:
     assert reply_for("explain_task", content, "zh", NOW, asked=("priority_class",)).endswith(
         "它的优先级：高。"
     )
+
+
+def test_a_persons_own_budget_is_read_after_the_teams_with_when_their_new_starts_come_again() -> None:
+    team = {"used_gpu_h": 9.0, "budget_gpu_h": None, "state": "ok"}
+    own = {
+        "day": {"used_gpu_h": 10.0, "budget_gpu_h": 10, "state": "exhausted"},
+        "week": {"used_gpu_h": 12.0, "budget_gpu_h": None, "state": "ok"},
+        "state": "exhausted",
+        "new_starts_at": "2026-12-01T18:00:00+00:00",
+    }
+    quota = {"team": "vision", "gpus_in_use": 2, "gpu_cap": None, "day": team, "week": team}
+    content = json.dumps({"quota": {**quota, "user": "alice", "user_budget": own}})
+
+    en, zh = reply_for("quota_status", content, "en", NOW), reply_for("quota_status", content, "zh", NOW)
+
+    assert en.endswith(
+        "last 7 days: 9.0 GPU-h used, no budget. Your own budget: last 24 h: 10.0 of 10 GPU-h used, 0.0 left "
+        "(exhausted); your new starts again today 18:00."
+    )
+    assert zh.endswith(
+        "你个人的预算：过去 24 小时：已用 10.0/10 GPU小时，剩余 0.0（已用完，新任务要等）；你的新任务 今天 18:00 起可以再启动。"
+    )
+    # no own budget: nothing said of one
+    assert "own budget" not in reply_for("quota_status", json.dumps({"quota": quota}), "en", NOW)
+
+
+def test_a_cards_quota_line_adds_the_persons_own_day_budget_after_the_teams() -> None:
+    def own(budget: float, used: float, state: str = "ok") -> dict:
+        return {"budget_gpu_h": budget, "used_gpu_h": used, "state": state}
+
+    cases = [
+        (
+            {**_quota(None, uses=2.0), "own": own(10, 4)},
+            "team vision: no daily budget; uses ~2.0 GPU-h; 4.0 GPU-h of your own day budget left after it",
+            "团队 vision：没有每日预算；约用 2.0 GPU小时；运行后你个人的日预算还剩 4.0 GPU小时",
+        ),
+        (
+            {**_quota(None, uses=2.0), "own": own(10, 10, "exhausted")},
+            "team vision: no daily budget; uses ~2.0 GPU-h; your own day budget is used up (10 of 10 GPU-h): "
+            "it waits until your usage falls",
+            "团队 vision：没有每日预算；约用 2.0 GPU小时；你个人的日预算已用完（10 / 10 GPU小时）：它会等到你的用量回落",
+        ),
+        (
+            {**_quota(None), "own": own(10, 8.5, "warning")},
+            "team vision: no daily budget; your own day budget: 1.5 of 10 GPU-h left",
+            "团队 vision：没有每日预算；你个人的日预算还剩 1.5 / 10 GPU小时",
+        ),
+        (
+            {**_quota(40, 20, 4.0), "own": own(10, 8)},
+            "uses ~4.0 of the 20.0 GPU-h left in the team's day budget; 16.0 GPU-h left after it; "
+            "it would take you over your own day budget: it runs, and your later tasks wait",
+            "约用 4.0 GPU小时，团队日预算还剩 20.0；运行后还剩 16.0 GPU小时；会超出你个人的日预算：它照常运行，你之后的任务要等",
+        ),
+    ]
+
+    assert [(quota_words(q, "en"), quota_words(q, "zh")) for q, _, _ in cases] == [
+        (en, zh) for _, en, zh in cases
+    ]

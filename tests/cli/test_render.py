@@ -472,3 +472,24 @@ def test_explain_says_how_long_a_queued_task_has_waited_and_how_long_a_started_o
     # a retried task's start is its last attempt's, and a task without times says nothing of its wait
     assert waited_row({**started, "attempts": 2}, now) is None
     assert waited_row({"task_id": 7, "status": "queued", "reason": ""}, now) is None
+
+
+def test_quota_shows_the_callers_own_budget_under_each_of_the_teams() -> None:
+    period = {"used_gpu_h": 9.0, "budget_gpu_h": None, "state": "ok"}
+    own = {
+        "day": {"used_gpu_h": 10.0, "budget_gpu_h": 10.0, "state": "exhausted"},
+        "week": {"used_gpu_h": 12.0, "budget_gpu_h": 40.0, "state": "ok"},
+        "state": "exhausted",
+        "new_starts_at": "2026-12-07T18:00:00+00:00",
+    }
+    quota = {"team": "nlp", "state": "ok", "gpu_cap": None, "gpus_in_use": 3, "day": period, "week": period}
+
+    text = _text(quota_table({**quota, "user": "alice", "user_budget": own}))
+
+    rows = [line.split("│")[1:5] for line in text.splitlines() if "yours, alice" in line]
+    assert [[cell.strip() for cell in row] for row in rows] == [
+        ["yours, alice", "10.00", "10.00", "exhausted"],
+        ["yours, alice", "12.00", "40.00", "ok"],
+    ]
+    assert "your new starts again at" in text
+    assert "yours" not in _text(quota_table(quota))
