@@ -577,16 +577,18 @@ def offpeak_frame(report: dict[str, Any]) -> pd.DataFrame:
 
 
 def quota_bars(report: dict[str, Any]) -> list[dict[str, Any]]:
-    """One bar per team and budget (day, week): GPU-hours used, the budget and the share of it used."""
+    """One bar per team and budget (day, week): GPU-hours used, the budget and the share of it used; then
+    one per person with a budget of their own ("vision / alice")."""
     bars = []
-    for row in report.get("quota") or []:
+    for row in (report.get("quota") or []) + (report.get("member_quota") or []):
+        name = str(row["team"]) if row.get("user") is None else f"{row['team']} / {row['user']}"
         for window in ("day", "week"):
             budget = row.get(f"{window}_budget_gpu_h")
             if not budget:
                 continue
             used = float(row.get(f"{window}_used_gpu_h") or 0.0)
             bars.append(
-                {"team": str(row["team"]), "window": window, "used": used, "budget": float(budget),
+                {"team": name, "window": window, "used": used, "budget": float(budget),
                  "share": used / float(budget)}
             )  # fmt: skip
     return bars

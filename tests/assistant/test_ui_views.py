@@ -655,3 +655,19 @@ def test_a_card_whose_deadline_cannot_be_met_says_so_in_the_language_of_the_conv
         in chinese
     )
     assert warning in changed and "ns-card-warning" not in views.card_html(change, ZONE)
+
+
+def test_quota_bars_add_one_per_person_with_a_budget_of_their_own_after_the_teams() -> None:
+    people = [
+        {"team": "vision", "user": "alice", "day_used_gpu_h": 9.0, "day_budget_gpu_h": 10.0, "day_share": 0.9,
+         "week_used_gpu_h": 9.0, "week_budget_gpu_h": None, "week_share": None},
+        {"team": "vision", "user": "bob", "day_used_gpu_h": 1.0, "day_budget_gpu_h": None, "day_share": None,
+         "week_used_gpu_h": 1.0, "week_budget_gpu_h": None, "week_share": None},
+    ]  # fmt: skip
+
+    bars = views.quota_bars({**report(), "member_quota": people})
+
+    assert [(b["team"], b["window"]) for b in bars][-2:] == [("vision", "week"), ("vision / alice", "day")]
+    page = views.quota_html({**report(), "member_quota": people})
+    assert page.count('class="ns-quota-bar"') == 4 and "vision / alice · day" in page
+    assert "bob" not in page  # no budget of his own: no bar, and not among the teams without one
