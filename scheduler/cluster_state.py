@@ -19,6 +19,7 @@ from scheduler.policy.rolling import (
     with_running_to,
 )
 from scheduler.policy.types import GpuSlot, QueuedTask, RunningTask
+from scheduler.policy.window import person_heads_apply
 from scheduler.policy_input import gpu_slots, holder_of, queued_task_of, running_task_of
 from scheduler.service import Cluster
 from scheduler.store.tasks import RowVersion, RunningVersion
@@ -221,8 +222,8 @@ def with_learned_estimate(task: QueuedTask, history: DurationHistory, config: Po
 def gather_state(
     cluster: Cluster, usage_cache: UsageCache, window: int, rows: RowCache | None = None
 ) -> ClusterState:
-    """Read the window (the overdue tasks, then the head of the queue: `window` tasks in all), the tasks
-    holding GPUs, the nodes and the teams' usage.
+    """Read the window (the overdue tasks, then the head of the queue: `window` tasks in all; then each
+    member's first queued tasks, `policy.window`), the tasks holding GPUs, the nodes and the teams' usage.
 
     With `rows` (the scheduler's cache) unchanged rows are not loaded again.
     """
@@ -230,7 +231,7 @@ def gather_state(
         return _gather_cached(cluster, usage_cache, window, rows)
     queue, tasks = cluster.queue, cluster.tasks
     now = now_s()
-    head = queue.window_ids(window, now)
+    head = queue.window_ids(window, now, _per_member(cluster.policy_config))
     rows_by_id = tasks.by_ids(head)
     stale = [
         task_id for task_id in head if task_id not in rows_by_id or rows_by_id[task_id].status != "queued"
@@ -310,7 +311,7 @@ def _gather_cached(cluster: Cluster, usage_cache: UsageCache, window: int, rows:
     queue = cluster.queue
     now = now_s()
     # Redis in two round trips (head, assignments, leases, nodes), SQL on one connection (versions, running)
-    snap = queue.pass_snapshot(window, now)
+    snap = queue.pass_snapshot(window, now, _per_member(cluster.policy_config))
     head, assigned = snap.head, snap.assignments
     # a task claimed (leased) but not yet marked running in SQL still holds its GPUs: without looking at
     # the leases, a pass in that moment would see them free and hand them out twice
@@ -339,6 +340,12 @@ def _gather_cached(cluster: Cluster, usage_cache: UsageCache, window: int, rows:
     state = _state(cluster, now, queued, holders, usage, history, finished, nodes_from_raw(snap.nodes))
     state.next_lease_expiry_ms = snap.next_lease_expiry_ms
     return state
+
+
+def _per_member(config: PolicyConfig) -> int:
+    """How many of each member's first queued tasks join the window (`policy.window`): none where they
+    cannot be ranked ahead (fifo, backfill)."""
+    return config.window_per_person if person_heads_apply(config) else 0
 
 
 def _holders(cluster: Cluster, now: float) -> list[RunningTask]:

@@ -24,6 +24,7 @@ from scheduler.policy import engine
 from scheduler.policy.config import PolicyConfig
 from scheduler.policy.placement import cpu_node
 from scheduler.policy.types import Decisions, GpuSlot, QueuedTask
+from scheduler.policy.window import pass_window
 from scheduler.service import Cluster
 from scheduler.wakeup import ring_when_set
 
@@ -90,7 +91,7 @@ class Dispatcher:
         seen |= decisions.pending_reasons.keys() | decisions.fail.keys()
         skipped = [
             task
-            for task in state.queued[: self.config.window]
+            for task in pass_window(state.queued, self._pass_config(state))
             if task.task_id not in seen and (task.gpus <= 0 or task.depends_on)
         ]
         if not skipped:

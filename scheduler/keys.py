@@ -23,6 +23,23 @@ class RedisKeys:
         return f"{self.prefix}overdue"
 
     @property
+    def queued_by(self) -> str:
+        """HASH task_id -> member ("team/person") of each queued task with a member index: the index entry
+        follows the task when it is assigned and given back."""
+        return f"{self.prefix}queue:queued-by"
+
+    @property
+    def members(self) -> str:
+        """SET of the members ("team/person") with a `member_queue`."""
+        return f"{self.prefix}queue:members"
+
+    def member_queue(self, member: str) -> str:
+        """ZSET task_id -> static score of one member's queued tasks (`policy.window`: each person's first
+        ones join a pass's window). An index of hints: an entry whose task left the queue is dropped when a
+        pass reads past it (`snapshot.lua`); `lua/*.lua` build the same name from the prefix."""
+        return f"{self.prefix}queue:member:{member}"
+
+    @property
     def leases(self) -> str:
         """ZSET task_id -> lease expiry (ms since epoch), for the reaper."""
         return f"{self.prefix}leases"

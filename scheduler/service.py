@@ -27,7 +27,7 @@ from scheduler.settings import Settings
 from scheduler.spec import TaskSpec, parse_spec
 from scheduler.store.db import create_db_engine, make_session_factory, migrate
 from scheduler.store.identity import Identity
-from scheduler.store.queue import RedisQueue
+from scheduler.store.queue import QueueEntry, RedisQueue, member_name
 from scheduler.store.secret_sealing import SecretSealer
 from scheduler.store.secrets import SecretStore
 from scheduler.store.sweeps import SweepStore
@@ -139,15 +139,16 @@ class Cluster:
         """When a task passes its aging bound under this cluster's policy: its overdue-set score."""
         return overdue_at_s(queued_task_of(task), self.policy_config)
 
-    def queue_entries(self, tasks: Sequence[Task]) -> list[tuple[int, float, float]]:
-        """(id, score, due) of each task for `RedisQueue.enqueue_many` (its policy view built once)."""
-        entries: list[tuple[int, float, float]] = []
-        for task in tasks:
-            view = queued_task_of(task)
-            entries.append(
-                (task.id, static_score(view, self.policy_config), overdue_at_s(view, self.policy_config))
-            )
-        return entries
+    def queue_entry(self, task: Task) -> QueueEntry:
+        """How the queue indexes `task`: its static score, overdue time and member (its policy view built
+        once)."""
+        view = queued_task_of(task)
+        config = self.policy_config
+        return QueueEntry(task.id, static_score(view, config), overdue_at_s(view, config), member_name(view))
+
+    def queue_entries(self, tasks: Sequence[Task]) -> list[QueueEntry]:
+        """`queue_entry` of each task, for `RedisQueue.enqueue_many`."""
+        return [self.queue_entry(task) for task in tasks]
 
     # --- submit, cancel --------------------------------------------------------------------------
 
@@ -189,12 +190,12 @@ class Cluster:
                 "use a new key to submit this one"
             )
         if created:
-            self.queue.enqueue(task.id, self.score(task), self.due(task))
+            self.queue.enqueue(*self.queue_entry(task))
         elif (
             task.status == "queued"
             and task.held_by is None
             and not task.waits_for_slot
-            and self.queue.restore_queued(task.id, self.score(task), self.due(task))
+            and self.queue.restore_queued(*self.queue_entry(task))
         ):
             self.queue.ring_scheduler()  # repairs a lost entry; never re-queues a claimed task
         return task, created
@@ -449,11 +450,11 @@ class Cluster:
             raise ConflictError(f"task {task_id} already {now}; only a queued task can be changed")
         updated = self.tasks.get_any(task_id)
         if _in_redis(updated):
-            score, due = self.score(updated), self.due(updated)
+            entry = self.queue_entry(updated)
             # rescored where a release meanwhile queued it again (with its old score); else queued again,
             # unless Redis holds it elsewhere (assigned or claimed after that release)
-            self.queue.rescore(task_id, score, due)
-            self.queue.restore_queued(task_id, score, due)
+            self.queue.rescore(*entry)
+            self.queue.restore_queued(*entry)
             self.queue.ring_scheduler()
         self._admit_in_sweep_of(updated)
         return updated
@@ -495,7 +496,7 @@ class Cluster:
         decided to (`TaskStore.mark_running_many`)."""
         rows = self.tasks.by_ids(task_ids).values()
         waiting = [row for row in rows if _in_redis(row) and not row.cancel_requested]
-        restored = [self.queue.restore_queued(row.id, self.score(row), self.due(row)) for row in waiting]
+        restored = [self.queue.restore_queued(*self.queue_entry(row)) for row in waiting]
         if any(restored):
             self.queue.ring_scheduler()
 
@@ -513,7 +514,7 @@ class Cluster:
             self._admit_in_sweep_of(task)
             return self.tasks.get_any(task_id)
         released = self.tasks.get_any(task_id)
-        if self.queue.restore_queued(task_id, self.score(released), self.due(released)):
+        if self.queue.restore_queued(*self.queue_entry(released)):
             self.queue.ring_scheduler()
         return released
 
@@ -616,7 +617,7 @@ class Cluster:
             if item.held_by is not None:  # out of the queue until released, as `hold` leaves it
                 self._admit_in_sweep_of(task)
                 return "queued"
-            self.queue.enqueue(task_id, self.score(task), self.due(task))
+            self.queue.enqueue(*self.queue_entry(task))
             return "queued"
         done = tasks.finish(
             task_id,
@@ -661,7 +662,7 @@ class Cluster:
         expires = now_ms() + int(self.settings.lease_ttl_s * 1000)
         for task in self.tasks.with_status("queued", "running"):
             if task.status == "queued" and _in_redis(task):
-                queued += self.queue.restore_queued(task.id, self.score(task), self.due(task))
+                queued += self.queue.restore_queued(*self.queue_entry(task))
             elif task.lease_token and task.node is not None:
                 restored_leases += self.queue.restore_lease(
                     task.id, task.lease_token, task.node, task.gpu_indices or [], expires

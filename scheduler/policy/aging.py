@@ -8,7 +8,6 @@ which is what makes the starvation bound hold (docs/scheduling.md).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from scheduler.policy.config import PolicyConfig
@@ -142,18 +141,3 @@ def priority_parts(
         fair_share_s=fair,
         deadline_s=deadline_credit_s(task, now_s, config),
     )
-
-
-def window_ids(overdue: Iterable[int], head: Iterable[int], size: int) -> list[int]:
-    """The ids one pass looks at: the overdue tasks (from the overdue index, earliest first), then the head
-    of the static-score order without them, `size` in all. The live scheduler and the simulator both build
-    their window with this, so they consider the same tasks."""
-    ids = list(dict.fromkeys(overdue))[:size]
-    seen = set(ids)
-    for task_id in head:
-        if len(ids) >= size:
-            break
-        if task_id not in seen:
-            ids.append(task_id)
-            seen.add(task_id)
-    return ids

@@ -52,6 +52,7 @@ class PolicyConfig:
     policy: PolicyName = "nightshift"
     class_step_s: float = DEFAULT_CLASS_STEP_S
     window: int = 128  # queued tasks one pass looks at (the first ones by static score)
+    window_per_person: int = 2  # and each person's first queued tasks beyond it (`policy.window`)
     # Quotas
     team_gpu_caps: Mapping[str, int] = field(default_factory=dict)
     default_team_gpu_cap: int | None = None
@@ -111,8 +112,10 @@ class PolicyConfig:
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
             raise ValueError(f"unknown policy {self.policy!r}: choose one of {', '.join(POLICIES)}")
-        if self.window < 1:
-            raise ValueError(f"window must be >= 1, got {self.window}")
+        if self.window < 1 or self.window_per_person < 0:
+            raise ValueError(
+                f"window must be >= 1 and window_per_person >= 0, got {self.window}, {self.window_per_person}"
+            )
         if self.class_step_s < 0 or self.fairshare_half_life_s <= 0:
             raise ValueError("class_step_s must be >= 0 and fairshare_half_life_s > 0")
         if not 0 < self.budget_warn_fraction <= 1:

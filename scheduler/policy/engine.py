@@ -28,6 +28,7 @@ from scheduler.policy.quotas import (
     over_user_cap,
 )
 from scheduler.policy.types import Decisions, GpuSlot, QueuedTask, RunningTask, StartDecision
+from scheduler.policy.window import pass_window
 from scheduler.policy.windows import current_window, offpeak_start_s, zone
 
 ShapeKey = tuple[int, int, float, str | None, str | None, bool]
@@ -99,11 +100,12 @@ def decide(
     with_reasons: bool = True,
     pool: Pool | None = None,
 ) -> Decisions:
-    """Which of the first `config.window` queued tasks start now and where, and why the others wait.
+    """Which of the window's queued tasks start now and where, and why the others wait.
 
-    `queued` comes ordered by static score; `gpus` show what is free now (running tasks already counted);
-    `succeeded`/`failed` hold the ids of parents (from `depends_on` and `depends_on_any`) that ended that way
-    (`failed` also holds cancelled ones). With
+    `queued` comes ordered by static score (or as a window of it: `policy.window`; the pass takes the first
+    `config.window` and each person's first few after them, `pass_window`); `gpus` show what is free now
+    (running tasks already counted); `succeeded`/`failed` hold the ids of parents (from `depends_on` and
+    `depends_on_any`) that ended that way (`failed` also holds cancelled ones). With
     `with_reasons=False` (the simulator) the pass stops once no GPU has room and skips the wording.
     `pool`, when given, is a `Pool` the caller keeps equal to `gpus` (the simulator's incremental view): the
     pass works on a copy-on-write copy of it instead of building one from `gpus`, and leaves it unchanged.
@@ -113,7 +115,7 @@ def decide(
     used = gpus_in_use(running) if config.team_capped else {}
     used_by_user = gpus_in_use(running, by="user") if config.user_capped else {}
     ps = _Pass(config, now_s, work, gpus, running, usage or {}, with_reasons, used, used_by_user)
-    window = queued[: config.window]
+    window = pass_window(queued, config)
     if config.oldest_first and config.credits_on and window:
         oldest = _oldest(window, config)
         waited_s = now_s - oldest.enqueued_at_s

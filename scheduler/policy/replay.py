@@ -12,11 +12,12 @@ import bisect
 import heapq
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from scheduler.policy.aging import overdue_at_s, static_score, window_ids
+from scheduler.policy.aging import overdue_at_s, static_score
 from scheduler.policy.config import PolicyConfig, TeamUsage
 from scheduler.policy.engine import decide
 from scheduler.policy.placement import EPS, Pool, memory_need_mib
 from scheduler.policy.types import GpuSlot, QueuedTask, RunningTask, StartDecision
+from scheduler.policy.window import member_of, person_heads_apply, window_ids, with_person_heads
 
 _END, _ARRIVE, _WAKE = 0, 1, 2
 
@@ -46,6 +47,9 @@ class Replay:
         # the same tasks by when they pass their aging bound (`overdue_at_s`), ascending: each pass puts
         # the overdue ones in its window however deep they sit in `queue` (the live queue's overdue set)
         self.overdue: list[tuple[float, int]] = []
+        # the same tasks by person, each ascending by static score: their first ones join every pass's
+        # window (`policy.window`; the live queue's per-person index)
+        self.by_person: dict[tuple[str, str], list[tuple[float, int]]] = {}
         self.tasks: dict[int, QueuedTask] = {}
         self.running: dict[int, tuple[RunningTask, ...]] = {}
         self.succeeded: set[int] = set()
@@ -98,8 +102,10 @@ class Replay:
     def _handle(self, kind: int, task_id: int) -> None:
         if kind == _ARRIVE:
             task = self.tasks[task_id]
-            bisect.insort(self.queue, (static_score(task, self.config), task_id))
+            score = static_score(task, self.config)
+            bisect.insort(self.queue, (score, task_id))
             bisect.insort(self.overdue, (overdue_at_s(task, self.config), task_id))
+            bisect.insort(self.by_person.setdefault(member_of(task), []), (score, task_id))
             self._zero_gpu_queued += task.gpus <= 0
         elif kind == _END:
             self._end(task_id)
@@ -173,11 +179,16 @@ class Replay:
             self._push(dec.wake_at_s, _WAKE, -1)
 
     def window_ids(self) -> list[int]:
-        """The ids the next pass looks at: the overdue tasks first, then the head of the static order."""
+        """The ids the next pass looks at: the overdue tasks first, then the head of the static order, then
+        each person's first tasks (`policy.window`)."""
         size = self.config.window
         due = bisect.bisect_right(self.overdue, (self.now_s, float("inf")), hi=min(size, len(self.overdue)))
         overdue = [i for _, i in self.overdue[:due]]
-        return window_ids(overdue, (i for _, i in self.queue[: size + due]), size)
+        window = window_ids(overdue, (i for _, i in self.queue[: size + due]), size)
+        if len(self.queue) <= size or not person_heads_apply(self.config):
+            return window
+        per = self.config.window_per_person
+        return with_person_heads(window, (i for queued in self.by_person.values() for _, i in queued[:per]))
 
     def _dequeue(self, task_id: int) -> None:
         task = self.tasks[task_id]
@@ -188,6 +199,8 @@ class Replay:
             self._zero_gpu_queued -= task.gpus <= 0
             due = (overdue_at_s(task, self.config), task_id)
             del self.overdue[bisect.bisect_left(self.overdue, due)]
+            mine = self.by_person[member_of(task)]
+            del mine[bisect.bisect_left(mine, item)]
 
     def _start(self, task: QueuedTask, starts: Sequence[StartDecision]) -> None:
         self._dequeue(task.task_id)

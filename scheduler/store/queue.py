@@ -10,14 +10,15 @@ import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import redis
 from redis.commands.core import Script
 
 from scheduler.errors import ServiceUnavailable
 from scheduler.keys import RedisKeys
-from scheduler.policy.aging import window_ids
+from scheduler.policy.types import QueuedTask
+from scheduler.policy.window import window_ids, with_person_heads
 
 LUA_DIR = Path(__file__).parent / "lua"
 # A reply slower than this is an error. Longer than every blocking wait on these connections (the log-request
@@ -45,11 +46,28 @@ def _revision(text: str | bytes) -> int | None:
     return int(raw) if raw else None
 
 
+def member_name(task: QueuedTask) -> str:
+    """The member index a queued task belongs to: "team/person" (`RedisKeys.member_queue`)."""
+    return f"{task.team}/{task.user}"
+
+
+class QueueEntry(NamedTuple):
+    """A task as the queue indexes it: its static score, when it is overdue, and whose it is ("team/person":
+    the member index whose first tasks join a pass's window; None: not indexed there)."""
+
+    task_id: int
+    score: float
+    due_s: float | None = None
+    member: str | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class PassSnapshot:
     """The Redis side of one scheduling pass (`RedisQueue.pass_snapshot`)."""
 
-    head: list[int]  # ids of the window: the overdue tasks, then the first queued tasks (`window_ids`)
+    # ids of the window: the overdue tasks, then the first queued tasks (`window_ids`), then each member's
+    # first ones not among them (`policy.window`)
+    head: list[int]
     assignments: dict[int, tuple[str, tuple[int, ...]]]  # assigned, not yet claimed: id -> (node, gpus)
     leased: set[int]  # ids holding a lease (claimed: running, or about to be marked running in SQL)
     nodes: dict[str, dict[str, str]]  # node name -> raw record
@@ -136,52 +154,63 @@ class RedisQueue:
 
     # --- queue ---------------------------------------------------------------------------------
 
-    def enqueue(self, task_id: int, score: float, due_s: float | None = None) -> None:
+    def enqueue(
+        self, task_id: int, score: float, due_s: float | None = None, member: str | None = None
+    ) -> None:
         """Add a task to the queue (no-op if it is already there) and wake the scheduler.
 
-        `due_s` (`policy.aging.overdue_at_s`) indexes it in the overdue set too, in the same transaction.
+        `due_s` (`policy.aging.overdue_at_s`) indexes it in the overdue set too, and `member` in that
+        member's index (`RedisKeys.member_queue`), in the same transaction.
         """
-        pipe = self.client.pipeline(transaction=True)
-        pipe.zadd(self.keys.queue, {str(task_id): score}, nx=True)
-        if due_s is not None:
-            pipe.zadd(self.keys.overdue, {str(task_id): due_s}, nx=True)
-        self._ring_scheduler(pipe)
-        pipe.execute()
+        self.enqueue_many([QueueEntry(task_id, score, due_s, member)])
 
-    def enqueue_many(self, entries: Iterable[tuple[int, float, float | None]]) -> None:
-        """`enqueue` of many tasks, each (task id, score, due_s), in one transaction and one round trip.
-
-        The scheduler is rung once for all of them.
+    def enqueue_many(self, entries: Iterable[QueueEntry | tuple[int, float, float | None]]) -> None:
+        """`enqueue` of many tasks (`QueueEntry`, or (task id, score, due_s)), in one transaction and one
+        round trip. The scheduler is rung once for all of them.
         """
         queue: dict[str, float] = {}
         overdue: dict[str, float] = {}
-        for task_id, score, due_s in entries:
+        members: dict[str, dict[str, float]] = {}
+        for entry in entries:
+            task_id, score, due_s, member = QueueEntry(*entry)
             queue[str(task_id)] = score
             if due_s is not None:
                 overdue[str(task_id)] = due_s
+            if member is not None:
+                members.setdefault(member, {})[str(task_id)] = score
         if not queue:
             return
         pipe = self.client.pipeline(transaction=True)
         pipe.zadd(self.keys.queue, queue, nx=True)
         if overdue:
             pipe.zadd(self.keys.overdue, overdue, nx=True)
+        for member, scores in members.items():
+            pipe.zadd(self.keys.member_queue(member), scores, nx=True)
+            pipe.sadd(self.keys.members, member)
+            pipe.hset(self.keys.queued_by, mapping=dict.fromkeys(scores, member))
         self._ring_scheduler(pipe)
         pipe.execute()
 
-    def rescore(self, task_id: int, score: float, due_s: float) -> None:
-        """New scores for a task already in the queue and the overdue set (after its spec changed); a task
-        not there is left out, so one assigned or claimed meanwhile is not queued twice."""
+    def rescore(self, task_id: int, score: float, due_s: float | None, member: str | None = None) -> None:
+        """New scores for a task already in the queue and the overdue set (after its spec changed), and in
+        `member`'s index; a task not there is left out, so one assigned or claimed meanwhile is not queued
+        twice."""
         pipe = self.client.pipeline(transaction=True)
         pipe.zadd(self.keys.queue, {str(task_id): score}, xx=True)
-        pipe.zadd(self.keys.overdue, {str(task_id): due_s}, xx=True)
+        if due_s is not None:
+            pipe.zadd(self.keys.overdue, {str(task_id): due_s}, xx=True)
+        if member is not None:
+            pipe.zadd(self.keys.member_queue(member), {str(task_id): score}, xx=True)
         pipe.execute()
 
     def remove(self, task_id: int) -> bool:
-        """Take a queued task out of the queue and the overdue set (cancel); True if it was queued."""
+        """Take a queued task out of the queue and the overdue set (cancel); True if it was queued. Its
+        member index entry is dropped by the next pass that reads past it (`snapshot.lua`)."""
         pipe = self.client.pipeline(transaction=True)
         pipe.zrem(self.keys.queue, str(task_id))
         pipe.zrem(self.keys.overdue, str(task_id))
-        removed, _ = pipe.execute()
+        pipe.hdel(self.keys.queued_by, str(task_id))
+        removed, _, _ = pipe.execute()
         return bool(removed)
 
     def head(self, count: int) -> list[tuple[int, float]]:
@@ -201,9 +230,12 @@ class RedisQueue:
         rows = self.client.zrangebyscore(self.keys.overdue, "-inf", now_s, start=0, num=count)
         return [int(member) for member in cast(list[str], rows)]
 
-    def window_ids(self, count: int, now_s: float) -> list[int]:
-        """The ids one pass looks at (`policy.aging.window_ids`): the overdue tasks, then the head of the
-        queue, `count` in all; two range reads in one round trip, O(log n + count)."""
+    def window_ids(self, count: int, now_s: float, per_member: int = 0) -> list[int]:
+        """The ids one pass looks at (`policy.window`): the overdue tasks, then the head of the queue,
+        `count` in all; then each member's first `per_member` not among them. Without members, two range
+        reads in one round trip, O(log n + count)."""
+        if per_member > 0:
+            return self.pass_snapshot(count, now_s, per_member).head
         pipe = self.client.pipeline(transaction=False)
         pipe.zrangebyscore(self.keys.overdue, "-inf", now_s, start=0, num=count)
         pipe.zrange(self.keys.queue, 0, 2 * count - 1)
@@ -260,7 +292,7 @@ class RedisQueue:
         pipe = self.client.pipeline(transaction=False)
         for task_id, node, gpu_indices in starts:
             inbox, doorbell = k.inbox(node), k.node_doorbell(node)
-            keys = [k.queue, inbox, k.assignment(task_id), k.assigned, doorbell, k.overdue]
+            keys = [k.queue, inbox, k.assignment(task_id), k.assigned, doorbell, k.overdue, k.queued_by]
             revision = known.get(task_id)
             args: list[str | int] = [task_id, node, _gpus_text(gpu_indices), now_ms]
             args.append("" if revision is None else revision)
@@ -282,21 +314,24 @@ class RedisQueue:
                 result[int(task)] = (node, _gpus_tuple(gpus or ""))
         return result
 
-    def pass_snapshot(self, count: int, now_s: float) -> PassSnapshot:
+    def pass_snapshot(self, count: int, now_s: float, per_member: int = 0) -> PassSnapshot:
         """What one scheduling pass reads from Redis, in one round trip and one consistent view
         (`lua/snapshot.lua`).
 
-        The ids of the window (as `window_ids`: the tasks overdue at `now_s`, then the head of the queue),
-        the unclaimed assignments (as `assignments`), the ids holding a lease, and every registered node's
-        raw record (name -> hash; see `nodes.nodes_from_raw`), and when the first lease expires (so the
-        scheduler can wake for it). Being one script, no claim can fall between reading the assignments and
-        the leases.
+        The ids of the window (as `window_ids`: the tasks overdue at `now_s`, then the head of the queue,
+        then each member's first `per_member` queued tasks not among them), the unclaimed assignments (as
+        `assignments`), the ids holding a lease, and every registered node's raw record (name -> hash; see
+        `nodes.nodes_from_raw`), and when the first lease expires (so the scheduler can wake for it). Being
+        one script, no claim can fall between reading the assignments and the leases.
         """
         k = self.keys
-        keys = [k.overdue, k.queue, k.assigned, k.nodes, k.leases]
-        reply = self._snapshot(keys=keys, args=[now_s, count, k.prefix])
-        overdue, queue_head, flat_assignments, leased, flat_nodes, first_expiry = cast(list[Any], reply)
+        keys = [k.overdue, k.queue, k.assigned, k.nodes, k.leases, k.members]
+        reply = self._snapshot(keys=keys, args=[now_s, count, k.prefix, per_member])
+        overdue, queue_head, flat_assignments, leased, flat_nodes, first_expiry, heads = cast(
+            list[Any], reply
+        )
         head = window_ids((int(m) for m in overdue), (int(m) for m in queue_head), count)
+        head = with_person_heads(head, (int(m) for m in heads))
         leased_ids = {int(m) for m in leased}
         assignments: dict[int, tuple[str, tuple[int, ...]]] = {}
         for i in range(0, len(flat_assignments), 3):
@@ -343,9 +378,9 @@ class RedisQueue:
         """Put an unclaimed assignment back in the queue (and the overdue set) at its old scores; False if
         claimed meanwhile."""
         k = self.keys
-        keys = [k.queue, k.inbox(node), k.assignment(task_id), k.assigned, k.overdue]
+        keys = [k.queue, k.inbox(node), k.assignment(task_id), k.assigned, k.overdue, k.queued_by, k.members]
         due = "" if fallback_due_s is None else fallback_due_s
-        return bool(self._unassign(keys=keys, args=[task_id, node, fallback_score, due]))
+        return bool(self._unassign(keys=keys, args=[task_id, node, fallback_score, due, k.prefix]))
 
     def return_stale_assignments(
         self, now_ms: int, older_than_ms: int, alive_nodes: Iterable[str]
@@ -483,34 +518,41 @@ class RedisQueue:
 
     # --- rebuild ------------------------------------------------------------------------------------
 
-    def restore_queued(self, task_id: int, score: float, due_s: float | None = None) -> bool:
-        """Put a task SQL says is queued back in the queue (and, with `due_s`, the overdue set) unless Redis
-        holds it elsewhere."""
-        return bool(self._restore_queued(task_id, score, due_s, self.client))
+    def restore_queued(
+        self, task_id: int, score: float, due_s: float | None = None, member: str | None = None
+    ) -> bool:
+        """Put a task SQL says is queued back in the queue (and, with `due_s`, the overdue set; with
+        `member`, that member's index) unless Redis holds it elsewhere."""
+        return bool(self._restore_queued(QueueEntry(task_id, score, due_s, member), self.client))
 
-    def restore_queued_many(self, entries: Iterable[tuple[int, float, float | None]]) -> list[bool]:
-        """`restore_queued` of many tasks, each (task id, score, due_s), in one round trip (each one still
-        atomic): True for those queued, False for those Redis holds elsewhere (a claim still in flight)."""
+    def restore_queued_many(
+        self, entries: Iterable[QueueEntry | tuple[int, float, float | None]]
+    ) -> list[bool]:
+        """`restore_queued` of many tasks (`QueueEntry`, or (task id, score, due_s)), in one round trip (each
+        one still atomic): True for those queued, False for those Redis holds elsewhere (a claim still in
+        flight)."""
         pipe = self.client.pipeline(transaction=False)
-        for task_id, score, due_s in entries:
-            self._restore_queued(task_id, score, due_s, pipe)
+        for entry in entries:
+            self._restore_queued(QueueEntry(*entry), pipe)
         return [bool(added) for added in pipe.execute()]
 
-    def _restore_queued(self, task_id: int, score: float, due_s: float | None, client: Any) -> Any:
+    def _restore_queued(self, entry: QueueEntry, client: Any) -> Any:
         """`restore.lua` for one queued task, on `client` (the connection, or a pipeline)."""
-        k = self.keys
-        keys = [k.queue, k.lease(task_id), k.assignment(task_id), k.leases, k.overdue]
-        due = "" if due_s is None else due_s
-        return self._restore(keys=keys, args=[task_id, "queued", score, "", "", 0, due], client=client)
+        due = "" if entry.due_s is None else entry.due_s
+        member = entry.member or ""
+        args: list[Any] = [entry.task_id, "queued", entry.score, "", "", 0, due, member, self.keys.prefix]
+        return self._restore(keys=self._restore_keys(entry.task_id), args=args, client=client)
 
     def restore_lease(
         self, task_id: int, token: str, node: str, gpu_indices: Iterable[int], expires_ms: int
     ) -> bool:
         """Recreate the lease of a task SQL says is running, so its worker can keep heartbeating."""
+        args: list[Any] = [task_id, "running", token, node, _gpus_text(gpu_indices), expires_ms, "", "", ""]
+        return bool(self._restore(keys=self._restore_keys(task_id), args=args))
+
+    def _restore_keys(self, task_id: int) -> list[str]:
         k = self.keys
-        keys = [k.queue, k.lease(task_id), k.assignment(task_id), k.leases, k.overdue]
-        args: list[Any] = [task_id, "running", token, node, _gpus_text(gpu_indices), expires_ms, ""]
-        return bool(self._restore(keys=keys, args=args))
+        return [k.queue, k.lease(task_id), k.assignment(task_id), k.leases, k.overdue, k.queued_by, k.members]
 
     # --- wake-ups -----------------------------------------------------------------------------------
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scheduler.policy.aging import aging_bound_s, order_key, overdue_at_s, rank_key, window_ids
+from scheduler.policy.aging import aging_bound_s, order_key, overdue_at_s, rank_key
+from scheduler.policy.window import window_ids
 from scheduler.policy.config import PolicyConfig, TeamUsage
 from scheduler.policy.engine import decide
 from scheduler.policy.forecast import queue_positions

@@ -20,6 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import pytest
+
 from scheduler.clock import now_ms
 from scheduler.dispatcher import Dispatcher
 from scheduler.gpus import SimulatedGpus
@@ -121,11 +123,20 @@ class LiveDriver:
         assert self.cluster.settle_attempt(task_id, self.tokens[task_id], "exit", exit_code=0) == "succeeded"
 
 
+# a window of 2 tasks: each person with none in it has their first task looked at too (`policy.window`),
+# read from the member indexes in Redis live and from the simulator's own
+SMALL_WINDOW = {"window": 2, "window_per_person": 1}
+
+
+@pytest.mark.parametrize("window", [{}, SMALL_WINDOW], ids=["window-128", "window-2-with-member-heads"])
 def test_the_live_scheduler_starts_the_same_tasks_on_the_same_gpus_as_the_simulator(
-    cluster: Cluster, make_identity: Callable[..., tuple[object, str]], tmp_path: Path
+    cluster: Cluster, make_identity: Callable[..., tuple[object, str]], tmp_path: Path, window: dict[str, int]
 ) -> None:
-    config = replace(cluster.policy_config, team_gpu_caps={"vision": 3}, fairshare_max_credit_s=0.0)
+    config = replace(cluster.policy_config, team_gpu_caps={"vision": 3}, fairshare_max_credit_s=0.0, **window)
     cluster.policy_config = config
+    if window:  # the member heads change what starts when: without them the same small window differs
+        without = replace(config, window_per_person=0)
+        assert _simulated(without)[0] != _simulated(config)[0]
     sim_starts, sim_ends = _simulated(config)
 
     live = LiveDriver(cluster)
