@@ -6,12 +6,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scheduler.policy.aging import aging_bound_s, order_key, overdue_at_s, rank_key
-from scheduler.policy.window import window_ids
 from scheduler.policy.config import PolicyConfig, TeamUsage
 from scheduler.policy.engine import decide
 from scheduler.policy.forecast import queue_positions
 from scheduler.policy.replay import Replay
 from scheduler.policy.types import PriorityClass
+from scheduler.policy.window import window_ids
 from tests.policy.builders import make_gpus, make_running, make_task, occupy
 
 CFG = PolicyConfig()
