@@ -188,6 +188,8 @@ class NodePublic(BaseModel):
     gpus: int
     labels: dict[str, str] = {}
     job_isolation: str = "process group"  # "cgroup": each job in a cgroup of its own, nothing outlives a stop
+    # a drain set for later (maintenance): until then only tasks that end by then start there; None: none
+    drain_at: datetime | None = None
 
 
 class NodeDrainedPublic(NodePublic):

@@ -35,6 +35,7 @@ from scheduler.redis_server import EmbeddedRedis
 from scheduler.service import Cluster
 from scheduler.settings import Settings
 from scheduler.store.identity import create_token
+from scheduler.store.queue import QueueEntry
 from scheduler.store.tables import Attempt, Task, Team, User
 
 TEAMS = 20
@@ -45,11 +46,12 @@ PRIORITIES, PWEIGHTS = ["low", "normal", "high", "urgent"], [0.2, 0.6, 0.15, 0.0
 
 
 def _ids(cluster: Cluster) -> list[tuple[int, int, str]]:
+    """(user id, team id, member "team/user") of each of the bench's people."""
     for i in range(TEAMS):
         create_token(cluster.factory, user=f"user{i}", team=f"team{i}")
     with cluster.factory() as s:
-        rows = s.execute(select(User.id, User.team_id, Team.name).join(Team, User.team_id == Team.id))
-        return [(uid, tid, name) for uid, tid, name in rows]
+        query = select(User.id, User.team_id, Team.name, User.name).join(Team, User.team_id == Team.id)
+        return [(uid, tid, f"{team}/{user}") for uid, tid, team, user in s.execute(query)]
 
 
 def _publish_nodes(cluster: Cluster) -> None:
@@ -61,19 +63,21 @@ def _publish_nodes(cluster: Cluster) -> None:
 def _insert_queued(
     cluster: Cluster, people: list[tuple[int, int, str]], count: int, rng: random.Random
 ) -> None:
-    """`count` queued rows in bulk, and their queue entries in pipelined ZADDs."""
+    """`count` queued rows in bulk, and their queue entries (queue, overdue set, member index) as the API's
+    submissions make them."""
     now = datetime.now(UTC)
     config = cluster.policy_config
     batch = 5000
     for start in range(0, count, batch):
-        rows = []
+        rows, members = [], []
         for _ in range(min(batch, count - start)):
-            uid, tid, _team = rng.choice(people)
+            uid, tid, member = rng.choice(people)
             gpus = rng.choices(SIZES, WEIGHTS)[0]
             estimate = rng.choice([None, 10, 60, 600])
             spec = {"command": "true", "workdir": "/tmp"}
             if estimate:
                 spec["estimated_minutes"] = estimate
+            members.append(member)
             rows.append(
                 {
                     "team_id": tid, "user_id": uid, "name": f"job{rng.randrange(50)}", "command": "true",
@@ -87,17 +91,16 @@ def _insert_queued(
         with cluster.engine.begin() as conn:
             result = conn.execute(insert(Task).returning(Task.id, Task.team_id), rows)
             ids = [r[0] for r in result]
-        pipe = cluster.queue.client.pipeline(transaction=False)
-        for task_id, row in zip(ids, rows, strict=True):
+        entries = []
+        for task_id, row, member in zip(ids, rows, members, strict=True):
             q = QueuedTask(
                 task_id=task_id, team="", user="", gpus=row["gpus"],
                 enqueued_at_s=row["enqueued_at"].timestamp(),
                 priority=PriorityClass.parse(row["priority"]),
                 estimated_s=row["spec"].get("estimated_minutes", 0) * 60 or None,
             )  # fmt: skip
-            pipe.zadd(cluster.queue.keys.queue, {str(task_id): static_score(q, config)})
-            pipe.zadd(cluster.queue.keys.overdue, {str(task_id): overdue_at_s(q, config)})
-        pipe.execute()
+            entries.append(QueueEntry(task_id, static_score(q, config), overdue_at_s(q, config), member))
+        cluster.queue.enqueue_many(entries)
 
 
 def _insert_history(

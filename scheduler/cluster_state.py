@@ -19,7 +19,7 @@ from scheduler.policy.rolling import (
     with_running_to,
 )
 from scheduler.policy.types import GpuSlot, QueuedTask, RunningTask
-from scheduler.policy.window import person_heads_apply
+from scheduler.policy.window import absent_member_heads, person_heads_apply
 from scheduler.policy_input import gpu_slots, holder_of, queued_task_of, running_task_of
 from scheduler.service import Cluster
 from scheduler.store.tasks import RowVersion, RunningVersion
@@ -47,7 +47,7 @@ class ClusterState:
 
     def nodes_in_service(self, stamp_ms: int) -> list[str]:
         """Names of the nodes that may be given work: alive (heartbeat) and not drained."""
-        return [node.name for node in self.nodes if node.alive(stamp_ms) and not node.drained]
+        return [node.name for node in self.nodes if node.alive(stamp_ms) and not node.drained_at(stamp_ms)]
 
     def policy_config(self, base: PolicyConfig) -> PolicyConfig:
         """`base` as the policy applies it to this state: with the observed typical run time."""
@@ -229,22 +229,13 @@ def gather_state(
     """
     if rows is not None:
         return _gather_cached(cluster, usage_cache, window, rows)
-    queue, tasks = cluster.queue, cluster.tasks
     now = now_s()
-    head = queue.window_ids(window, now, _per_member(cluster.policy_config))
-    rows_by_id = tasks.by_ids(head)
-    stale = [
-        task_id for task_id in head if task_id not in rows_by_id or rows_by_id[task_id].status != "queued"
-    ]
-    for task_id in stale:
-        queue.remove(task_id)
-    usage, history, usage_at_s = usage_cache.get_with_time(now)
     config = cluster.policy_config
-    queued = [
-        with_learned_estimate(queued_task_of(rows_by_id[task_id]), history, config)
-        for task_id in head
-        if task_id not in stale
-    ]
+    snap = cluster.queue.pass_snapshot(window, now, _per_member(config))
+    views = _still_queued(cluster, snap.head)
+    views.update(_still_queued(cluster, absent_member_heads(views.values(), snap.member_heads)))
+    usage, history, usage_at_s = usage_cache.get_with_time(now)
+    queued = [with_learned_estimate(view, history, config) for view in views.values()]
     holders = _holders(cluster, now)
     usage = _used_by_now(usage, holders, usage_at_s, now, config)
     return _state(cluster, now, queued, holders, usage, history, usage_cache.finished_spans())
@@ -318,6 +309,11 @@ def _gather_cached(cluster: Cluster, usage_cache: UsageCache, window: int, rows:
     claimed = sorted(snap.leased - assigned.keys())
     versions, tokens = cluster.tasks.pass_versions(head + list(assigned) + claimed)
     views = rows.queued_views(cluster, head + list(assigned) + claimed, versions)
+    # each absent member's first tasks (`policy.window`): loaded only when kept, so mostly never
+    extra = absent_member_heads((views[i] for i in head if i in views), snap.member_heads)
+    if extra:
+        views.update(rows.queued_views(cluster, extra))
+        head = head + extra
     for task_id in head:
         if task_id not in views:
             queue.remove(task_id)
@@ -340,6 +336,20 @@ def _gather_cached(cluster: Cluster, usage_cache: UsageCache, window: int, rows:
     state = _state(cluster, now, queued, holders, usage, history, finished, nodes_from_raw(snap.nodes))
     state.next_lease_expiry_ms = snap.next_lease_expiry_ms
     return state
+
+
+def _still_queued(cluster: Cluster, task_ids: list[int]) -> dict[int, QueuedTask]:
+    """The policy view of each of these tasks that SQL still has queued, in order; the others are taken out
+    of the Redis queue (stale entries)."""
+    rows = cluster.tasks.by_ids(task_ids) if task_ids else {}
+    views = {}
+    for task_id in task_ids:
+        row = rows.get(task_id)
+        if row is None or row.status != "queued":
+            cluster.queue.remove(task_id)
+        else:
+            views[task_id] = queued_task_of(row)
+    return views
 
 
 def _per_member(config: PolicyConfig) -> int:

@@ -127,7 +127,7 @@ class ClusterCollector(Collector):
         now = now_ms()
         for node in self.cluster.nodes.all():
             heartbeat.add_metric([node.name], (now - node.heartbeat_ms) / 1000.0)
-            drained.add_metric([node.name], 1.0 if node.drained else 0.0)
+            drained.add_metric([node.name], 1.0 if node.drained_at(now) else 0.0)
             for gpu in node.gpus:
                 values = [node.name, str(gpu.index), gpu.name]
                 free.add_metric(values, gpu.memory_free_mib * 1024 * 1024)

@@ -56,10 +56,17 @@ class NodeState:
     # how long its worker may go without a heartbeat before it counts as down: its lease TTL, so that the
     # scheduler stops placing work on it exactly when its leases (and any worker) give that work back
     stale_after_ms: int = NODE_STALE_AFTER_MS
+    # a drain set for later (maintenance, Slurm's `MAINT` reservation): until then only tasks that end by then
+    # start there (`GpuSlot.down_at_s`), from then it is drained; None when none is set
+    drain_at_ms: int | None = None
 
     def alive(self, now_ms: int) -> bool:
         """True when the node's worker heartbeat is recent (within its own `stale_after_ms`)."""
         return now_ms - self.heartbeat_ms <= self.stale_after_ms
+
+    def drained_at(self, now_ms: int) -> bool:
+        """True when the node takes no new task at `now_ms`: drained, or past the drain set for then."""
+        return self.drained or (self.drain_at_ms is not None and now_ms >= self.drain_at_ms)
 
 
 class NodeRegistry:
@@ -100,12 +107,19 @@ class NodeRegistry:
         if added:
             self.client.rpush(self.keys.scheduler_doorbell, "1")
 
-    def set_drained(self, name: str, drained: bool) -> bool:
-        """Mark a node drained (no new tasks) or back in service; False for an unknown node."""
+    def set_drained(self, name: str, drained: bool, at_ms: int | None = None) -> bool:
+        """Mark a node drained (no new tasks), drained from `at_ms` on (maintenance then), or back in service
+        (either cleared); False for an unknown node."""
         if not self.client.sismember(self.keys.nodes, name):
             return False
-        self.client.hset(self.keys.node(name), "drained", "1" if drained else "0")
-        self.client.rpush(self.keys.scheduler_doorbell, "1")
+        pipe = self.client.pipeline(transaction=True)
+        pipe.hset(self.keys.node(name), "drained", "1" if drained and at_ms is None else "0")
+        if drained and at_ms is not None:
+            pipe.hset(self.keys.node(name), "drain_at_ms", at_ms)
+        else:
+            pipe.hdel(self.keys.node(name), "drain_at_ms")
+        pipe.rpush(self.keys.scheduler_doorbell, "1")
+        pipe.execute()
         return True
 
     def all(self) -> list[NodeState]:
@@ -174,4 +188,5 @@ def _parse(name: str, raw: dict[str, str]) -> NodeState:
         labels=json.loads(raw.get("labels", "{}")),
         job_isolation=raw.get("job_isolation", "process group"),
         stale_after_ms=int(float(raw.get("stale_after_ms", NODE_STALE_AFTER_MS))),
+        drain_at_ms=int(float(raw["drain_at_ms"])) if raw.get("drain_at_ms") else None,
     )

@@ -72,7 +72,7 @@ def holder_of(queued: QueuedTask, node: str, gpu_indices: Sequence[int], started
 
 def _node_out_of_service(node: NodeState, now_ms_: int) -> str | None:
     """Why none of a node's GPUs takes new tasks ("node n0 is drained"), None when it is in service."""
-    if node.drained:
+    if node.drained_at(now_ms_):
         return f"node {node.name} is drained"
     if not node.alive(now_ms_):
         return f"node {node.name} is down (no heartbeat for {(now_ms_ - node.heartbeat_ms) / 1000:.0f} s)"
@@ -88,6 +88,7 @@ def gpu_slots(nodes: Iterable[NodeState], holders: Sequence[RunningTask], now_ms
     slots: list[GpuSlot] = []
     for node in nodes:
         node_why = _node_out_of_service(node, now_ms_)
+        down_at_s = node.drain_at_ms / 1000.0 if node.drain_at_ms is not None else None
         for gpu in node.gpus:
             why = node_why
             if why is None and gpu.out_of_service:
@@ -122,6 +123,7 @@ def gpu_slots(nodes: Iterable[NodeState], holders: Sequence[RunningTask], now_ms
                     outside_mib=0 if unsized and gpu.outside_mib is None else max(0, outside),
                     outside_by=gpu.outside[0].describe() if gpu.outside else None,
                     driver_reserved_mib=gpu.memory_total_mib - shareable,
+                    down_at_s=down_at_s,
                 )
             )
     return slots

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta, tzinfo
 from typing import Any
 
@@ -46,14 +47,7 @@ def _check_node_and_model(spec: TaskSpec, nodes: Sequence[NodeState]) -> list[No
     if spec.gpu_model is not None:
         models = sorted({gpu.name for node in nodes for gpu in node.gpus})
         with_model = [
-            NodeState(
-                node.name,
-                tuple(gpu for gpu in node.gpus if _matches_model(spec.gpu_model, gpu.name)),
-                node.heartbeat_ms,
-                node.source,
-                node.drained,
-                node.labels,
-            )
+            replace(node, gpus=tuple(gpu for gpu in node.gpus if _matches_model(spec.gpu_model, gpu.name)))
             for node in nodes
         ]
         nodes = [node for node in with_model if node.gpus]

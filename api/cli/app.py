@@ -36,6 +36,7 @@ from api.cli.render import (
     print_json,
     queue_table,
     quota_table,
+    short_time,
     simulation_table,
     stopping_line,
     task_detail,
@@ -1227,11 +1228,31 @@ def node_drain(
             "--requeue", help="also stop its running tasks and queue them again, to start elsewhere"
         ),
     ] = False,
+    at: Annotated[
+        str | None,
+        typer.Option(
+            "--at",
+            help="drain it from then on, for maintenance (ISO 8601, 23:00, tomorrow 09:00, +2h): until "
+            "then only tasks that will have ended start there",
+        ),
+    ] = None,
 ) -> None:
     """Give NAME no new tasks; the ones running there finish (with --requeue: are stopped and queued again
-    with their age, as `nightshift requeue` does, so the node can go down now)."""
-    params = {"requeue": "true"} if requeue else {}
+    with their age, as `nightshift requeue` does, so the node can go down now). With --at, from then on
+    (maintenance, as Slurm's `MAINT` reservation): until then a task starts there only if its estimate
+    (else its time limit) ends it first."""
+    params: dict[str, str] = {"requeue": "true"} if requeue else {}
+    if at is not None:
+        zone = cli_zone(get_settings())
+        params["at"] = parse_when(at, datetime.now(zone), zone).isoformat()
     node = _with_client(lambda client: client.post(f"/nodes/{name}/drain", params=params))
+    if at is not None:
+        console.print(
+            f"node {name} goes down for maintenance at {short_time(node.get('drain_at'))}: until then only "
+            "tasks that will have ended by then start there (by their estimate, else their time limit), "
+            f"and none after; `nightshift node undrain {name}` cancels it"
+        )
+        return
     if not requeue:
         console.print(f"node {name} drained: running tasks finish, no new ones start there")
         return

@@ -601,6 +601,8 @@ def nodes_table(nodes: list[dict[str, Any]]) -> Table:
             if node["drained"]
             else "[green]up[/]"
         )
+        if node.get("drain_at") and not node["drained"]:  # maintenance set for later
+            state += f", maintenance at {short_time(node['drain_at'])}"
         labels = ", ".join(f"{k}={v}" for k, v in (node.get("labels") or {}).items()) or "-"
         table.add_row(
             node["name"],

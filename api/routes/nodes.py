@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Query
 
 from api.deps import AdminDep, ClusterDep, IdentityDep
 from api.schemas import NodeDrainedPublic, NodePublic
-from scheduler.clock import now_ms
-from scheduler.errors import NotFoundError
+from scheduler.clock import from_epoch_s, now_ms, now_s, to_epoch_s
+from scheduler.errors import NotFoundError, SpecError
 from scheduler.nodes import NodeState
+from scheduler.policy.windows import zone
 
 router = APIRouter(prefix="/nodes", tags=["nodes"])
 
@@ -20,7 +22,8 @@ def node_public(node: NodeState, now: int) -> NodePublic:
     return NodePublic(
         name=node.name,
         alive=node.alive(now),
-        drained=node.drained,
+        drained=node.drained_at(now),
+        drain_at=None if node.drain_at_ms is None else from_epoch_s(node.drain_at_ms / 1000.0),
         source=node.source,
         heartbeat_age_s=round((now - node.heartbeat_ms) / 1000, 1),
         gpus=len(node.gpus),
@@ -36,8 +39,8 @@ def list_nodes(cluster: ClusterDep, who: IdentityDep) -> list[NodePublic]:
     return [node_public(node, now) for node in cluster.nodes.all()]
 
 
-def _set_drained(cluster: ClusterDep, name: str, drained: bool) -> NodePublic:
-    if not cluster.nodes.set_drained(name, drained):
+def _set_drained(cluster: ClusterDep, name: str, drained: bool, at_ms: int | None = None) -> NodePublic:
+    if not cluster.nodes.set_drained(name, drained, at_ms):
         raise NotFoundError(f"node {name!r} not found; `nightshift nodes` lists them")
     node = next(node for node in cluster.nodes.all() if node.name == name)
     return node_public(node, now_ms())
@@ -52,15 +55,42 @@ def drain(
         bool,
         Query(description="true: also stop the tasks running there and queue them again (to reboot it now)"),
     ] = False,
+    at: Annotated[
+        datetime | None,
+        Query(
+            description="drain it from then on (maintenance; ISO 8601, naive in the cluster's zone): until "
+            "then only tasks that end by then, by their estimate, start there"
+        ),
+    ] = None,
 ) -> NodeDrainedPublic:
     """Stop giving the node new tasks; the ones running there finish, or with `requeue=true` are stopped
-    (their stop signal and grace) and queued again with their age, to start elsewhere (`requeued`)."""
-    node = _set_drained(cluster, name, True)
+    (their stop signal and grace) and queued again with their age, to start elsewhere (`requeued`). With
+    `at`, from that time on (Slurm's maintenance reservation): until then a task starts there only if its
+    estimate (else its time limit) ends it first, and no task is promised GPUs there."""
+    at_ms = None if at is None else _maintenance_ms(at, requeue, cluster.policy_config.timezone)
+    node = _set_drained(cluster, name, True, at_ms)
     requeued = cluster.requeue_node(who, name) if requeue else []
     return NodeDrainedPublic(**node.model_dump(), requeued=requeued)
 
 
+def _maintenance_ms(at: datetime, requeue: bool, timezone: str) -> int:
+    """`at` in ms since the epoch (naive: in the cluster's zone), checked: in the future, and not with
+    `requeue`, which stops the running tasks now."""
+    if requeue:
+        raise SpecError(
+            "requeue stops the node's tasks now; a drain `at` a later time lets them run: drop one of them",
+            [{"field": "at", "message": "not with requeue=true"}],
+        )
+    moment = at.replace(tzinfo=zone(timezone)) if at.tzinfo is None else at
+    if to_epoch_s(moment) <= now_s():
+        raise SpecError(
+            f"{moment.isoformat()} has passed: drop `at` to drain the node now",
+            [{"field": "at", "message": "a time in the future"}],
+        )
+    return round(to_epoch_s(moment) * 1000)
+
+
 @router.post("/{name}/undrain", response_model=NodePublic)
 def undrain(name: str, cluster: ClusterDep, who: AdminDep) -> NodePublic:
-    """Put a drained node back in service."""
+    """Put a drained node back in service (a drain set for later is cleared too)."""
     return _set_drained(cluster, name, False)

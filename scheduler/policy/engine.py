@@ -55,6 +55,8 @@ class _Pass:
     teams_waiting_for_gpus: set[str] = field(default_factory=set)
     users_waiting_for_gpus: set[str] = field(default_factory=set)
     reservations: list[Reservation] = field(default_factory=list)
+    # nodes going down for maintenance, each as a reservation of all its GPUs from then on (`_maintenance`)
+    maintenance: list[Reservation] = field(default_factory=list)
     # the oldest task when it needs several GPUs and has waited `oldest_first_delay_s()`: considered first
     oldest: int | None = None
     blocked_ahead: int = 0
@@ -115,6 +117,7 @@ def decide(
     used = gpus_in_use(running) if config.team_capped else {}
     used_by_user = gpus_in_use(running, by="user") if config.user_capped else {}
     ps = _Pass(config, now_s, work, gpus, running, usage or {}, with_reasons, used, used_by_user)
+    ps.maintenance = _maintenance(gpus)
     window = pass_window(queued, config)
     if config.oldest_first and config.credits_on and window:
         oldest = _oldest(window, config)
@@ -255,11 +258,23 @@ def _held_by_budget(ps: _Pass, status: BudgetStatus, frees_at: float | None) -> 
     return message
 
 
+def _maintenance(gpus: Sequence[GpuSlot]) -> list[Reservation]:
+    """Each node with a drain set for later (`GpuSlot.down_at_s`) as a reservation of all its GPUs from
+    then on: a task may start there only if it ends first, as before any reservation, and none is promised
+    GPUs there (Slurm's maintenance reservation)."""
+    down: dict[str, tuple[float, set[tuple[str, int]]]] = {}
+    for g in gpus:
+        if g.down_at_s is not None:
+            down.setdefault(g.node, (g.down_at_s, set()))[1].add((g.node, g.index))
+    return [Reservation(-1, at_s, frozenset(keys), (node,)) for node, (at_s, keys) in down.items()]
+
+
 def _find(ps: _Pass, task: QueuedTask) -> list[GpuState] | None:
-    """Placement now that respects the reservations (a task may use reserved GPUs only if it ends first)."""
+    """Placement now that respects the reservations and maintenance (a task may use reserved GPUs only if
+    it ends first)."""
     end_s = ps.now_s + task_estimate_s(task, ps.config)
     exclude: frozenset[tuple[str, int]] = frozenset()
-    for r in ps.reservations:
+    for r in (*ps.reservations, *ps.maintenance):
         if end_s > r.start_s:
             exclude = exclude | r.gpus
     shape: ShapeKey = (
@@ -275,7 +290,7 @@ def _find(ps: _Pass, task: QueuedTask) -> list[GpuState] | None:
     chosen = ps.pool.find(task, exclude)
     if chosen is None and not exclude:
         ps.failed_shapes[shape] = ps.pool.version
-    if chosen is not None and any(delays(chosen, end_s, r) for r in ps.reservations):
+    if chosen is not None and any(delays(chosen, end_s, r) for r in (*ps.reservations, *ps.maintenance)):
         return None
     return chosen
 
@@ -311,7 +326,7 @@ def _blocked_by_gpus(ps: _Pass, task: QueuedTask) -> None:
         _wait(ps, task, _no_room_reason(ps, task) if ps.with_reasons else "")
         return
     if _may_reserve(ps, task):
-        reserved = frozenset().union(*(r.gpus for r in ps.reservations))
+        reserved = frozenset().union(*(r.gpus for r in (*ps.reservations, *ps.maintenance)))
         res = find_reservation(task, ps.pool, ps.holdings(), reserved)
         if res is not None:
             ps.reservations.append(res)
@@ -320,10 +335,30 @@ def _blocked_by_gpus(ps: _Pass, task: QueuedTask) -> None:
             return
     if not ps.with_reasons:
         _wait(ps, task, "")
+    elif (maintenance := _maintenance_in_the_way(ps, task)) is not None:
+        _wait(ps, task, maintenance)
     elif ps.pool.find(task) is not None:
         _wait(ps, task, reasons.behind(ps.blocked_ahead))
     else:
         _wait(ps, task, _no_room_reason(ps, task))
+
+
+def _maintenance_in_the_way(ps: _Pass, task: QueuedTask) -> str | None:
+    """ "node n0 goes down for maintenance at 09:00: its ~4 h estimate would run past it", where only a
+    coming maintenance keeps `task` off GPUs that are free now; else None."""
+    end_s = ps.now_s + task_estimate_s(task, ps.config)
+    ahead = [r for r in ps.maintenance if end_s > r.start_s]
+    if not ahead:
+        return None
+    others = frozenset().union(*(r.gpus for r in ps.reservations if end_s > r.start_s))
+    if ps.pool.find(task, others) is None:
+        return None  # no room even on the nodes going down: the usual reason says why
+    first = min(ahead, key=lambda r: r.start_s)
+    names = sorted(node for r in ahead for node in r.nodes)
+    which = f"node {names[0]} goes" if len(names) == 1 else f"nodes {', '.join(names)} go"
+    when = reasons.local_time(first.start_s, ps.now_s, ps.config.timezone)
+    estimate = reasons.human_duration(end_s - ps.now_s)
+    return f"{which} down for maintenance at {when}: its {estimate} estimate would run past it"
 
 
 def _may_reserve(ps: _Pass, task: QueuedTask) -> bool:

@@ -17,7 +17,7 @@ from scheduler.policy.config import PolicyConfig, TeamUsage
 from scheduler.policy.engine import decide
 from scheduler.policy.placement import EPS, Pool, memory_need_mib
 from scheduler.policy.types import GpuSlot, QueuedTask, RunningTask, StartDecision
-from scheduler.policy.window import member_of, person_heads_apply, window_ids, with_person_heads
+from scheduler.policy.window import absent_member_heads, member_of, person_heads_apply, window_ids
 
 _END, _ARRIVE, _WAKE = 0, 1, 2
 
@@ -140,6 +140,7 @@ class Replay:
             slot.power_w,
             slot.available,
             driver_reserved_mib=slot.driver_reserved_mib,
+            down_at_s=slot.down_at_s,
         )
         self.slots[key] = slot
         self.open_gpus += _open(slot) - was_open
@@ -188,7 +189,8 @@ class Replay:
         if len(self.queue) <= size or not person_heads_apply(self.config):
             return window
         per = self.config.window_per_person
-        return with_person_heads(window, (i for queued in self.by_person.values() for _, i in queued[:per]))
+        heads = ((team, user, i) for (team, user), mine in self.by_person.items() for _, i in mine[:per])
+        return window + absent_member_heads((self.tasks[i] for i in window), heads)
 
     def _dequeue(self, task_id: int) -> None:
         task = self.tasks[task_id]

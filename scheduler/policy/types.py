@@ -42,6 +42,9 @@ class GpuSlot:
     # memory the driver holds for itself (in use while no process is: ~0.6 GB of an H200), which no task can
     # have: a sharer's part of the GPU is its fraction of the rest (`shareable_mib`)
     driver_reserved_mib: int = 0
+    # when its node goes down for maintenance (a drain set for later): only a task that ends by then (by its
+    # estimate) starts on it, and no reservation is promised on it
+    down_at_s: float | None = None
 
     @property
     def shareable_mib(self) -> int:

@@ -6,7 +6,8 @@ tasks all sit behind a teammate's hundreds would not be seen until fewer than a 
 however little they ran. So a member of a team in the window who has no task in it has their first
 `window_per_person` queued tasks looked at as well (`pass_window`), where fair share within the team ranks
 them. The live scheduler reads each person's first tasks from a per-person index in Redis and the simulator
-from its own (`with_person_heads`); `pass_window` picks the same tasks of either, or of a whole queue.
+from its own, and both keep those of absent members (`absent_member_heads`) before loading them;
+`pass_window` picks the same tasks of either, or of a whole queue.
 
 Only members absent from a team already in the window: adding other teams' tasks from deep in the queue
 (each team one person, as in the Philly trace) is a larger window by another name, which there costs mean
@@ -37,10 +38,15 @@ def window_ids(overdue: Iterable[int], head: Iterable[int], size: int) -> list[i
     return ids
 
 
-def with_person_heads(window: list[int], heads: Iterable[int]) -> list[int]:
-    """`window`, then the ids of `heads` (each person's first queued tasks) it does not hold yet."""
-    seen = set(window)
-    return window + [task_id for task_id in dict.fromkeys(heads) if task_id not in seen]
+def absent_member_heads(window: Iterable[QueuedTask], heads: Iterable[tuple[str, str, int]]) -> list[int]:
+    """Of `heads` ((team, person, task id): each member's first queued tasks), the ids of those of members
+    with no task in `window` whose team has one: the tasks `pass_window` adds to it."""
+    teams: set[str] = set()
+    present: set[tuple[str, str]] = set()
+    for task in window:
+        teams.add(task.team)
+        present.add(member_of(task))
+    return [task_id for team, user, task_id in heads if team in teams and (team, user) not in present]
 
 
 def person_heads_apply(config: PolicyConfig) -> bool:

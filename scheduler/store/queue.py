@@ -18,7 +18,7 @@ from redis.commands.core import Script
 from scheduler.errors import ServiceUnavailable
 from scheduler.keys import RedisKeys
 from scheduler.policy.types import QueuedTask
-from scheduler.policy.window import window_ids, with_person_heads
+from scheduler.policy.window import window_ids
 
 LUA_DIR = Path(__file__).parent / "lua"
 # A reply slower than this is an error. Longer than every blocking wait on these connections (the log-request
@@ -65,13 +65,13 @@ class QueueEntry(NamedTuple):
 class PassSnapshot:
     """The Redis side of one scheduling pass (`RedisQueue.pass_snapshot`)."""
 
-    # ids of the window: the overdue tasks, then the first queued tasks (`window_ids`), then each member's
-    # first ones not among them (`policy.window`)
-    head: list[int]
+    head: list[int]  # ids of the window: the overdue tasks, then the first queued tasks (`window_ids`)
     assignments: dict[int, tuple[str, tuple[int, ...]]]  # assigned, not yet claimed: id -> (node, gpus)
     leased: set[int]  # ids holding a lease (claimed: running, or about to be marked running in SQL)
     nodes: dict[str, dict[str, str]]  # node name -> raw record
     next_lease_expiry_ms: int | None = None  # when the first lease runs out (None: no leases)
+    # (team, person, task id) of each member's first queued tasks (`policy.window.absent_member_heads`)
+    member_heads: tuple[tuple[str, str, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,12 +230,9 @@ class RedisQueue:
         rows = self.client.zrangebyscore(self.keys.overdue, "-inf", now_s, start=0, num=count)
         return [int(member) for member in cast(list[str], rows)]
 
-    def window_ids(self, count: int, now_s: float, per_member: int = 0) -> list[int]:
-        """The ids one pass looks at (`policy.window`): the overdue tasks, then the head of the queue,
-        `count` in all; then each member's first `per_member` not among them. Without members, two range
-        reads in one round trip, O(log n + count)."""
-        if per_member > 0:
-            return self.pass_snapshot(count, now_s, per_member).head
+    def window_ids(self, count: int, now_s: float) -> list[int]:
+        """The ids one pass looks at (`policy.window.window_ids`): the overdue tasks, then the head of the
+        queue, `count` in all; two range reads in one round trip, O(log n + count)."""
         pipe = self.client.pipeline(transaction=False)
         pipe.zrangebyscore(self.keys.overdue, "-inf", now_s, start=0, num=count)
         pipe.zrange(self.keys.queue, 0, 2 * count - 1)
@@ -318,11 +315,11 @@ class RedisQueue:
         """What one scheduling pass reads from Redis, in one round trip and one consistent view
         (`lua/snapshot.lua`).
 
-        The ids of the window (as `window_ids`: the tasks overdue at `now_s`, then the head of the queue,
-        then each member's first `per_member` queued tasks not among them), the unclaimed assignments (as
-        `assignments`), the ids holding a lease, and every registered node's raw record (name -> hash; see
-        `nodes.nodes_from_raw`), and when the first lease expires (so the scheduler can wake for it). Being
-        one script, no claim can fall between reading the assignments and the leases.
+        The ids of the window (as `window_ids`: the tasks overdue at `now_s`, then the head of the queue),
+        the unclaimed assignments (as `assignments`), the ids holding a lease, and every registered node's
+        raw record (name -> hash; see `nodes.nodes_from_raw`), when the first lease expires (so the
+        scheduler can wake for it), and each member's first `per_member` queued tasks. Being one script, no
+        claim can fall between reading the assignments and the leases.
         """
         k = self.keys
         keys = [k.overdue, k.queue, k.assigned, k.nodes, k.leases, k.members]
@@ -331,7 +328,10 @@ class RedisQueue:
             list[Any], reply
         )
         head = window_ids((int(m) for m in overdue), (int(m) for m in queue_head), count)
-        head = with_person_heads(head, (int(m) for m in heads))
+        member_heads = []
+        for i in range(0, len(heads), 2):
+            team, user = str(heads[i]).split("/", 1)
+            member_heads.append((team, user, int(heads[i + 1])))
         leased_ids = {int(m) for m in leased}
         assignments: dict[int, tuple[str, tuple[int, ...]]] = {}
         for i in range(0, len(flat_assignments), 3):
@@ -347,7 +347,7 @@ class RedisQueue:
             for i in range(0, len(flat_nodes), 2)
         }
         next_expiry = int(float(first_expiry)) if first_expiry else None
-        return PassSnapshot(head, assignments, leased_ids, nodes, next_expiry)
+        return PassSnapshot(head, assignments, leased_ids, nodes, next_expiry, tuple(member_heads))
 
     def leased_gpus(self, task_ids: Iterable[int]) -> dict[int, tuple[str, tuple[int, ...]]]:
         """Node and GPUs of each of these tasks' leases (tasks without a lease are absent)."""

@@ -8,7 +8,7 @@ from dataclasses import replace
 from scheduler.policy.config import PolicyConfig, TeamUsage
 from scheduler.policy.engine import decide
 from scheduler.policy.fairshare import fairshare_of_tasks
-from scheduler.policy.window import pass_window, with_person_heads
+from scheduler.policy.window import absent_member_heads, pass_window
 from tests.policy.builders import make_gpus, make_task
 
 H = 3600.0
@@ -40,8 +40,11 @@ def test_fifo_backfill_and_a_short_queue_keep_the_first_window_only() -> None:
     assert len(pass_window(_queue()[:3], PolicyConfig(window=3))) == 3
 
 
-def test_heads_are_added_once_after_the_window() -> None:
-    assert with_person_heads([1, 2, 3], [3, 7, 7, 9]) == [1, 2, 3, 7, 9]
+def test_only_heads_of_members_absent_from_a_team_in_the_window_are_kept() -> None:
+    window = _queue()[:3]  # alice's, of lab
+    heads = [("lab", "alice", 4), ("lab", "bob", 6), ("lab", "bob", 7), ("ops", "dan", 9)]
+
+    assert absent_member_heads(window, heads) == [6, 7]
 
 
 def test_a_teammate_who_ran_less_goes_ahead_of_a_flood_the_window_would_hide() -> None:

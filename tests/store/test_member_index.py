@@ -33,11 +33,13 @@ def test_each_members_first_tasks_join_the_window_behind_anothers_flood(queue: R
     queue.enqueue_many([QueueEntry(11, 11.0, None, "lab/bob"), QueueEntry(12, 12.0, None, "lab/bob")])
     queue.enqueue(13, 13.0, None, "lab/carol")
 
-    # Then a window of 3 holds alice's first three, then each member's first task not among them
-    head = queue.pass_snapshot(3, now_s(), per_member=1).head
-    assert head[:3] == [1, 2, 3] and sorted(head[3:]) == [11, 13]
-    assert sorted(queue.window_ids(3, now_s(), per_member=2)[3:]) == [11, 12, 13]
-    assert queue.window_ids(3, now_s()) == [1, 2, 3]  # without member heads: the head alone
+    # Then a window of 3 holds alice's first three, and each member's first tasks come with it
+    snap = queue.pass_snapshot(3, now_s(), per_member=1)
+    assert snap.head == [1, 2, 3]
+    assert sorted(snap.member_heads) == [("lab", "alice", 1), ("lab", "bob", 11), ("lab", "carol", 13)]
+    two = queue.pass_snapshot(3, now_s(), per_member=2).member_heads
+    assert sorted(task_id for _, user, task_id in two if user != "alice") == [11, 12, 13]
+    assert queue.pass_snapshot(3, now_s()).member_heads == ()  # none asked: none read
 
 
 def test_the_index_follows_assign_give_back_cancel_and_rescore(queue: RedisQueue) -> None:
@@ -46,7 +48,10 @@ def test_the_index_follows_assign_give_back_cancel_and_rescore(queue: RedisQueue
 
     # When bob's first task is assigned, his next one heads his index (the stale entry is dropped on read)
     assert queue.assign(1, "node-a", [0], now_ms())
-    assert queue.pass_snapshot(1, now_s(), per_member=1).head == [2, 3]
+    assert sorted(queue.pass_snapshot(1, now_s(), per_member=1).member_heads) == [
+        ("lab", "bob", 2),
+        ("lab", "carol", 3),
+    ]
     assert _member(queue, "lab/bob") == [2]
     # Given back unclaimed, it is his first again
     assert queue.return_assignment(1, "node-a")

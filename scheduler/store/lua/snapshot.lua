@@ -4,7 +4,7 @@
 -- ARGV[1] now (epoch s)   ARGV[2] window size   ARGV[3] key prefix   ARGV[4] first tasks per member (0: none)
 -- Returns {overdue ids, queue head ids (2 x window), {id, node, gpus, ...} of each unclaimed assignment,
 -- leased ids, {name, {field, value, ...}, ...} of each registered node, the earliest lease expiry (ms) or
--- '' when no task holds a lease, the first ARGV[4] queued ids of each member's index}.
+-- '' when no task holds a lease, {member, id, ...}: the first ARGV[4] queued ids of each member's index}.
 -- A member index entry whose task is no longer queued (assigned, cancelled, held) is dropped as it is read
 -- past, and a member left with none leaves the members set.
 -- The assignment and node hashes are named from the prefix (a standalone Redis, as nightshift runs).
@@ -42,6 +42,7 @@ if per > 0 then
       end
       for _, task in ipairs(ids) do
         if redis.call('ZSCORE', KEYS[2], task) then
+          heads[#heads + 1] = member
           heads[#heads + 1] = task
           kept = kept + 1
         else
