@@ -329,7 +329,7 @@ _RULES: list[Rule] = [
     (re.compile(r"new starts again at (.+)"), lambda m: f"{m[1]} 起可以再启动新任务"),
     (
         re.compile(r"nodes? (.+?) goe?s? down for maintenance at (.+?): its (.+) estimate would run past it"),
-        lambda m: f"节点 {m[1]} 将于 {m[2]} 停机维护：它预计运行 {duration_zh(m[3])}，会超过维护时间",
+        lambda m: f"节点 {m[1]} 将于 {m[2]} 停机维护：它预计运行{duration_zh(m[3])}，会超过维护时间",
     ),
     (
         re.compile(r"held by (\S+): nightshift release (\d+) lets it start"),

@@ -49,6 +49,13 @@ class ClusterState:
         """Names of the nodes that may be given work: alive (heartbeat) and not drained."""
         return [node.name for node in self.nodes if node.alive(stamp_ms) and not node.drained_at(stamp_ms)]
 
+    def nodes_for_cpu_tasks(self, stamp_ms: int) -> list[str]:
+        """The nodes in service a CPU-only task goes to: those with no maintenance ahead where there are any
+        (such a task has no GPU that a maintenance would keep it off), else all in service."""
+        in_service = self.nodes_in_service(stamp_ms)
+        staying = {node.name for node in self.nodes if node.drain_at_ms is None}
+        return [name for name in in_service if name in staying] or in_service
+
     def policy_config(self, base: PolicyConfig) -> PolicyConfig:
         """`base` as the policy applies it to this state: with the observed typical run time."""
         return with_typical_run(base, self.typical_run_s)

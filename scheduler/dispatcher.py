@@ -63,7 +63,7 @@ class Dispatcher:
             self.cluster.queue.remove(task_id)
         self.cluster.admit_after_endings(failed)  # their slots in a sweep with `max_running`
         stamp = now_ms()
-        in_service = state.nodes_in_service(stamp)
+        in_service = state.nodes_for_cpu_tasks(stamp)
         queued = {task.task_id: task for task in state.queued}
         assignments: list[tuple[int, str, tuple[int, ...]]] = []
         for turn, start in enumerate(decisions.starts):

@@ -21,7 +21,7 @@ from scheduler.nodes import NodeGpu, NodeState
 from scheduler.policy import reasons
 from scheduler.policy.config import PolicyConfig, TeamUsage
 from scheduler.policy.engine import decide
-from scheduler.policy.quotas import budget_status
+from scheduler.policy.quotas import budget_status, member_budget_status
 from scheduler.policy.types import GpuSlot
 from scheduler.spec import parse_spec
 from scheduler.submission import check_against_cluster, deadline_out_of_reach
@@ -94,6 +94,18 @@ CASES = [
     (
         budget_status("nlp", {"nlp": TeamUsage("nlp", gpu_s_last_week=90 * 3600)}, PolicyConfig(week_budget_gpu_h={"nlp": 100})).message,
         "团队 nlp 已用掉周预算的 90%（90.0/100 GPU小时）",
+    ),
+    (
+        member_budget_status("nlp", "ann", {"nlp": TeamUsage("nlp", member_gpu_s_last_day={"ann": 10 * 3600})}, PolicyConfig(user_day_budget_gpu_h={"ann": 10})).message,
+        "ann 在团队 nlp 的个人日预算已用完（10.0/10 GPU小时）",
+    ),
+    (
+        member_budget_status("nlp", "ann", {"nlp": TeamUsage("nlp", member_gpu_s_last_week={"ann": 85 * 3600})}, PolicyConfig(default_user_week_budget_gpu_h=100)).message,
+        "ann 在团队 nlp 已用掉个人周预算的 85%（85.0/100 GPU小时）",
+    ),
+    (
+        "node box-1 goes down for maintenance at tomorrow 09:00: its ~2.0 h estimate would run past it",
+        "节点 box-1 将于 明天 09:00 停机维护：它预计运行约 2.0 小时，会超过维护时间",
     ),
     (JobOutcome(3, None, "nonzero_exit").describe(), "退出码 3"),
     (JobOutcome(None, signal.SIGTERM, "timeout").describe(), "超过时间限制被停止（被 SIGTERM 终止）"),

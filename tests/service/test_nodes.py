@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from datetime import UTC, datetime, timedelta
 
 from fastapi.testclient import TestClient
 
@@ -131,3 +132,73 @@ def test_node_drain_requeue_from_the_command_line_says_what_it_sent_away(
         drained.output.split()
     )
     assert "no task ran there" in again.output
+
+
+def test_a_drain_set_for_later_lets_only_tasks_that_end_by_then_start_and_can_be_called_off(
+    cluster, make_identity, monkeypatch, tmp_path
+):
+    _admin, admin_token = make_identity("root", "ops", admin=True)
+    who, token = make_identity("alice", "vision")
+    Worker(cluster, "box-1", SimulatedGpus("2x24", node="box-1"), base_env=dict(os.environ)).publish_node()
+    admin = {"Authorization": f"Bearer {admin_token}"}
+    with TestClient(create_app(cluster)) as client:
+        # Refused: a time past, or with requeue (which stops its tasks now)
+        past = client.post(
+            "/api/v1/nodes/box-1/drain", params={"at": "2020-01-01T00:00:00+00:00"}, headers=admin
+        )
+        soon = datetime.now(UTC) + timedelta(hours=1)
+        both = client.post(
+            "/api/v1/nodes/box-1/drain", params={"at": soon.isoformat(), "requeue": "true"}, headers=admin
+        )
+        assert (past.status_code, both.status_code) == (422, 422)
+        assert "has passed: drop `at` to drain the node now" in past.json()["detail"]
+        assert "drop one of them" in both.json()["detail"]
+
+        # When an admin sets box-1 to go down in an hour
+        set_for_later = client.post(
+            "/api/v1/nodes/box-1/drain", params={"at": soon.isoformat()}, headers=admin
+        )
+        long, _ = cluster.submit(who, {"command": "true", "estimated_minutes": 120, "workdir": str(tmp_path)})
+        short, _ = cluster.submit(who, {"command": "true", "estimated_minutes": 20, "workdir": str(tmp_path)})
+        Dispatcher(cluster).run_pass()
+        explained = client.get(
+            f"/api/v1/tasks/{long.id}/explain", headers={"Authorization": f"Bearer {token}"}
+        )
+        listed = client.get("/api/v1/nodes", headers=admin).json()
+
+    # Then it is still in service, the 20-minute task starts there and the 2-hour one waits, saying why
+    assert set_for_later.status_code == 200, set_for_later.text
+    assert set_for_later.json()["drained"] is False
+    assert abs(datetime.fromisoformat(set_for_later.json()["drain_at"]) - soon) < timedelta(seconds=1)
+    assert listed[0]["drain_at"] is not None and listed[0]["drained"] is False
+    assigned = cluster.queue.assignments()
+    assert short.id in assigned and long.id not in assigned
+    assert explained.json()["reason"].startswith("node box-1 goes down for maintenance at ")
+    assert explained.json()["reason"].endswith(": its ~2.0 h estimate would run past it")
+
+    # Called off from the command line: the 2-hour task starts at the next pass
+    with cli_as(cluster, admin_token, monkeypatch, tmp_path / "home") as nightshift:
+        later = nightshift("node", "drain", "box-1", "--at", "+3h")
+        shown = nightshift("nodes")
+        undrained = nightshift("node", "undrain", "box-1")
+    assert later.exit_code == 0, later.output
+    assert "node box-1 goes down for maintenance at " in " ".join(later.output.split())
+    assert "maintenance at" in shown.output
+    assert undrained.exit_code == 0 and cluster.nodes.all()[0].drain_at_ms is None
+    Dispatcher(cluster).run_pass()
+    assert long.id in cluster.queue.assignments()
+
+
+def test_cpu_only_tasks_go_to_nodes_with_no_maintenance_ahead(cluster, make_identity, tmp_path):
+    who, _ = make_identity("alice", "vision")
+    for node in ("box-1", "box-2"):
+        Worker(cluster, node, SimulatedGpus("1x24", node=node), base_env=dict(os.environ)).publish_node()
+    soon_ms = int((datetime.now(UTC) + timedelta(hours=1)).timestamp() * 1000)
+    assert cluster.nodes.set_drained("box-1", True, soon_ms)
+    tasks = [
+        cluster.submit(who, {"command": "true", "gpus": 0, "workdir": str(tmp_path)})[0].id for _ in range(4)
+    ]
+
+    Dispatcher(cluster).run_pass()
+
+    assert {cluster.queue.assignments()[task_id][0] for task_id in tasks} == {"box-2"}
