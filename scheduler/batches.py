@@ -30,6 +30,7 @@ from typing import Any
 from scheduler.clock import from_epoch_s, now_s
 from scheduler.edits import changed_spec
 from scheduler.errors import ConflictError, NotFoundError, RateLimited, SpecError
+from scheduler.priority_limits import over_limit
 from scheduler.resubmit import RERUNNABLE, spec_again
 from scheduler.results import Comparison, Goal, ResultRow, code_of, compare
 from scheduler.service import Cluster
@@ -45,6 +46,7 @@ from scheduler.store.sweeps import (
     tally_of_tasks,
 )
 from scheduler.store.tables import FINAL_STATUSES, Sweep, Task
+from scheduler.store.tasks import ClassLimitReached
 from scheduler.submission import check_against_cluster, check_times_ahead, resolve
 from scheduler.sweeps import MAX_SWEEP_TASKS, Expanded, expand_all, in_batch
 from scheduler.task_names import default_name
@@ -162,9 +164,15 @@ def submit_group(
     first = specs[0]
     label = name or first.name or default_name(first.command)
     template = first.command if kind == "sweep" else None
-    sweep, tasks, created = store.create(
-        who, NewSweep(kind, label[:120], template, new_tasks, max_running), idempotency_key
-    )
+    try:
+        sweep, tasks, created = store.create(
+            who,
+            NewSweep(kind, label[:120], template, new_tasks, max_running),
+            idempotency_key,
+            cluster.class_limits(who),
+        )
+    except ClassLimitReached as full:  # other submissions took the places since `check_group`
+        raise _class_full(cluster, who, full) from None
     if created:
         # one Redis transaction and one round trip for the whole group; those waiting for a slot stay out
         admitted = [task for task in tasks if task.status == "queued" and not task.waits_for_slot]
@@ -261,6 +269,12 @@ def release_sweep(cluster: Cluster, who: Identity, sweep_id: int) -> SweepView:
     return get_sweep(cluster, who, sweep_id)
 
 
+def _class_full(cluster: Cluster, who: Identity, full: ClassLimitReached) -> SpecError:
+    """The refusal of a group whose tasks would pass `who`'s limit of a class, counted as it was written."""
+    limit = cluster.class_limits(who).get(full.priority, 0)
+    return over_limit(who, full.priority, full.live, full.adding, limit)
+
+
 def rerun_sweep(
     cluster: Cluster,
     who: Identity,
@@ -302,7 +316,10 @@ def rerun_sweep(
             raise SpecError(message, exc.errors) from None
         reruns.append(Rerun(task.id, new))
     _check_queued_cap(cluster, owner, len(reruns))
-    created = sweeps_of(cluster).add_reruns(sweep_id, reruns, wanted)
+    try:
+        created = sweeps_of(cluster).add_reruns(sweep_id, reruns, wanted, cluster.class_limits(owner))
+    except ClassLimitReached as full:  # other submissions took the places since the check above
+        raise _class_full(cluster, owner, full) from None
     admitted = [task for task in created if task.status == "queued" and not task.waits_for_slot]
     cluster.queue.enqueue_many(cluster.queue_entries(admitted))
     return get_sweep(cluster, who, sweep_id), {

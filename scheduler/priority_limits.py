@@ -2,10 +2,11 @@
 e.g. `{urgent = 2, high = 10}`; Slurm's per-QOS `MaxJobsPerUser`). Without it `urgent` means nothing on a
 shared cluster once everyone marks everything urgent. Admins are exempt, as is a class with no limit.
 
-The check counts in SQL before the insert or change; a single submission (`POST /tasks`, alone or in a
-group commit) counts again inside the transaction that inserts it, under a lock per person
-(`TaskStore.create` with `class_limit`), so two racing submissions cannot both pass it. A sweep, a rerun
-or a change is checked before its writes only. A refused request changes nothing.
+The check counts in SQL before the insert or change, and again inside the transaction that writes it,
+under a lock per person (`TaskStore.create`/`update_queued`, `SweepStore.create`/`add_reruns`:
+`check_class_rooms`), so racing submissions, sweeps, reruns and changes of one task cannot together pass
+it; a change of a whole sweep's priority is checked before its writes only. A refused request changes
+nothing.
 """
 
 from __future__ import annotations

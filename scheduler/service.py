@@ -261,6 +261,10 @@ class Cluster:
         if self.settings.priority_limits:
             check_priority_room(self.tasks, self._priority_limits(), who, adding)
 
+    def class_limits(self, who: Identity) -> dict[str, int]:
+        """The limits of `priority_limits` that bind `who` (none for an admin): class -> limit."""
+        return {} if who.is_admin else self._priority_limits()
+
     def _priority_limits(self) -> dict[str, int]:
         return {str(name): limit for name, limit in self.settings.priority_limits.items()}
 
@@ -387,9 +391,13 @@ class Cluster:
         if task.status == "running":
             return self._update_running(task, changes)
         spec = self._checked_queued_change(who, task, changes)
+        new = resolve(spec, self.zone, self.default_workdir())
+        limit = None
+        if new.priority != task.priority:  # counted again as it is stored
+            limit = limit_for(self._priority_limits(), who, new.priority)
         with self._dependency_changes(changes):
             self._check_new_parents(who, task_id, spec, changes)
-            return self._store_change(task, resolve(spec, self.zone, self.default_workdir()))
+            return self._store_change(task, new, limit)
 
     def check_update(self, who: Identity, task_id: int, changes: Mapping[str, Any]) -> tuple[Task, NewTask]:
         """Every check `update` makes, and nothing changed (`PATCH /tasks/{id}?dry_run=true`, the chat's
@@ -433,8 +441,10 @@ class Cluster:
         finally:
             lock.release()
 
-    def _store_change(self, task: Task, new: NewTask) -> Task:
-        """Store a queued task's changed spec and queue it again with the score it now has."""
+    def _store_change(self, task: Task, new: NewTask, class_limit: int | None = None) -> Task:
+        """Store a queued task's changed spec and queue it again with the score it now has. `class_limit`:
+        the limit of the class its priority rises into, counted again as it is stored (a refusal puts it
+        back in the queue as it was)."""
         task_id = task.id
         if _in_redis(task):
             # out of the queue and its node's inbox first, so no node can claim it while it changes
@@ -445,7 +455,15 @@ class Cluster:
                 raise ConflictError(
                     f"task {task_id} is starting on {claimed[0]}; it can no longer be changed"
                 )
-        if not self.tasks.update_queued(task_id, new):
+        try:
+            limit = None if class_limit is None else (task.user_id, class_limit)
+            stored = self.tasks.update_queued(task_id, new, limit)
+        except ClassLimitReached as full:  # another task took the last place of the class since the check
+            if _in_redis(task):
+                self.queue.restore_queued(*self.queue_entry(task))
+            owner = Identity(task.user_id, task.user.name, task.team_id, task.team.name, False)
+            raise over_limit(owner, new.priority, full.live, 1, class_limit or 0) from None
+        if not stored:
             now = self.tasks.get_any(task_id).status
             raise ConflictError(f"task {task_id} already {now}; only a queued task can be changed")
         updated = self.tasks.get_any(task_id)

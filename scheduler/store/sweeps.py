@@ -17,7 +17,8 @@ run of each parameter set. `GET /tasks?sweep_id=` lists them all.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections import Counter
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
@@ -30,7 +31,7 @@ from scheduler.store.db import transaction
 from scheduler.store.identity import Identity
 from scheduler.store.tables import FINAL_STATUSES, Sweep, Task, User
 from scheduler.store.task_filter import TaskFilter, newest_first_page, task_conditions, visible_to
-from scheduler.store.tasks import MAX_TASK_ID, NewTask
+from scheduler.store.tasks import MAX_TASK_ID, NewTask, check_class_rooms
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,12 +191,17 @@ class SweepStore:
         self.factory = factory
 
     def create(
-        self, who: Identity, new: NewSweep, idempotency_key: str | None = None
+        self,
+        who: Identity,
+        new: NewSweep,
+        idempotency_key: str | None = None,
+        class_limits: Mapping[str, int] | None = None,
     ) -> tuple[Sweep, list[Task], bool]:
         """Insert the sweep and every task in one transaction; returns (sweep, tasks, created).
 
         With an idempotency key this user already used for a group, nothing is inserted and that group is
-        returned with `created` False.
+        returned with `created` False. With `class_limits` (class -> limit), the person's live tasks of
+        each class are counted again in the inserting transaction (`ClassLimitReached`, nothing inserted).
         """
         if idempotency_key:
             existing = self.by_key(who, idempotency_key)
@@ -203,6 +209,9 @@ class SweepStore:
                 return existing, self.tasks_of(existing.id), False
         try:
             with transaction(self.factory) as session:
+                if class_limits:
+                    adding = Counter(task.priority for task, _ in new.tasks)
+                    check_class_rooms(session.connection(), who.user_id, adding, class_limits)
                 sweep = Sweep(
                     team_id=who.team_id,
                     user_id=who.user_id,
@@ -364,12 +373,19 @@ class SweepStore:
             query = select(Task).where(Task.sweep_id == sweep_id, CURRENT).order_by(Task.id)
             return list(session.scalars(query))
 
-    def add_reruns(self, sweep_id: int, reruns: Sequence[Rerun], statuses: Collection[str]) -> list[Task]:
+    def add_reruns(
+        self,
+        sweep_id: int,
+        reruns: Sequence[Rerun],
+        statuses: Collection[str],
+        class_limits: Mapping[str, int] | None = None,
+    ) -> list[Task]:
         """Insert a new task for each rerun, in the sweep, with the parameters, team and user of the task it
         replaces, and mark that task `replaced_by` it: one transaction with the sweep row locked, as
         `admit_waiting`. With `max_running` the new tasks beyond the free slots wait for one. ConflictError,
         and nothing written, when a task to replace changed meanwhile (another rerun took it, or its status
-        is no longer one of `statuses`)."""
+        is no longer one of `statuses`); `ClassLimitReached` when they would pass the owner's
+        `class_limits`, counted in this transaction."""
         with transaction(self.factory) as session:
             locked = select(Sweep.max_running).where(Sweep.id == sweep_id).with_for_update()
             limit = session.execute(locked).scalar_one_or_none()
@@ -385,6 +401,10 @@ class SweepStore:
             if len(replaced) != len(ids):
                 changed = f"sweep {sweep_id} changed while its tasks were being run again: try again"
                 raise ConflictError(changed)
+            if class_limits and replaced:
+                owner = next(iter(replaced.values())).user_id
+                adding = Counter(rerun.task.priority for rerun in reruns)
+                check_class_rooms(session.connection(), owner, adding, class_limits)
             free = len(reruns) if limit is None else max(0, limit - self._admitted_count(session, sweep_id))
             rows = [
                 _row(

@@ -161,27 +161,44 @@ def _insert_values(who: Identity, new: NewTask, idempotency_key: str | None) -> 
 
 
 class ClassLimitReached(Exception):
-    """A person's live tasks of a priority class fill its limit (`live`: their ids, oldest first)."""
+    """A person's live tasks of a priority class fill its limit (`live`: their ids, oldest first) for
+    `adding` more of `priority`."""
 
-    def __init__(self, live: list[int]) -> None:
+    def __init__(self, live: list[int], priority: str = "", adding: int = 1) -> None:
         super().__init__(f"{len(live)} live")
         self.live = live
+        self.priority = priority
+        self.adding = adding
 
 
 PRIORITY_LIMIT_LOCK = 7_711  # pg_advisory_xact_lock(PRIORITY_LIMIT_LOCK, user id): one person's class count
 
 
-def _check_class_room(connection: Connection, user_id: int, priority: str, limit: int) -> None:
-    """ClassLimitReached when `user_id` already has `limit` queued or running tasks of `priority`, counted
-    in this transaction after taking the person's lock (PostgreSQL; SQLite's writers take turns already)."""
+def _check_class_room(
+    connection: Connection, user_id: int, priority: str, limit: int, adding: int = 1
+) -> None:
+    """ClassLimitReached when `adding` more of `user_id`'s queued or running tasks of `priority` would pass
+    `limit`, counted in this transaction after taking the person's lock (PostgreSQL; SQLite's writers take
+    turns already)."""
     if connection.dialect.name == "postgresql":
         connection.execute(
             text("SELECT pg_advisory_xact_lock(:space, :user_id)"),
             {"space": PRIORITY_LIMIT_LOCK, "user_id": user_id},
         )
     live = [int(task_id) for task_id in connection.execute(_live_in_class(user_id, priority)).scalars()]
-    if len(live) + 1 > limit:
-        raise ClassLimitReached(live)
+    if len(live) + adding > limit:
+        raise ClassLimitReached(live, priority, adding)
+
+
+def check_class_rooms(
+    connection: Connection, user_id: int, adding: Mapping[str, int], limits: Mapping[str, int]
+) -> None:
+    """`_check_class_room` for each class of `adding` (class -> how many more) that `limits` limits: the
+    count inside the transaction that writes them, so racing requests cannot both pass a limit."""
+    for priority, count in sorted(adding.items()):
+        limit = limits.get(priority)
+        if limit is not None and count > 0:
+            _check_class_room(connection, user_id, priority, limit, count)
 
 
 def _live_in_class(user_id: int, priority: str) -> Select[int]:
@@ -385,10 +402,15 @@ class TaskStore:
             )
             return _rowcount(result) == 1
 
-    def update_queued(self, task_id: int, new: NewTask) -> bool:
+    def update_queued(self, task_id: int, new: NewTask, class_limit: tuple[int, int] | None = None) -> bool:
         """Store a queued task's changed spec (name, priority, retries and the spec itself; what runs and
-        where stay as they were); False when it is no longer queued."""
+        where stay as they were); False when it is no longer queued. `class_limit` (owner's user id, limit)
+        when its priority rises into a limited class: counted again in this transaction
+        (`ClassLimitReached`, nothing written)."""
         with transaction(self.factory) as session:
+            if class_limit is not None:
+                user_id, limit = class_limit
+                _check_class_room(session.connection(), user_id, new.priority, limit)
             result = session.execute(
                 update(Task)
                 .where(Task.id == task_id, Task.status == "queued")

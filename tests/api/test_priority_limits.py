@@ -5,12 +5,15 @@ and says what to do; admins are exempt."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from api.main import create_app
+from scheduler.batches import rerun_sweep, submit_group
 from scheduler.errors import SpecError
+from scheduler.spec import TaskSpec, parse_spec
 from scheduler.store.identity import authenticate, create_token
 from tests.api.conftest import TestClient, bearer
 from tests.conftest import opened_cluster
@@ -158,3 +161,70 @@ def test_submissions_racing_for_the_last_places_of_a_class_never_pass_its_limit(
 
     assert sorted(outcomes) == ["created"] * 2 + ["refused"] * (threads - 2)
     assert len(urgent) == 2
+
+
+def _race(threads: int, attempt: Callable[[int], None]) -> list[str]:
+    """Run `attempt(i)` for i in range(threads) at once: "created" or "refused" (a priority limit) each."""
+    start = threading.Barrier(threads)
+    outcomes: list[str] = []
+
+    def run(number: int) -> None:
+        start.wait()
+        try:
+            attempt(number)
+            outcomes.append("created")
+        except SpecError as refused:
+            assert "per person" in refused.message, refused.message
+            outcomes.append("refused")
+
+    runners = [threading.Thread(target=run, args=(i,)) for i in range(threads)]
+    for runner in runners:
+        runner.start()
+    for runner in runners:
+        runner.join(60)
+    return sorted(outcomes)
+
+
+def _urgent(count: int) -> list[TaskSpec]:
+    return [parse_spec({"command": f"echo {i}", "gpus": 0, "priority": "urgent"}) for i in range(count)]
+
+
+def test_sweeps_racing_for_the_last_places_of_a_class_never_pass_its_limit(
+    make_settings, redis_url, database_url
+):
+    settings = make_settings(database_url=database_url, priority_limits={"urgent": 4})
+    with opened_cluster(settings, redis_url) as cluster:
+        who = authenticate(cluster.factory, create_token(cluster.factory, user="alice", team="vision"))
+
+        outcomes = _race(6, lambda _: submit_group(cluster, who, _urgent(2), "batch"))
+        urgent = cluster.tasks.live_in_class(who.user_id, "urgent")
+
+    assert outcomes == ["created"] * 2 + ["refused"] * 4
+    assert len(urgent) == 4
+
+
+def test_reruns_and_changes_racing_for_the_last_places_of_a_class_never_pass_its_limit(
+    make_settings, redis_url, database_url
+):
+    settings = make_settings(database_url=database_url, priority_limits={"urgent": 2})
+    with opened_cluster(settings, redis_url) as cluster:
+        who = authenticate(cluster.factory, create_token(cluster.factory, user="alice", team="vision"))
+        # two batches of two urgent tasks that failed: each rerun would bring two back
+        batches = []
+        for _ in range(2):
+            batches.append(submit_group(cluster, who, _urgent(2), "batch")[0])
+            for task in batches[-1].tasks:
+                assert cluster.tasks.fail_queued(task.id, "nonzero_exit", "exit code 1")
+
+        reruns = _race(2, lambda i: rerun_sweep(cluster, who, batches[i].sweep.id))
+        after_reruns = cluster.tasks.live_in_class(who.user_id, "urgent")
+        for task_id in after_reruns:
+            cluster.cancel(who, task_id)
+        normal = [cluster.submit(who, {"command": "true", "gpus": 0})[0].id for _ in range(5)]
+        changes = _race(5, lambda i: cluster.update(who, normal[i], {"priority": "urgent"}))
+        urgent = cluster.tasks.live_in_class(who.user_id, "urgent")
+        in_queue = {task_id for task_id, _ in cluster.queue.head(100)}
+
+    assert reruns == ["created", "refused"] and len(after_reruns) == 2
+    assert changes == ["created"] * 2 + ["refused"] * 3 and len(urgent) == 2
+    assert set(normal) <= in_queue  # a refused change leaves its task queued as it was
