@@ -295,11 +295,11 @@ def test_a_held_task_released_and_started_while_it_changes_runs_only_as_changed(
     store_update = cluster.tasks.update_queued
     raced = []
 
-    def released_and_started_first(task_id, new):  # both land after the change read the row as held
+    def released_and_started_first(task_id, new, class_limit=None):  # both land after the change read it
         if not raced:
             cluster.release(who, task_id)
             raced.extend(Dispatcher(cluster).run_pass().starts)
-        return store_update(task_id, new)
+        return store_update(task_id, new, class_limit)
 
     monkeypatch.setattr(cluster.tasks, "update_queued", released_and_started_first)
 
