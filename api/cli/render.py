@@ -510,7 +510,7 @@ def quota_table(data: dict[str, Any]) -> Table:
             table.add_row(
                 f"  yours in team {data['team']}",
                 f"{gpu_hours_text(member['decayed_gpu_h'])} ({member['part_of_team']:.0%} of the team's)",
-                f"among {member['members']} people",
+                f"among {member['members']} {'person' if member['members'] == 1 else 'people'}",
                 f"priority credit {member['credit_h']:g} of {fair['max_credit_h']:g} h"
                 if fair.get("max_credit_h")
                 else "",
