@@ -120,9 +120,8 @@ class ClusterJobs:
 def quota_event(row: dict[str, Any], window: str) -> Event:
     """The `quota_warning` for `row` (a `quota_use` row) past its warning share of the `window` budget:
     what the team may expect, which differs once the budget is used up (no new GPU starts)."""
-    team, share = row["team"], row[f"{window}_share"]
-    used, budget = row[f"{window}_used_gpu_h"], row[f"{window}_budget_gpu_h"]
-    period = "24 hours" if window == "day" else "7 days"
+    team = row["team"]
+    share, used, budget, period = _budget_facts(row, window)
     text = f"Team {team} used {amount(used)} of its {budget:g} GPU-hour budget over the last {period}"
     text += f" ({share:.0%})"
     if share >= 1:
@@ -137,12 +136,17 @@ def quota_event(row: dict[str, Any], window: str) -> Event:
     return Event("quota_warning", title, text, team=team, fields={"used_gpu_h": used, "budget_gpu_h": budget})
 
 
+def _budget_facts(row: dict[str, Any], window: str) -> tuple[float, float, float, str]:
+    """Of a quota row's `window` budget: the share used, GPU-hours used, the budget, the period in words."""
+    period = "24 hours" if window == "day" else "7 days"
+    return row[f"{window}_share"], row[f"{window}_used_gpu_h"], row[f"{window}_budget_gpu_h"], period
+
+
 def member_quota_event(row: dict[str, Any], window: str) -> Event:
     """The `quota_warning` to a person (a `member_quota_use` row) past their warning share of their own
     `window` budget: only their new GPU tasks in the team wait once it is used up, not their teammates'."""
-    team, user, share = row["team"], row["user"], row[f"{window}_share"]
-    used, budget = row[f"{window}_used_gpu_h"], row[f"{window}_budget_gpu_h"]
-    period = "24 hours" if window == "day" else "7 days"
+    team, user = row["team"], row["user"]
+    share, used, budget, period = _budget_facts(row, window)
     text = f"{user} used {amount(used)} of their own {budget:g} GPU-hour budget in team {team} over the last"
     text += f" {period} ({share:.0%})"
     if share >= 1:

@@ -174,6 +174,19 @@ def test_a_low_task_never_waits_past_its_aging_bound_under_sustained_urgent_load
     assert sim.started_at[0] < horizon_s / 2  # it did not wait for the stream to end
 
 
+def _day_use_at_start(
+    trace: list[TraceJob], starts_s: dict[int, float], job: TraceJob, same: Callable[[TraceJob], bool]
+) -> float:
+    """GPU-seconds of the other jobs `same` picks (same team, same person) in the 24 h before `job` started."""
+    start_s = starts_s[job.index]
+    return sum(
+        k.gpus
+        * max(0.0, min(starts_s[k.index] + k.duration_s, start_s) - max(starts_s[k.index], start_s - DAY_S))
+        for k in trace
+        if same(k) and k.index != job.index and starts_s[k.index] <= start_s
+    )
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     st.lists(
@@ -202,17 +215,7 @@ def test_no_team_starts_a_task_once_its_day_budget_is_used_up_and_every_task_sta
 
     assert result.jobs == len(trace)  # the budget only delays: every task starts once old work ages out
     for j in trace:
-        start_s = result.starts_s[j.index]
-        used_s = sum(
-            k.gpus
-            * max(
-                0.0,
-                min(result.starts_s[k.index] + k.duration_s, start_s)
-                - max(result.starts_s[k.index], start_s - DAY_S),
-            )
-            for k in trace
-            if k.team == j.team and k.index != j.index and result.starts_s[k.index] <= start_s
-        )
+        used_s = _day_use_at_start(trace, result.starts_s, j, lambda k, j=j: k.team == j.team)
         assert used_s < budgets_h[j.team] * 3600.0, (j, used_s)
 
 
@@ -248,15 +251,5 @@ def test_no_person_starts_a_task_once_their_own_day_budget_is_used_up_and_every_
 
     assert result.jobs == len(trace)  # the budget only delays: every task starts once old work ages out
     for j in trace:
-        start_s = result.starts_s[j.index]
-        used_s = sum(
-            k.gpus
-            * max(
-                0.0,
-                min(result.starts_s[k.index] + k.duration_s, start_s)
-                - max(result.starts_s[k.index], start_s - DAY_S),
-            )
-            for k in trace
-            if k.user == j.user and k.index != j.index and result.starts_s[k.index] <= start_s
-        )
+        used_s = _day_use_at_start(trace, result.starts_s, j, lambda k, j=j: k.user == j.user)
         assert used_s < budgets_h[j.user] * 3600.0, (j, used_s)
