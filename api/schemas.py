@@ -193,9 +193,11 @@ class NodePublic(BaseModel):
 
 
 class NodeDrainedPublic(NodePublic):
-    """A node just drained, with the running tasks asked back into the queue (`?requeue=true`)."""
+    """A node just drained, with the running tasks asked back into the queue (`?requeue=true`); drained
+    for later (`?at=`), the running tasks expected to run past it."""
 
     requeued: list[int] = []
+    running_past: list[int] = []
 
 
 class GpusPublic(BaseModel):

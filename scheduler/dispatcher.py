@@ -7,6 +7,7 @@ Each pass looks only at the head of the queue (`PolicyConfig.window` tasks), so 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import threading
 import time
@@ -26,6 +27,7 @@ from scheduler.policy.placement import cpu_node
 from scheduler.policy.types import Decisions, GpuSlot, QueuedTask
 from scheduler.policy.window import pass_window
 from scheduler.service import Cluster
+from scheduler.store.identity import Identity
 from scheduler.wakeup import ring_when_set
 
 log = logging.getLogger(__name__)
@@ -76,7 +78,20 @@ class Dispatcher:
         self.cluster.queue.assign_many(assignments, stamp, revisions)
         self._cpu_turn += len(decisions.starts)
         self.last_decisions = decisions
+        self._requeue_for_maintenance(state, stamp)
         return decisions
+
+    def _requeue_for_maintenance(self, state: ClusterState, stamp_ms: int) -> None:
+        """At a maintenance asked with `--requeue`, the tasks still running on the node go back to the queue
+        (their stop signal and grace, their age kept), as the admin who asked it, once."""
+        for node in state.nodes:
+            due = node.drain_at_ms is not None and node.drain_at_ms <= stamp_ms
+            if not due or node.drain_requeue_by is None:
+                continue
+            by = self.cluster.nodes.take_due_requeue(node.name)
+            if by is not None:
+                asked = self.cluster.requeue_node(Identity(**json.loads(by), is_admin=True), node.name)
+                log.warning("maintenance of %s: requeued its running tasks %s", node.name, asked)
 
     def _decide(self, state: ClusterState) -> Decisions:
         """The policy's starts and failures for this pass.

@@ -59,6 +59,8 @@ class NodeState:
     # a drain set for later (maintenance, Slurm's `MAINT` reservation): until then only tasks that end by then
     # start there (`GpuSlot.down_at_s`), from then it is drained; None when none is set
     drain_at_ms: int | None = None
+    # the admin who asked the drain set for later to requeue the tasks still running then (`due_requeue`)
+    drain_requeue_by: str | None = None
 
     def alive(self, now_ms: int) -> bool:
         """True when the node's worker heartbeat is recent (within its own `stale_after_ms`)."""
@@ -107,20 +109,37 @@ class NodeRegistry:
         if added:
             self.client.rpush(self.keys.scheduler_doorbell, "1")
 
-    def set_drained(self, name: str, drained: bool, at_ms: int | None = None) -> bool:
-        """Mark a node drained (no new tasks), drained from `at_ms` on (maintenance then), or back in service
-        (either cleared); False for an unknown node."""
+    def set_drained(
+        self, name: str, drained: bool, at_ms: int | None = None, requeue_by: str | None = None
+    ) -> bool:
+        """Mark a node drained (no new tasks), drained from `at_ms` on (maintenance then; with `requeue_by`,
+        the admin's JSON identity, the tasks still running then are requeued: `take_due_requeue`), or back
+        in service (all cleared); False for an unknown node."""
         if not self.client.sismember(self.keys.nodes, name):
             return False
+        key = self.keys.node(name)
         pipe = self.client.pipeline(transaction=True)
-        pipe.hset(self.keys.node(name), "drained", "1" if drained and at_ms is None else "0")
+        pipe.hset(key, "drained", "1" if drained and at_ms is None else "0")
         if drained and at_ms is not None:
-            pipe.hset(self.keys.node(name), "drain_at_ms", at_ms)
+            pipe.hset(key, "drain_at_ms", at_ms)
         else:
-            pipe.hdel(self.keys.node(name), "drain_at_ms")
+            pipe.hdel(key, "drain_at_ms")
+        if drained and at_ms is not None and requeue_by is not None:
+            pipe.hset(key, "drain_requeue_by", requeue_by)
+        else:
+            pipe.hdel(key, "drain_requeue_by")
         pipe.rpush(self.keys.scheduler_doorbell, "1")
         pipe.execute()
         return True
+
+    def take_due_requeue(self, name: str) -> str | None:
+        """Who asked the node's maintenance to requeue its running tasks, taken (so exactly one caller acts
+        on it), or None when nobody asked or another caller took it."""
+        pipe = self.client.pipeline(transaction=True)
+        pipe.hget(self.keys.node(name), "drain_requeue_by")
+        pipe.hdel(self.keys.node(name), "drain_requeue_by")
+        by, removed = pipe.execute()
+        return cast(str, by) if removed else None
 
     def all(self) -> list[NodeState]:
         """Every registered node, alive or not."""
@@ -189,4 +208,5 @@ def _parse(name: str, raw: dict[str, str]) -> NodeState:
         job_isolation=raw.get("job_isolation", "process group"),
         stale_after_ms=int(float(raw.get("stale_after_ms", NODE_STALE_AFTER_MS))),
         drain_at_ms=int(float(raw["drain_at_ms"])) if raw.get("drain_at_ms") else None,
+        drain_requeue_by=raw.get("drain_requeue_by") or None,
     )

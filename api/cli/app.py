@@ -1240,7 +1240,7 @@ def node_drain(
     """Give NAME no new tasks; the ones running there finish (with --requeue: are stopped and queued again
     with their age, as `nightshift requeue` does, so the node can go down now). With --at, from then on
     (maintenance, as Slurm's `MAINT` reservation): until then a task starts there only if its estimate
-    (else its time limit) ends it first."""
+    (else its time limit) ends it first; with --requeue too, the tasks still running then are requeued."""
     params: dict[str, str] = {"requeue": "true"} if requeue else {}
     if at is not None:
         zone = cli_zone(get_settings())
@@ -1252,6 +1252,14 @@ def node_drain(
             "tasks that will have ended by then start there (by their estimate, else their time limit), "
             f"and none after; `nightshift node undrain {name}` cancels it"
         )
+        past = ", ".join(map(str, node.get("running_past") or []))
+        if past and requeue:
+            console.print(f"tasks {past}, expected to run past it, are stopped then and go back to the queue")
+        elif past:
+            console.print(
+                f"tasks {past} are expected to run past it (by their estimates): `--requeue` sends whatever "
+                "still runs there back to the queue then"
+            )
         return
     if not requeue:
         console.print(f"node {name} drained: running tasks finish, no new ones start there")

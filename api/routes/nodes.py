@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Annotated
 
@@ -12,7 +13,10 @@ from api.schemas import NodeDrainedPublic, NodePublic
 from scheduler.clock import from_epoch_s, now_ms, now_s, to_epoch_s
 from scheduler.errors import NotFoundError, SpecError
 from scheduler.nodes import NodeState
+from scheduler.policy.estimate import expected_end_s
 from scheduler.policy.windows import zone
+from scheduler.policy_input import running_task_of
+from scheduler.service import Cluster
 
 router = APIRouter(prefix="/nodes", tags=["nodes"])
 
@@ -39,8 +43,10 @@ def list_nodes(cluster: ClusterDep, who: IdentityDep) -> list[NodePublic]:
     return [node_public(node, now) for node in cluster.nodes.all()]
 
 
-def _set_drained(cluster: ClusterDep, name: str, drained: bool, at_ms: int | None = None) -> NodePublic:
-    if not cluster.nodes.set_drained(name, drained, at_ms):
+def _set_drained(
+    cluster: ClusterDep, name: str, drained: bool, at_ms: int | None = None, requeue_by: str | None = None
+) -> NodePublic:
+    if not cluster.nodes.set_drained(name, drained, at_ms, requeue_by):
         raise NotFoundError(f"node {name!r} not found; `nightshift nodes` lists them")
     node = next(node for node in cluster.nodes.all() if node.name == name)
     return node_public(node, now_ms())
@@ -53,7 +59,10 @@ def drain(
     who: AdminDep,
     requeue: Annotated[
         bool,
-        Query(description="true: also stop the tasks running there and queue them again (to reboot it now)"),
+        Query(
+            description="true: also stop the tasks running there and queue them again (to reboot it now; "
+            "with `at`, those still running then)"
+        ),
     ] = False,
     at: Annotated[
         datetime | None,
@@ -66,21 +75,36 @@ def drain(
     """Stop giving the node new tasks; the ones running there finish, or with `requeue=true` are stopped
     (their stop signal and grace) and queued again with their age, to start elsewhere (`requeued`). With
     `at`, from that time on (Slurm's maintenance reservation): until then a task starts there only if its
-    estimate (else its time limit) ends it first, and no task is promised GPUs there."""
-    at_ms = None if at is None else _maintenance_ms(at, requeue, cluster.policy_config.timezone)
-    node = _set_drained(cluster, name, True, at_ms)
-    requeued = cluster.requeue_node(who, name) if requeue else []
-    return NodeDrainedPublic(**node.model_dump(), requeued=requeued)
+    estimate (else its time limit) ends it first, and no task is promised GPUs there; `running_past` names
+    the tasks running there now that are expected to run past it, which `requeue=true` sends back to the
+    queue then."""
+    if at is None:
+        node = _set_drained(cluster, name, True)
+        requeued = cluster.requeue_node(who, name) if requeue else []
+        return NodeDrainedPublic(**node.model_dump(), requeued=requeued)
+    at_ms = _maintenance_ms(at, cluster.policy_config.timezone)
+    by = json.dumps({"user_id": who.user_id, "user": who.user, "team_id": who.team_id, "team": who.team})
+    node = _set_drained(cluster, name, True, at_ms, by if requeue else None)
+    return NodeDrainedPublic(**node.model_dump(), running_past=running_past(cluster, name, at_ms / 1000.0))
 
 
-def _maintenance_ms(at: datetime, requeue: bool, timezone: str) -> int:
-    """`at` in ms since the epoch (naive: in the cluster's zone), checked: in the future, and not with
-    `requeue`, which stops the running tasks now."""
-    if requeue:
-        raise SpecError(
-            "requeue stops the node's tasks now; a drain `at` a later time lets them run: drop one of them",
-            [{"field": "at", "message": "not with requeue=true"}],
-        )
+def running_past(cluster: Cluster, node: str, at_s: float) -> list[int]:
+    """The tasks running on `node` now that are expected (by their estimate, else time limit, as forecasts
+    expect it) to still run at `at_s`."""
+    now = now_s()
+    config = cluster.policy_config
+    out = []
+    for task in cluster.tasks.with_status("running"):
+        if task.node != node or task.started_at is None:
+            continue
+        view = running_task_of(task, node, task.gpu_indices or [], to_epoch_s(task.started_at))
+        if expected_end_s(view, now, config, config.forecast_overrun_factor) > at_s:
+            out.append(task.id)
+    return out
+
+
+def _maintenance_ms(at: datetime, timezone: str) -> int:
+    """`at` in ms since the epoch (naive: in the cluster's zone), checked to be in the future."""
     moment = at.replace(tzinfo=zone(timezone)) if at.tzinfo is None else at
     if to_epoch_s(moment) <= now_s():
         raise SpecError(

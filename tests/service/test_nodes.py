@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from fastapi.testclient import TestClient
 
 from api.main import create_app
+from scheduler.clock import now_ms
 from scheduler.dispatcher import Dispatcher
 from scheduler.gpus import SimulatedGpus
 from scheduler.store.identity import create_token
@@ -142,17 +143,13 @@ def test_a_drain_set_for_later_lets_only_tasks_that_end_by_then_start_and_can_be
     Worker(cluster, "box-1", SimulatedGpus("2x24", node="box-1"), base_env=dict(os.environ)).publish_node()
     admin = {"Authorization": f"Bearer {admin_token}"}
     with TestClient(create_app(cluster)) as client:
-        # Refused: a time past, or with requeue (which stops its tasks now)
+        # Refused: a time past
         past = client.post(
             "/api/v1/nodes/box-1/drain", params={"at": "2020-01-01T00:00:00+00:00"}, headers=admin
         )
         soon = datetime.now(UTC) + timedelta(hours=1)
-        both = client.post(
-            "/api/v1/nodes/box-1/drain", params={"at": soon.isoformat(), "requeue": "true"}, headers=admin
-        )
-        assert (past.status_code, both.status_code) == (422, 422)
+        assert past.status_code == 422
         assert "has passed: drop `at` to drain the node now" in past.json()["detail"]
-        assert "drop one of them" in both.json()["detail"]
 
         # When an admin sets box-1 to go down in an hour
         set_for_later = client.post(
@@ -202,3 +199,42 @@ def test_cpu_only_tasks_go_to_nodes_with_no_maintenance_ahead(cluster, make_iden
     Dispatcher(cluster).run_pass()
 
     assert {cluster.queue.assignments()[task_id][0] for task_id in tasks} == {"box-2"}
+
+
+def test_a_maintenance_with_requeue_sends_the_tasks_still_running_then_back_to_the_queue(
+    cluster, make_identity, start_worker, tmp_path
+):
+    _admin, admin_token = make_identity("root", "ops", admin=True)
+    who, _ = make_identity("alice", "vision")
+    start_worker(node="box-1")
+    long, _ = cluster.submit(
+        who, {"command": "sleep 60", "gpus": 1, "estimated_minutes": 180, "workdir": str(tmp_path)}
+    )
+    short, _ = cluster.submit(
+        who, {"command": "sleep 60", "gpus": 1, "estimated_minutes": 10, "workdir": str(tmp_path)}
+    )
+    wait_until(lambda: {cluster.tasks.get_any(t.id).status for t in (long, short)} == {"running"})
+    soon = datetime.now(UTC) + timedelta(hours=1)
+
+    with TestClient(create_app(cluster)) as client:
+        answer = client.post(
+            "/api/v1/nodes/box-1/drain",
+            params={"at": soon.isoformat(), "requeue": "true"},
+            headers={"Authorization": f"Bearer {admin_token}"},
+        )
+
+    # Then the 3-hour task is named as running past it, and nothing is stopped yet
+    assert answer.status_code == 200, answer.text
+    assert (answer.json()["running_past"], answer.json()["requeued"]) == ([long.id], [])
+    Dispatcher(cluster).run_pass()
+    assert cluster.tasks.get_any(long.id).attempts_count == 1
+    # When the time comes (moved to now here), the next pass requeues what still runs there, once
+    node = cluster.nodes.all()[0]
+    cluster.nodes.set_drained("box-1", True, now_ms() - 1, node.drain_requeue_by)
+    Dispatcher(cluster).run_pass()
+    wait_until(lambda: cluster.tasks.get_any(long.id).status == "queued")
+    wait_until(lambda: cluster.tasks.get_any(short.id).status == "queued")
+    assert cluster.tasks.attempts(long.id)[0].reason == "requeued"
+    assert cluster.nodes.all()[0].drain_requeue_by is None  # done once
+    for task in (long, short):
+        cluster.cancel(who, task.id)
