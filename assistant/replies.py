@@ -1355,10 +1355,11 @@ def _quota(data: dict[str, Any], lang: str, now: datetime | None = None) -> str:
                 lang, f"{en}: {used:.1f} GPU-h used, no budget", f"{zh}：已用 {used:.1f} GPU小时，无预算限制"
             )
         left = max(0.0, float(budget) - used)
+        of = f"{amount(used)} of {float(budget):g}"  # a small budget is not "0.0 of 0"
         return _t(
             lang,
-            f"{en}: {used:.1f} of {float(budget):.0f} GPU-h used, {left:.1f} left ({period.get('state')})",
-            f"{zh}：已用 {used:.1f}/{float(budget):.0f} GPU小时，剩余 {left:.1f}"
+            f"{en}: {of} GPU-h used, {amount(left)} left ({period.get('state')})",
+            f"{zh}：已用 {amount(used)}/{float(budget):g} GPU小时，剩余 {amount(left)}"
             f"（{_BUDGET_STATE_ZH.get(str(period.get('state')), period.get('state'))}）",
         )
 

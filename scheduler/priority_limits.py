@@ -5,8 +5,9 @@ shared cluster once everyone marks everything urgent. Admins are exempt, as is a
 The check counts in SQL before the insert or change, and again inside the transaction that writes it,
 under a lock per person (`TaskStore.create`/`update_queued`, `SweepStore.create`/`add_reruns`:
 `check_class_rooms`), so racing submissions, sweeps, reruns and changes of one task cannot together pass
-it; a change of a whole sweep's priority is checked before its writes only. A refused request changes
-nothing.
+it. A change of a whole sweep's priority is checked for all its tasks first, then applied task by task,
+each counted as it is written: a race can leave it partly applied, never past the limit. A refused request
+changes nothing.
 """
 
 from __future__ import annotations

@@ -738,3 +738,12 @@ def test_a_cards_quota_line_adds_the_persons_own_day_budget_after_the_teams() ->
     assert [(quota_words(q, "en"), quota_words(q, "zh")) for q, _, _ in cases] == [
         (en, zh) for _, en, zh in cases
     ]
+
+
+def test_a_small_budget_reads_with_the_digits_that_show_it() -> None:
+    period = {"used_gpu_h": 0.0022, "budget_gpu_h": 0.002, "state": "exhausted"}
+    quota = {"team": "lab", "gpus_in_use": 0, "gpu_cap": None, "day": period, "week": period}
+
+    reply = reply_for("quota_status", json.dumps({"quota": quota}), "en", NOW)
+
+    assert "last 24 h: 0.0022 of 0.002 GPU-h used, 0.0 left (exhausted)" in reply
