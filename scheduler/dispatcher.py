@@ -7,7 +7,6 @@ Each pass looks only at the head of the queue (`PolicyConfig.window` tasks), so 
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import threading
 import time
@@ -27,7 +26,6 @@ from scheduler.policy.placement import cpu_node
 from scheduler.policy.types import Decisions, GpuSlot, QueuedTask
 from scheduler.policy.window import pass_window
 from scheduler.service import Cluster
-from scheduler.store.identity import Identity
 from scheduler.wakeup import ring_when_set
 
 log = logging.getLogger(__name__)
@@ -88,9 +86,8 @@ class Dispatcher:
             due = node.drain_at_ms is not None and node.drain_at_ms <= stamp_ms
             if not due or node.drain_requeue_by is None:
                 continue
-            by = self.cluster.nodes.take_due_requeue(node.name)
-            if by is not None:
-                asked = self.cluster.requeue_node(Identity(**json.loads(by), is_admin=True), node.name)
+            asked = self.cluster.requeue_at_maintenance(node.name)
+            if asked:
                 log.warning("maintenance of %s: requeued its running tasks %s", node.name, asked)
 
     def _decide(self, state: ClusterState) -> Decisions:

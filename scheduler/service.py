@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -20,8 +21,9 @@ from scheduler.keys import RedisKeys
 from scheduler.nodes import NodeRegistry, NodeState
 from scheduler.policy.aging import overdue_at_s, static_score
 from scheduler.policy.config import PolicyConfig
+from scheduler.policy.estimate import expected_end_s
 from scheduler.policy.retry import decide_retry
-from scheduler.policy_input import queued_task_of
+from scheduler.policy_input import queued_task_of, running_task_of
 from scheduler.priority_limits import check_priority_room, limit_for, over_limit
 from scheduler.settings import Settings
 from scheduler.spec import TaskSpec, parse_spec
@@ -345,6 +347,32 @@ class Cluster:
             raise ConflictError(f"task {task_id} is being cancelled: it is not put back in the queue")
         self.queue.request_requeue(task_id, task.node, task.lease_token, who.user, hold)
         return task
+
+    def drain_later(self, who: Identity, node: str, at_s: float, requeue: bool = False) -> list[int] | None:
+        """Drain `node` from `at_s` on (a maintenance; with `requeue`, the tasks still running there then are
+        requeued as `who`: `requeue_at_maintenance`); the ids of the tasks running there now that are
+        expected (by their estimate, else time limit, as forecasts expect it) to run past it. None for an
+        unknown node."""
+        by = {"user_id": who.user_id, "user": who.user, "team_id": who.team_id, "team": who.team}
+        if not self.nodes.set_drained(node, True, round(at_s * 1000), json.dumps(by) if requeue else None):
+            return None
+        now, config = now_s(), self.policy_config
+        past = []
+        for task in self.tasks.with_status("running"):
+            if task.node != node or task.started_at is None:
+                continue
+            view = running_task_of(task, node, task.gpu_indices or [], to_epoch_s(task.started_at))
+            if expected_end_s(view, now, config, config.forecast_overrun_factor) > at_s:
+                past.append(task.id)
+        return past
+
+    def requeue_at_maintenance(self, node: str) -> list[int]:
+        """Requeue the tasks running on `node`, whose maintenance asked it and has come, as the admin who
+        asked it; once (the ask is taken), so a second caller requeues nothing."""
+        by = self.nodes.take_due_requeue(node)
+        if by is None:
+            return []
+        return self.requeue_node(Identity(**json.loads(by), is_admin=True), node)
 
     def requeue_node(self, who: Identity, node: str) -> list[int]:
         """Requeue every task running on `node` (a drained node to be rebooted now): the ids asked; one that

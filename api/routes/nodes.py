@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Annotated
 
@@ -13,10 +12,7 @@ from api.schemas import NodeDrainedPublic, NodePublic
 from scheduler.clock import from_epoch_s, now_ms, now_s, to_epoch_s
 from scheduler.errors import NotFoundError, SpecError
 from scheduler.nodes import NodeState
-from scheduler.policy.estimate import expected_end_s
 from scheduler.policy.windows import zone
-from scheduler.policy_input import running_task_of
-from scheduler.service import Cluster
 
 router = APIRouter(prefix="/nodes", tags=["nodes"])
 
@@ -43,11 +39,13 @@ def list_nodes(cluster: ClusterDep, who: IdentityDep) -> list[NodePublic]:
     return [node_public(node, now) for node in cluster.nodes.all()]
 
 
-def _set_drained(
-    cluster: ClusterDep, name: str, drained: bool, at_ms: int | None = None, requeue_by: str | None = None
-) -> NodePublic:
-    if not cluster.nodes.set_drained(name, drained, at_ms, requeue_by):
-        raise NotFoundError(f"node {name!r} not found; `nightshift nodes` lists them")
+def _unknown(name: str) -> NotFoundError:
+    return NotFoundError(f"node {name!r} not found; `nightshift nodes` lists them")
+
+
+def _set_drained(cluster: ClusterDep, name: str, drained: bool) -> NodePublic:
+    if not cluster.nodes.set_drained(name, drained):
+        raise _unknown(name)
     node = next(node for node in cluster.nodes.all() if node.name == name)
     return node_public(node, now_ms())
 
@@ -82,36 +80,22 @@ def drain(
         node = _set_drained(cluster, name, True)
         requeued = cluster.requeue_node(who, name) if requeue else []
         return NodeDrainedPublic(**node.model_dump(), requeued=requeued)
-    at_ms = _maintenance_ms(at, cluster.policy_config.timezone)
-    by = json.dumps({"user_id": who.user_id, "user": who.user, "team_id": who.team_id, "team": who.team})
-    node = _set_drained(cluster, name, True, at_ms, by if requeue else None)
-    return NodeDrainedPublic(**node.model_dump(), running_past=running_past(cluster, name, at_ms / 1000.0))
+    past = cluster.drain_later(who, name, _maintenance_s(at, cluster.policy_config.timezone), requeue)
+    if past is None:
+        raise _unknown(name)
+    node = next(node for node in cluster.nodes.all() if node.name == name)
+    return NodeDrainedPublic(**node_public(node, now_ms()).model_dump(), running_past=past)
 
 
-def running_past(cluster: Cluster, node: str, at_s: float) -> list[int]:
-    """The tasks running on `node` now that are expected (by their estimate, else time limit, as forecasts
-    expect it) to still run at `at_s`."""
-    now = now_s()
-    config = cluster.policy_config
-    out = []
-    for task in cluster.tasks.with_status("running"):
-        if task.node != node or task.started_at is None:
-            continue
-        view = running_task_of(task, node, task.gpu_indices or [], to_epoch_s(task.started_at))
-        if expected_end_s(view, now, config, config.forecast_overrun_factor) > at_s:
-            out.append(task.id)
-    return out
-
-
-def _maintenance_ms(at: datetime, timezone: str) -> int:
-    """`at` in ms since the epoch (naive: in the cluster's zone), checked to be in the future."""
+def _maintenance_s(at: datetime, timezone: str) -> float:
+    """`at` in seconds since the epoch (naive: in the cluster's zone), checked to be in the future."""
     moment = at.replace(tzinfo=zone(timezone)) if at.tzinfo is None else at
     if to_epoch_s(moment) <= now_s():
         raise SpecError(
             f"{moment.isoformat()} has passed: drop `at` to drain the node now",
             [{"field": "at", "message": "a time in the future"}],
         )
-    return round(to_epoch_s(moment) * 1000)
+    return to_epoch_s(moment)
 
 
 @router.post("/{name}/undrain", response_model=NodePublic)
