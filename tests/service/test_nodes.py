@@ -140,7 +140,8 @@ def test_a_drain_set_for_later_lets_only_tasks_that_end_by_then_start_and_can_be
 ):
     _admin, admin_token = make_identity("root", "ops", admin=True)
     who, token = make_identity("alice", "vision")
-    Worker(cluster, "box-1", SimulatedGpus("2x24", node="box-1"), base_env=dict(os.environ)).publish_node()
+    worker = Worker(cluster, "box-1", SimulatedGpus("2x24", node="box-1"), base_env=dict(os.environ))
+    worker.publish_node()
     admin = {"Authorization": f"Bearer {admin_token}"}
     with TestClient(create_app(cluster)) as client:
         # Refused: a time past
@@ -157,6 +158,7 @@ def test_a_drain_set_for_later_lets_only_tasks_that_end_by_then_start_and_can_be
         )
         long, _ = cluster.submit(who, {"command": "true", "estimated_minutes": 120, "workdir": str(tmp_path)})
         short, _ = cluster.submit(who, {"command": "true", "estimated_minutes": 20, "workdir": str(tmp_path)})
+        worker.publish_node()  # a heartbeat, as its worker would send: the node is alive for this pass
         Dispatcher(cluster).run_pass()
         explained = client.get(
             f"/api/v1/tasks/{long.id}/explain", headers={"Authorization": f"Bearer {token}"}
@@ -182,6 +184,7 @@ def test_a_drain_set_for_later_lets_only_tasks_that_end_by_then_start_and_can_be
     assert "node box-1 goes down for maintenance at " in " ".join(later.output.split())
     assert "maintenance at" in shown.output
     assert undrained.exit_code == 0 and cluster.nodes.all()[0].drain_at_ms is None
+    worker.publish_node()  # a heartbeat: the command-line calls above may outlast the test's 5-s lease
     Dispatcher(cluster).run_pass()
     assert long.id in cluster.queue.assignments()
 
