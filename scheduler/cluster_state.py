@@ -243,9 +243,10 @@ def gather_state(
     views.update(_still_queued(cluster, absent_member_heads(views.values(), snap.member_heads)))
     usage, history, usage_at_s = usage_cache.get_with_time(now)
     queued = [with_learned_estimate(view, history, config) for view in views.values()]
-    holders = _holders(cluster, now)
+    holders = _holders(cluster, now, snap.assignments)
     usage = _used_by_now(usage, holders, usage_at_s, now, config)
-    return _state(cluster, now, queued, holders, usage, history, usage_cache.finished_spans())
+    nodes = nodes_from_raw(snap.nodes)  # read in the same snapshot, not again
+    return _state(cluster, now, queued, holders, usage, history, usage_cache.finished_spans(), nodes)
 
 
 def _state(
@@ -365,15 +366,17 @@ def _per_member(config: PolicyConfig) -> int:
     return config.window_per_person if person_heads_apply(config) else 0
 
 
-def _holders(cluster: Cluster, now: float) -> list[RunningTask]:
-    """Running tasks (SQL) and tasks assigned to a node but not yet claimed (Redis): both hold GPUs."""
+def _holders(
+    cluster: Cluster, now: float, assigned: dict[int, tuple[str, tuple[int, ...]]]
+) -> list[RunningTask]:
+    """Running tasks (SQL) and tasks assigned to a node but not yet claimed (`assigned`, from Redis): both
+    hold GPUs."""
     holders: list[RunningTask] = []
     for task in cluster.tasks.with_status("running"):
         if task.node is not None and task.started_at is not None:
             holders.append(
                 running_task_of(task, task.node, task.gpu_indices or [], to_epoch_s(task.started_at))
             )
-    assigned = cluster.queue.assignments()
     rows = cluster.tasks.by_ids(assigned)
     for task_id, (node, gpu_indices) in assigned.items():
         if task_id in rows and rows[task_id].status == "queued":

@@ -230,15 +230,6 @@ class RedisQueue:
         rows = self.client.zrangebyscore(self.keys.overdue, "-inf", now_s, start=0, num=count)
         return [int(member) for member in cast(list[str], rows)]
 
-    def window_ids(self, count: int, now_s: float) -> list[int]:
-        """The ids one pass looks at (`policy.window.window_ids`): the overdue tasks, then the head of the
-        queue, `count` in all; two range reads in one round trip, O(log n + count)."""
-        pipe = self.client.pipeline(transaction=False)
-        pipe.zrangebyscore(self.keys.overdue, "-inf", now_s, start=0, num=count)
-        pipe.zrange(self.keys.queue, 0, 2 * count - 1)
-        overdue, head = pipe.execute()
-        return window_ids((int(m) for m in overdue), (int(m) for m in head), count)
-
     def position(self, task_id: int) -> int | None:
         """0-based rank of a queued task, or None when it is not in the queue."""
         rank = self.client.zrank(self.keys.queue, str(task_id))
@@ -315,11 +306,11 @@ class RedisQueue:
         """What one scheduling pass reads from Redis, in one round trip and one consistent view
         (`lua/snapshot.lua`).
 
-        The ids of the window (as `window_ids`: the tasks overdue at `now_s`, then the head of the queue),
-        the unclaimed assignments (as `assignments`), the ids holding a lease, and every registered node's
-        raw record (name -> hash; see `nodes.nodes_from_raw`), when the first lease expires (so the
-        scheduler can wake for it), and each member's first `per_member` queued tasks. Being one script, no
-        claim can fall between reading the assignments and the leases.
+        The ids of the window (`policy.window.window_ids`: the tasks overdue at `now_s`, then the head of
+        the queue), the unclaimed assignments (as `assignments`), the ids holding a lease, and every
+        registered node's raw record (name -> hash; see `nodes.nodes_from_raw`), when the first lease
+        expires (so the scheduler can wake for it), and each member's first `per_member` queued tasks.
+        Being one script, no claim can fall between reading the assignments and the leases.
         """
         k = self.keys
         keys = [k.overdue, k.queue, k.assigned, k.nodes, k.leases, k.members]

@@ -328,16 +328,24 @@ def test_a_whole_sweep_is_cancelled_from_the_chat_only_once_the_card_is_confirme
         assert api.get(f"/sweeps/{sweep['id']}").json()["counts"] == {"cancelled": 2}
 
 
+def _signed_in_with_waiting_tasks(
+    live_server: LiveServer, page: Any, user: str, count: int
+) -> tuple[str, list[int]]:
+    """`user` (team vision) signed in, with `count` tasks that wait until 2030: their token and ids."""
+    token = live_server.token(user, "vision")
+    spec = {"command": "python train.py", "not_before": "2030-01-01T00:00:00Z"}
+    with live_server.api(token) as api:
+        ids = [api.post("/tasks", json=spec).json()["id"] for _ in range(count)]
+    sign_in(page, live_server, token, user)
+    return token, ids
+
+
 def test_tasks_named_together_are_cancelled_on_one_card_once_it_is_confirmed(
     live_server: LiveServer, page: Any
 ) -> None:
     from playwright.sync_api import expect
 
-    token = live_server.token("ines", "vision")
-    spec = {"command": "python train.py", "not_before": "2030-01-01T00:00:00Z"}
-    with live_server.api(token) as api:
-        first, second = (api.post("/tasks", json=spec).json()["id"] for _ in range(2))
-    sign_in(page, live_server, token, "ines")
+    token, (first, second) = _signed_in_with_waiting_tasks(live_server, page, "ines", 2)
 
     say(page, f"cancel {first} and {second}")
     card = page.locator("#confirm-card")
@@ -356,11 +364,7 @@ def test_the_same_change_to_two_tasks_shows_their_cards_one_after_another(
 ) -> None:
     from playwright.sync_api import expect
 
-    token = live_server.token("jun", "vision")
-    spec = {"command": "python train.py", "not_before": "2030-01-01T00:00:00Z"}
-    with live_server.api(token) as api:
-        first, second = (api.post("/tasks", json=spec).json()["id"] for _ in range(2))
-    sign_in(page, live_server, token, "jun")
+    token, (first, second) = _signed_in_with_waiting_tasks(live_server, page, "jun", 2)
 
     say(page, f"make {first} and {second} urgent")
     card = page.locator("#confirm-card")
@@ -379,11 +383,7 @@ def test_the_same_change_to_two_tasks_shows_their_cards_one_after_another(
 def test_confirm_all_does_every_waiting_card_in_order(live_server: LiveServer, page: Any) -> None:
     from playwright.sync_api import expect
 
-    token = live_server.token("kim", "vision")
-    spec = {"command": "python train.py", "not_before": "2030-01-01T00:00:00Z"}
-    with live_server.api(token) as api:
-        ids = [api.post("/tasks", json=spec).json()["id"] for _ in range(3)]
-    sign_in(page, live_server, token, "kim")
+    token, ids = _signed_in_with_waiting_tasks(live_server, page, "kim", 3)
     confirm_all = page.locator("#confirm-all-button")
 
     say(page, f"make {ids[0]}, {ids[1]} and {ids[2]} high priority")

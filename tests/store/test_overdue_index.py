@@ -27,8 +27,8 @@ def test_assign_unassign_remove_keep_the_overdue_set_equal_to_the_queue(queue: R
     # Then the range query finds the due ones, earliest first, up to a limit
     assert queue.overdue_ids(250.0, 10) == [3, 2]
     assert queue.overdue_ids(250.0, 1) == [3]
-    assert queue.window_ids(2, 250.0) == [3, 2]
-    assert queue.window_ids(3, 150.0) == [3, 1, 2]
+    assert queue.pass_snapshot(2, 250.0).head == [3, 2]
+    assert queue.pass_snapshot(3, 150.0).head == [3, 1, 2]
     # When one is assigned, it leaves both sets; given back, it returns to both at its old scores
     assert queue.assign(3, "node-a", [0], now_ms())
     assert _overdue(queue) == {1: 300.0, 2: 200.0}
