@@ -52,7 +52,7 @@ from scheduler.errors import ExecutorError, GpuInventoryError, NightshiftError
 from scheduler.executor.cgroups import JobCgroups
 from scheduler.executor.exit_watch import ExitWatcher
 from scheduler.executor.launch import LaunchRequest, job_base_env, start_job, warm_up
-from scheduler.executor.outcome import STOP_REASONS, JobOutcome, StopReason
+from scheduler.executor.outcome import STOP_REASONS, StopReason
 from scheduler.executor.process import RunningJob
 from scheduler.executor.reaper import (
     find_run_tokens,
@@ -183,9 +183,6 @@ class Worker:
         self._stop = threading.Event()
         self._ttl_ms = int(self.settings.lease_ttl_s * 1000)
         self._ttl_s = self.settings.lease_ttl_s
-        # the keepalive's last tick, and the end of its last gap long enough for the sentinel to kill the jobs
-        self._alive_at = time.monotonic()
-        self._silence_ended_at: float | None = None
         self.listeners: list[JobListener] = []
         self.out_of_service: dict[int, str] = {}  # GPU index -> why it takes no new tasks (watchdogs)
         self.driver_reserve = DriverReserve()
@@ -725,7 +722,8 @@ class Worker:
             message, held_by = outcome.describe(), None
             if item.settle_as is not None and outcome.reason in STOP_REASONS:  # not one that ended on its own
                 reason, message, held_by = item.settle_as, item.settle_message or message, item.settle_held_by
-            if item.settle_as is None and self._killed_by_sentinel(item, outcome):
+            killed_by_sentinel = self.sentinel.take_killed(item.job.run_token)  # asked of every end
+            if item.settle_as is None and killed_by_sentinel and outcome.signal == signal.SIGKILL:
                 reason = "lost_lease"  # not the task's fault: its lease goes to the reaper, which retries it
                 message = "its worker was stopped (paused) for most of a lease TTL: its sentinel killed it"
             settlements.append(
@@ -736,16 +734,6 @@ class Worker:
             for item in ready:
                 self.jobs.pop(item.claim.token, None)
         self._emit("jobs_ended", list(zip(ready, statuses, strict=True)))
-
-    def _killed_by_sentinel(self, item: ActiveJob, outcome: JobOutcome) -> bool:
-        """Whether a job's SIGKILL came from the sentinel: this worker was silent long enough for it
-        (`sentinel_kill_gap_s`) while the job ran, by the keepalive's ticks (a gap now, before the keepalive
-        has run again, or one that ended after the job started)."""
-        if outcome.signal != signal.SIGKILL or self.sentinel.silence_s is None:
-            return False
-        silent_now = time.monotonic() - self._alive_at >= self.sentinel_kill_gap_s()
-        ended = self._silence_ended_at
-        return silent_now or (ended is not None and item.job.started_at < ended)
 
     def _emit(self, hook: str, batch: object) -> None:
         for listener in self.listeners:
@@ -796,27 +784,14 @@ class Worker:
         than a lease TTL, so a stopped worker's jobs are dead before their tasks may start elsewhere."""
         return self._ttl_s - min(self.settings.heartbeat_interval_s, self._ttl_s / 4)
 
-    def sentinel_kill_gap_s(self) -> float:
-        """A gap between keepalive ticks after which the sentinel may have killed this worker's jobs: its
-        silence less a margin of up to one tick, because the last tick before a stop may never have reached
-        it (the process can stop between noting a tick and sending it, or the sentinel read it late)."""
-        silence_s = self.sentinel_silence_s()
-        return silence_s - min(self.settings.heartbeat_interval_s, silence_s / 4)
-
     def _sentinel_keepalive_loop(self, stopped: threading.Event) -> None:
         """Tell the sentinel every heartbeat interval that this process still runs, until the worker has
         stopped (its jobs' graceful stop included). A thread of its own, apart from the heartbeat's Redis
         calls: the sentinel is to notice a stopped process (Ctrl-Z, a frozen VM), not a slow Redis, which
         the worker's own lease fencing handles."""
-        self._alive_at = time.monotonic()
         while not stopped.wait(self.settings.heartbeat_interval_s):
-            now = time.monotonic()
-            if (
-                now - self._alive_at >= self.sentinel_kill_gap_s()
-            ):  # stopped that long: the jobs may be killed
-                self._silence_ended_at = now
-            self._alive_at = now
             self.sentinel.alive()
+            self.sentinel.read_reports()
 
     def _heartbeat_loop(self, stop: threading.Event) -> None:
         while not stop.wait(self.settings.heartbeat_interval_s):

@@ -21,7 +21,11 @@ renews no lease: after a lease TTL its tasks are started elsewhere while its job
 says how long its silence may last (`silence_s`: a little less than the lease TTL) when it starts the
 sentinel, and that it is alive every heartbeat interval (`alive`); a sentinel that hears nothing for that
 long kills the watched jobs (not the spare shells, which a resumed
-worker may use), before their leases run out, and goes on listening.
+worker may use), before their leases run out, and goes on listening. Before it kills them it writes their
+run tokens to its stdout (`{"killed": [...]}`), a pipe the worker reads when it resumes: a job that died by
+SIGKILL is the sentinel's doing exactly when its token is there (`JobSentinel.take_killed`), so the worker
+leaves its task to the reaper (a lost worker's, retried) instead of failing it. The worker's own clock cannot
+tell: its ticks come late on a loaded machine, and the last one before a stop may never have been sent.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import queue
 import signal
 import subprocess
@@ -77,6 +82,8 @@ class JobSentinel:
         self._process: subprocess.Popen[str] | None = None
         self._watched: dict[str, WatchedJob] = {}  # by run token
         self._cgroups: JobCgroups | None = None
+        self._killed: set[str] = set()  # run tokens the sentinel said it killed, not yet taken
+        self._unread = b""  # the start of a line the sentinel has not finished writing
 
     def watch(
         self,
@@ -109,6 +116,33 @@ class JobSentinel:
         with self._lock:
             if self._process is not None and self.silence_s is not None:
                 self._send({"alive": self.silence_s})
+
+    def take_killed(self, run_token: str) -> bool:
+        """Whether the sentinel killed this job for a silence of the worker (it says so before it kills);
+        asked once per job end, so the answer is forgotten once given."""
+        with self._lock:
+            self._read_reports()
+            if run_token in self._killed:
+                self._killed.discard(run_token)
+                return True
+            return False
+
+    def read_reports(self) -> None:
+        """Take in what the sentinel said so far (the keepalive calls it, so its pipe never fills)."""
+        with self._lock:
+            self._read_reports()
+
+    def _read_reports(self) -> None:
+        process = self._process
+        if process is None or process.stdout is None:
+            return
+        chunks = [self._unread]
+        with contextlib.suppress(BlockingIOError, OSError, ValueError):
+            while chunk := os.read(process.stdout.fileno(), 65536):
+                chunks.append(chunk)
+        *lines, self._unread = b"".join(chunks).split(b"\n")
+        for line in lines:
+            self._killed.update(_killed_tokens(line))
 
     def forget(self, run_token: str) -> None:
         """The job is over (and swept): nothing of it is left to kill."""
@@ -151,18 +185,20 @@ class JobSentinel:
             self._start()
 
     def _start(self) -> None:
-        self._process = None
+        self._read_reports()  # a sentinel killed by hand may have killed jobs first
+        self._process, self._unread = None, b""
         try:
             process = subprocess.Popen(
                 [sys.executable, "-c", "from scheduler.executor.sentinel import main; main()"],
                 stdin=subprocess.PIPE,
-                stdout=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,  # what it killed (`take_killed`)
                 stderr=None,  # its warnings go where the worker's do
                 start_new_session=True,
                 close_fds=True,
                 text=True,
             )
-            assert process.stdin is not None
+            assert process.stdin is not None and process.stdout is not None
+            os.set_blocking(process.stdout.fileno(), False)
             if self.silence_s is not None:  # from its first moment: the worker may stop right after a start
                 process.stdin.write(json.dumps({"alive": self.silence_s}) + "\n")
             if self._cgroups is not None:
@@ -174,6 +210,16 @@ class JobSentinel:
             log.error("no job sentinel (%s): a killed worker's jobs may leave children running", error)
             return
         self._process = process
+
+
+def _killed_tokens(line: bytes) -> list[str]:
+    """The run tokens of one `killed` report of the sentinel (none for a line that is not one)."""
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return []
+    tokens = message.get("killed") if isinstance(message, dict) else None
+    return [token for token in tokens if isinstance(token, str)] if isinstance(tokens, list) else []
 
 
 def _watch_message(run_token: str, job: WatchedJob) -> dict[str, object]:
@@ -256,14 +302,19 @@ def _handle(line: str, watched: Watched) -> float | None:
     return None
 
 
-def kill_silent_workers_jobs(told: Watched, silent_s: float) -> None:
+def kill_silent_workers_jobs(told: Watched, silent_s: float, report: IO[str] | None = None) -> None:
     """The worker has said nothing for `silent_s`: kill its jobs before their leases run out and their
-    tasks start elsewhere (its spare shells stay, for the worker if it resumes)."""
+    tasks start elsewhere (its spare shells stay, for the worker if it resumes). Their run tokens are
+    written to `report` (stdout) first, so that the worker, resumed, knows whose SIGKILL it was."""
     log.warning(
         "worker silent for %.0f s (stopped or hung): killing its jobs %s before their leases run out",
         silent_s,
         sorted(told.jobs),
     )
+    report = sys.stdout if report is None else report
+    with contextlib.suppress(OSError, ValueError):  # a worker that is gone reads nothing
+        report.write(json.dumps({"killed": sorted(told.jobs)}) + "\n")
+        report.flush()
     kill_jobs(told.jobs)
 
 
