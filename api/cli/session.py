@@ -31,7 +31,7 @@ from typing import Any
 
 from api.cli.render import duration_words, err_console, short_time
 from api.client import ClientError, NightshiftClient
-from scheduler.executor.reaper import TOKEN_VAR, find_processes_with_token, signal_pids
+from scheduler.executor.reaper import TOKEN_VAR, find_processes_with_token, found_twice_over, signal_pids
 
 ENDED_FILE = ".session-ended"
 HOLDER_VAR = "NIGHTSHIFT_SESSION_HOLDER"  # the placeholder's pid: its processes are not the shell's to stop
@@ -287,7 +287,7 @@ def stop_session_processes(session: Session, grace_s: float = STOP_GRACE_S) -> i
     def left() -> list[int]:
         return [pid for pid in find_processes_with_token(session.run_token) if _group_of(pid) != holder]
 
-    found = left()
+    found = found_twice_over(left)
     if not found:
         return 0
     signal_pids(found, signal.SIGHUP)

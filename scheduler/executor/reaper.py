@@ -20,7 +20,7 @@ import os
 import re
 import signal
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from scheduler.errors import ExecutorError
@@ -96,6 +96,16 @@ def find_processes_with_token(run_token: str) -> list[int]:
     entry = f"{TOKEN_VAR}={check_run_token(run_token)}".encode()
     own = os.getpid()
     return [pid for pid in _pids() if pid != own and entry in _environ(pid)]
+
+
+def found_twice_over(look: Callable[[], list[int]]) -> list[int]:
+    """What `look` (a scan of /proc) finds, looked at once more after a moment when it finds nothing: a
+    process in the middle of an exec shows no environment for an instant, and one look would miss it."""
+    found = look()
+    if not found:
+        time.sleep(_SETTLE_POLL_S)
+        found = look()
+    return found
 
 
 def run_token_of(pid: int) -> str | None:
@@ -210,7 +220,7 @@ def kill_processes_with_token(run_token: str, *, settle_s: float = KILL_SETTLE_S
     check_run_token(run_token)
     killed: set[int] = set()
     deadline = time.monotonic() + settle_s
-    while pids := find_processes_with_token(run_token):
+    while pids := found_twice_over(lambda: find_processes_with_token(run_token)):
         signal_pids(pids, signal.SIGKILL)
         killed.update(pids)
         if time.monotonic() >= deadline:

@@ -15,6 +15,7 @@ from scheduler.executor import (
     find_run_tokens,
     kill_processes_with_token,
 )
+from scheduler.executor.reaper import found_twice_over
 from tests.conftest import is_alive, read_pids
 
 from .conftest import WAIT_S, stand_in_worker, wait_until
@@ -90,3 +91,13 @@ def test_a_dead_workers_job_leader_dies_with_it_and_a_new_worker_finds_the_rest(
         assert find_run_tokens()[token] == [child]
         assert kill_processes_with_token(token) == [child]
         assert not is_alive(child)
+
+
+def test_a_scan_that_finds_nothing_is_looked_at_once_more_before_it_counts_as_none() -> None:
+    # Given a scan that misses a process the first time (in the middle of an exec it shows no environment)
+    looks = iter([[], [4242], [4242]])
+
+    # Then the process is found by the second look, and a scan that finds something is not repeated
+    assert found_twice_over(lambda: next(looks)) == [4242]
+    assert found_twice_over(lambda: next(looks)) == [4242]
+    assert found_twice_over(list) == []
