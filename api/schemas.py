@@ -188,13 +188,16 @@ class NodePublic(BaseModel):
     gpus: int
     labels: dict[str, str] = {}
     job_isolation: str = "process group"  # "cgroup": each job in a cgroup of its own, nothing outlives a stop
-    # a drain set for later (maintenance): until then only tasks that end by then start there; None: none
+    # a maintenance not over yet (a drain set for later): until then only tasks that end by then start there;
+    # None: none
     drain_at: datetime | None = None
+    # when that maintenance ends and the node is back in service by itself; None: when undrained
+    drain_until: datetime | None = None
 
 
 class NodeDrainedPublic(NodePublic):
-    """A node just drained, with the running tasks asked back into the queue (`?requeue=true`); drained
-    for later (`?at=`), the running tasks expected to run past it."""
+    """A node just drained, with the running tasks asked back into the queue (`?requeue=true`, at once
+    unless `at` is given); drained for later (`?at=`), the running tasks expected to run past it."""
 
     requeued: list[int] = []
     running_past: list[int] = []

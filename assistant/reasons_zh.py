@@ -328,8 +328,18 @@ _RULES: list[Rule] = [
     ),
     (re.compile(r"new starts again at (.+)"), lambda m: f"{m[1]} 起可以再启动新任务"),
     (
-        re.compile(r"nodes? (.+?) goe?s? down for maintenance at (.+?): its (.+) estimate would run past it"),
-        lambda m: f"节点 {m[1]} 将于 {m[2]} 停机维护：它预计运行{duration_zh(m[3])}，会超过维护时间",
+        re.compile(
+            r"nodes? (.+?) goe?s? down for maintenance at (.+?)(?: until (.+?))?: "
+            r"its (.+) estimate would run past it"
+        ),
+        lambda m: (
+            f"节点 {m[1]} 将于 {m[2]} 停机维护{f'（至 {m[3]}）' if m[3] else ''}：它预计运行"
+            f"{duration_zh(m[4])}，会超过维护时间"
+        ),
+    ),
+    (
+        re.compile(r"nodes? (.+?) (?:is|are) down for maintenance until (.+)"),
+        lambda m: f"节点 {m[1]} 正在停机维护，{m[2]} 恢复",
     ),
     (
         re.compile(r"held by (\S+): nightshift release (\d+) lets it start"),

@@ -53,7 +53,7 @@ class ClusterState:
         """The nodes in service a CPU-only task goes to: those with no maintenance ahead where there are any
         (such a task has no GPU that a maintenance would keep it off), else all in service."""
         in_service = self.nodes_in_service(stamp_ms)
-        staying = {node.name for node in self.nodes if node.drain_at_ms is None}
+        staying = {node.name for node in self.nodes if node.maintenance(stamp_ms) is None}
         return [name for name in in_service if name in staying] or in_service
 
     def policy_config(self, base: PolicyConfig) -> PolicyConfig:

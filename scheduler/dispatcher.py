@@ -83,7 +83,8 @@ class Dispatcher:
         """At a maintenance asked with `--requeue`, the tasks still running on the node go back to the queue
         (their stop signal and grace, their age kept), as the admin who asked it, once."""
         for node in state.nodes:
-            due = node.drain_at_ms is not None and node.drain_at_ms <= stamp_ms
+            window = node.maintenance(stamp_ms)  # a requeue not done by the end is not done after
+            due = window is not None and window[0] <= stamp_ms
             if not due or node.drain_requeue_by is None:
                 continue
             asked = self.cluster.requeue_at_maintenance(node.name)

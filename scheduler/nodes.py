@@ -59,6 +59,8 @@ class NodeState:
     # a drain set for later (maintenance, Slurm's `MAINT` reservation): until then only tasks that end by then
     # start there (`GpuSlot.down_at_s`), from then it is drained; None when none is set
     drain_at_ms: int | None = None
+    # when that maintenance ends and the node is back in service by itself; None: when undrained
+    drain_until_ms: int | None = None
     # the admin who asked the drain set for later to requeue the tasks still running then (`due_requeue`)
     drain_requeue_by: str | None = None
 
@@ -67,8 +69,17 @@ class NodeState:
         return now_ms - self.heartbeat_ms <= self.stale_after_ms
 
     def drained_at(self, now_ms: int) -> bool:
-        """True when the node takes no new task at `now_ms`: drained, or past the drain set for then."""
-        return self.drained or (self.drain_at_ms is not None and now_ms >= self.drain_at_ms)
+        """True when the node takes no new task at `now_ms`: drained, or inside its maintenance."""
+        window = self.maintenance(now_ms)
+        return self.drained or (window is not None and now_ms >= window[0])
+
+    def maintenance(self, now_ms: int) -> tuple[int, int | None] | None:
+        """The node's maintenance (start, end; no end: until undrained) unless none is set or it is over."""
+        if self.drain_at_ms is None:
+            return None
+        if self.drain_until_ms is not None and now_ms >= self.drain_until_ms:
+            return None
+        return self.drain_at_ms, self.drain_until_ms
 
 
 class NodeRegistry:
@@ -110,11 +121,16 @@ class NodeRegistry:
             self.client.rpush(self.keys.scheduler_doorbell, "1")
 
     def set_drained(
-        self, name: str, drained: bool, at_ms: int | None = None, requeue_by: str | None = None
+        self,
+        name: str,
+        drained: bool,
+        at_ms: int | None = None,
+        requeue_by: str | None = None,
+        until_ms: int | None = None,
     ) -> bool:
-        """Mark a node drained (no new tasks), drained from `at_ms` on (maintenance then; with `requeue_by`,
-        the admin's JSON identity, the tasks still running then are requeued: `take_due_requeue`), or back
-        in service (all cleared); False for an unknown node."""
+        """Mark a node drained (no new tasks), drained from `at_ms` on (maintenance then, to `until_ms` when
+        given; with `requeue_by`, the admin's JSON identity, the tasks still running then are requeued:
+        `take_due_requeue`), or back in service (all cleared); False for an unknown node."""
         if not self.client.sismember(self.keys.nodes, name):
             return False
         key = self.keys.node(name)
@@ -124,6 +140,10 @@ class NodeRegistry:
             pipe.hset(key, "drain_at_ms", at_ms)
         else:
             pipe.hdel(key, "drain_at_ms")
+        if drained and at_ms is not None and until_ms is not None:
+            pipe.hset(key, "drain_until_ms", until_ms)
+        else:
+            pipe.hdel(key, "drain_until_ms")
         if drained and at_ms is not None and requeue_by is not None:
             pipe.hset(key, "drain_requeue_by", requeue_by)
         else:
@@ -208,5 +228,6 @@ def _parse(name: str, raw: dict[str, str]) -> NodeState:
         job_isolation=raw.get("job_isolation", "process group"),
         stale_after_ms=int(float(raw.get("stale_after_ms", NODE_STALE_AFTER_MS))),
         drain_at_ms=int(float(raw["drain_at_ms"])) if raw.get("drain_at_ms") else None,
+        drain_until_ms=int(float(raw["drain_until_ms"])) if raw.get("drain_until_ms") else None,
         drain_requeue_by=raw.get("drain_requeue_by") or None,
     )

@@ -71,8 +71,13 @@ def holder_of(queued: QueuedTask, node: str, gpu_indices: Sequence[int], started
 
 
 def _node_out_of_service(node: NodeState, now_ms_: int) -> str | None:
-    """Why none of a node's GPUs takes new tasks ("node n0 is drained"), None when it is in service."""
-    if node.drained_at(now_ms_):
+    """Why none of a node's GPUs takes new tasks ("node n0 is drained"), None when it is in service.
+
+    A node inside a maintenance with an end is not out of service here: the maintenance, a reservation of
+    its GPUs to that end (`GpuSlot.down_at_s`, `up_at_s`), keeps tasks off it, and the forecasts, replaying
+    past the end, see it back."""
+    window = node.maintenance(now_ms_)
+    if node.drained or (node.drained_at(now_ms_) and (window is None or window[1] is None)):
         return f"node {node.name} is drained"
     if not node.alive(now_ms_):
         return f"node {node.name} is down (no heartbeat for {(now_ms_ - node.heartbeat_ms) / 1000:.0f} s)"
@@ -88,7 +93,9 @@ def gpu_slots(nodes: Iterable[NodeState], holders: Sequence[RunningTask], now_ms
     slots: list[GpuSlot] = []
     for node in nodes:
         node_why = _node_out_of_service(node, now_ms_)
-        down_at_s = node.drain_at_ms / 1000.0 if node.drain_at_ms is not None else None
+        window = node.maintenance(now_ms_)
+        down_at_s = window[0] / 1000.0 if window is not None else None
+        up_at_s = window[1] / 1000.0 if window is not None and window[1] is not None else None
         for gpu in node.gpus:
             why = node_why
             if why is None and gpu.out_of_service:
@@ -124,6 +131,7 @@ def gpu_slots(nodes: Iterable[NodeState], holders: Sequence[RunningTask], now_ms
                     outside_by=gpu.outside[0].describe() if gpu.outside else None,
                     driver_reserved_mib=gpu.memory_total_mib - shareable,
                     down_at_s=down_at_s,
+                    up_at_s=up_at_s,
                 )
             )
     return slots

@@ -348,13 +348,16 @@ class Cluster:
         self.queue.request_requeue(task_id, task.node, task.lease_token, who.user, hold)
         return task
 
-    def drain_later(self, who: Identity, node: str, at_s: float, requeue: bool = False) -> list[int] | None:
-        """Drain `node` from `at_s` on (a maintenance; with `requeue`, the tasks still running there then are
-        requeued as `who`: `requeue_at_maintenance`); the ids of the tasks running there now that are
-        expected (by their estimate, else time limit, as forecasts expect it) to run past it. None for an
-        unknown node."""
-        by = {"user_id": who.user_id, "user": who.user, "team_id": who.team_id, "team": who.team}
-        if not self.nodes.set_drained(node, True, round(at_s * 1000), json.dumps(by) if requeue else None):
+    def drain_later(
+        self, who: Identity, node: str, at_s: float, requeue: bool = False, until_s: float | None = None
+    ) -> list[int] | None:
+        """Drain `node` from `at_s` on (a maintenance, to `until_s` when given, when the node is back in
+        service by itself; with `requeue`, the tasks still running there then are requeued as `who`:
+        `requeue_at_maintenance`); the ids of the tasks running there now that are expected (by their
+        estimate, else time limit, as forecasts expect it) to run past its start. None for an unknown node."""
+        by = json.dumps({"user_id": who.user_id, "user": who.user, "team_id": who.team_id, "team": who.team})
+        until_ms = None if until_s is None else round(until_s * 1000)
+        if not self.nodes.set_drained(node, True, round(at_s * 1000), by if requeue else None, until_ms):
             return None
         now, config = now_s(), self.policy_config
         past = []

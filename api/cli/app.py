@@ -1236,21 +1236,41 @@ def node_drain(
             "then only tasks that will have ended start there",
         ),
     ] = None,
+    until: Annotated[
+        str | None,
+        typer.Option(
+            "--until",
+            help="the maintenance ends then and the node takes tasks again by itself (same forms as --at; "
+            "without --at it is drained from now)",
+        ),
+    ] = None,
 ) -> None:
     """Give NAME no new tasks; the ones running there finish (with --requeue: are stopped and queued again
     with their age, as `nightshift requeue` does, so the node can go down now). With --at, from then on
     (maintenance, as Slurm's `MAINT` reservation): until then a task starts there only if its estimate
-    (else its time limit) ends it first; with --requeue too, the tasks still running then are requeued."""
+    (else its time limit) ends it first; with --requeue too, the tasks still running then are requeued.
+    With --until, it is back in service then, and wait forecasts count on it."""
     params: dict[str, str] = {"requeue": "true"} if requeue else {}
-    if at is not None:
-        zone = cli_zone(get_settings())
-        params["at"] = parse_when(at, datetime.now(zone), zone).isoformat()
+    zone = cli_zone(get_settings())
+    for option, value in (("at", at), ("until", until)):
+        if value is not None:
+            params[option] = parse_when(value, datetime.now(zone), zone).isoformat()
     node = _with_client(lambda client: client.post(f"/nodes/{name}/drain", params=params))
+    back = f" until {short_time(node['drain_until'])}" if node.get("drain_until") else ""
+    if at is None and until is not None:
+        asked = ", ".join(map(str, node.get("requeued") or []))
+        console.print(
+            f"node {name} drained{back}, then back in service by itself"
+            + (f"; tasks {asked} stopping and going back to the queue" if asked else "")
+            + f"; `nightshift node undrain {name}` ends it sooner"
+        )
+        return
     if at is not None:
         console.print(
-            f"node {name} goes down for maintenance at {short_time(node.get('drain_at'))}: until then only "
-            "tasks that will have ended by then start there (by their estimate, else their time limit), "
-            f"and none after; `nightshift node undrain {name}` cancels it"
+            f"node {name} goes down for maintenance at {short_time(node.get('drain_at'))}{back}: until "
+            "then only tasks that will have ended by then start there (by their estimate, else their time "
+            f"limit), and none {'during it' if back else 'after'}; `nightshift node undrain {name}` "
+            "cancels it"
         )
         past = ", ".join(map(str, node.get("running_past") or []))
         if past and requeue:

@@ -601,8 +601,11 @@ def nodes_table(nodes: list[dict[str, Any]]) -> Table:
             if node["drained"]
             else "[green]up[/]"
         )
+        until = f" until {short_time(node['drain_until'])}" if node.get("drain_until") else ""
         if node.get("drain_at") and not node["drained"]:  # maintenance set for later
-            state += f", maintenance at {short_time(node['drain_at'])}"
+            state += f", maintenance at {short_time(node['drain_at'])}{until}"
+        elif node["drained"] and until:
+            state += f" (maintenance{until})"
         labels = ", ".join(f"{k}={v}" for k, v in (node.get("labels") or {}).items()) or "-"
         table.add_row(
             node["name"],

@@ -19,11 +19,14 @@ router = APIRouter(prefix="/nodes", tags=["nodes"])
 
 def node_public(node: NodeState, now: int) -> NodePublic:
     """A node as the API shows it."""
+    window = node.maintenance(now)
+    start, end = window if window is not None else (None, None)
     return NodePublic(
         name=node.name,
         alive=node.alive(now),
         drained=node.drained_at(now),
-        drain_at=None if node.drain_at_ms is None else from_epoch_s(node.drain_at_ms / 1000.0),
+        drain_at=None if start is None else from_epoch_s(start / 1000.0),
+        drain_until=None if end is None else from_epoch_s(end / 1000.0),
         source=node.source,
         heartbeat_age_s=round((now - node.heartbeat_ms) / 1000, 1),
         gpus=len(node.gpus),
@@ -69,31 +72,49 @@ def drain(
             "then only tasks that end by then, by their estimate, start there"
         ),
     ] = None,
+    until: Annotated[
+        datetime | None,
+        Query(
+            description="the maintenance ends then and the node is back in service by itself (ISO 8601, "
+            "naive in the cluster's zone); without `at` it is drained from now"
+        ),
+    ] = None,
 ) -> NodeDrainedPublic:
     """Stop giving the node new tasks; the ones running there finish, or with `requeue=true` are stopped
     (their stop signal and grace) and queued again with their age, to start elsewhere (`requeued`). With
     `at`, from that time on (Slurm's maintenance reservation): until then a task starts there only if its
     estimate (else its time limit) ends it first, and no task is promised GPUs there; `running_past` names
     the tasks running there now that are expected to run past it, which `requeue=true` sends back to the
-    queue then."""
-    if at is None:
+    queue then. With `until`, the node takes tasks again from then on (no `undrain` needed), and the wait
+    forecasts count on it."""
+    if at is None and until is None:
         node = _set_drained(cluster, name, True)
         requeued = cluster.requeue_node(who, name) if requeue else []
         return NodeDrainedPublic(**node.model_dump(), requeued=requeued)
-    past = cluster.drain_later(who, name, _maintenance_s(at, cluster.policy_config.timezone), requeue)
+    timezone = cluster.policy_config.timezone
+    start_s = now_s() if at is None else _future_s(at, timezone, "at", "drop `at` to drain the node now")
+    end_s = None if until is None else _future_s(until, timezone, "until", "give a time to come")
+    if end_s is not None and end_s <= start_s:
+        raise SpecError(
+            "`until` must come after `at`: the maintenance ends after it starts",
+            [{"field": "until", "message": "a time after `at`"}],
+        )
+    past = cluster.drain_later(who, name, start_s, requeue and at is not None, end_s)
     if past is None:
         raise _unknown(name)
+    requeued = cluster.requeue_node(who, name) if requeue and at is None else []
     node = next(node for node in cluster.nodes.all() if node.name == name)
-    return NodeDrainedPublic(**node_public(node, now_ms()).model_dump(), running_past=past)
+    public = node_public(node, now_ms()).model_dump()
+    return NodeDrainedPublic(**public, requeued=requeued, running_past=past if at is not None else [])
 
 
-def _maintenance_s(at: datetime, timezone: str) -> float:
-    """`at` in seconds since the epoch (naive: in the cluster's zone), checked to be in the future."""
-    moment = at.replace(tzinfo=zone(timezone)) if at.tzinfo is None else at
+def _future_s(moment: datetime, timezone: str, field: str, what_to_do: str) -> float:
+    """`moment` in seconds since the epoch (naive: in the cluster's zone), checked to be in the future."""
+    moment = moment.replace(tzinfo=zone(timezone)) if moment.tzinfo is None else moment
     if to_epoch_s(moment) <= now_s():
         raise SpecError(
-            f"{moment.isoformat()} has passed: drop `at` to drain the node now",
-            [{"field": "at", "message": "a time in the future"}],
+            f"{moment.isoformat()} has passed: {what_to_do}",
+            [{"field": field, "message": "a time in the future"}],
         )
     return to_epoch_s(moment)
 

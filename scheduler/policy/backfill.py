@@ -3,6 +3,7 @@ only if, by their estimates, they do not touch those GPUs before that time."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -23,12 +24,13 @@ class Holding:
 
 @dataclass(frozen=True, slots=True)
 class Reservation:
-    """The top blocked task's promised GPUs from `start_s` on."""
+    """The top blocked task's promised GPUs from `start_s` on (a maintenance's: until `end_s`)."""
 
     task_id: int
     start_s: float
     gpus: frozenset[tuple[str, int]]
     nodes: tuple[str, ...]
+    end_s: float = math.inf
 
 
 def find_reservation(

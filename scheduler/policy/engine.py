@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 from scheduler.policy import reasons
 from scheduler.policy.aging import aging_bound_s, order_key, task_estimate_s
@@ -117,7 +118,9 @@ def decide(
     used = gpus_in_use(running) if config.team_capped else {}
     used_by_user = gpus_in_use(running, by="user") if config.user_capped else {}
     ps = _Pass(config, now_s, work, gpus, running, usage or {}, with_reasons, used, used_by_user)
-    ps.maintenance = _maintenance(gpus)
+    ps.maintenance = _maintenance(gpus, now_s)
+    for down in ps.maintenance:  # the node is back in service then: a pass must see it
+        ps.wake(down.end_s if math.isfinite(down.end_s) else None)
     window = pass_window(queued, config)
     if config.oldest_first and config.credits_on and window:
         oldest = _oldest(window, config)
@@ -258,15 +261,18 @@ def _held_by_budget(ps: _Pass, status: BudgetStatus, frees_at: float | None) -> 
     return message
 
 
-def _maintenance(gpus: Sequence[GpuSlot]) -> list[Reservation]:
-    """Each node with a drain set for later (`GpuSlot.down_at_s`) as a reservation of all its GPUs from
-    then on: a task may start there only if it ends first, as before any reservation, and none is promised
-    GPUs there (Slurm's maintenance reservation)."""
-    down: dict[str, tuple[float, set[tuple[str, int]]]] = {}
+def _maintenance(gpus: Sequence[GpuSlot], now_s: float) -> list[Reservation]:
+    """Each node with a maintenance not over at `now_s` (`GpuSlot.down_at_s` to `up_at_s`) as a
+    reservation of all its GPUs from its start to its end: a task may start there only if it ends first, as
+    before any reservation, and none is promised GPUs there (Slurm's maintenance reservation)."""
+    down: dict[str, tuple[float, float, set[tuple[str, int]]]] = {}
     for g in gpus:
-        if g.down_at_s is not None:
-            down.setdefault(g.node, (g.down_at_s, set()))[1].add((g.node, g.index))
-    return [Reservation(-1, at_s, frozenset(keys), (node,)) for node, (at_s, keys) in down.items()]
+        end_s = math.inf if g.up_at_s is None else g.up_at_s
+        if g.down_at_s is not None and now_s < end_s:
+            down.setdefault(g.node, (g.down_at_s, end_s, set()))[2].add((g.node, g.index))
+    return [
+        Reservation(-1, at_s, frozenset(keys), (node,), end_s) for node, (at_s, end_s, keys) in down.items()
+    ]
 
 
 def _find(ps: _Pass, task: QueuedTask) -> list[GpuState] | None:
@@ -353,10 +359,17 @@ def _maintenance_in_the_way(ps: _Pass, task: QueuedTask) -> str | None:
     others = frozenset().union(*(r.gpus for r in ps.reservations if end_s > r.start_s))
     if ps.pool.find(task, others) is None:
         return None  # no room even on the nodes going down: the usual reason says why
+    at = partial(reasons.local_time, now_s=ps.now_s, tz_name=ps.config.timezone)
+    if inside := [r for r in ahead if r.start_s <= ps.now_s]:  # begun (with an end: else it is drained)
+        names = sorted(node for r in inside for node in r.nodes)
+        which = f"node {names[0]} is" if len(names) == 1 else f"nodes {', '.join(names)} are"
+        return f"{which} down for maintenance until {at(min(r.end_s for r in inside))}"
     first = min(ahead, key=lambda r: r.start_s)
     names = sorted(node for r in ahead for node in r.nodes)
     which = f"node {names[0]} goes" if len(names) == 1 else f"nodes {', '.join(names)} go"
-    when = reasons.local_time(first.start_s, ps.now_s, ps.config.timezone)
+    when = at(first.start_s)
+    if math.isfinite(first.end_s):
+        when += f" until {at(first.end_s)}"
     estimate = reasons.human_duration(end_s - ps.now_s)
     return f"{which} down for maintenance at {when}: its {estimate} estimate would run past it"
 

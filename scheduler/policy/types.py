@@ -45,6 +45,7 @@ class GpuSlot:
     # when its node goes down for maintenance (a drain set for later): only a task that ends by then (by its
     # estimate) starts on it, and no reservation is promised on it
     down_at_s: float | None = None
+    up_at_s: float | None = None  # when that maintenance ends (None: it lasts until the node is undrained)
 
     @property
     def shareable_mib(self) -> int:

@@ -107,6 +107,11 @@ CASES = [
         "node box-1 goes down for maintenance at tomorrow 09:00: its ~2.0 h estimate would run past it",
         "节点 box-1 将于 明天 09:00 停机维护：它预计运行约 2.0 小时，会超过维护时间",
     ),
+    (
+        "node box-1 goes down for maintenance at 09:00 until 11:00: its ~2.0 h estimate would run past it",
+        "节点 box-1 将于 09:00 停机维护（至 11:00）：它预计运行约 2.0 小时，会超过维护时间",
+    ),
+    ("node box-1 is down for maintenance until tomorrow 11:00", "节点 box-1 正在停机维护，明天 11:00 恢复"),
     (JobOutcome(3, None, "nonzero_exit").describe(), "退出码 3"),
     (JobOutcome(None, signal.SIGTERM, "timeout").describe(), "超过时间限制被停止（被 SIGTERM 终止）"),
     (JobOutcome(1, None, "oom").describe(), "显存不足（退出码 1）"),

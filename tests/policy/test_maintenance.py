@@ -72,3 +72,45 @@ def test_forecasts_see_the_node_go_down() -> None:
     assert math.isinf(est[2].start_s)  # its only node goes down before it could end
     assert math.isinf(alone[2].start_s)
     assert alone[2].reason.startswith("node n0 goes down for maintenance at 01:00")
+
+
+def _down_between(gpus: list, node: str, at_s: float, until_s: float) -> list:
+    return [replace(g, down_at_s=at_s, up_at_s=until_s) if g.node == node else g for g in gpus]
+
+
+def test_a_maintenance_with_an_end_keeps_tasks_off_its_node_until_then_and_the_pass_wakes_at_its_end() -> None:
+    gpus = _down_between(make_gpus(1, 1), "n0", NOW + H, NOW + 3 * H)
+    long = make_task(1, estimated_s=2 * H)
+
+    before = decide([long], [], gpus, NOW, CONFIG)
+    inside = decide([long], [], gpus, NOW + 2 * H, CONFIG)
+    after = decide([long], [], gpus, NOW + 3 * H, CONFIG)
+
+    assert before.starts == () and inside.starts == ()
+    assert (
+        before.pending_reasons[1]
+        == "node n0 goes down for maintenance at 01:00 until 03:00: its ~2.0 h estimate would run past it"
+    )
+    assert inside.pending_reasons[1] == "node n0 is down for maintenance until 03:00"
+    assert before.wake_at_s == inside.wake_at_s == NOW + 3 * H  # back in service then
+    assert [(s.task_id, s.node) for s in after.starts] == [(1, "n0")]
+
+
+def test_a_task_that_ends_before_a_maintenance_with_an_end_still_starts_there() -> None:
+    gpus = _down_between(make_gpus(1, 1), "n0", NOW + H, NOW + 3 * H)
+
+    d = decide([make_task(1, estimated_s=0.5 * H)], [], gpus, NOW, CONFIG)
+
+    assert [s.task_id for s in d.starts] == [1]
+
+
+def test_forecasts_see_the_node_come_back_at_the_end_of_its_maintenance() -> None:
+    gpus = _down_between(make_gpus(1, 1), "n0", NOW + H, NOW + 3 * H)
+    short, long = make_task(1, estimated_s=0.5 * H), make_task(2, estimated_s=2 * H)
+
+    est = estimate_starts([short, long], [], gpus, NOW, CONFIG)
+    inside = estimate_starts([long], [], gpus, NOW + 2 * H, CONFIG)
+
+    assert est[1].start_s == NOW
+    assert est[2].start_s == NOW + 3 * H  # not never: the node is back then
+    assert inside[2].start_s == NOW + 3 * H

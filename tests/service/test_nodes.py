@@ -241,3 +241,75 @@ def test_a_maintenance_with_requeue_sends_the_tasks_still_running_then_back_to_t
     assert cluster.nodes.all()[0].drain_requeue_by is None  # done once
     for task in (long, short):
         cluster.cancel(who, task.id)
+
+
+def test_a_maintenance_with_an_end_keeps_tasks_off_its_node_until_then_and_the_node_comes_back_by_itself(
+    cluster, make_identity, monkeypatch, tmp_path
+):
+    _admin, admin_token = make_identity("root", "ops", admin=True)
+    who, token = make_identity("alice", "vision")
+    worker = Worker(cluster, "box-1", SimulatedGpus("1x24", node="box-1"), base_env=dict(os.environ))
+    admin = {"Authorization": f"Bearer {admin_token}"}
+    start, end = datetime.now(UTC) + timedelta(hours=1), datetime.now(UTC) + timedelta(hours=3)
+    worker.publish_node()
+    with TestClient(create_app(cluster)) as client:
+        # Refused: an end before the start, an end past
+        backwards = client.post(
+            "/api/v1/nodes/box-1/drain",
+            params={"at": end.isoformat(), "until": start.isoformat()},
+            headers=admin,
+        )
+        past = client.post(
+            "/api/v1/nodes/box-1/drain", params={"until": "2020-01-01T00:00:00"}, headers=admin
+        )
+        # When an admin sets box-1 down from in an hour to in three
+        answer = client.post(
+            "/api/v1/nodes/box-1/drain",
+            params={"at": start.isoformat(), "until": end.isoformat()},
+            headers=admin,
+        )
+        task, _ = cluster.submit(who, {"command": "true", "estimated_minutes": 120, "workdir": str(tmp_path)})
+        Dispatcher(cluster).run_pass()
+        before = client.get(f"/api/v1/tasks/{task.id}/explain", headers={"Authorization": f"Bearer {token}"})
+        # and when the maintenance has begun (its start moved to now here)
+        cluster.nodes.set_drained("box-1", True, now_ms() - 1, until_ms=round(end.timestamp() * 1000))
+        worker.publish_node()  # a heartbeat: the node is alive for these passes
+        inside = Dispatcher(cluster).run_pass()
+        explained = client.get(
+            f"/api/v1/tasks/{task.id}/explain", headers={"Authorization": f"Bearer {token}"}
+        )
+        listed = client.get("/api/v1/nodes", headers=admin).json()
+
+    assert backwards.status_code == 422 and "`until` must come after `at`" in backwards.json()["detail"]
+    assert past.status_code == 422 and "has passed" in past.json()["detail"]
+    assert answer.status_code == 200, answer.text
+    assert abs(datetime.fromisoformat(answer.json()["drain_until"]) - end) < timedelta(seconds=1)
+    assert before.json()["reason"].startswith("node box-1 goes down for maintenance at ")
+    assert " until " in before.json()["reason"]
+    # Then inside it the node is drained, the task waits saying until when, and is expected to start then
+    assert inside.starts == () and listed[0]["drained"] is True and listed[0]["drain_until"] is not None
+    assert explained.json()["reason"].startswith("node box-1 is down for maintenance until ")
+    expected = datetime.fromisoformat(explained.json()["estimated_start"])
+    assert abs(expected - end) < timedelta(seconds=5)
+    # When its end has come (moved to now here), the node is back in service with no undrain
+    cluster.nodes.set_drained("box-1", True, now_ms() - 2_000, until_ms=now_ms() - 1)
+    worker.publish_node()
+    assert [start.task_id for start in Dispatcher(cluster).run_pass().starts] == [task.id]
+    assert cluster.nodes.all()[0].drained_at(now_ms()) is False
+
+
+def test_drain_until_from_the_command_line_drains_now_and_says_when_the_node_comes_back(
+    cluster, make_identity, monkeypatch, tmp_path
+):
+    _admin, admin_token = make_identity("root", "ops", admin=True)
+    Worker(cluster, "box-1", SimulatedGpus("1x24", node="box-1"), base_env=dict(os.environ)).publish_node()
+
+    with cli_as(cluster, admin_token, monkeypatch, tmp_path / "home") as nightshift:
+        drained = nightshift("node", "drain", "box-1", "--until", "+2h")
+        shown = nightshift("nodes")
+
+    assert drained.exit_code == 0, drained.output
+    assert "node box-1 drained until " in drained.output and "back in service by itself" in drained.output
+    assert "drained (maintenance until " in " ".join(shown.output.split())
+    node = cluster.nodes.all()[0]
+    assert node.drained_at(now_ms()) and not node.drained_at(now_ms() + 2 * 3600 * 1000 + 5_000)
