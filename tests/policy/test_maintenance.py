@@ -78,7 +78,7 @@ def _down_between(gpus: list, node: str, at_s: float, until_s: float) -> list:
     return [replace(g, down_at_s=at_s, up_at_s=until_s) if g.node == node else g for g in gpus]
 
 
-def test_a_maintenance_with_an_end_keeps_tasks_off_its_node_until_then_and_the_pass_wakes_at_its_end() -> None:
+def test_a_maintenance_with_an_end_keeps_tasks_off_its_node_until_then_and_the_pass_wakes_then() -> None:
     gpus = _down_between(make_gpus(1, 1), "n0", NOW + H, NOW + 3 * H)
     long = make_task(1, estimated_s=2 * H)
 
