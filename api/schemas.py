@@ -193,6 +193,11 @@ class NodePublic(BaseModel):
     drain_at: datetime | None = None
     # when that maintenance ends and the node is back in service by itself; None: when undrained
     drain_until: datetime | None = None
+    # a reservation of the node for one team not over yet: from `reserved_from` to `reserved_until` only
+    # that team's tasks start there; None: none
+    reserved_for: str | None = None
+    reserved_from: datetime | None = None
+    reserved_until: datetime | None = None
 
 
 class NodeDrainedPublic(NodePublic):
@@ -200,6 +205,13 @@ class NodeDrainedPublic(NodePublic):
     unless `at` is given); drained for later (`?at=`), the running tasks expected to run past it."""
 
     requeued: list[int] = []
+    running_past: list[int] = []
+
+
+class NodeReservedPublic(NodePublic):
+    """A node just reserved for a team, with the other teams' running tasks expected to run past its start
+    (they are not stopped: that team's tasks wait for them)."""
+
     running_past: list[int] = []
 
 

@@ -342,6 +342,20 @@ _RULES: list[Rule] = [
         lambda m: f"节点 {m[1]} 正在停机维护，{m[2]} 恢复",
     ),
     (
+        re.compile(
+            r"nodes? (.+?) (?:is|are) reserved for team (\S+) from (.+?) until (.+?): "
+            r"its (.+) estimate would run into it"
+        ),
+        lambda m: (
+            f"节点 {m[1]} 在 {m[3]} 至 {m[4]} 预留给团队 {m[2]}："
+            f"它预计运行{duration_zh(m[5])}，会占用预留时段"
+        ),
+    ),
+    (
+        re.compile(r"nodes? (.+?) (?:is|are) reserved for team (\S+) until (.+)"),
+        lambda m: f"节点 {m[1]} 预留给团队 {m[2]}，直到 {m[3]}",
+    ),
+    (
         re.compile(r"held by (\S+): nightshift release (\d+) lets it start"),
         lambda m: f"被 {m[1]} 暂停：运行 nightshift release {m[2]} 后才会开始",
     ),

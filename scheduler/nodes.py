@@ -61,6 +61,11 @@ class NodeState:
     drain_at_ms: int | None = None
     # when that maintenance ends and the node is back in service by itself; None: when undrained
     drain_until_ms: int | None = None
+    # a reservation of the node's GPUs for one team (Slurm's `scontrol create reservation accounts=`): from
+    # `reserved_at_ms` to `reserved_until_ms` only that team's tasks start there; None: none set
+    reserved_for: str | None = None
+    reserved_at_ms: int | None = None
+    reserved_until_ms: int | None = None
     # the admin who asked the drain set for later to requeue the tasks still running then (`due_requeue`)
     drain_requeue_by: str | None = None
 
@@ -72,6 +77,13 @@ class NodeState:
         """True when the node takes no new task at `now_ms`: drained, or inside its maintenance."""
         window = self.maintenance(now_ms)
         return self.drained or (window is not None and now_ms >= window[0])
+
+    def team_reservation(self, now_ms: int) -> tuple[str, int, int] | None:
+        """The node's reservation for a team (team, start, end) unless none is set or it is over."""
+        team, start, end = self.reserved_for, self.reserved_at_ms, self.reserved_until_ms
+        if team is None or start is None or end is None or now_ms >= end:
+            return None
+        return team, start, end
 
     def maintenance(self, now_ms: int) -> tuple[int, int | None] | None:
         """The node's maintenance (start, end; no end: until undrained) unless none is set or it is over."""
@@ -148,6 +160,23 @@ class NodeRegistry:
             pipe.hset(key, "drain_requeue_by", requeue_by)
         else:
             pipe.hdel(key, "drain_requeue_by")
+        pipe.rpush(self.keys.scheduler_doorbell, "1")
+        pipe.execute()
+        return True
+
+    def set_reserved(self, name: str, team: str | None, at_ms: int = 0, until_ms: int = 0) -> bool:
+        """Reserve the node's GPUs for `team` from `at_ms` to `until_ms` (replacing any reservation it had),
+        or call its reservation off (`team` None); False for an unknown node."""
+        if not self.client.sismember(self.keys.nodes, name):
+            return False
+        key = self.keys.node(name)
+        pipe = self.client.pipeline(transaction=True)
+        if team is None:
+            pipe.hdel(key, "reserved_for", "reserved_at_ms", "reserved_until_ms")
+        else:
+            pipe.hset(
+                key, mapping={"reserved_for": team, "reserved_at_ms": at_ms, "reserved_until_ms": until_ms}
+            )
         pipe.rpush(self.keys.scheduler_doorbell, "1")
         pipe.execute()
         return True
@@ -229,5 +258,8 @@ def _parse(name: str, raw: dict[str, str]) -> NodeState:
         stale_after_ms=int(float(raw.get("stale_after_ms", NODE_STALE_AFTER_MS))),
         drain_at_ms=int(float(raw["drain_at_ms"])) if raw.get("drain_at_ms") else None,
         drain_until_ms=int(float(raw["drain_until_ms"])) if raw.get("drain_until_ms") else None,
+        reserved_for=raw.get("reserved_for") or None,
+        reserved_at_ms=int(float(raw["reserved_at_ms"])) if raw.get("reserved_at_ms") else None,
+        reserved_until_ms=int(float(raw["reserved_until_ms"])) if raw.get("reserved_until_ms") else None,
         drain_requeue_by=raw.get("drain_requeue_by") or None,
     )

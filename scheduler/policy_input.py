@@ -8,7 +8,7 @@ from datetime import datetime
 from scheduler.clock import to_epoch_s
 from scheduler.nodes import NodeState
 from scheduler.policy.placement import memory_need_mib
-from scheduler.policy.types import GpuSlot, PriorityClass, QueuedTask, RunningTask
+from scheduler.policy.types import GpuSlot, PriorityClass, QueuedTask, RunningTask, TeamWindow
 from scheduler.spec import spec_gpu_fraction
 from scheduler.store.tables import Task
 
@@ -96,6 +96,10 @@ def gpu_slots(nodes: Iterable[NodeState], holders: Sequence[RunningTask], now_ms
         window = node.maintenance(now_ms_)
         down_at_s = window[0] / 1000.0 if window is not None else None
         up_at_s = window[1] / 1000.0 if window is not None and window[1] is not None else None
+        held_for = node.team_reservation(now_ms_)
+        team_window = (
+            None if held_for is None else TeamWindow(held_for[0], held_for[1] / 1000, held_for[2] / 1000)
+        )
         for gpu in node.gpus:
             why = node_why
             if why is None and gpu.out_of_service:
@@ -132,6 +136,7 @@ def gpu_slots(nodes: Iterable[NodeState], holders: Sequence[RunningTask], now_ms
                     driver_reserved_mib=gpu.memory_total_mib - shareable,
                     down_at_s=down_at_s,
                     up_at_s=up_at_s,
+                    reserved=team_window,
                 )
             )
     return slots

@@ -359,14 +359,27 @@ class Cluster:
         until_ms = None if until_s is None else round(until_s * 1000)
         if not self.nodes.set_drained(node, True, round(at_s * 1000), by if requeue else None, until_ms):
             return None
+        return [task_id for task_id, _team in self._running_past(node, at_s)]
+
+    def reserve_node(self, node: str, team: str, at_s: float, until_s: float) -> list[int] | None:
+        """Reserve `node`'s GPUs for `team` from `at_s` to `until_s` (replacing any reservation it had):
+        then only its tasks start there. The ids of other teams' tasks running there now that are expected
+        to run past its start (they are not stopped); None for an unknown node."""
+        if not self.nodes.set_reserved(node, team, round(at_s * 1000), round(until_s * 1000)):
+            return None
+        return [task_id for task_id, owner in self._running_past(node, at_s) if owner != team]
+
+    def _running_past(self, node: str, at_s: float) -> list[tuple[int, str]]:
+        """(id, team) of each task running on `node` expected (by its estimate, else time limit, as
+        forecasts expect it) to run past `at_s`."""
         now, config = now_s(), self.policy_config
-        past = []
+        past: list[tuple[int, str]] = []
         for task in self.tasks.with_status("running"):
             if task.node != node or task.started_at is None:
                 continue
             view = running_task_of(task, node, task.gpu_indices or [], to_epoch_s(task.started_at))
             if expected_end_s(view, now, config, config.forecast_overrun_factor) > at_s:
-                past.append(task.id)
+                past.append((task.id, view.team))
         return past
 
     def requeue_at_maintenance(self, node: str) -> list[int]:

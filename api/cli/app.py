@@ -64,7 +64,10 @@ app = typer.Typer(
 )
 token_app = typer.Typer(no_args_is_help=True, help="Create, list and revoke API tokens (run on the server).")
 app.add_typer(token_app, name="token")
-node_app = typer.Typer(no_args_is_help=True, help="Drain a node (no new tasks) or put it back in service.")
+node_app = typer.Typer(
+    no_args_is_help=True,
+    help="Drain a node (no new tasks) or put it back in service; reserve it for a team for a while.",
+)
 app.add_typer(node_app, name="node")
 app.add_typer(secret_app, name="secret")
 
@@ -1300,6 +1303,39 @@ def node_undrain(name: str) -> None:
     """Put NAME back in service."""
     _with_client(lambda client: client.post(f"/nodes/{name}/undrain"))
     console.print(f"node {name} is back in service")
+
+
+@node_app.command("reserve")
+def node_reserve(
+    name: str,
+    team: Annotated[str, typer.Option("--team", help="the team the node is kept for")],
+    until: Annotated[str, typer.Option("--until", help="when it ends (ISO 8601, 18:00, friday 18:00, +8h)")],
+    at: Annotated[str | None, typer.Option("--at", help="when it starts (same forms); else now")] = None,
+) -> None:
+    """Keep NAME's GPUs for one team for a while (a paper deadline, a demo; Slurm's reservation for an
+    account): from --at (else now) to --until only that team's tasks start there; before it, other teams'
+    tasks start there only if their estimate (else time limit) ends them first. Nothing running is
+    stopped. `nightshift node unreserve NAME` calls it off."""
+    zone = cli_zone(get_settings())
+    params = {"team": team, "until": parse_when(until, datetime.now(zone), zone).isoformat()}
+    if at is not None:
+        params["at"] = parse_when(at, datetime.now(zone), zone).isoformat()
+    node = _with_client(lambda client: client.post(f"/nodes/{name}/reserve", params=params))
+    console.print(
+        f"node {name} is reserved for team {node['reserved_for']} from {short_time(node['reserved_from'])} "
+        f"until {short_time(node['reserved_until'])}: only its tasks start there then; "
+        f"`nightshift node unreserve {name}` calls it off"
+    )
+    past = ", ".join(map(str, node.get("running_past") or []))
+    if past:
+        console.print(f"tasks {past} of other teams are expected to run past its start: they are not stopped")
+
+
+@node_app.command("unreserve")
+def node_unreserve(name: str) -> None:
+    """Call off NAME's reservation for a team: it is everyone's again."""
+    _with_client(lambda client: client.post(f"/nodes/{name}/unreserve"))
+    console.print(f"node {name} is everyone's again")
 
 
 def main() -> None:

@@ -8,11 +8,12 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from api.deps import AdminDep, ClusterDep, IdentityDep
-from api.schemas import NodeDrainedPublic, NodePublic
+from api.schemas import NodeDrainedPublic, NodePublic, NodeReservedPublic
 from scheduler.clock import from_epoch_s, now_ms, now_s, to_epoch_s
 from scheduler.errors import NotFoundError, SpecError
 from scheduler.nodes import NodeState
 from scheduler.policy.windows import zone
+from scheduler.store.identity import team_id_by_name
 
 router = APIRouter(prefix="/nodes", tags=["nodes"])
 
@@ -21,12 +22,16 @@ def node_public(node: NodeState, now: int) -> NodePublic:
     """A node as the API shows it."""
     window = node.maintenance(now)
     start, end = window if window is not None else (None, None)
+    team, held_from, held_until = node.team_reservation(now) or (None, None, None)
     return NodePublic(
         name=node.name,
         alive=node.alive(now),
         drained=node.drained_at(now),
         drain_at=None if start is None else from_epoch_s(start / 1000.0),
         drain_until=None if end is None else from_epoch_s(end / 1000.0),
+        reserved_for=team,
+        reserved_from=None if held_from is None else from_epoch_s(held_from / 1000.0),
+        reserved_until=None if held_until is None else from_epoch_s(held_until / 1000.0),
         source=node.source,
         heartbeat_age_s=round((now - node.heartbeat_ms) / 1000, 1),
         gpus=len(node.gpus),
@@ -93,12 +98,7 @@ def drain(
         return NodeDrainedPublic(**node.model_dump(), requeued=requeued)
     timezone = cluster.policy_config.timezone
     start_s = now_s() if at is None else _future_s(at, timezone, "at", "drop `at` to drain the node now")
-    end_s = None if until is None else _future_s(until, timezone, "until", "give a time to come")
-    if end_s is not None and end_s <= start_s:
-        raise SpecError(
-            "`until` must come after `at`: the maintenance ends after it starts",
-            [{"field": "until", "message": "a time after `at`"}],
-        )
+    end_s = None if until is None else _ends_after(until, timezone, start_s)
     past = cluster.drain_later(who, name, start_s, requeue and at is not None, end_s)
     if past is None:
         raise _unknown(name)
@@ -106,6 +106,17 @@ def drain(
     node = next(node for node in cluster.nodes.all() if node.name == name)
     public = node_public(node, now_ms()).model_dump()
     return NodeDrainedPublic(**public, requeued=requeued, running_past=past if at is not None else [])
+
+
+def _ends_after(until: datetime, timezone: str, start_s: float) -> float:
+    """`until` in seconds since the epoch, checked to come after `start_s` (and so after now)."""
+    end_s = _future_s(until, timezone, "until", "give a time to come")
+    if end_s <= start_s:
+        raise SpecError(
+            "`until` must come after `at`: it ends after it starts",
+            [{"field": "until", "message": "a time after `at`"}],
+        )
+    return end_s
 
 
 def _future_s(moment: datetime, timezone: str, field: str, what_to_do: str) -> float:
@@ -123,3 +134,45 @@ def _future_s(moment: datetime, timezone: str, field: str, what_to_do: str) -> f
 def undrain(name: str, cluster: ClusterDep, who: AdminDep) -> NodePublic:
     """Put a drained node back in service (a drain set for later is cleared too)."""
     return _set_drained(cluster, name, False)
+
+
+@router.post("/{name}/reserve", response_model=NodeReservedPublic)
+def reserve(
+    name: str,
+    cluster: ClusterDep,
+    who: AdminDep,
+    team: Annotated[str, Query(min_length=1, max_length=64, description="the team the node is kept for")],
+    until: Annotated[
+        datetime, Query(description="the reservation ends then (ISO 8601, naive in the cluster's zone)")
+    ],
+    at: Annotated[
+        datetime | None, Query(description="it starts then (ISO 8601, naive in the cluster's zone); else now")
+    ] = None,
+) -> NodeReservedPublic:
+    """Keep the node's GPUs for one team from `at` (else now) to `until` (Slurm's reservation for an
+    account: a paper deadline, a demo): then only that team's tasks start there; before it, another team's
+    task starts there only if its estimate (else its time limit) ends it first, and none is promised GPUs
+    there; the team's own tasks may use it at any time, elsewhere as usual. Nothing running is stopped:
+    `running_past` names the other teams' tasks expected to run past its start. Replaces the node's earlier
+    reservation."""
+    if team_id_by_name(cluster.factory, team) is None:
+        raise SpecError(
+            f"no team named {team!r}: a team exists once a token names it (`nightshift token create --team`)",
+            [{"field": "team", "message": "an existing team"}],
+        )
+    timezone = cluster.policy_config.timezone
+    start_s = now_s() if at is None else _future_s(at, timezone, "at", "drop `at` to reserve it from now")
+    past = cluster.reserve_node(name, team, start_s, _ends_after(until, timezone, start_s))
+    if past is None:
+        raise _unknown(name)
+    node = next(node for node in cluster.nodes.all() if node.name == name)
+    return NodeReservedPublic(**node_public(node, now_ms()).model_dump(), running_past=past)
+
+
+@router.post("/{name}/unreserve", response_model=NodePublic)
+def unreserve(name: str, cluster: ClusterDep, who: AdminDep) -> NodePublic:
+    """Call off the node's reservation for a team: it is everyone's again."""
+    if not cluster.nodes.set_reserved(name, None):
+        raise _unknown(name)
+    node = next(node for node in cluster.nodes.all() if node.name == name)
+    return node_public(node, now_ms())

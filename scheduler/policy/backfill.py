@@ -24,13 +24,19 @@ class Holding:
 
 @dataclass(frozen=True, slots=True)
 class Reservation:
-    """The top blocked task's promised GPUs from `start_s` on (a maintenance's: until `end_s`)."""
+    """The top blocked task's promised GPUs from `start_s` on (a maintenance's: until `end_s`; a team's
+    reservation of a node: until `end_s`, and its own tasks are not kept off)."""
 
     task_id: int
     start_s: float
     gpus: frozenset[tuple[str, int]]
     nodes: tuple[str, ...]
     end_s: float = math.inf
+    team: str | None = None
+
+    def keeps_off(self, team: str, end_s: float) -> bool:
+        """Whether a task of `team` expected to end at `end_s` may not use these GPUs now."""
+        return end_s > self.start_s and team != self.team
 
 
 def find_reservation(

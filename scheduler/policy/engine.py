@@ -56,8 +56,9 @@ class _Pass:
     teams_waiting_for_gpus: set[str] = field(default_factory=set)
     users_waiting_for_gpus: set[str] = field(default_factory=set)
     reservations: list[Reservation] = field(default_factory=list)
-    # nodes going down for maintenance, each as a reservation of all its GPUs from then on (`_maintenance`)
-    maintenance: list[Reservation] = field(default_factory=list)
+    # nodes going down for maintenance or reserved for a team, each as a reservation of all its GPUs for that
+    # time (`_node_windows`)
+    node_windows: list[Reservation] = field(default_factory=list)
     # the oldest task when it needs several GPUs and has waited `oldest_first_delay_s()`: considered first
     oldest: int | None = None
     blocked_ahead: int = 0
@@ -118,9 +119,9 @@ def decide(
     used = gpus_in_use(running) if config.team_capped else {}
     used_by_user = gpus_in_use(running, by="user") if config.user_capped else {}
     ps = _Pass(config, now_s, work, gpus, running, usage or {}, with_reasons, used, used_by_user)
-    ps.maintenance = _maintenance(gpus, now_s)
-    for down in ps.maintenance:  # the node is back in service then: a pass must see it
-        ps.wake(down.end_s if math.isfinite(down.end_s) else None)
+    ps.node_windows = _node_windows(gpus, now_s)
+    for held in ps.node_windows:  # the node is open to all again then: a pass must see it
+        ps.wake(held.end_s if math.isfinite(held.end_s) else None)
     window = pass_window(queued, config)
     if config.oldest_first and config.credits_on and window:
         oldest = _oldest(window, config)
@@ -261,27 +262,32 @@ def _held_by_budget(ps: _Pass, status: BudgetStatus, frees_at: float | None) -> 
     return message
 
 
-def _maintenance(gpus: Sequence[GpuSlot], now_s: float) -> list[Reservation]:
-    """Each node with a maintenance not over at `now_s` (`GpuSlot.down_at_s` to `up_at_s`) as a
-    reservation of all its GPUs from its start to its end: a task may start there only if it ends first, as
-    before any reservation, and none is promised GPUs there (Slurm's maintenance reservation)."""
-    down: dict[str, tuple[float, float, set[tuple[str, int]]]] = {}
+def _node_windows(gpus: Sequence[GpuSlot], now_s: float) -> list[Reservation]:
+    """Each node's maintenance (`GpuSlot.down_at_s` to `up_at_s`) and reservation for a team
+    (`GpuSlot.reserved`) not over at `now_s`, as a reservation of all its GPUs from its start to its end: a
+    task may start there only if it ends first (a team's own tasks: at any time), as before any reservation,
+    and no other task is promised GPUs there (Slurm's maintenance and account reservations)."""
+    windows: dict[tuple[str, str | None], tuple[float, float, set[tuple[str, int]]]] = {}
     for g in gpus:
         end_s = math.inf if g.up_at_s is None else g.up_at_s
         if g.down_at_s is not None and now_s < end_s:
-            down.setdefault(g.node, (g.down_at_s, end_s, set()))[2].add((g.node, g.index))
+            windows.setdefault((g.node, None), (g.down_at_s, end_s, set()))[2].add((g.node, g.index))
+        if g.reserved is not None and now_s < g.reserved.end_s:
+            team, start_s, end_s = g.reserved
+            windows.setdefault((g.node, team), (start_s, end_s, set()))[2].add((g.node, g.index))
     return [
-        Reservation(-1, at_s, frozenset(keys), (node,), end_s) for node, (at_s, end_s, keys) in down.items()
+        Reservation(-1, start_s, frozenset(keys), (node,), end_s, team)
+        for (node, team), (start_s, end_s, keys) in windows.items()
     ]
 
 
 def _find(ps: _Pass, task: QueuedTask) -> list[GpuState] | None:
-    """Placement now that respects the reservations and maintenance (a task may use reserved GPUs only if
-    it ends first)."""
+    """Placement now that respects the reservations, maintenance and other teams' reservations (a task may
+    use reserved GPUs only if it ends first)."""
     end_s = ps.now_s + task_estimate_s(task, ps.config)
     exclude: frozenset[tuple[str, int]] = frozenset()
-    for r in (*ps.reservations, *ps.maintenance):
-        if end_s > r.start_s:
+    for r in (*ps.reservations, *ps.node_windows):
+        if r.keeps_off(task.team, end_s):
             exclude = exclude | r.gpus
     shape: ShapeKey = (
         task.gpus,
@@ -296,7 +302,9 @@ def _find(ps: _Pass, task: QueuedTask) -> list[GpuState] | None:
     chosen = ps.pool.find(task, exclude)
     if chosen is None and not exclude:
         ps.failed_shapes[shape] = ps.pool.version
-    if chosen is not None and any(delays(chosen, end_s, r) for r in (*ps.reservations, *ps.maintenance)):
+    if chosen is not None and any(
+        delays(chosen, end_s, r) for r in (*ps.reservations, *ps.node_windows) if r.team != task.team
+    ):
         return None
     return chosen
 
@@ -332,7 +340,8 @@ def _blocked_by_gpus(ps: _Pass, task: QueuedTask) -> None:
         _wait(ps, task, _no_room_reason(ps, task) if ps.with_reasons else "")
         return
     if _may_reserve(ps, task):
-        reserved = frozenset().union(*(r.gpus for r in (*ps.reservations, *ps.maintenance)))
+        held = (*ps.reservations, *(r for r in ps.node_windows if r.team != task.team))
+        reserved = frozenset().union(*(r.gpus for r in held))
         res = find_reservation(task, ps.pool, ps.holdings(), reserved)
         if res is not None:
             ps.reservations.append(res)
@@ -341,31 +350,43 @@ def _blocked_by_gpus(ps: _Pass, task: QueuedTask) -> None:
             return
     if not ps.with_reasons:
         _wait(ps, task, "")
-    elif (maintenance := _maintenance_in_the_way(ps, task)) is not None:
-        _wait(ps, task, maintenance)
+    elif (held_off := _node_window_in_the_way(ps, task)) is not None:
+        _wait(ps, task, held_off)
     elif ps.pool.find(task) is not None:
         _wait(ps, task, reasons.behind(ps.blocked_ahead))
     else:
         _wait(ps, task, _no_room_reason(ps, task))
 
 
-def _maintenance_in_the_way(ps: _Pass, task: QueuedTask) -> str | None:
-    """ "node n0 goes down for maintenance at 09:00: its ~4 h estimate would run past it", where only a
-    coming maintenance keeps `task` off GPUs that are free now; else None."""
+def _node_window_in_the_way(ps: _Pass, task: QueuedTask) -> str | None:
+    """ "node n0 goes down for maintenance at 09:00: its ~4 h estimate would run past it", "node n0 is
+    reserved for team vision until 18:00", where only a maintenance or another team's reservation keeps
+    `task` off GPUs that are free now; else None."""
     end_s = ps.now_s + task_estimate_s(task, ps.config)
-    ahead = [r for r in ps.maintenance if end_s > r.start_s]
+    ahead = [r for r in ps.node_windows if r.keeps_off(task.team, end_s)]
     if not ahead:
         return None
     others = frozenset().union(*(r.gpus for r in ps.reservations if end_s > r.start_s))
     if ps.pool.find(task, others) is None:
-        return None  # no room even on the nodes going down: the usual reason says why
-    at = partial(reasons.local_time, now_s=ps.now_s, tz_name=ps.config.timezone)
-    if inside := [r for r in ahead if r.start_s <= ps.now_s]:  # begun (with an end: else it is drained)
-        names = sorted(node for r in inside for node in r.nodes)
-        which = f"node {names[0]} is" if len(names) == 1 else f"nodes {', '.join(names)} are"
-        return f"{which} down for maintenance until {at(min(r.end_s for r in inside))}"
+        return None  # no room even on the nodes held off: the usual reason says why
     first = min(ahead, key=lambda r: r.start_s)
-    names = sorted(node for r in ahead for node in r.nodes)
+    alike = [
+        r for r in ahead if r.team == first.team and (r.start_s <= ps.now_s) == (first.start_s <= ps.now_s)
+    ]
+    names = sorted(node for r in alike for node in r.nodes)
+    at = partial(reasons.local_time, now_s=ps.now_s, tz_name=ps.config.timezone)
+    if first.team is not None:
+        which = f"node {names[0]} is" if len(names) == 1 else f"nodes {', '.join(names)} are"
+        if first.start_s <= ps.now_s:
+            return f"{which} reserved for team {first.team} until {at(first.end_s)}"
+        estimate = reasons.human_duration(end_s - ps.now_s)
+        return (
+            f"{which} reserved for team {first.team} from {at(first.start_s)} until {at(first.end_s)}: "
+            f"its {estimate} estimate would run into it"
+        )
+    if first.start_s <= ps.now_s:  # begun (with an end: else the node is drained)
+        which = f"node {names[0]} is" if len(names) == 1 else f"nodes {', '.join(names)} are"
+        return f"{which} down for maintenance until {at(first.end_s)}"
     which = f"node {names[0]} goes" if len(names) == 1 else f"nodes {', '.join(names)} go"
     when = at(first.start_s)
     if math.isfinite(first.end_s):

@@ -142,6 +142,7 @@ class Replay:
             driver_reserved_mib=slot.driver_reserved_mib,
             down_at_s=slot.down_at_s,
             up_at_s=slot.up_at_s,
+            reserved=slot.reserved,
         )
         self.slots[key] = slot
         self.open_gpus += _open(slot) - was_open

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import IntEnum
+from typing import NamedTuple
 
 MIB_PER_GB = 1024
 
@@ -20,6 +21,14 @@ class PriorityClass(IntEnum):
     def parse(cls, name: str) -> PriorityClass:
         """`"high"` -> `PriorityClass.HIGH`."""
         return cls[name.upper()]
+
+
+class TeamWindow(NamedTuple):
+    """A node reserved for one team from `start_s` to `end_s`: only its tasks start there then."""
+
+    team: str
+    start_s: float
+    end_s: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +55,7 @@ class GpuSlot:
     # estimate) starts on it, and no reservation is promised on it
     down_at_s: float | None = None
     up_at_s: float | None = None  # when that maintenance ends (None: it lasts until the node is undrained)
+    reserved: TeamWindow | None = None  # its node's reservation for a team, unless over
 
     @property
     def shareable_mib(self) -> int:

@@ -112,6 +112,11 @@ CASES = [
         "节点 box-1 将于 09:00 停机维护（至 11:00）：它预计运行约 2.0 小时，会超过维护时间",
     ),
     ("node box-1 is down for maintenance until tomorrow 11:00", "节点 box-1 正在停机维护，明天 11:00 恢复"),
+    (
+        "node box-1 is reserved for team vision from 09:00 until 18:00: its ~2.0 h estimate would run into it",
+        "节点 box-1 在 09:00 至 18:00 预留给团队 vision：它预计运行约 2.0 小时，会占用预留时段",
+    ),
+    ("node box-1 is reserved for team vision until tomorrow 18:00", "节点 box-1 预留给团队 vision，直到 明天 18:00"),
     (JobOutcome(3, None, "nonzero_exit").describe(), "退出码 3"),
     (JobOutcome(None, signal.SIGTERM, "timeout").describe(), "超过时间限制被停止（被 SIGTERM 终止）"),
     (JobOutcome(1, None, "oom").describe(), "显存不足（退出码 1）"),

@@ -313,3 +313,84 @@ def test_drain_until_from_the_command_line_drains_now_and_says_when_the_node_com
     assert "drained (maintenance until " in " ".join(shown.output.split())
     node = cluster.nodes.all()[0]
     assert node.drained_at(now_ms()) and not node.drained_at(now_ms() + 2 * 3600 * 1000 + 5_000)
+
+
+def test_a_node_reserved_for_a_team_starts_only_its_tasks_until_called_off(cluster, make_identity, tmp_path):
+    _admin, admin_token = make_identity("root", "ops", admin=True)
+    alice, alice_token = make_identity("alice", "vision")
+    bob, bob_token = make_identity("bob", "nlp")
+    worker = Worker(cluster, "box-1", SimulatedGpus("3x24", node="box-1"), base_env=dict(os.environ))
+    admin = {"Authorization": f"Bearer {admin_token}"}
+    end = datetime.now(UTC) + timedelta(hours=8)
+    worker.publish_node()
+    running, _ = cluster.submit(
+        bob, {"command": "sleep 60", "estimated_minutes": 600, "workdir": str(tmp_path)}
+    )
+    try:
+        Dispatcher(cluster).run_pass()
+        worker.step()  # bob's 10-hour task is already running there
+        assert cluster.tasks.get_any(running.id).status == "running"
+        with TestClient(create_app(cluster)) as client:
+            reserve = "/api/v1/nodes/box-1/reserve"
+            # Refused: a team nobody has, an end before now, no end, not an admin
+            unknown = client.post(reserve, params={"team": "nobody", "until": end.isoformat()}, headers=admin)
+            past = client.post(reserve, params={"team": "vision", "until": "2020-01-01T00:00"}, headers=admin)
+            endless = client.post(reserve, params={"team": "vision"}, headers=admin)
+            not_admin = client.post(
+                reserve,
+                params={"team": "vision", "until": end.isoformat()},
+                headers={"Authorization": f"Bearer {alice_token}"},
+            )
+            # When an admin keeps box-1 for vision from now for eight hours
+            answer = client.post(reserve, params={"team": "vision", "until": end.isoformat()}, headers=admin)
+            theirs, _ = cluster.submit(
+                bob, {"command": "true", "estimated_minutes": 5, "workdir": str(tmp_path)}
+            )
+            own, _ = cluster.submit(
+                alice, {"command": "true", "estimated_minutes": 600, "workdir": str(tmp_path)}
+            )
+            worker.publish_node()  # a heartbeat: the node is alive for these passes
+            during = Dispatcher(cluster).run_pass()
+            explained = client.get(
+                f"/api/v1/tasks/{theirs.id}/explain", headers={"Authorization": f"Bearer {bob_token}"}
+            )
+            listed = client.get("/api/v1/nodes", headers={"Authorization": f"Bearer {bob_token}"}).json()
+            called_off = client.post("/api/v1/nodes/box-1/unreserve", headers=admin)
+            worker.publish_node()
+            after = Dispatcher(cluster).run_pass()
+    finally:
+        cluster.cancel(bob, running.id)
+        worker.shutdown()
+
+    assert unknown.status_code == 422 and "no team named 'nobody'" in unknown.json()["detail"]
+    assert past.status_code == 422 and "has passed" in past.json()["detail"]
+    assert endless.status_code == 422 and not_admin.status_code == 403
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["reserved_for"] == "vision" and answer.json()["running_past"] == [running.id]
+    # Then only vision's task starts there; bob's waits, saying why and until when
+    assert [start.task_id for start in during.starts] == [own.id]
+    assert explained.json()["reason"].startswith("node box-1 is reserved for team vision until ")
+    assert listed[0]["reserved_for"] == "vision"
+    assert abs(datetime.fromisoformat(listed[0]["reserved_until"]) - end) < timedelta(seconds=1)
+    # and once it is called off, bob's task starts there
+    assert called_off.status_code == 200 and called_off.json()["reserved_for"] is None
+    assert [start.task_id for start in after.starts] == [theirs.id]
+
+
+def test_node_reserve_from_the_command_line_says_for_whom_and_when_and_nodes_shows_it(
+    cluster, make_identity, monkeypatch, tmp_path
+):
+    _admin, admin_token = make_identity("root", "ops", admin=True)
+    make_identity("alice", "vision")
+    Worker(cluster, "box-1", SimulatedGpus("1x24", node="box-1"), base_env=dict(os.environ)).publish_node()
+
+    with cli_as(cluster, admin_token, monkeypatch, tmp_path / "home") as nightshift:
+        reserved = nightshift("node", "reserve", "box-1", "--team", "vision", "--at", "+1h", "--until", "+9h")
+        shown = nightshift("nodes")
+        unreserved = nightshift("node", "unreserve", "box-1")
+
+    assert reserved.exit_code == 0, reserved.output
+    assert "node box-1 is reserved for team vision from " in " ".join(reserved.output.split())
+    assert "reserved for vision " in " ".join(shown.output.split())
+    assert unreserved.exit_code == 0 and "node box-1 is everyone's again" in unreserved.output
+    assert cluster.nodes.all()[0].reserved_for is None
