@@ -1209,7 +1209,7 @@ def _running_end(end_iso: str, lang: str, now: datetime | None) -> str:
     )
 
 
-def _cluster(data: dict[str, Any], lang: str) -> str:
+def _cluster(data: dict[str, Any], lang: str, now: datetime | None = None) -> str:
     summary = data.get("summary") or {}
     total, busy = summary.get("gpus", 0), summary.get("busy", 0)
     free, free_gb = summary.get("free", total - busy), summary.get("free_memory_gb", 0)
@@ -1235,7 +1235,37 @@ def _cluster(data: dict[str, Any], lang: str) -> str:
     for gpu in data.get("gpus") or []:
         for process in gpu.get("outside") or []:
             text += "\n" + _outside_line(gpu, process, lang)
+    for held in summary.get("reserved_for_teams") or []:
+        node, team = held["node"], held["team"]
+        start, end = when(held["from"], now, lang), when(held["until"], now, lang)
+        text += "\n" + _t(
+            lang,
+            f"Node {node} is reserved for team {team} from {start} until {end}: only its tasks start there "
+            "then.",
+            f"节点 {node} 在 {start} 至 {end} 预留给团队 {team}：这段时间只运行该团队的任务。",
+        )
+    for down in summary.get("maintenance") or []:
+        text += "\n" + _maintenance_line(down, lang, now)
     return text
+
+
+def _maintenance_line(down: dict[str, Any], lang: str, now: datetime | None) -> str:
+    """`Node gpu-box goes down for maintenance at today 09:00 (until today 11:00).`, or, begun, until when."""
+    node, end = down["node"], when(down.get("until"), now, lang) if down.get("until") else None
+    if down.get("begun"):
+        if end is None:
+            return _t(lang, f"Node {node} is down for maintenance.", f"节点 {node} 正在停机维护。")
+        return _t(
+            lang,
+            f"Node {node} is down for maintenance until {end}.",
+            f"节点 {node} 正在停机维护，{end} 恢复。",
+        )
+    start = when(down["at"], now, lang)
+    return _t(
+        lang,
+        f"Node {node} goes down for maintenance at {start}" + (f" (until {end})." if end else "."),
+        f"节点 {node} 将于 {start} 停机维护" + (f"（至 {end}）。" if end else "。"),
+    )
 
 
 def _out_of_service_line(why: str, where: list[str], lang: str) -> str:
@@ -1717,7 +1747,7 @@ def reply_for(
         "explain_task": lambda: _explain(data, lang, now, about_cost, asked),
         "hold_task": lambda: _held_or_released(data, lang),
         "release_task": lambda: _held_or_released(data, lang),
-        "cluster_status": lambda: _cluster(data, lang),
+        "cluster_status": lambda: _cluster(data, lang, now),
         "utilization_report": lambda: _utilization(data, lang),
         "night_summary": lambda: _night(data, lang, now),
         "quota_status": lambda: _quota(data, lang, now),

@@ -1141,6 +1141,22 @@ def cluster_status(ctx: ToolContext) -> str:
         "free_memory_gb": round(free_gb, 1),
         "queued": queued,
         "nodes": len(view.get("nodes", [])),
+        # nodes kept for one team for a while, and maintenance set (their GPUs take no other work then)
+        "reserved_for_teams": [
+            {
+                "node": n["name"],
+                "team": n["reserved_for"],
+                "from": n["reserved_from"],
+                "until": n["reserved_until"],
+            }
+            for n in nodes.values()
+            if n.get("reserved_for")
+        ],
+        "maintenance": [
+            {"node": n["name"], "at": n["drain_at"], "until": n.get("drain_until"), "begun": n["drained"]}
+            for n in nodes.values()
+            if n.get("drain_at")
+        ],
     }
     return _result(summary=summary, gpus=rows[:32])
 

@@ -95,3 +95,32 @@ def test_a_down_node_is_said_in_explains_words_in_both_languages(make_assistant,
         r"Out of service: node old-box is down \(no heartbeat for 36\d\d s\) \(1 GPU\)\.", english
     )
     assert re.search(r"停用：节点 old-box 离线（36\d\d 秒没有心跳）（1 张卡）。", chinese), chinese
+
+
+def test_the_chat_says_which_nodes_are_reserved_for_a_team_or_going_down_for_maintenance(
+    make_assistant, cluster
+):
+    box = [NodeGpu(0, "NVIDIA A100", 80 * GB, 80 * GB)]
+    for name in ("gpu-box", "spare-box", "old-box"):
+        cluster.nodes.publish(name, box, now_ms(), "nvml")
+    hour_ms = 3600 * 1000
+    cluster.nodes.set_reserved("gpu-box", "vision", now_ms() + hour_ms, now_ms() + 9 * hour_ms)
+    cluster.nodes.set_drained("spare-box", True, now_ms() + 2 * hour_ms, until_ms=now_ms() + 4 * hour_ms)
+    cluster.nodes.set_drained("old-box", True, now_ms() - hour_ms, until_ms=now_ms() + 3 * hour_ms)
+
+    english = make_assistant().ask("which GPUs are free?").reply
+    chinese = make_assistant().ask("哪些卡空闲").reply
+
+    time = r"(?:today |tomorrow |\d\d-\d\d )\d\d:\d\d"  # read on the chat's clock, else dated
+    assert re.search(
+        rf"Node gpu-box is reserved for team vision from {time} until {time}: only its tasks start there then\.",
+        english,
+    ), english
+    assert re.search(rf"Node spare-box goes down for maintenance at {time} \(until {time}\)\.", english)
+    assert re.search(rf"Node old-box is down for maintenance until {time}\.", english)
+    day = r"(?:今天 |明天 |\d\d-\d\d )\d\d:\d\d"
+    assert re.search(
+        rf"节点 gpu-box 在 {day} 至 {day} 预留给团队 vision：这段时间只运行该团队的任务。", chinese
+    ), chinese
+    assert re.search(rf"节点 spare-box 将于 {day} 停机维护（至 {day}）。", chinese)
+    assert re.search(rf"节点 old-box 正在停机维护，{day} 恢复。", chinese)
