@@ -608,8 +608,8 @@ def nodes_table(nodes: list[dict[str, Any]]) -> Table:
             state += f" (maintenance{until})"
         if node.get("reserved_for"):
             state += (
-                f", reserved for {node['reserved_for']} {short_time(node['reserved_from'])}"
-                f"-{short_time(node['reserved_until'])}"
+                f", reserved for {node['reserved_for']} from {short_time(node['reserved_from'])}"
+                f" until {short_time(node['reserved_until'])}"
             )
         labels = ", ".join(f"{k}={v}" for k, v in (node.get("labels") or {}).items()) or "-"
         table.add_row(
