@@ -170,6 +170,7 @@ class JobSentinel:
                 process.wait(timeout=_CLEANUP_TIMEOUT_S + 5)
             except subprocess.TimeoutExpired:
                 log.warning("the job sentinel (pid %s) did not exit", process.pid)
+        _close_reports(process)
 
     def _send(self, message: dict[str, object]) -> None:
         """Write one line; a sentinel that is gone (killed by hand) is started again and told everything."""
@@ -186,6 +187,7 @@ class JobSentinel:
 
     def _start(self) -> None:
         self._read_reports()  # a sentinel killed by hand may have killed jobs first
+        _close_reports(self._process)
         self._process, self._unread = None, b""
         try:
             process = subprocess.Popen(
@@ -210,6 +212,13 @@ class JobSentinel:
             log.error("no job sentinel (%s): a killed worker's jobs may leave children running", error)
             return
         self._process = process
+
+
+def _close_reports(process: subprocess.Popen[str] | None) -> None:
+    """Close the worker's end of a sentinel's report pipe (a sentinel gone or replaced)."""
+    if process is not None and process.stdout is not None:
+        with contextlib.suppress(OSError):
+            process.stdout.close()
 
 
 def _killed_tokens(line: bytes) -> list[str]:
