@@ -177,6 +177,14 @@ class GpuPublic(BaseModel):
     outside: list[OutsideProcessPublic] = []  # processes on it that are no nightshift task's, largest first
 
 
+class TeamReservationPublic(BaseModel):
+    """A node kept for one team for a while (`nightshift node reserve`)."""
+
+    team: str
+    start: datetime
+    end: datetime
+
+
 class NodePublic(BaseModel):
     """A worker node."""
 
@@ -193,11 +201,8 @@ class NodePublic(BaseModel):
     drain_at: datetime | None = None
     # when that maintenance ends and the node is back in service by itself; None: when undrained
     drain_until: datetime | None = None
-    # a reservation of the node for one team not over yet: from `reserved_from` to `reserved_until` only
-    # that team's tasks start there; None: none
-    reserved_for: str | None = None
-    reserved_from: datetime | None = None
-    reserved_until: datetime | None = None
+    # its reservations for teams not over yet, soonest first: in each only that team's tasks start there
+    reservations: list[TeamReservationPublic] = []
 
 
 class NodeDrainedPublic(NodePublic):

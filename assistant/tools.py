@@ -1143,14 +1143,9 @@ def cluster_status(ctx: ToolContext) -> str:
         "nodes": len(view.get("nodes", [])),
         # nodes kept for one team for a while, and maintenance set (their GPUs take no other work then)
         "reserved_for_teams": [
-            {
-                "node": n["name"],
-                "team": n["reserved_for"],
-                "from": n["reserved_from"],
-                "until": n["reserved_until"],
-            }
+            {"node": n["name"], "team": held["team"], "from": held["start"], "until": held["end"]}
             for n in nodes.values()
-            if n.get("reserved_for")
+            for held in n.get("reservations") or []
         ],
         "maintenance": [
             {"node": n["name"], "at": n["drain_at"], "until": n.get("drain_until"), "begun": n["drained"]}

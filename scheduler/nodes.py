@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, cast
+from datetime import UTC, datetime
+from typing import Any, NamedTuple, cast
 
 import redis
 
+from scheduler.errors import ConflictError
 from scheduler.gpus.outside import OutsideProcess
 from scheduler.keys import RedisKeys
 
@@ -41,6 +43,15 @@ class NodeGpu:
         return max(0, self.memory_total_mib - self.driver_reserved_mib)
 
 
+class TeamReservation(NamedTuple):
+    """A node kept for one team from `start_ms` to `end_ms` (Slurm's reservation for an account): only that
+    team's tasks start there then."""
+
+    team: str
+    start_ms: int
+    end_ms: int
+
+
 @dataclass(frozen=True, slots=True)
 class NodeState:
     """A worker's node: its GPUs, when it last spoke, and whether it takes new tasks."""
@@ -61,11 +72,8 @@ class NodeState:
     drain_at_ms: int | None = None
     # when that maintenance ends and the node is back in service by itself; None: when undrained
     drain_until_ms: int | None = None
-    # a reservation of the node's GPUs for one team (Slurm's `scontrol create reservation accounts=`): from
-    # `reserved_at_ms` to `reserved_until_ms` only that team's tasks start there; None: none set
-    reserved_for: str | None = None
-    reserved_at_ms: int | None = None
-    reserved_until_ms: int | None = None
+    # its reservations for teams (Slurm's `scontrol create reservation accounts=`), never overlapping
+    reservations: tuple[TeamReservation, ...] = ()
     # the admin who asked the drain set for later to requeue the tasks still running then (`due_requeue`)
     drain_requeue_by: str | None = None
 
@@ -78,12 +86,9 @@ class NodeState:
         window = self.maintenance(now_ms)
         return self.drained or (window is not None and now_ms >= window[0])
 
-    def team_reservation(self, now_ms: int) -> tuple[str, int, int] | None:
-        """The node's reservation for a team (team, start, end) unless none is set or it is over."""
-        team, start, end = self.reserved_for, self.reserved_at_ms, self.reserved_until_ms
-        if team is None or start is None or end is None or now_ms >= end:
-            return None
-        return team, start, end
+    def team_reservations(self, now_ms: int) -> list[TeamReservation]:
+        """The node's reservations for teams not over at `now_ms`, soonest first."""
+        return sorted((held for held in self.reservations if now_ms < held.end_ms), key=_by_start)
 
     def maintenance(self, now_ms: int) -> tuple[int, int | None] | None:
         """The node's maintenance (start, end; no end: until undrained) unless none is set or it is over."""
@@ -164,22 +169,56 @@ class NodeRegistry:
         pipe.execute()
         return True
 
-    def set_reserved(self, name: str, team: str | None, at_ms: int = 0, until_ms: int = 0) -> bool:
-        """Reserve the node's GPUs for `team` from `at_ms` to `until_ms` (replacing any reservation it had),
-        or call its reservation off (`team` None); False for an unknown node."""
-        if not self.client.sismember(self.keys.nodes, name):
-            return False
+    def reserve(self, name: str, held: TeamReservation, now_ms: int) -> bool:
+        """Add a reservation of the node for a team (those over by `now_ms` are dropped as it is written);
+        False for an unknown node. Raises ConflictError when it overlaps one the node has, naming it."""
+
+        def add(kept: list[TeamReservation]) -> list[TeamReservation]:
+            for other in kept:
+                if other.start_ms < held.end_ms and held.start_ms < other.end_ms:
+                    raise ConflictError(
+                        f"node {name} is already reserved for team {other.team} from "
+                        f"{_iso(other.start_ms)} until {_iso(other.end_ms)}, which overlaps: call that off "
+                        f"first (`nightshift node unreserve {name} --team {other.team}`) or choose other "
+                        "times"
+                    )
+            return [*kept, held]
+
+        return self._change_reservations(name, now_ms, add)
+
+    def unreserve(self, name: str, team: str | None, now_ms: int) -> bool:
+        """Call off the node's reservations for `team` (None: for every team); False for an unknown node."""
+        return self._change_reservations(
+            name, now_ms, lambda kept: [held for held in kept if team is not None and held.team != team]
+        )
+
+    def _change_reservations(
+        self, name: str, now_ms: int, change: Callable[[list[TeamReservation]], list[TeamReservation]]
+    ) -> bool:
+        """Rewrite the node's reservations as `change` makes them from those not over, atomically against
+        another admin's change at the same time (optimistic: WATCH the node's record)."""
         key = self.keys.node(name)
-        pipe = self.client.pipeline(transaction=True)
-        if team is None:
-            pipe.hdel(key, "reserved_for", "reserved_at_ms", "reserved_until_ms")
-        else:
-            pipe.hset(
-                key, mapping={"reserved_for": team, "reserved_at_ms": at_ms, "reserved_until_ms": until_ms}
-            )
-        pipe.rpush(self.keys.scheduler_doorbell, "1")
-        pipe.execute()
-        return True
+        with self.client.pipeline(transaction=True) as pipe:
+            while True:
+                try:
+                    pipe.watch(key)  # type: ignore[no-untyped-call]  # redis-py leaves it untyped
+                    if not pipe.sismember(self.keys.nodes, name):
+                        return False
+                    kept = [
+                        held for held in _reservations(pipe.hget(key, "reservations")) if now_ms < held.end_ms
+                    ]
+                    changed = change(kept)
+                    pipe.multi()
+                    pipe.hset(
+                        key,
+                        "reservations",
+                        json.dumps([list(held) for held in sorted(changed, key=_by_start)]),
+                    )
+                    pipe.rpush(self.keys.scheduler_doorbell, "1")
+                    pipe.execute()
+                    return True
+                except redis.WatchError:
+                    continue
 
     def take_due_requeue(self, name: str) -> str | None:
         """Who asked the node's maintenance to requeue its running tasks, taken (so exactly one caller acts
@@ -245,6 +284,19 @@ def _node_gpu(item: dict[str, Any]) -> NodeGpu:
     return NodeGpu(**known)
 
 
+def _reservations(raw: str | bytes | None) -> list[TeamReservation]:
+    """The reservations a node's record holds (a JSON list of [team, start_ms, end_ms])."""
+    return [TeamReservation(str(team), int(start), int(end)) for team, start, end in json.loads(raw or "[]")]
+
+
+def _by_start(held: TeamReservation) -> int:
+    return held.start_ms
+
+
+def _iso(epoch_ms: int) -> str:
+    return datetime.fromtimestamp(epoch_ms / 1000, UTC).isoformat(timespec="minutes")
+
+
 def _parse(name: str, raw: dict[str, str]) -> NodeState:
     gpus = tuple(_node_gpu(item) for item in json.loads(raw.get("gpus", "[]")))
     return NodeState(
@@ -258,8 +310,6 @@ def _parse(name: str, raw: dict[str, str]) -> NodeState:
         stale_after_ms=int(float(raw.get("stale_after_ms", NODE_STALE_AFTER_MS))),
         drain_at_ms=int(float(raw["drain_at_ms"])) if raw.get("drain_at_ms") else None,
         drain_until_ms=int(float(raw["drain_until_ms"])) if raw.get("drain_until_ms") else None,
-        reserved_for=raw.get("reserved_for") or None,
-        reserved_at_ms=int(float(raw["reserved_at_ms"])) if raw.get("reserved_at_ms") else None,
-        reserved_until_ms=int(float(raw["reserved_until_ms"])) if raw.get("reserved_until_ms") else None,
+        reservations=tuple(_reservations(raw.get("reservations"))),
         drain_requeue_by=raw.get("drain_requeue_by") or None,
     )

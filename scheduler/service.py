@@ -18,7 +18,7 @@ from scheduler.dependencies import PARENT_FIELDS, refuse_dependency_loop, refuse
 from scheduler.edits import changed_spec, check_changes, check_running_changes
 from scheduler.errors import ConflictError, NotFoundError, SpecError
 from scheduler.keys import RedisKeys
-from scheduler.nodes import NodeRegistry, NodeState
+from scheduler.nodes import NodeRegistry, NodeState, TeamReservation
 from scheduler.policy.aging import overdue_at_s, static_score
 from scheduler.policy.config import PolicyConfig
 from scheduler.policy.estimate import expected_end_s
@@ -362,10 +362,11 @@ class Cluster:
         return [task_id for task_id, _team in self._running_past(node, at_s)]
 
     def reserve_node(self, node: str, team: str, at_s: float, until_s: float) -> list[int] | None:
-        """Reserve `node`'s GPUs for `team` from `at_s` to `until_s` (replacing any reservation it had):
-        then only its tasks start there. The ids of other teams' tasks running there now that are expected
-        to run past its start (they are not stopped); None for an unknown node."""
-        if not self.nodes.set_reserved(node, team, round(at_s * 1000), round(until_s * 1000)):
+        """Reserve `node`'s GPUs for `team` from `at_s` to `until_s`: then only its tasks start there. The
+        ids of other teams' tasks running there now that are expected to run past its start (they are not
+        stopped); None for an unknown node. ConflictError when it overlaps another of the node's."""
+        held = TeamReservation(team, round(at_s * 1000), round(until_s * 1000))
+        if not self.nodes.reserve(node, held, now_ms()):
             return None
         return [task_id for task_id, owner in self._running_past(node, at_s) if owner != team]
 

@@ -1321,10 +1321,11 @@ def node_reserve(
     if at is not None:
         params["at"] = parse_when(at, datetime.now(zone), zone).isoformat()
     node = _with_client(lambda client: client.post(f"/nodes/{name}/reserve", params=params))
+    held = next(held for held in node["reservations"] if held["team"] == team)
     console.print(
-        f"node {name} is reserved for team {node['reserved_for']} from {short_time(node['reserved_from'])} "
-        f"until {short_time(node['reserved_until'])}: only its tasks start there then; "
-        f"`nightshift node unreserve {name}` calls it off"
+        f"node {name} is reserved for team {team} from {short_time(held['start'])} until "
+        f"{short_time(held['end'])}: only its tasks start there then; `nightshift node unreserve {name} "
+        f"--team {team}` calls it off"
     )
     past = ", ".join(map(str, node.get("running_past") or []))
     if past:
@@ -1332,10 +1333,22 @@ def node_reserve(
 
 
 @node_app.command("unreserve")
-def node_unreserve(name: str) -> None:
-    """Call off NAME's reservation for a team: it is everyone's again."""
-    _with_client(lambda client: client.post(f"/nodes/{name}/unreserve"))
-    console.print(f"node {name} is everyone's again")
+def node_unreserve(
+    name: str,
+    team: Annotated[str | None, typer.Option("--team", help="only this team's reservations")] = None,
+) -> None:
+    """Call off NAME's reservations for a team (--team), or all of them."""
+    params = {"team": team} if team is not None else {}
+    node = _with_client(lambda client: client.post(f"/nodes/{name}/unreserve", params=params))
+    which = "all its reservations" if team is None else f"team {team}'s reservations"
+    left = [
+        f"{held['team']} from {short_time(held['start'])} until {short_time(held['end'])}"
+        for held in node.get("reservations") or []
+    ]
+    console.print(
+        f"node {name}: {which} called off; "
+        + (f"still reserved for {', '.join(left)}" if left else "it is everyone's again")
+    )
 
 
 def main() -> None:

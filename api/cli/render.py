@@ -606,11 +606,9 @@ def nodes_table(nodes: list[dict[str, Any]]) -> Table:
             state += f", maintenance at {short_time(node['drain_at'])}{until}"
         elif node["drained"] and until:
             state += f" (maintenance{until})"
-        if node.get("reserved_for"):
-            state += (
-                f", reserved for {node['reserved_for']} from {short_time(node['reserved_from'])}"
-                f" until {short_time(node['reserved_until'])}"
-            )
+        for held in node.get("reservations") or []:
+            start, end = short_time(held["start"]), short_time(held["end"])
+            state += f", reserved for {held['team']} from {start} until {end}"
         labels = ", ".join(f"{k}={v}" for k, v in (node.get("labels") or {}).items()) or "-"
         table.add_row(
             node["name"],

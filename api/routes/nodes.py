@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from api.deps import AdminDep, ClusterDep, IdentityDep
-from api.schemas import NodeDrainedPublic, NodePublic, NodeReservedPublic
+from api.schemas import NodeDrainedPublic, NodePublic, NodeReservedPublic, TeamReservationPublic
 from scheduler.clock import from_epoch_s, now_ms, now_s, to_epoch_s
 from scheduler.errors import NotFoundError, SpecError
 from scheduler.nodes import NodeState
@@ -22,16 +22,18 @@ def node_public(node: NodeState, now: int) -> NodePublic:
     """A node as the API shows it."""
     window = node.maintenance(now)
     start, end = window if window is not None else (None, None)
-    team, held_from, held_until = node.team_reservation(now) or (None, None, None)
     return NodePublic(
         name=node.name,
         alive=node.alive(now),
         drained=node.drained_at(now),
         drain_at=None if start is None else from_epoch_s(start / 1000.0),
         drain_until=None if end is None else from_epoch_s(end / 1000.0),
-        reserved_for=team,
-        reserved_from=None if held_from is None else from_epoch_s(held_from / 1000.0),
-        reserved_until=None if held_until is None else from_epoch_s(held_until / 1000.0),
+        reservations=[
+            TeamReservationPublic(
+                team=held.team, start=from_epoch_s(held.start_ms / 1000), end=from_epoch_s(held.end_ms / 1000)
+            )
+            for held in node.team_reservations(now)
+        ],
         source=node.source,
         heartbeat_age_s=round((now - node.heartbeat_ms) / 1000, 1),
         gpus=len(node.gpus),
@@ -153,8 +155,8 @@ def reserve(
     account: a paper deadline, a demo): then only that team's tasks start there; before it, another team's
     task starts there only if its estimate (else its time limit) ends it first, and none is promised GPUs
     there; the team's own tasks may use it at any time, elsewhere as usual. Nothing running is stopped:
-    `running_past` names the other teams' tasks expected to run past its start. Replaces the node's earlier
-    reservation."""
+    `running_past` names the other teams' tasks expected to run past its start. A node may be reserved for
+    several teams one after the other; one overlapping another is refused (409), naming it."""
     if team_id_by_name(cluster.factory, team) is None:
         raise SpecError(
             f"no team named {team!r}: a team exists once a token names it (`nightshift token create --team`)",
@@ -170,9 +172,16 @@ def reserve(
 
 
 @router.post("/{name}/unreserve", response_model=NodePublic)
-def unreserve(name: str, cluster: ClusterDep, who: AdminDep) -> NodePublic:
-    """Call off the node's reservation for a team: it is everyone's again."""
-    if not cluster.nodes.set_reserved(name, None):
+def unreserve(
+    name: str,
+    cluster: ClusterDep,
+    who: AdminDep,
+    team: Annotated[
+        str | None, Query(max_length=64, description="only this team's; else every team's")
+    ] = None,
+) -> NodePublic:
+    """Call off the node's reservations for `team` (else all of them)."""
+    if not cluster.nodes.unreserve(name, team, now_ms()):
         raise _unknown(name)
     node = next(node for node in cluster.nodes.all() if node.name == name)
     return node_public(node, now_ms())

@@ -263,21 +263,21 @@ def _held_by_budget(ps: _Pass, status: BudgetStatus, frees_at: float | None) -> 
 
 
 def _node_windows(gpus: Sequence[GpuSlot], now_s: float) -> list[Reservation]:
-    """Each node's maintenance (`GpuSlot.down_at_s` to `up_at_s`) and reservation for a team
-    (`GpuSlot.reserved`) not over at `now_s`, as a reservation of all its GPUs from its start to its end: a
-    task may start there only if it ends first (a team's own tasks: at any time), as before any reservation,
-    and no other task is promised GPUs there (Slurm's maintenance and account reservations)."""
-    windows: dict[tuple[str, str | None], tuple[float, float, set[tuple[str, int]]]] = {}
+    """Each node's maintenance (`GpuSlot.down_at_s` to `up_at_s`) and reservations for teams
+    (`GpuSlot.reserved`) not over at `now_s`, each as a reservation of all its GPUs from its start to its
+    end: a task may start there only if it ends first (a team's own tasks: at any time), as before any
+    reservation, and no other task is promised GPUs there (Slurm's maintenance and account reservations)."""
+    windows: dict[tuple[str, str | None, float, float], set[tuple[str, int]]] = {}
     for g in gpus:
         end_s = math.inf if g.up_at_s is None else g.up_at_s
         if g.down_at_s is not None and now_s < end_s:
-            windows.setdefault((g.node, None), (g.down_at_s, end_s, set()))[2].add((g.node, g.index))
-        if g.reserved is not None and now_s < g.reserved.end_s:
-            team, start_s, end_s = g.reserved
-            windows.setdefault((g.node, team), (start_s, end_s, set()))[2].add((g.node, g.index))
+            windows.setdefault((g.node, None, g.down_at_s, end_s), set()).add((g.node, g.index))
+        for team, start_s, until_s in g.reserved:
+            if now_s < until_s:
+                windows.setdefault((g.node, team, start_s, until_s), set()).add((g.node, g.index))
     return [
         Reservation(-1, start_s, frozenset(keys), (node,), end_s, team)
-        for (node, team), (start_s, end_s, keys) in windows.items()
+        for (node, team, start_s, end_s), keys in windows.items()
     ]
 
 

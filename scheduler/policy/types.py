@@ -55,7 +55,7 @@ class GpuSlot:
     # estimate) starts on it, and no reservation is promised on it
     down_at_s: float | None = None
     up_at_s: float | None = None  # when that maintenance ends (None: it lasts until the node is undrained)
-    reserved: TeamWindow | None = None  # its node's reservation for a team, unless over
+    reserved: tuple[TeamWindow, ...] = ()  # its node's reservations for teams not over
 
     @property
     def shareable_mib(self) -> int:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from scheduler.clock import now_ms
-from scheduler.nodes import NodeGpu
+from scheduler.nodes import NodeGpu, TeamReservation
 from tests.assistant.conftest import tool_result
 
 GB = 1024
@@ -104,7 +104,9 @@ def test_the_chat_says_which_nodes_are_reserved_for_a_team_or_going_down_for_mai
     for name in ("gpu-box", "spare-box", "old-box"):
         cluster.nodes.publish(name, box, now_ms(), "nvml")
     hour_ms = 3600 * 1000
-    cluster.nodes.set_reserved("gpu-box", "vision", now_ms() + hour_ms, now_ms() + 9 * hour_ms)
+    cluster.nodes.reserve(
+        "gpu-box", TeamReservation("vision", now_ms() + hour_ms, now_ms() + 9 * hour_ms), now_ms()
+    )
     cluster.nodes.set_drained("spare-box", True, now_ms() + 2 * hour_ms, until_ms=now_ms() + 4 * hour_ms)
     cluster.nodes.set_drained("old-box", True, now_ms() - hour_ms, until_ms=now_ms() + 3 * hour_ms)
 

@@ -18,7 +18,8 @@ CONFIG = PolicyConfig(timezone="UTC")
 
 
 def _reserved(gpus: list, node: str, team: str, start_s: float, end_s: float) -> list:
-    return [replace(g, reserved=TeamWindow(team, start_s, end_s)) if g.node == node else g for g in gpus]
+    window = TeamWindow(team, start_s, end_s)
+    return [replace(g, reserved=(*g.reserved, window)) if g.node == node else g for g in gpus]
 
 
 def test_inside_the_reservation_only_the_teams_tasks_start_on_the_node() -> None:
@@ -80,3 +81,20 @@ def test_forecasts_replay_the_reservation_for_each_team() -> None:
 
     assert estimate_starts([other], [], gpus, NOW, CONFIG)[1].start_s == NOW + 4 * H
     assert estimate_starts([own], [], gpus, NOW, CONFIG)[2].start_s == NOW
+
+
+def test_a_node_reserved_for_two_teams_one_after_the_other_keeps_each_off_the_others_time() -> None:
+    gpus = _reserved(make_gpus(1, 2), "n0", "vision", NOW - H, NOW + 2 * H)
+    gpus = _reserved(gpus, "n0", "nlp", NOW + 3 * H, NOW + 6 * H)
+    theirs = make_task(1, team="nlp", estimated_s=H)
+    short = make_task(2, team="vision", estimated_s=H)
+    long = make_task(3, team="vision", estimated_s=20 * H)
+
+    d = decide([theirs, short, long], [], gpus, NOW, CONFIG)
+
+    assert [s.task_id for s in d.starts] == [2]
+    assert d.pending_reasons[1] == "node n0 is reserved for team vision until 02:00"
+    assert d.pending_reasons[3] == (
+        "node n0 is reserved for team nlp from 03:00 until 06:00: its ~20 h estimate would run into it"
+    )
+    assert estimate_starts([theirs], [], gpus, NOW, CONFIG)[1].start_s == NOW + 2 * H

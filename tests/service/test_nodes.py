@@ -5,12 +5,16 @@ from __future__ import annotations
 import os
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from fastapi.testclient import TestClient
 
 from api.main import create_app
+from scheduler import nodes as nodes_module
 from scheduler.clock import now_ms
 from scheduler.dispatcher import Dispatcher
+from scheduler.errors import ConflictError
 from scheduler.gpus import SimulatedGpus
+from scheduler.nodes import TeamReservation
 from scheduler.store.identity import create_token
 from scheduler.worker import Worker
 from tests.cli.conftest import cli_as
@@ -341,13 +345,17 @@ def test_a_node_reserved_for_a_team_starts_only_its_tasks_until_called_off(clust
                 params={"team": "vision", "until": end.isoformat()},
                 headers={"Authorization": f"Bearer {alice_token}"},
             )
-            # When an admin keeps box-1 for vision from now for eight hours
+            # When an admin keeps box-1 for vision from now for eight hours, and for nlp after that
             answer = client.post(reserve, params={"team": "vision", "until": end.isoformat()}, headers=admin)
+            later = {"team": "nlp", "at": end.isoformat(), "until": (end + timedelta(hours=8)).isoformat()}
+            overlapping = {"team": "nlp", "until": (end + timedelta(hours=1)).isoformat()}
+            after_it = client.post(reserve, params=later, headers=admin)
+            overlaps = client.post(reserve, params=overlapping, headers=admin)
             theirs, _ = cluster.submit(
                 bob, {"command": "true", "estimated_minutes": 5, "workdir": str(tmp_path)}
             )
-            own, _ = cluster.submit(
-                alice, {"command": "true", "estimated_minutes": 600, "workdir": str(tmp_path)}
+            own, _ = cluster.submit(  # 5 hours: it ends before nlp's time
+                alice, {"command": "true", "estimated_minutes": 300, "workdir": str(tmp_path)}
             )
             worker.publish_node()  # a heartbeat: the node is alive for these passes
             during = Dispatcher(cluster).run_pass()
@@ -355,7 +363,9 @@ def test_a_node_reserved_for_a_team_starts_only_its_tasks_until_called_off(clust
                 f"/api/v1/tasks/{theirs.id}/explain", headers={"Authorization": f"Bearer {bob_token}"}
             )
             listed = client.get("/api/v1/nodes", headers={"Authorization": f"Bearer {bob_token}"}).json()
-            called_off = client.post("/api/v1/nodes/box-1/unreserve", headers=admin)
+            called_off = client.post(
+                "/api/v1/nodes/box-1/unreserve", params={"team": "vision"}, headers=admin
+            )
             worker.publish_node()
             after = Dispatcher(cluster).run_pass()
     finally:
@@ -366,14 +376,19 @@ def test_a_node_reserved_for_a_team_starts_only_its_tasks_until_called_off(clust
     assert past.status_code == 422 and "has passed" in past.json()["detail"]
     assert endless.status_code == 422 and not_admin.status_code == 403
     assert answer.status_code == 200, answer.text
-    assert answer.json()["reserved_for"] == "vision" and answer.json()["running_past"] == [running.id]
+    assert [held["team"] for held in answer.json()["reservations"]] == ["vision"]
+    assert answer.json()["running_past"] == [running.id]
+    assert after_it.status_code == 200, after_it.text
+    assert overlaps.status_code == 409
+    assert "node box-1 is already reserved for team vision from " in overlaps.json()["detail"]
     # Then only vision's task starts there; bob's waits, saying why and until when
     assert [start.task_id for start in during.starts] == [own.id]
     assert explained.json()["reason"].startswith("node box-1 is reserved for team vision until ")
-    assert listed[0]["reserved_for"] == "vision"
-    assert abs(datetime.fromisoformat(listed[0]["reserved_until"]) - end) < timedelta(seconds=1)
+    assert [held["team"] for held in listed[0]["reservations"]] == ["vision", "nlp"]
+    assert abs(datetime.fromisoformat(listed[0]["reservations"][0]["end"]) - end) < timedelta(seconds=1)
     # and once it is called off, bob's task starts there
-    assert called_off.status_code == 200 and called_off.json()["reserved_for"] is None
+    assert called_off.status_code == 200
+    assert [held["team"] for held in called_off.json()["reservations"]] == ["nlp"]  # nlp's later one stays
     assert [start.task_id for start in after.starts] == [theirs.id]
 
 
@@ -392,5 +407,28 @@ def test_node_reserve_from_the_command_line_says_for_whom_and_when_and_nodes_sho
     assert reserved.exit_code == 0, reserved.output
     assert "node box-1 is reserved for team vision from " in " ".join(reserved.output.split())
     assert "reserved for vision " in " ".join(shown.output.split())
-    assert unreserved.exit_code == 0 and "node box-1 is everyone's again" in unreserved.output
-    assert cluster.nodes.all()[0].reserved_for is None
+    assert unreserved.exit_code == 0
+    assert "node box-1: all its reservations called off; it is everyone's again" in unreserved.output
+    assert cluster.nodes.all()[0].reservations == ()
+
+
+def test_two_admins_reserving_overlapping_times_at_once_cannot_both_succeed(cluster, monkeypatch):
+    Worker(cluster, "box-1", SimulatedGpus("1x24", node="box-1"), base_env=dict(os.environ)).publish_node()
+    hour_ms, now = 3600 * 1000, now_ms()
+    theirs = TeamReservation("nlp", now + hour_ms, now + 3 * hour_ms)
+    ours = TeamReservation("vision", now + 2 * hour_ms, now + 4 * hour_ms)
+    read = nodes_module._reservations
+    raced: list[bool] = []
+
+    def read_then_the_other_admin_writes(raw):  # nlp's is written after ours read the node's reservations
+        kept = read(raw)
+        if not raced:
+            raced.append(False)
+            raced[0] = cluster.nodes.reserve("box-1", theirs, now)
+        return kept
+
+    monkeypatch.setattr(nodes_module, "_reservations", read_then_the_other_admin_writes)
+
+    with pytest.raises(ConflictError, match="already reserved for team nlp"):
+        cluster.nodes.reserve("box-1", ours, now)
+    assert raced == [True] and cluster.nodes.all()[0].reservations == (theirs,)
