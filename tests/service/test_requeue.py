@@ -37,6 +37,9 @@ def test_a_requeued_task_stops_goes_back_to_the_queue_and_resumes_from_its_check
     cluster, make_identity, start_worker, tmp_path: Path
 ):
     who, _ = make_identity("alice", "vision")
+    # a lease that outlasts a loaded machine's stalls: one lost mid-save (the 5-s test lease, once, under the
+    # full suite) kills the job before its checkpoint, and the retry then trains from scratch until the timeout
+    cluster.settings.lease_ttl_s = 30.0
     start_worker()
     (tmp_path / "train.sh").write_text(TRAIN)
     spec = {
