@@ -102,6 +102,9 @@ class NodeState:
 class NodeRegistry:
     """Read and write node records."""
 
+    # what admins set on a node (the rest its worker publishes): kept in SQL too (`NodeSettingsStore`)
+    ADMIN_FIELDS = ("drained", "drain_at_ms", "drain_until_ms", "drain_requeue_by", "reservations")
+
     def __init__(self, client: redis.Redis, keys: RedisKeys | None = None) -> None:
         self.client = client
         self.keys = keys or RedisKeys()
@@ -219,6 +222,25 @@ class NodeRegistry:
                     return True
                 except redis.WatchError:
                     continue
+
+    def admin_fields(self, name: str) -> dict[str, str] | None:
+        """The node's admin fields that are set (None for an unknown node)."""
+        if not self.client.sismember(self.keys.nodes, name):
+            return None
+        values = cast(list[str | None], self.client.hmget(self.keys.node(name), list(self.ADMIN_FIELDS)))
+        return {field: value for field, value in zip(self.ADMIN_FIELDS, values, strict=True) if value}
+
+    def restore_admin_fields(self, name: str, fields: dict[str, str]) -> None:
+        """Put a node's admin fields back (Redis lost them); the node shows as down until its worker
+        publishes again."""
+        pipe = self.client.pipeline(transaction=True)
+        pipe.sadd(self.keys.nodes, name)
+        if any(field in self.ADMIN_FIELDS for field in fields):
+            pipe.hset(
+                self.keys.node(name),
+                mapping={field: value for field, value in fields.items() if field in self.ADMIN_FIELDS},
+            )
+        pipe.execute()
 
     def take_due_requeue(self, name: str) -> str | None:
         """Who asked the node's maintenance to requeue its running tasks, taken (so exactly one caller acts

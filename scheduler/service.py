@@ -29,6 +29,7 @@ from scheduler.settings import Settings
 from scheduler.spec import TaskSpec, parse_spec
 from scheduler.store.db import create_db_engine, make_session_factory, migrate
 from scheduler.store.identity import Identity
+from scheduler.store.node_settings import NodeSettingsStore
 from scheduler.store.queue import QueueEntry, RedisQueue, member_name
 from scheduler.store.secret_sealing import SecretSealer
 from scheduler.store.secrets import SecretStore
@@ -102,6 +103,7 @@ class RebuildReport:
     queued_restored: int
     leases_restored: int
     stale_removed: int
+    nodes_restored: int = 0  # nodes whose admin settings (drained, maintenance, reservations) came back
 
 
 class Cluster:
@@ -117,6 +119,7 @@ class Cluster:
         self.secrets = SecretStore(self.factory, sealer)
         self.queue = queue
         self.nodes = NodeRegistry(queue.client, queue.keys)
+        self.node_settings = NodeSettingsStore(self.factory)
         self.zone = local_zone(settings.timezone)
         self.policy_config = policy_config_of(settings)
         self._default_workdir: str | None = None
@@ -359,6 +362,7 @@ class Cluster:
         until_ms = None if until_s is None else round(until_s * 1000)
         if not self.nodes.set_drained(node, True, round(at_s * 1000), by if requeue else None, until_ms):
             return None
+        self._keep_node_settings(node)
         return [task_id for task_id, _team in self._running_past(node, at_s)]
 
     def reserve_node(self, node: str, team: str, at_s: float, until_s: float) -> list[int] | None:
@@ -368,7 +372,27 @@ class Cluster:
         held = TeamReservation(team, round(at_s * 1000), round(until_s * 1000))
         if not self.nodes.reserve(node, held, now_ms()):
             return None
+        self._keep_node_settings(node)
         return [task_id for task_id, owner in self._running_past(node, at_s) if owner != team]
+
+    def set_node_drained(self, node: str, drained: bool) -> bool:
+        """Drain `node` now (no new tasks) or put it back in service (a maintenance set is called off
+        too); False for an unknown node."""
+        if not self.nodes.set_drained(node, drained):
+            return False
+        self._keep_node_settings(node)
+        return True
+
+    def unreserve_node(self, node: str, team: str | None) -> bool:
+        """Call off `node`'s reservations for `team` (None: all of them); False for an unknown node."""
+        if not self.nodes.unreserve(node, team, now_ms()):
+            return False
+        self._keep_node_settings(node)
+        return True
+
+    def _keep_node_settings(self, node: str) -> None:
+        """Write what admins set on `node` to SQL, as Redis now holds it, for `rebuild_redis`."""
+        self.node_settings.save(node, lambda: self.nodes.admin_fields(node))
 
     def _running_past(self, node: str, at_s: float) -> list[tuple[int, str]]:
         """(id, team) of each task running on `node` expected (by its estimate, else time limit, as
@@ -389,6 +413,7 @@ class Cluster:
         by = self.nodes.take_due_requeue(node)
         if by is None:
             return []
+        self._keep_node_settings(node)
         return self.requeue_node(Identity(**json.loads(by), is_admin=True), node)
 
     def requeue_node(self, who: Identity, node: str) -> list[int]:
@@ -717,9 +742,15 @@ class Cluster:
     def rebuild_redis(self) -> RebuildReport:
         """Put back into Redis what SQL says: queued tasks into the queue, running ones' leases.
 
-        Safe at any time: tasks Redis already holds (queued, assigned or leased) are left alone.
+        Safe at any time: tasks Redis already holds (queued, assigned or leased) are left alone. When Redis
+        lost its data (no epoch), what admins set on the nodes (drained, maintenance, reservations) comes
+        back too, before any pass could give a drained node work.
         """
+        nodes_restored = 0
         if self.queue.epoch() is None:
+            for name, fields in self.node_settings.all().items():
+                self.nodes.restore_admin_fields(name, fields)
+                nodes_restored += 1
             self.queue.start_epoch()
         queued = restored_leases = 0
         expires = now_ms() + int(self.settings.lease_ttl_s * 1000)
@@ -734,7 +765,7 @@ class Cluster:
         queued += self.admit_all_waiting()
         if queued or restored_leases:
             self.queue.ring_scheduler()
-        return RebuildReport(queued, restored_leases, stale)
+        return RebuildReport(queued, restored_leases, stale, nodes_restored)
 
     def admit_all_waiting(self) -> int:
         """`admit_waiting` for every sweep with a task waiting for a slot: repairs an admission that a

@@ -54,7 +54,7 @@ def _unknown(name: str) -> NotFoundError:
 
 
 def _set_drained(cluster: ClusterDep, name: str, drained: bool) -> NodePublic:
-    if not cluster.nodes.set_drained(name, drained):
+    if not cluster.set_node_drained(name, drained):
         raise _unknown(name)
     node = next(node for node in cluster.nodes.all() if node.name == name)
     return node_public(node, now_ms())
@@ -181,7 +181,7 @@ def unreserve(
     ] = None,
 ) -> NodePublic:
     """Call off the node's reservations for `team` (else all of them)."""
-    if not cluster.nodes.unreserve(name, team, now_ms()):
+    if not cluster.unreserve_node(name, team):
         raise _unknown(name)
     node = next(node for node in cluster.nodes.all() if node.name == name)
     return node_public(node, now_ms())

@@ -111,6 +111,18 @@ class Secret(Base):
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
+class NodeSettings(Base):
+    """What admins set on a node (drained, maintenance, reservations for teams), as the node's Redis record
+    holds it (`NodeRegistry.ADMIN_FIELDS`, JSON): written after each change, put back by
+    `Cluster.rebuild_redis` when Redis lost its data, so that a drained node is not given work again."""
+
+    __tablename__ = "node_settings"
+
+    name: Mapped[str] = mapped_column(String(255), primary_key=True)
+    fields: Mapped[str] = mapped_column(Text, default="{}")
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
 class Task(Base):
     """One submitted task. `lease_token` fences state changes: only the current claim may finish it."""
 

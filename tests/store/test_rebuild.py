@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 from scheduler.clock import now_ms
+from scheduler.nodes import NodeGpu
 from scheduler.service import Cluster
 from scheduler.store.queue import RenewResult
 
@@ -209,3 +210,40 @@ def test_a_seeded_random_mix_of_states_and_losses_is_always_repaired(cluster, ma
         _damage(cluster, rng, ids)
         cluster.rebuild_redis()
         _assert_redis_matches_sql(cluster)
+
+
+def test_what_admins_set_on_the_nodes_comes_back_after_redis_loses_everything(cluster, make_identity):
+    _admin, _ = make_identity("root", "ops", admin=True)
+    who, _ = make_identity("alice", "vision")
+    gpus = [NodeGpu(0, "NVIDIA A100", 80 * 1024, 80 * 1024)]
+    for name in ("box-1", "box-2", "box-3"):
+        cluster.nodes.publish(name, gpus, now_ms(), "nvml")
+    hour_s = 3600.0
+    now = now_ms() / 1000
+    assert cluster.set_node_drained("box-1", True)
+    assert cluster.drain_later(who, "box-2", now + hour_s, requeue=True, until_s=now + 3 * hour_s) == []
+    assert cluster.reserve_node("box-2", "vision", now + 4 * hour_s, now + 8 * hour_s) == []
+    assert cluster.set_node_drained("box-3", True) and cluster.set_node_drained("box-3", False)
+    before = {node.name: node for node in cluster.nodes.all()}
+
+    cluster.queue.client.flushall()
+    report = cluster.rebuild_redis()
+
+    after = {node.name: node for node in cluster.nodes.all()}
+    assert report.nodes_restored == 3
+    assert after["box-1"].drained and after["box-1"].drained_at(now_ms())
+    for field in ("drain_at_ms", "drain_until_ms", "drain_requeue_by", "reservations"):
+        assert getattr(after["box-2"], field) == getattr(before["box-2"], field), field
+    assert after["box-2"].reservations[0].team == "vision"
+    assert not after["box-3"].drained_at(now_ms())  # undrained before the loss: stays in service
+    assert all(node.heartbeat_ms == 0 for node in after.values())  # down until their workers publish
+
+
+def test_a_redis_that_kept_its_data_keeps_its_node_settings_as_they_are(cluster):
+    cluster.nodes.publish("box-1", [NodeGpu(0, "NVIDIA A100", 80 * 1024, 80 * 1024)], now_ms(), "nvml")
+    assert cluster.set_node_drained("box-1", True)
+    cluster.nodes.set_drained("box-1", False)  # changed in Redis alone (as a test or an old API would)
+
+    report = cluster.rebuild_redis()
+
+    assert report.nodes_restored == 0 and not cluster.nodes.all()[0].drained
