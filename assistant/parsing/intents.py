@@ -97,7 +97,11 @@ MY_TASKS = re.compile(
 # what only an admin's command does to a node: the chat points at it
 NODE_ADMIN = re.compile(
     r"\b(?:drain|undrain|cordon|uncordon)\b|排空节点|下线节点"
-    r"|\b(?:out\s+of|back\s+(?:in|into)|return\s+to)\s+service\b|\b(?:take|put)\b.*\boffline\b",  # an admin's
+    r"|\b(?:out\s+of|back\s+(?:in|into)|return\s+to)\s+service\b|\b(?:take|put)\b.*\boffline\b"  # an admin's
+    # a maintenance planned, a node kept for a team (`nightshift node drain --at`, `node reserve`)
+    r"|\b(?:schedule|plan|set|announce|book)\s+(?:an?\s+|the\s+)?maintenance\b|(?:安排|计划|设置)(?:一次)?停机维护"
+    r"|\b(?:reserve|book|block)\b[^.?!]*\b(?:nodes?|box|server|machine)\b[^.?!]*\bfor\s+(?:the\s+)?team\b"
+    r"|预留(?:节点|机器|服务器)|(?:节点|机器|服务器)\s*\S*\s*预留给",
     _I,
 )
 OFF_TOPIC = re.compile(
@@ -321,7 +325,11 @@ CLUSTER = re.compile(
     r"|\bwho(?:'s|\s+is)\s+on\s+the\s+(?:gpus|cluster|cards)\b|(?:卡|显卡|gpu)都?被占"
     # "how much memory is free on box-1", "哪台机器显存最多"
     r"|\bhow\s+much\s+(?:gpu\s+)?memory\s+is\s+(?:free|left|available|used)\b"
-    r"|哪(?:台|个)(?:机器|节点|服务器).{0,4}(?:显存|卡|空)",
+    r"|哪(?:台|个)(?:机器|节点|服务器).{0,4}(?:显存|卡|空)"
+    # "when is the next maintenance", "is box-1 reserved?", "哪些节点预留了", "什么时候停机维护"
+    r"|\b(?:when|what)\b[^.?!]*\bmaintenance\b|\bmaintenance\s+(?:window|schedule)s?\b"
+    r"|\bis\s+(?:node\s+)?\S+\s+reserved\b|\b(?:which|any)\s+(?:nodes?|servers?|machines?)\b[^.?!]*\breserved\b"
+    r"|(?:什么时候|何时|哪天|几点)[^。？?]*停机维护|停机维护[^。？?]*(?:什么时候|何时|吗)|(?:哪些|哪个)(?:节点|机器|服务器)[^。？?]*预留",
     _I,
 )
 # running an earlier task again ("rerun 12", "run task 12 again", "12号再跑一遍"): its id names the task
