@@ -124,10 +124,24 @@ class ClusterCollector(Collector):
         drained = GaugeMetricFamily(
             "nightshift_node_drained", "1 when the node takes no new tasks", labels=["node"]
         )
+        reserved = GaugeMetricFamily(
+            "nightshift_node_reserved",
+            "A node's reservation for a team not over: 1 once begun, 0 while ahead",
+            labels=["node", "team"],
+        )
+        maintenance = GaugeMetricFamily(
+            "nightshift_node_maintenance_start_timestamp_seconds",
+            "When a node's maintenance not over begins (Unix time)",
+            labels=["node"],
+        )
         now = now_ms()
         for node in self.cluster.nodes.all():
             heartbeat.add_metric([node.name], (now - node.heartbeat_ms) / 1000.0)
             drained.add_metric([node.name], 1.0 if node.drained_at(now) else 0.0)
+            for held in node.team_reservations(now):
+                reserved.add_metric([node.name, held.team], 1.0 if held.start_ms <= now else 0.0)
+            if (window := node.maintenance(now)) is not None:
+                maintenance.add_metric([node.name], window[0] / 1000.0)
             for gpu in node.gpus:
                 values = [node.name, str(gpu.index), gpu.name]
                 free.add_metric(values, gpu.memory_free_mib * 1024 * 1024)
@@ -139,7 +153,7 @@ class ClusterCollector(Collector):
                 ):
                     if reading is not None:
                         family.add_metric(values, reading)
-        yield from (util, free, total, power, temp, heartbeat, drained)
+        yield from (util, free, total, power, temp, heartbeat, drained, reserved, maintenance)
 
     def _scheduler(self) -> Iterator[CounterMetricFamily | HistogramMetricFamily]:
         raw = cast(

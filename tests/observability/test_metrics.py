@@ -14,6 +14,8 @@ from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from api.main import create_app
+from scheduler.clock import now_ms
+from scheduler.nodes import NodeGpu, TeamReservation
 from scheduler.telemetry.accounting import AttemptUsage
 from scheduler.telemetry.store import TelemetryStore
 from tests.conftest import wait_until
@@ -109,3 +111,22 @@ def test_task_usage_counters_have_one_sample_per_team_and_cpu_time_only_where_kn
         (("currency", "EUR"), ("team", "nlp")): pytest.approx(0.03),
     }
     assert _samples(families, "nightshift_task_cpu_seconds") == {(("team", "vision"),): 1500.0}
+
+
+def test_reservations_and_maintenance_of_the_nodes_are_served(cluster):
+    gpus = [NodeGpu(0, "NVIDIA A100", 80 * 1024, 80 * 1024)]
+    for name in ("box-1", "box-2"):
+        cluster.nodes.publish(name, gpus, now_ms(), "nvml")
+    hour_ms, now = 3600 * 1000, now_ms()
+    cluster.nodes.reserve("box-1", TeamReservation("vision", now - hour_ms, now + hour_ms), now)
+    cluster.nodes.reserve("box-1", TeamReservation("nlp", now + 2 * hour_ms, now + 3 * hour_ms), now)
+    cluster.nodes.set_drained("box-2", True, now + hour_ms, until_ms=now + 2 * hour_ms)
+
+    families = _families(cluster)
+
+    assert _samples(families, "nightshift_node_reserved") == {
+        (("node", "box-1"), ("team", "vision")): 1.0,  # begun
+        (("node", "box-1"), ("team", "nlp")): 0.0,  # ahead
+    }
+    starts = _samples(families, "nightshift_node_maintenance_start_timestamp_seconds")
+    assert starts == {(("node", "box-2"),): (now + hour_ms) / 1000.0}
