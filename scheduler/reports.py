@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from typing import Any, Literal
@@ -17,6 +17,7 @@ from scheduler.clock import from_epoch_s, to_epoch_s
 from scheduler.policy.config import PolicyConfig
 from scheduler.policy.tariff import gpu_power_w
 from scheduler.policy.windows import zone
+from scheduler.store.node_settings import ReservationHistory, ReservationRecord
 from scheduler.store.tables import Attempt, Task, Team, User
 from scheduler.telemetry.report import (
     Measured,
@@ -193,12 +194,14 @@ def utilization_report(
     gpu_models: dict[str, str],
     capacity_gpus: int,
     team: str | None = None,
+    node_gpus: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """GPU-hours, energy, cost, outcomes, waits and CPU time over the last `days`, grouped `by` team, user
     or GPU. CPU time counts the attempts whose jobs ran in a cgroup (None for a row with none).
 
     `gpu_models` maps "node:index" to the GPU's model name (for its default power); `capacity_gpus` is the
-    number of GPUs the cluster has now (the utilization's denominator); `team` limits the report to one team.
+    number of GPUs the cluster has now (the utilization's denominator); `team` limits the report to one team;
+    `node_gpus` (each node's GPU count now) sizes the nodes' reservations for teams in the period.
     """
     since_s = now_s - days * DAY_S
     rows: dict[str, _Row] = {}
@@ -235,6 +238,51 @@ def utilization_report(
         "quota": quota_use(factory, now_s, config, team),
         "member_quota": member_quota_use(factory, now_s, config, team),
         "quota_warn_fraction": config.budget_warn_fraction,
+        "reservations": reservation_use(
+            ReservationHistory(factory).overlapping(since_s, now_s, team),
+            spans,
+            since_s,
+            now_s,
+            node_gpus or {},
+        ),
+    }
+
+
+def reservation_use(
+    reservations: Sequence[ReservationRecord],
+    spans: Sequence[AttemptSpan],
+    since_s: float,
+    now_s: float,
+    node_gpus: Mapping[str, int],
+) -> list[dict[str, Any]]:
+    """How much of each node's reservation for a team (within `since_s`..`now_s`) the team used: its GPU-hours
+    on that node then against the node's GPUs over that time (Slurm's `sreport reservation utilization`)."""
+    rows = []
+    for held in reservations:
+        start, end = max(held.start_s, since_s), min(held.ends_s, now_s)
+        if end <= start:
+            rows.append(_reservation_row(held, 0.0, 0.0))
+            continue
+        used_s = sum(
+            len(span.gpus) * span.gpu_fraction * max(0.0, min(span.end_s, end) - max(span.start_s, start))
+            for span in spans
+            if span.node == held.node and span.team == held.team
+        )
+        rows.append(_reservation_row(held, node_gpus.get(held.node, 0) * (end - start), used_s))
+    return rows
+
+
+def _reservation_row(held: ReservationRecord, reserved_gpu_s: float, used_gpu_s: float) -> dict[str, Any]:
+    return {
+        "node": held.node,
+        "team": held.team,
+        "start": from_epoch_s(held.start_s).isoformat(),
+        "end": from_epoch_s(held.ends_s).isoformat(),
+        "called_off": held.cancelled_s is not None and held.cancelled_s < held.end_s,
+        "created_by": held.created_by,
+        "reserved_gpu_hours": round(reserved_gpu_s / 3600, 6),
+        "used_gpu_hours": round(used_gpu_s / 3600, 6),
+        "use": round(used_gpu_s / reserved_gpu_s, 4) if reserved_gpu_s > 0 else None,
     }
 
 

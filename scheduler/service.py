@@ -29,7 +29,7 @@ from scheduler.settings import Settings
 from scheduler.spec import TaskSpec, parse_spec
 from scheduler.store.db import create_db_engine, make_session_factory, migrate
 from scheduler.store.identity import Identity
-from scheduler.store.node_settings import NodeSettingsStore
+from scheduler.store.node_settings import NodeSettingsStore, ReservationHistory
 from scheduler.store.queue import QueueEntry, RedisQueue, member_name
 from scheduler.store.secret_sealing import SecretSealer
 from scheduler.store.secrets import SecretStore
@@ -120,6 +120,7 @@ class Cluster:
         self.queue = queue
         self.nodes = NodeRegistry(queue.client, queue.keys)
         self.node_settings = NodeSettingsStore(self.factory)
+        self.reservations = ReservationHistory(self.factory)
         self.zone = local_zone(settings.timezone)
         self.policy_config = policy_config_of(settings)
         self._default_workdir: str | None = None
@@ -365,7 +366,9 @@ class Cluster:
         self._keep_node_settings(node)
         return [task_id for task_id, _team in self._running_past(node, at_s)]
 
-    def reserve_node(self, node: str, team: str, at_s: float, until_s: float) -> list[int] | None:
+    def reserve_node(
+        self, who: Identity, node: str, team: str, at_s: float, until_s: float
+    ) -> list[int] | None:
         """Reserve `node`'s GPUs for `team` from `at_s` to `until_s`: then only its tasks start there. The
         ids of other teams' tasks running there now that are expected to run past its start (they are not
         stopped); None for an unknown node. ConflictError when it overlaps another of the node's."""
@@ -373,6 +376,7 @@ class Cluster:
         if not self.nodes.reserve(node, held, now_ms()):
             return None
         self._keep_node_settings(node)
+        self.reservations.add(node, team, at_s, until_s, who.user)
         return [task_id for task_id, owner in self._running_past(node, at_s) if owner != team]
 
     def set_node_drained(self, node: str, drained: bool) -> bool:
@@ -388,6 +392,7 @@ class Cluster:
         if not self.nodes.unreserve(node, team, now_ms()):
             return False
         self._keep_node_settings(node)
+        self.reservations.call_off(node, team, now_s())
         return True
 
     def _keep_node_settings(self, node: str) -> None:

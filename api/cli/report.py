@@ -11,7 +11,7 @@ from rich.console import Group
 from rich.markup import escape
 from rich.table import Table
 
-from api.cli.render import console, duration_words, gpu_hours_text, print_error, print_json
+from api.cli.render import console, duration_words, gpu_hours_text, print_error, print_json, short_time
 from api.client import ClientError, NightshiftClient
 from scheduler.settings import get_settings
 
@@ -84,7 +84,18 @@ def utilization_tables(report: dict[str, Any]) -> Group:
             f"{gpu_hours_text(row['week_used_gpu_h'])} ({_pct(row['week_share'])})",
             gpu_hours_text(row["week_budget_gpu_h"]),
         )
-    return Group(main, days, quota)
+    if not report.get("reservations"):
+        return Group(main, days, quota)
+    held = Table(title="reservations for teams")
+    for column in ("node", "team", "from", "until", "reserved GPU-h", "used GPU-h", "use"):
+        held.add_column(column, justify="right" if "GPU-h" in column or column == "use" else "left")
+    for row in report["reservations"]:
+        until = short_time(row["end"]) + (" (called off)" if row["called_off"] else "")
+        held.add_row(
+            row["node"], row["team"], short_time(row["start"]), until, _num(row["reserved_gpu_hours"]),
+            _num(row["used_gpu_hours"]), _pct(row["use"]),
+        )  # fmt: skip
+    return Group(main, days, quota, held)
 
 
 def summary_table(summary: dict[str, Any]) -> Table:

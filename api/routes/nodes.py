@@ -164,7 +164,7 @@ def reserve(
         )
     timezone = cluster.policy_config.timezone
     start_s = now_s() if at is None else _future_s(at, timezone, "at", "drop `at` to reserve it from now")
-    past = cluster.reserve_node(name, team, start_s, _ends_after(until, timezone, start_s))
+    past = cluster.reserve_node(who, name, team, start_s, _ends_after(until, timezone, start_s))
     if past is None:
         raise _unknown(name)
     node = next(node for node in cluster.nodes.all() if node.name == name)

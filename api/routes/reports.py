@@ -34,9 +34,10 @@ def utilization(
     nodes = cluster.nodes.all()
     models = {f"{node.name}:{gpu.index}": gpu.name for node in nodes for gpu in node.gpus}
     capacity = sum(len(node.gpus) for node in nodes)
+    node_gpus = {node.name: len(node.gpus) for node in nodes}
     return utilization_report(
         cluster.factory, now_s(), days, by, cluster.policy_config, models, capacity,
-        team=_report_team(cluster, who, team),
+        team=_report_team(cluster, who, team), node_gpus=node_gpus,
     )  # fmt: skip
 
 

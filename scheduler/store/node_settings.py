@@ -1,16 +1,19 @@
-"""What admins set on each node, kept in SQL: the source of truth Redis is rebuilt from (`NodeSettings`)."""
+"""What admins set on each node, kept in SQL: the source of truth Redis is rebuilt from (`NodeSettings`), and
+the record of every reservation of a node for a team (`NodeReservation`), which the reports read."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import NamedTuple
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
+from scheduler.clock import from_epoch_s, to_epoch_s
 from scheduler.store.db import transaction
-from scheduler.store.tables import NodeSettings, utcnow
+from scheduler.store.tables import NodeReservation, NodeSettings, utcnow
 
 
 class NodeSettingsStore:
@@ -43,3 +46,74 @@ class NodeSettingsStore:
         with self.factory() as session:
             rows = session.scalars(select(NodeSettings)).all()
         return {row.name: {str(k): str(v) for k, v in json.loads(row.fields).items()} for row in rows}
+
+
+class ReservationRecord(NamedTuple):
+    """A node's reservation for a team as asked, and when it was called off (None: it was not)."""
+
+    node: str
+    team: str
+    start_s: float
+    end_s: float
+    created_by: str
+    cancelled_s: float | None
+
+    @property
+    def ends_s(self) -> float:
+        """When it ended or ends: its end, or earlier when called off."""
+        return self.end_s if self.cancelled_s is None else min(self.end_s, self.cancelled_s)
+
+
+class ReservationHistory:
+    """Every reservation of a node for a team, kept after it ends (`NodeReservation`)."""
+
+    def __init__(self, factory: sessionmaker[Session]) -> None:
+        self.factory = factory
+
+    def add(self, node: str, team: str, start_s: float, end_s: float, created_by: str) -> None:
+        """Record a reservation just made."""
+        with transaction(self.factory) as session:
+            session.add(
+                NodeReservation(
+                    node=node,
+                    team=team,
+                    start_at=from_epoch_s(start_s),
+                    end_at=from_epoch_s(end_s),
+                    created_by=created_by,
+                )
+            )
+
+    def call_off(self, node: str, team: str | None, now_s: float) -> None:
+        """Mark the node's reservations not over (of `team`, else all) as called off now."""
+        query = update(NodeReservation).where(
+            NodeReservation.node == node,
+            NodeReservation.end_at > from_epoch_s(now_s),
+            NodeReservation.cancelled_at.is_(None),
+        )
+        if team is not None:
+            query = query.where(NodeReservation.team == team)
+        with transaction(self.factory) as session:
+            session.execute(query.values(cancelled_at=from_epoch_s(now_s)))
+
+    def overlapping(self, since_s: float, until_s: float, team: str | None = None) -> list[ReservationRecord]:
+        """The reservations whose time (to their end, or when called off) overlaps `since_s`..`until_s`,
+        of `team` when given, in order of start."""
+        query = select(NodeReservation).where(
+            NodeReservation.start_at < from_epoch_s(until_s), NodeReservation.end_at > from_epoch_s(since_s)
+        )
+        if team is not None:
+            query = query.where(NodeReservation.team == team)
+        with self.factory() as session:
+            rows = session.scalars(query.order_by(NodeReservation.start_at, NodeReservation.id)).all()
+        records = [
+            ReservationRecord(
+                row.node,
+                row.team,
+                to_epoch_s(row.start_at),
+                to_epoch_s(row.end_at),
+                row.created_by,
+                to_epoch_s(row.cancelled_at) if row.cancelled_at is not None else None,
+            )
+            for row in rows
+        ]
+        return [record for record in records if record.ends_s > since_s and record.ends_s > record.start_s]

@@ -123,6 +123,21 @@ class NodeSettings(Base):
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
+class NodeReservation(Base):
+    """A node kept for one team for a while, as an admin asked it (`nightshift node reserve`): the record
+    the reports read to say how much of it the team used (`cancelled_at`: called off early)."""
+
+    __tablename__ = "node_reservations"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    node: Mapped[str] = mapped_column(String(255), index=True)
+    team: Mapped[str] = mapped_column(String(64))
+    start_at: Mapped[datetime] = mapped_column()
+    end_at: Mapped[datetime] = mapped_column()
+    created_by: Mapped[str] = mapped_column(String(64))
+    cancelled_at: Mapped[datetime | None] = mapped_column(default=None)
+
+
 class Task(Base):
     """One submitted task. `lease_token` fences state changes: only the current claim may finish it."""
 

@@ -4,7 +4,7 @@ morning summary; `nightshift report` tables."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from functools import partial
 
 import pytest
@@ -16,6 +16,7 @@ from api.cli.report import summary_table, utilization_tables
 from api.main import create_app
 from assistant.replies import reply_for
 from scheduler.clock import from_epoch_s
+from scheduler.nodes import NodeGpu
 from scheduler.notify.summary import morning_summary, summary_event
 from scheduler.policy.config import PolicyConfig
 from scheduler.reports import utilization_report
@@ -306,3 +307,63 @@ def test_the_summary_notification_says_small_amounts_as_amounts() -> None:
     }  # fmt: skip
 
     assert "0.0031 GPU-hours, 0.00090 kWh, 0.00030 EUR" in summary_event(summary).text
+
+
+def test_the_report_says_how_much_of_each_reservation_its_team_used(cluster, make_identity, tmp_path):
+    alice, _ = make_identity("alice", "vision")
+    bob, _ = make_identity("bob", "nlp")
+    admin, _ = make_identity("root", "ops", admin=True)
+    history = cluster.reservations
+    # box (4 GPUs) kept for vision 08:00-12:00 on day 2; nlp's from 14:00 was called off at 16:00
+    history.add("box", "vision", MIDNIGHT + 8 * H, MIDNIGHT + 12 * H, admin.user)
+    history.add("box", "nlp", MIDNIGHT + 14 * H, MIDNIGHT + 20 * H, admin.user)
+    history.call_off("box", "nlp", MIDNIGHT + 16 * H)
+    history.add("box", "vision", MIDNIGHT + 3 * 24 * H, MIDNIGHT + 4 * 24 * H, admin.user)  # after the period
+    # vision: 2 GPUs 07:00-10:00 on box (2 h of it inside its reservation); nlp ran there 09:00-10:00 on 1
+    _ran(cluster, alice, submitted=MIDNIGHT + 7 * H, started=MIDNIGHT + 7 * H, finished=MIDNIGHT + 10 * H, gpus=2,
+         tmp=tmp_path)  # fmt: skip
+    _ran(cluster, bob, submitted=MIDNIGHT + 9 * H, started=MIDNIGHT + 9 * H, finished=MIDNIGHT + 10 * H,
+         tmp=tmp_path)  # fmt: skip
+    report = partial(utilization_report, cluster.factory, MIDNIGHT + 20 * H, 1, "team", PolicyConfig(), {}, 4)
+
+    everyone = report(node_gpus={"box": 4})["reservations"]
+    vision = report(team="vision", node_gpus={"box": 4})["reservations"]
+
+    assert [
+        (r["team"], r["reserved_gpu_hours"], r["used_gpu_hours"], r["use"], r["called_off"]) for r in everyone
+    ] == [
+        ("vision", 16.0, 4.0, 0.25, False),  # 4 GPUs x 4 h; its 2 GPUs x 2 h inside (nlp's hour is not its)
+        ("nlp", 8.0, 0.0, 0.0, True),  # 4 GPUs x 2 h until called off at 16:00
+    ]
+    assert [row["team"] for row in vision] == ["vision"] and vision[0]["created_by"] == "root"
+    assert everyone[1]["end"].startswith(datetime.fromtimestamp(MIDNIGHT + 16 * H, UTC).isoformat()[:16])
+
+
+def test_nightshift_report_lists_the_reservations_and_their_use_through_the_api(
+    cluster, make_identity, tmp_path
+):
+    _admin, admin_token = make_identity("root", "ops", admin=True)
+    make_identity("alice", "vision")
+    cluster.nodes.publish(
+        "box", [NodeGpu(i, "NVIDIA A100", 80 * 1024, 80 * 1024) for i in range(2)], 0, "nvml"
+    )
+    with TestClient(create_app(cluster)) as client:
+        headers = {"Authorization": f"Bearer {admin_token}"}
+        until = datetime.now(UTC) + timedelta(hours=2)
+        reserved = client.post("/api/v1/nodes/box/reserve", params={"team": "vision", "until": until.isoformat()},
+                               headers=headers)  # fmt: skip
+        report = client.get("/api/v1/reports/utilization", params={"days": 1}, headers=headers).json()
+
+    assert reserved.status_code == 200, reserved.text
+    [row] = report["reservations"]
+    assert (row["node"], row["team"], row["created_by"], row["used_gpu_hours"]) == (
+        "box",
+        "vision",
+        "root",
+        0.0,
+    )
+    assert 0 < row["reserved_gpu_hours"] < 0.01  # 2 GPUs for the moments since it began
+    out = Console(width=160, record=True)
+    out.print(utilization_tables(report))
+    text = out.export_text()
+    assert "reservations for teams" in text and "│ box  │ vision │" in text

@@ -213,7 +213,6 @@ def test_a_seeded_random_mix_of_states_and_losses_is_always_repaired(cluster, ma
 
 
 def test_what_admins_set_on_the_nodes_comes_back_after_redis_loses_everything(cluster, make_identity):
-    _admin, _ = make_identity("root", "ops", admin=True)
     who, _ = make_identity("alice", "vision")
     gpus = [NodeGpu(0, "NVIDIA A100", 80 * 1024, 80 * 1024)]
     for name in ("box-1", "box-2", "box-3"):
@@ -222,7 +221,8 @@ def test_what_admins_set_on_the_nodes_comes_back_after_redis_loses_everything(cl
     now = now_ms() / 1000
     assert cluster.set_node_drained("box-1", True)
     assert cluster.drain_later(who, "box-2", now + hour_s, requeue=True, until_s=now + 3 * hour_s) == []
-    assert cluster.reserve_node("box-2", "vision", now + 4 * hour_s, now + 8 * hour_s) == []
+    admin, _ = make_identity("root", "ops", admin=True)
+    assert cluster.reserve_node(admin, "box-2", "vision", now + 4 * hour_s, now + 8 * hour_s) == []
     assert cluster.set_node_drained("box-3", True) and cluster.set_node_drained("box-3", False)
     before = {node.name: node for node in cluster.nodes.all()}
 
