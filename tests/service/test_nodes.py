@@ -332,8 +332,8 @@ def test_a_node_reserved_for_a_team_starts_only_its_tasks_until_called_off(clust
     )
     try:
         Dispatcher(cluster).run_pass()
-        worker.step()  # bob's 10-hour task is already running there
-        assert cluster.tasks.get_any(running.id).status == "running"
+        worker.step()  # bob's 10-hour task is already running there (its start completes beside the step)
+        wait_until(lambda: cluster.tasks.get_any(running.id).status == "running")
         with TestClient(create_app(cluster)) as client:
             reserve = "/api/v1/nodes/box-1/reserve"
             # Refused: a team nobody has, an end before now, no end, not an admin
