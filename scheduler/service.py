@@ -369,9 +369,10 @@ class Cluster:
     def reserve_node(
         self, who: Identity, node: str, team: str, at_s: float, until_s: float
     ) -> list[int] | None:
-        """Reserve `node`'s GPUs for `team` from `at_s` to `until_s`: then only its tasks start there. The
-        ids of other teams' tasks running there now that are expected to run past its start (they are not
-        stopped); None for an unknown node. ConflictError when it overlaps another of the node's."""
+        """Reserve `node`'s GPUs for `team` from `at_s` to `until_s`, as `who` asks (recorded for the
+        reports): then only its tasks start there. The ids of other teams' tasks running there now that are
+        expected to run past its start (they are not stopped); None for an unknown node. ConflictError when
+        it overlaps another of the node's."""
         held = TeamReservation(team, round(at_s * 1000), round(until_s * 1000))
         if not self.nodes.reserve(node, held, now_ms()):
             return None
