@@ -259,10 +259,7 @@ def reservation_use(
     on that node then against the node's GPUs over that time (Slurm's `sreport reservation utilization`)."""
     rows = []
     for held in reservations:
-        start, end = max(held.start_s, since_s), min(held.ends_s, now_s)
-        if end <= start:
-            rows.append(_reservation_row(held, 0.0, 0.0))
-            continue
+        start, end = max(held.start_s, since_s), min(held.ends_s, now_s)  # `overlapping`: end > start
         used_s = sum(
             len(span.gpus) * span.gpu_fraction * max(0.0, min(span.end_s, end) - max(span.start_s, start))
             for span in spans

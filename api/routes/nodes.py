@@ -53,11 +53,15 @@ def _unknown(name: str) -> NotFoundError:
     return NotFoundError(f"node {name!r} not found; `nightshift nodes` lists them")
 
 
+def _shown(cluster: ClusterDep, name: str) -> NodePublic:
+    """The node `name` (known to exist) as the API shows it now."""
+    return node_public(next(node for node in cluster.nodes.all() if node.name == name), now_ms())
+
+
 def _set_drained(cluster: ClusterDep, name: str, drained: bool) -> NodePublic:
     if not cluster.set_node_drained(name, drained):
         raise _unknown(name)
-    node = next(node for node in cluster.nodes.all() if node.name == name)
-    return node_public(node, now_ms())
+    return _shown(cluster, name)
 
 
 @router.post("/{name}/drain", response_model=NodeDrainedPublic)
@@ -105,8 +109,7 @@ def drain(
     if past is None:
         raise _unknown(name)
     requeued = cluster.requeue_node(who, name) if requeue and at is None else []
-    node = next(node for node in cluster.nodes.all() if node.name == name)
-    public = node_public(node, now_ms()).model_dump()
+    public = _shown(cluster, name).model_dump()
     return NodeDrainedPublic(**public, requeued=requeued, running_past=past if at is not None else [])
 
 
@@ -167,8 +170,7 @@ def reserve(
     past = cluster.reserve_node(who, name, team, start_s, _ends_after(until, timezone, start_s))
     if past is None:
         raise _unknown(name)
-    node = next(node for node in cluster.nodes.all() if node.name == name)
-    return NodeReservedPublic(**node_public(node, now_ms()).model_dump(), running_past=past)
+    return NodeReservedPublic(**_shown(cluster, name).model_dump(), running_past=past)
 
 
 @router.post("/{name}/unreserve", response_model=NodePublic)
@@ -183,5 +185,4 @@ def unreserve(
     """Call off the node's reservations for `team` (else all of them)."""
     if not cluster.unreserve_node(name, team):
         raise _unknown(name)
-    node = next(node for node in cluster.nodes.all() if node.name == name)
-    return node_public(node, now_ms())
+    return _shown(cluster, name)

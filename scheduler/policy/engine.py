@@ -375,23 +375,21 @@ def _node_window_in_the_way(ps: _Pass, task: QueuedTask) -> str | None:
     ]
     names = sorted(node for r in alike for node in r.nodes)
     at = partial(reasons.local_time, now_s=ps.now_s, tz_name=ps.config.timezone)
+    which = f"node {names[0]} is" if len(names) == 1 else f"nodes {', '.join(names)} are"
+    estimate = reasons.human_duration(end_s - ps.now_s)
     if first.team is not None:
-        which = f"node {names[0]} is" if len(names) == 1 else f"nodes {', '.join(names)} are"
         if first.start_s <= ps.now_s:
             return f"{which} reserved for team {first.team} until {at(first.end_s)}"
-        estimate = reasons.human_duration(end_s - ps.now_s)
         return (
             f"{which} reserved for team {first.team} from {at(first.start_s)} until {at(first.end_s)}: "
             f"its {estimate} estimate would run into it"
         )
     if first.start_s <= ps.now_s:  # begun (with an end: else the node is drained)
-        which = f"node {names[0]} is" if len(names) == 1 else f"nodes {', '.join(names)} are"
         return f"{which} down for maintenance until {at(first.end_s)}"
     which = f"node {names[0]} goes" if len(names) == 1 else f"nodes {', '.join(names)} go"
     when = at(first.start_s)
     if math.isfinite(first.end_s):
         when += f" until {at(first.end_s)}"
-    estimate = reasons.human_duration(end_s - ps.now_s)
     return f"{which} down for maintenance at {when}: its {estimate} estimate would run past it"
 
 
