@@ -6,11 +6,11 @@ import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields
-from datetime import UTC, datetime
 from typing import Any, NamedTuple, cast
 
 import redis
 
+from scheduler.clock import from_epoch_s
 from scheduler.errors import ConflictError
 from scheduler.gpus.outside import OutsideProcess
 from scheduler.keys import RedisKeys
@@ -316,7 +316,7 @@ def _by_start(held: TeamReservation) -> int:
 
 
 def _iso(epoch_ms: int) -> str:
-    return datetime.fromtimestamp(epoch_ms / 1000, UTC).isoformat(timespec="minutes")
+    return from_epoch_s(epoch_ms / 1000).isoformat(timespec="minutes")
 
 
 def _parse(name: str, raw: dict[str, str]) -> NodeState:
