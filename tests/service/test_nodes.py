@@ -273,6 +273,7 @@ def test_a_maintenance_with_an_end_keeps_tasks_off_its_node_until_then_and_the_n
             headers=admin,
         )
         task, _ = cluster.submit(who, {"command": "true", "estimated_minutes": 120, "workdir": str(tmp_path)})
+        worker.publish_node()  # a heartbeat: the requests above may outlast the test's 5-s lease under load
         Dispatcher(cluster).run_pass()
         before = client.get(f"/api/v1/tasks/{task.id}/explain", headers={"Authorization": f"Bearer {token}"})
         # and when the maintenance has begun (its start moved to now here)
