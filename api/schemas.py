@@ -178,11 +178,13 @@ class GpuPublic(BaseModel):
 
 
 class TeamReservationPublic(BaseModel):
-    """A node kept for one team for a while (`nightshift node reserve`)."""
+    """A node kept for one team for a while (`nightshift node reserve`): a repeating one at its current or
+    next time."""
 
     team: str
     start: datetime
     end: datetime
+    repeat: str | None = None  # daily, weekdays, weekends, weekly; None: once
 
 
 class NodePublic(BaseModel):

@@ -1238,15 +1238,28 @@ def _cluster(data: dict[str, Any], lang: str, now: datetime | None = None) -> st
     for held in summary.get("reserved_for_teams") or []:
         node, team = held["node"], held["team"]
         start, end = when(held["from"], now, lang), when(held["until"], now, lang)
+        every = _REPEAT_WORDS.get(held.get("repeat") or "")
         text += "\n" + _t(
             lang,
-            f"Node {node} is reserved for team {team} from {start} until {end}: only its tasks start there "
-            "then.",
-            f"节点 {node} 在 {start} 至 {end} 预留给团队 {team}：这段时间只运行该团队的任务。",
+            f"Node {node} is reserved for team {team} from {start} until {end}"
+            + (f", and again {every[0]}" if every else "")
+            + ": only its tasks start there then.",
+            f"节点 {node} 在 {start} 至 {end} 预留给团队 {team}"
+            + (f"，之后{every[1]}同一时段也是" if every else "")
+            + "：这段时间只运行该团队的任务。",
         )
     for down in summary.get("maintenance") or []:
         text += "\n" + _maintenance_line(down, lang, now)
     return text
+
+
+# how a repeating reservation comes round (`nightshift node reserve --repeat`), in English and Chinese
+_REPEAT_WORDS = {
+    "daily": ("every day", "每天"),
+    "weekdays": ("every working day", "每个工作日"),
+    "weekends": ("every weekend day", "每个周末"),
+    "weekly": ("every week", "每周"),
+}
 
 
 def _maintenance_line(down: dict[str, Any], lang: str, now: datetime | None) -> str:

@@ -1143,7 +1143,15 @@ def cluster_status(ctx: ToolContext) -> str:
         "nodes": len(view.get("nodes", [])),
         # nodes kept for one team for a while, and maintenance set (their GPUs take no other work then)
         "reserved_for_teams": [
-            {"node": n["name"], "team": held["team"], "from": held["start"], "until": held["end"]}
+            {
+                "node": n["name"],
+                "team": held["team"],
+                "from": held["start"],
+                "until": held["end"],
+                "repeat": held.get(
+                    "repeat"
+                ),  # daily, weekdays, weekends, weekly: from..until is its next time
+            }
             for n in nodes.values()
             for held in n.get("reservations") or []
         ],

@@ -138,8 +138,11 @@ class ClusterCollector(Collector):
         for node in self.cluster.nodes.all():
             heartbeat.add_metric([node.name], (now - node.heartbeat_ms) / 1000.0)
             drained.add_metric([node.name], 1.0 if node.drained_at(now) else 0.0)
-            for held in node.team_reservations(now):
-                reserved.add_metric([node.name, held.team], 1.0 if held.start_ms <= now else 0.0)
+            holding: dict[str, float] = {}  # team -> 1 while one of its reservations holds the node
+            for held in node.next_reservations(now):
+                holding[held.team] = max(holding.get(held.team, 0.0), 1.0 if held.start_ms <= now else 0.0)
+            for team, value in holding.items():
+                reserved.add_metric([node.name, team], value)
             if (window := node.maintenance(now)) is not None:
                 maintenance.add_metric([node.name], window[0] / 1000.0)
             for gpu in node.gpus:

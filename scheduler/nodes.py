@@ -14,8 +14,12 @@ from scheduler.clock import from_epoch_s
 from scheduler.errors import ConflictError
 from scheduler.gpus.outside import OutsideProcess
 from scheduler.keys import RedisKeys
+from scheduler.repeats import occurrences
 
 NODE_STALE_AFTER_MS = 30_000
+# how far ahead a repeating reservation's times are handed to the policy and the forecasts
+REPEATS_AHEAD_MS = 14 * 86_400_000
+_TWO_WEEKS_MS = 14 * 86_400_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,11 +49,50 @@ class NodeGpu:
 
 class TeamReservation(NamedTuple):
     """A node kept for one team from `start_ms` to `end_ms` (Slurm's reservation for an account): only that
-    team's tasks start there then."""
+    team's tasks start there then. With `repeat` (`scheduler.repeats`), it comes round again at the same
+    wall-clock time in `zone` until called off, and `start_ms`..`end_ms` is its first time."""
 
     team: str
     start_ms: int
     end_ms: int
+    repeat: str | None = None
+    zone: str = "UTC"
+
+    def over(self, now_ms: int) -> bool:
+        """True when it will not hold the node again after `now_ms`."""
+        return self.repeat is None and now_ms >= self.end_ms
+
+    def times(self, since_ms: int, until_ms: int) -> list[TeamReservation]:
+        """Each time it holds the node that is not over at `since_ms` and starts before `until_ms` (a
+        one-off reservation: itself when not over, whenever it starts), in order."""
+        if self.repeat is None:
+            return [] if self.over(since_ms) else [self]
+        return [
+            self._replace(start_ms=round(start_s * 1000), end_ms=round(end_s * 1000))
+            for start_s, end_s in occurrences(
+                self.repeat,
+                self.start_ms / 1000,
+                self.end_ms / 1000,
+                self.zone,
+                since_ms / 1000,
+                until_ms / 1000,
+            )
+        ]
+
+    def overlap(self, other: TeamReservation) -> TeamReservation | None:
+        """The first time of `other` that overlaps one of this one's, if any (repeating ones are compared
+        over two weeks from the later start: every repeat comes round the same way each week)."""
+        since_ms = max(self.start_ms, other.start_ms)
+        until_ms = since_ms + _TWO_WEEKS_MS + max(self.end_ms - self.start_ms, other.end_ms - other.start_ms)
+        mine = self.times(since_ms, until_ms)
+        for theirs in other.times(since_ms, until_ms):
+            if any(held.start_ms < theirs.end_ms and theirs.start_ms < held.end_ms for held in mine):
+                return theirs
+        return None
+
+    def next_time(self, now_ms: int) -> TeamReservation | None:
+        """Its time that holds the node at `now_ms` or comes next; None when it is over."""
+        return next(iter(self.times(now_ms, now_ms + _TWO_WEEKS_MS)), None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,9 +129,17 @@ class NodeState:
         window = self.maintenance(now_ms)
         return self.drained or (window is not None and now_ms >= window[0])
 
-    def team_reservations(self, now_ms: int) -> list[TeamReservation]:
-        """The node's reservations for teams not over at `now_ms`, soonest first."""
-        return sorted((held for held in self.reservations if now_ms < held.end_ms), key=_by_start)
+    def team_reservations(self, now_ms: int, ahead_ms: int = REPEATS_AHEAD_MS) -> list[TeamReservation]:
+        """Each time the node is reserved for a team that is not over at `now_ms`, soonest first: a
+        repeating reservation's times that start within `ahead_ms`, a one-off one whenever it starts."""
+        times = (time for held in self.reservations for time in held.times(now_ms, now_ms + ahead_ms))
+        return sorted(times, key=_by_start)
+
+    def next_reservations(self, now_ms: int) -> list[TeamReservation]:
+        """Each of the node's reservations not over at `now_ms`, at its current or next time (what `nodes`
+        shows), soonest first."""
+        times = (held.next_time(now_ms) for held in self.reservations)
+        return sorted((time for time in times if time is not None), key=_by_start)
 
     def maintenance(self, now_ms: int) -> tuple[int, int | None] | None:
         """The node's maintenance (start, end; no end: until undrained) unless none is set or it is over."""
@@ -178,12 +229,12 @@ class NodeRegistry:
 
         def add(kept: list[TeamReservation]) -> list[TeamReservation]:
             for other in kept:
-                if other.start_ms < held.end_ms and held.start_ms < other.end_ms:
+                if (clash := held.overlap(other)) is not None:
                     raise ConflictError(
                         f"node {name} is already reserved for team {other.team} from "
-                        f"{_iso(other.start_ms)} until {_iso(other.end_ms)}, which overlaps: call that off "
-                        f"first (`nightshift node unreserve {name} --team {other.team}`) or choose other "
-                        "times"
+                        f"{_iso(clash.start_ms)} until {_iso(clash.end_ms)}{_repeating(other)}, which "
+                        f"overlaps: call that off first (`nightshift node unreserve {name} --team "
+                        f"{other.team}`) or choose other times"
                     )
             return [*kept, held]
 
@@ -208,7 +259,9 @@ class NodeRegistry:
                     if not pipe.sismember(self.keys.nodes, name):
                         return False
                     kept = [
-                        held for held in _reservations(pipe.hget(key, "reservations")) if now_ms < held.end_ms
+                        held
+                        for held in _reservations(pipe.hget(key, "reservations"))
+                        if not held.over(now_ms)
                     ]
                     changed = change(kept)
                     pipe.multi()
@@ -307,8 +360,17 @@ def _node_gpu(item: dict[str, Any]) -> NodeGpu:
 
 
 def _reservations(raw: str | bytes | None) -> list[TeamReservation]:
-    """The reservations a node's record holds (a JSON list of [team, start_ms, end_ms])."""
-    return [TeamReservation(str(team), int(start), int(end)) for team, start, end in json.loads(raw or "[]")]
+    """The reservations a node's record holds (a JSON list of [team, start_ms, end_ms, repeat, zone]; the last
+    two absent before reservations could repeat)."""
+    return [
+        TeamReservation(str(team), int(start), int(end), *rest)
+        for team, start, end, *rest in json.loads(raw or "[]")
+    ]
+
+
+def _repeating(held: TeamReservation) -> str:
+    """ " (repeating weekly)", or nothing for a one-off reservation."""
+    return "" if held.repeat is None else f" (repeating {held.repeat})"
 
 
 def _by_start(held: TeamReservation) -> int:

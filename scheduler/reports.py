@@ -259,23 +259,28 @@ def reservation_use(
     on that node then against the node's GPUs over that time (Slurm's `sreport reservation utilization`)."""
     rows = []
     for held in reservations:
-        start, end = max(held.start_s, since_s), min(held.ends_s, now_s)  # `overlapping`: end > start
-        used_s = sum(
-            len(span.gpus) * span.gpu_fraction * max(0.0, min(span.end_s, end) - max(span.start_s, start))
-            for span in spans
-            if span.node == held.node and span.team == held.team
-        )
-        rows.append(_reservation_row(held, node_gpus.get(held.node, 0) * (end - start), used_s))
+        for start, end in held.times(since_s, now_s):  # a repeating one: a row for each time it held it
+            used_s = sum(
+                len(span.gpus) * span.gpu_fraction * max(0.0, min(span.end_s, end) - max(span.start_s, start))
+                for span in spans
+                if span.node == held.node and span.team == held.team
+            )
+            rows.append(
+                _reservation_row(held, start, end, node_gpus.get(held.node, 0) * (end - start), used_s)
+            )
     return rows
 
 
-def _reservation_row(held: ReservationRecord, reserved_gpu_s: float, used_gpu_s: float) -> dict[str, Any]:
+def _reservation_row(
+    held: ReservationRecord, start_s: float, end_s: float, reserved_gpu_s: float, used_gpu_s: float
+) -> dict[str, Any]:
     return {
         "node": held.node,
         "team": held.team,
-        "start": from_epoch_s(held.start_s).isoformat(),
-        "end": from_epoch_s(held.ends_s).isoformat(),
-        "called_off": held.cancelled_s is not None and held.cancelled_s < held.end_s,
+        "start": from_epoch_s(start_s).isoformat(),
+        "end": from_epoch_s(end_s).isoformat(),
+        "called_off": held.cancelled_s is not None and held.cancelled_s <= end_s,
+        "repeat": held.repeat,
         "created_by": held.created_by,
         "reserved_gpu_hours": round(reserved_gpu_s / 3600, 6),
         "used_gpu_hours": round(used_gpu_s / 3600, 6),

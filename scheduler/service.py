@@ -25,6 +25,7 @@ from scheduler.policy.estimate import expected_end_s
 from scheduler.policy.retry import decide_retry
 from scheduler.policy_input import queued_task_of, running_task_of
 from scheduler.priority_limits import check_priority_room, limit_for, over_limit
+from scheduler.repeats import check_repeat
 from scheduler.settings import Settings
 from scheduler.spec import TaskSpec, parse_spec
 from scheduler.store.db import create_db_engine, make_session_factory, migrate
@@ -367,17 +368,21 @@ class Cluster:
         return [task_id for task_id, _team in self._running_past(node, at_s)]
 
     def reserve_node(
-        self, who: Identity, node: str, team: str, at_s: float, until_s: float
+        self, who: Identity, node: str, team: str, at_s: float, until_s: float, repeat: str | None = None
     ) -> list[int] | None:
-        """Reserve `node`'s GPUs for `team` from `at_s` to `until_s`, as `who` asks (recorded for the
-        reports): then only its tasks start there. The ids of other teams' tasks running there now that are
-        expected to run past its start (they are not stopped); None for an unknown node. ConflictError when
-        it overlaps another of the node's."""
-        held = TeamReservation(team, round(at_s * 1000), round(until_s * 1000))
+        """Reserve `node`'s GPUs for `team` from `at_s` to `until_s` (with `repeat`, at that time every day,
+        working day, weekend day or week in the cluster's zone, until called off), as `who` asks (recorded
+        for the reports): then only its tasks start there. The ids of other teams' tasks running there now
+        that are expected to run past its start (they are not stopped); None for an unknown node.
+        ConflictError when it overlaps another of the node's; SpecError for a repeat it cannot keep."""
+        zone_name = self.policy_config.timezone
+        if repeat is not None:
+            check_repeat(repeat, at_s, until_s, zone_name)
+        held = TeamReservation(team, round(at_s * 1000), round(until_s * 1000), repeat, zone_name)
         if not self.nodes.reserve(node, held, now_ms()):
             return None
         self._keep_node_settings(node)
-        self.reservations.add(node, team, at_s, until_s, who.user)
+        self.reservations.add(node, team, at_s, until_s, who.user, repeat, zone_name)
         return [task_id for task_id, owner in self._running_past(node, at_s) if owner != team]
 
     def set_node_drained(self, node: str, drained: bool) -> bool:

@@ -36,6 +36,7 @@ from api.cli.render import (
     print_json,
     queue_table,
     quota_table,
+    reservation_words,
     short_time,
     simulation_table,
     stopping_line,
@@ -1311,21 +1312,32 @@ def node_reserve(
     team: Annotated[str, typer.Option("--team", help="the team the node is kept for")],
     until: Annotated[str, typer.Option("--until", help="when it ends (ISO 8601, 18:00, friday 18:00, +8h)")],
     at: Annotated[str | None, typer.Option("--at", help="when it starts (same forms); else now")] = None,
+    repeat: Annotated[
+        str | None,
+        typer.Option(
+            "--repeat",
+            help="daily, weekdays, weekends or weekly: it comes round at the same time until called off",
+        ),
+    ] = None,
 ) -> None:
     """Keep NAME's GPUs for one team for a while (a paper deadline, a demo; Slurm's reservation for an
     account): from --at (else now) to --until only that team's tasks start there; before it, other teams'
     tasks start there only if their estimate (else time limit) ends them first. Nothing running is
-    stopped. `nightshift node unreserve NAME` calls it off."""
+    stopped. With --repeat, at that time every day, working day, weekend day or week (a class every
+    Tuesday 14:00-17:00). `nightshift node unreserve NAME` calls it off."""
     zone = cli_zone(get_settings())
     params = {"team": team, "until": parse_when(until, datetime.now(zone), zone).isoformat()}
     if at is not None:
         params["at"] = parse_when(at, datetime.now(zone), zone).isoformat()
+    if repeat is not None:
+        params["repeat"] = repeat
     node = _with_client(lambda client: client.post(f"/nodes/{name}/reserve", params=params))
-    held = next(held for held in node["reservations"] if held["team"] == team)
+    held = next(
+        held for held in node["reservations"] if held["team"] == team and held.get("repeat") == repeat
+    )
     console.print(
-        f"node {name} is reserved for team {team} from {short_time(held['start'])} until "
-        f"{short_time(held['end'])}: only its tasks start there then; `nightshift node unreserve {name} "
-        f"--team {team}` calls it off"
+        f"node {name} is reserved for team {reservation_words(held)}: only its tasks start there then; "
+        f"`nightshift node unreserve {name} --team {team}` calls it off"
     )
     past = ", ".join(map(str, node.get("running_past") or []))
     if past:
@@ -1341,10 +1353,7 @@ def node_unreserve(
     params = {"team": team} if team is not None else {}
     node = _with_client(lambda client: client.post(f"/nodes/{name}/unreserve", params=params))
     which = "all its reservations" if team is None else f"team {team}'s reservations"
-    left = [
-        f"{held['team']} from {short_time(held['start'])} until {short_time(held['end'])}"
-        for held in node.get("reservations") or []
-    ]
+    left = [reservation_words(held) for held in node.get("reservations") or []]
     console.print(
         f"node {name}: {which} called off; "
         + (f"still reserved for {', '.join(left)}" if left else "it is everyone's again")

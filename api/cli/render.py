@@ -115,6 +115,21 @@ def short_time(value: str | None) -> str:
     return datetime.fromisoformat(value).astimezone(zone).strftime("%m-%d %H:%M:%S")
 
 
+def reservation_words(held: dict[str, Any]) -> str:
+    """A reservation of a node for a team as the CLI says it: "vision from 12-08 14:00:00 until 12-08
+    17:00:00", and for a repeating one when it comes round: "vision every Tuesday 14:00-17:00 (next from
+    ...)"."""
+    start, end = short_time(held["start"]), short_time(held["end"])
+    repeat = held.get("repeat")
+    if not repeat:
+        return f"{held['team']} from {start} until {end}"
+    zone = cli_zone(get_settings())
+    first = datetime.fromisoformat(held["start"]).astimezone(zone)
+    last = datetime.fromisoformat(held["end"]).astimezone(zone)
+    days = {"daily": "day", "weekdays": "working day", "weekends": "weekend day"}.get(repeat, f"{first:%A}")
+    return f"{held['team']} every {days} {first:%H:%M}-{last:%H:%M} (next from {start} until {end})"
+
+
 def _status(task: dict[str, Any]) -> str:
     status = str(task["status"])
     text = f"[{STATUS_STYLE.get(status, 'white')}]{status}[/]"
@@ -607,8 +622,7 @@ def nodes_table(nodes: list[dict[str, Any]]) -> Table:
         elif node["drained"] and until:
             state += f" (maintenance{until})"
         for held in node.get("reservations") or []:
-            start, end = short_time(held["start"]), short_time(held["end"])
-            state += f", reserved for {held['team']} from {start} until {end}"
+            state += f", reserved for {reservation_words(held)}"
         labels = ", ".join(f"{k}={v}" for k, v in (node.get("labels") or {}).items()) or "-"
         table.add_row(
             node["name"],

@@ -91,6 +91,7 @@ def utilization_tables(report: dict[str, Any]) -> Group:
         held.add_column(column, justify="right" if "GPU-h" in column or column == "use" else "left")
     for row in report["reservations"]:
         until = short_time(row["end"]) + (" (called off)" if row["called_off"] else "")
+        until += f" ({row['repeat']})" if row.get("repeat") else ""
         held.add_row(
             row["node"], row["team"], short_time(row["start"]), until, _num(row["reserved_gpu_hours"]),
             _num(row["used_gpu_hours"]), _pct(row["use"]),

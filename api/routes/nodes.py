@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
 
@@ -30,9 +30,12 @@ def node_public(node: NodeState, now: int) -> NodePublic:
         drain_until=None if end is None else from_epoch_s(end / 1000.0),
         reservations=[
             TeamReservationPublic(
-                team=held.team, start=from_epoch_s(held.start_ms / 1000), end=from_epoch_s(held.end_ms / 1000)
+                team=held.team,
+                start=from_epoch_s(held.start_ms / 1000),
+                end=from_epoch_s(held.end_ms / 1000),
+                repeat=held.repeat,
             )
-            for held in node.team_reservations(now)
+            for held in node.next_reservations(now)
         ],
         source=node.source,
         heartbeat_age_s=round((now - node.heartbeat_ms) / 1000, 1),
@@ -153,13 +156,22 @@ def reserve(
     at: Annotated[
         datetime | None, Query(description="it starts then (ISO 8601, naive in the cluster's zone); else now")
     ] = None,
+    repeat: Annotated[
+        Literal["daily", "weekdays", "weekends", "weekly"] | None,
+        Query(
+            description="it comes round again at the same time every day, working day (Monday to Friday), "
+            "weekend day or week, in the cluster's zone, until called off; `at`..`until` is its first time"
+        ),
+    ] = None,
 ) -> NodeReservedPublic:
     """Keep the node's GPUs for one team from `at` (else now) to `until` (Slurm's reservation for an
     account: a paper deadline, a demo): then only that team's tasks start there; before it, another team's
     task starts there only if its estimate (else its time limit) ends it first, and none is promised GPUs
     there; the team's own tasks may use it at any time, elsewhere as usual. Nothing running is stopped:
     `running_past` names the other teams' tasks expected to run past its start. A node may be reserved for
-    several teams one after the other; one overlapping another is refused (409), naming it."""
+    several teams one after the other; one overlapping another is refused (409), naming it. With `repeat`
+    (Slurm's DAILY, WEEKDAY, WEEKEND, WEEKLY flags) it holds the node at that time each day or week: a lab's
+    class every Tuesday afternoon."""
     if team_id_by_name(cluster.factory, team) is None:
         raise SpecError(
             f"no team named {team!r}: a team exists once a token names it (`nightshift token create --team`)",
@@ -167,7 +179,7 @@ def reserve(
         )
     timezone = cluster.policy_config.timezone
     start_s = now_s() if at is None else _future_s(at, timezone, "at", "drop `at` to reserve it from now")
-    past = cluster.reserve_node(who, name, team, start_s, _ends_after(until, timezone, start_s))
+    past = cluster.reserve_node(who, name, team, start_s, _ends_after(until, timezone, start_s), repeat)
     if past is None:
         raise _unknown(name)
     return NodeReservedPublic(**_shown(cluster, name).model_dump(), running_past=past)

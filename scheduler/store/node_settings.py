@@ -4,14 +4,16 @@ the record of every reservation of a node for a team (`NodeReservation`), which 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
-from sqlalchemy import select, update
+from sqlalchemy import or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from scheduler.clock import from_epoch_s, to_epoch_s
+from scheduler.repeats import occurrences
 from scheduler.store.db import transaction
 from scheduler.store.tables import NodeReservation, NodeSettings, utcnow
 
@@ -57,11 +59,24 @@ class ReservationRecord(NamedTuple):
     end_s: float
     created_by: str
     cancelled_s: float | None
+    repeat: str | None = None
+    zone: str = "UTC"
 
     @property
     def ends_s(self) -> float:
-        """When it ended or ends: its end, or earlier when called off."""
-        return self.end_s if self.cancelled_s is None else min(self.end_s, self.cancelled_s)
+        """When it ended or ends: its end (a repeating one's never comes), or earlier when called off."""
+        end_s = self.end_s if self.repeat is None else math.inf
+        return end_s if self.cancelled_s is None else min(end_s, self.cancelled_s)
+
+    def times(self, since_s: float, until_s: float) -> list[tuple[float, float]]:
+        """(start, end) of each time it held (holds) the node within `since_s`..`until_s`, cut there and
+        where it was called off; a one-off reservation has one."""
+        if self.repeat is None:
+            spans: Iterable[tuple[float, float]] = [(self.start_s, self.end_s)]
+        else:
+            spans = occurrences(self.repeat, self.start_s, self.end_s, self.zone, since_s, until_s)
+        cut = ((max(start, since_s), min(end, until_s, self.ends_s)) for start, end in spans)
+        return [(start, end) for start, end in cut if end > start]
 
 
 class ReservationHistory:
@@ -70,8 +85,17 @@ class ReservationHistory:
     def __init__(self, factory: sessionmaker[Session]) -> None:
         self.factory = factory
 
-    def add(self, node: str, team: str, start_s: float, end_s: float, created_by: str) -> None:
-        """Record a reservation just made."""
+    def add(
+        self,
+        node: str,
+        team: str,
+        start_s: float,
+        end_s: float,
+        created_by: str,
+        repeat: str | None = None,
+        zone: str = "UTC",
+    ) -> None:
+        """Record a reservation just made (a repeating one: its first time, and how it repeats)."""
         with transaction(self.factory) as session:
             session.add(
                 NodeReservation(
@@ -80,6 +104,8 @@ class ReservationHistory:
                     start_at=from_epoch_s(start_s),
                     end_at=from_epoch_s(end_s),
                     created_by=created_by,
+                    repeat=repeat,
+                    zone=zone,
                 )
             )
 
@@ -87,7 +113,7 @@ class ReservationHistory:
         """Mark the node's reservations not over (of `team`, else all) as called off now."""
         query = update(NodeReservation).where(
             NodeReservation.node == node,
-            NodeReservation.end_at > from_epoch_s(now_s),
+            or_(NodeReservation.end_at > from_epoch_s(now_s), NodeReservation.repeat.is_not(None)),
             NodeReservation.cancelled_at.is_(None),
         )
         if team is not None:
@@ -99,7 +125,8 @@ class ReservationHistory:
         """The reservations whose time (to their end, or when called off) overlaps `since_s`..`until_s`,
         of `team` when given, in order of start."""
         query = select(NodeReservation).where(
-            NodeReservation.start_at < from_epoch_s(until_s), NodeReservation.end_at > from_epoch_s(since_s)
+            NodeReservation.start_at < from_epoch_s(until_s),
+            or_(NodeReservation.end_at > from_epoch_s(since_s), NodeReservation.repeat.is_not(None)),
         )
         if team is not None:
             query = query.where(NodeReservation.team == team)
@@ -113,6 +140,8 @@ class ReservationHistory:
                 to_epoch_s(row.end_at),
                 row.created_by,
                 to_epoch_s(row.cancelled_at) if row.cancelled_at is not None else None,
+                row.repeat,
+                row.zone,
             )
             for row in rows
         ]

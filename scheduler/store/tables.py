@@ -136,6 +136,9 @@ class NodeReservation(Base):
     end_at: Mapped[datetime] = mapped_column()
     created_by: Mapped[str] = mapped_column(String(64))
     cancelled_at: Mapped[datetime | None] = mapped_column(default=None)
+    # a repeating one (`scheduler.repeats`): start_at..end_at is its first time, and it comes round in `zone`
+    repeat: Mapped[str | None] = mapped_column(String(16), default=None)
+    zone: Mapped[str] = mapped_column(String(64), default="UTC", server_default="UTC")
 
 
 class Task(Base):

@@ -130,3 +130,17 @@ def test_reservations_and_maintenance_of_the_nodes_are_served(cluster):
     }
     starts = _samples(families, "nightshift_node_maintenance_start_timestamp_seconds")
     assert starts == {(("node", "box-2"),): (now + hour_ms) / 1000.0}
+
+
+def test_a_team_with_several_reservations_of_a_node_is_one_series_set_while_any_holds_it(cluster):
+    cluster.nodes.publish("box-1", [NodeGpu(0, "NVIDIA A100", 80 * 1024, 80 * 1024)], now_ms(), "nvml")
+    hour_ms, day_ms, now = 3600 * 1000, 86_400_000, now_ms()
+    for held in (
+        TeamReservation("vision", now + 2 * hour_ms, now + 3 * hour_ms),
+        TeamReservation("vision", now - day_ms - hour_ms, now - day_ms + hour_ms, "daily"),  # today's: begun
+    ):
+        assert cluster.nodes.reserve("box-1", held, now)
+
+    samples = _families(cluster)["nightshift_node_reserved"].samples
+
+    assert [(s.labels, s.value) for s in samples] == [({"node": "box-1", "team": "vision"}, 1.0)]

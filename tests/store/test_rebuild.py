@@ -223,6 +223,7 @@ def test_what_admins_set_on_the_nodes_comes_back_after_redis_loses_everything(cl
     assert cluster.drain_later(who, "box-2", now + hour_s, requeue=True, until_s=now + 3 * hour_s) == []
     admin, _ = make_identity("root", "ops", admin=True)
     assert cluster.reserve_node(admin, "box-2", "vision", now + 4 * hour_s, now + 8 * hour_s) == []
+    assert cluster.reserve_node(admin, "box-2", "nlp", now + 9 * hour_s, now + 11 * hour_s, "weekly") == []
     assert cluster.set_node_drained("box-3", True) and cluster.set_node_drained("box-3", False)
     before = {node.name: node for node in cluster.nodes.all()}
 
@@ -234,7 +235,10 @@ def test_what_admins_set_on_the_nodes_comes_back_after_redis_loses_everything(cl
     assert after["box-1"].drained and after["box-1"].drained_at(now_ms())
     for field in ("drain_at_ms", "drain_until_ms", "drain_requeue_by", "reservations"):
         assert getattr(after["box-2"], field) == getattr(before["box-2"], field), field
-    assert after["box-2"].reservations[0].team == "vision"
+    assert [(held.team, held.repeat) for held in after["box-2"].reservations] == [
+        ("vision", None),
+        ("nlp", "weekly"),
+    ]
     assert not after["box-3"].drained_at(now_ms())  # undrained before the loss: stays in service
     assert all(node.heartbeat_ms == 0 for node in after.values())  # down until their workers publish
 
