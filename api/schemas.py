@@ -203,6 +203,9 @@ class NodePublic(BaseModel):
     drain_at: datetime | None = None
     # when that maintenance ends and the node is back in service by itself; None: when undrained
     drain_until: datetime | None = None
+    # daily, weekdays, weekends, weekly: the maintenance comes round again (drain_at..drain_until: its current
+    # or next time); None: once
+    drain_repeat: str | None = None
     # its reservations for teams not over yet, soonest first: in each only that team's tasks start there
     reservations: list[TeamReservationPublic] = []
 

@@ -1265,19 +1265,29 @@ _REPEAT_WORDS = {
 def _maintenance_line(down: dict[str, Any], lang: str, now: datetime | None) -> str:
     """`Node gpu-box goes down for maintenance at today 09:00 (until today 11:00).`, or, begun, until when."""
     node, end = down["node"], when(down.get("until"), now, lang) if down.get("until") else None
+    every = _REPEAT_WORDS.get(down.get("repeat") or "")
+    again = (
+        _t(lang, f" It comes round again {every[0]}.", f"之后{every[1]}同一时段都会维护。") if every else ""
+    )
     if down.get("begun"):
         if end is None:
             return _t(lang, f"Node {node} is down for maintenance.", f"节点 {node} 正在停机维护。")
-        return _t(
-            lang,
-            f"Node {node} is down for maintenance until {end}.",
-            f"节点 {node} 正在停机维护，{end} 恢复。",
+        return (
+            _t(
+                lang,
+                f"Node {node} is down for maintenance until {end}.",
+                f"节点 {node} 正在停机维护，{end} 恢复。",
+            )
+            + again
         )
     start = when(down["at"], now, lang)
-    return _t(
-        lang,
-        f"Node {node} goes down for maintenance at {start}" + (f" (until {end})." if end else "."),
-        f"节点 {node} 将于 {start} 停机维护" + (f"（至 {end}）。" if end else "。"),
+    return (
+        _t(
+            lang,
+            f"Node {node} goes down for maintenance at {start}" + (f" (until {end})." if end else "."),
+            f"节点 {node} 将于 {start} 停机维护" + (f"（至 {end}）。" if end else "。"),
+        )
+        + again
     )
 
 

@@ -1156,7 +1156,13 @@ def cluster_status(ctx: ToolContext) -> str:
             for held in n.get("reservations") or []
         ],
         "maintenance": [
-            {"node": n["name"], "at": n["drain_at"], "until": n.get("drain_until"), "begun": n["drained"]}
+            {
+                "node": n["name"],
+                "at": n["drain_at"],
+                "until": n.get("drain_until"),
+                "begun": n["drained"],
+                "repeat": n.get("drain_repeat"),  # comes round again: at..until is its current or next time
+            }
             for n in nodes.values()
             if n.get("drain_at")
         ],

@@ -81,13 +81,15 @@ class Dispatcher:
 
     def _requeue_for_maintenance(self, state: ClusterState, stamp_ms: int) -> None:
         """At a maintenance asked with `--requeue`, the tasks still running on the node go back to the queue
-        (their stop signal and grace, their age kept), as the admin who asked it, once."""
+        (their stop signal and grace, their age kept), as the admin who asked it, once (a repeating
+        maintenance: once each time)."""
         for node in state.nodes:
             window = node.maintenance(stamp_ms)  # a requeue not done by the end is not done after
-            due = window is not None and window[0] <= stamp_ms
-            if not due or node.drain_requeue_by is None:
+            if window is None or window[0] > stamp_ms or node.drain_requeue_by is None:
                 continue
-            asked = self.cluster.requeue_at_maintenance(node.name)
+            if node.drain_requeued_ms is not None and node.drain_requeued_ms >= window[0]:
+                continue  # done this time
+            asked = self.cluster.requeue_at_maintenance(node.name, window[0])
             if asked:
                 log.warning("maintenance of %s: requeued its running tasks %s", node.name, asked)
 

@@ -115,6 +115,13 @@ class NodeState:
     drain_at_ms: int | None = None
     # when that maintenance ends and the node is back in service by itself; None: when undrained
     drain_until_ms: int | None = None
+    # a maintenance with an end that comes round again (`scheduler.repeats`), at that time in `drain_zone`:
+    # `drain_at_ms`..`drain_until_ms` is its first time
+    drain_repeat: str | None = None
+    drain_zone: str = "UTC"
+    # the start of the maintenance time whose running tasks were last requeued (a repeating one requeues
+    # them each time)
+    drain_requeued_ms: int | None = None
     # its reservations for teams (Slurm's `scontrol create reservation accounts=`), never overlapping
     reservations: tuple[TeamReservation, ...] = ()
     # the admin who asked the drain set for later to requeue the tasks still running then (`due_requeue`)
@@ -142,9 +149,20 @@ class NodeState:
         return sorted((time for time in times if time is not None), key=_by_start)
 
     def maintenance(self, now_ms: int) -> tuple[int, int | None] | None:
-        """The node's maintenance (start, end; no end: until undrained) unless none is set or it is over."""
+        """The node's maintenance (start, end; no end: until undrained) unless none is set or it is over; a
+        repeating one's time that holds the node at `now_ms` or comes next."""
         if self.drain_at_ms is None:
             return None
+        if self.drain_repeat is not None and self.drain_until_ms is not None:
+            times = occurrences(
+                self.drain_repeat,
+                self.drain_at_ms / 1000,
+                self.drain_until_ms / 1000,
+                self.drain_zone,
+                now_ms / 1000,
+                (now_ms + _TWO_WEEKS_MS) / 1000,
+            )
+            return next(((round(start * 1000), round(end * 1000)) for start, end in times), None)
         if self.drain_until_ms is not None and now_ms >= self.drain_until_ms:
             return None
         return self.drain_at_ms, self.drain_until_ms
@@ -154,7 +172,16 @@ class NodeRegistry:
     """Read and write node records."""
 
     # what admins set on a node (the rest its worker publishes): kept in SQL too (`NodeSettingsStore`)
-    ADMIN_FIELDS = ("drained", "drain_at_ms", "drain_until_ms", "drain_requeue_by", "reservations")
+    ADMIN_FIELDS = (
+        "drained",
+        "drain_at_ms",
+        "drain_until_ms",
+        "drain_repeat",
+        "drain_zone",
+        "drain_requeue_by",
+        "drain_requeued_ms",
+        "reservations",
+    )
 
     def __init__(self, client: redis.Redis, keys: RedisKeys | None = None) -> None:
         self.client = client
@@ -198,14 +225,20 @@ class NodeRegistry:
         at_ms: int | None = None,
         requeue_by: str | None = None,
         until_ms: int | None = None,
+        repeat: str | None = None,
+        zone: str = "UTC",
     ) -> bool:
         """Mark a node drained (no new tasks), drained from `at_ms` on (maintenance then, to `until_ms` when
-        given; with `requeue_by`, the admin's JSON identity, the tasks still running then are requeued:
-        `take_due_requeue`), or back in service (all cleared); False for an unknown node."""
+        given, coming round again with `repeat` in `zone`; with `requeue_by`, the admin's JSON identity, the
+        tasks still running then are requeued: `take_due_requeue`), or back in service (all cleared); False
+        for an unknown node."""
         if not self.client.sismember(self.keys.nodes, name):
             return False
         key = self.keys.node(name)
         pipe = self.client.pipeline(transaction=True)
+        pipe.hdel(key, "drain_repeat", "drain_zone", "drain_requeued_ms")
+        if drained and at_ms is not None and until_ms is not None and repeat is not None:
+            pipe.hset(key, mapping={"drain_repeat": repeat, "drain_zone": zone})
         pipe.hset(key, "drained", "1" if drained and at_ms is None else "0")
         if drained and at_ms is not None:
             pipe.hset(key, "drain_at_ms", at_ms)
@@ -295,14 +328,30 @@ class NodeRegistry:
             )
         pipe.execute()
 
-    def take_due_requeue(self, name: str) -> str | None:
-        """Who asked the node's maintenance to requeue its running tasks, taken (so exactly one caller acts
-        on it), or None when nobody asked or another caller took it."""
-        pipe = self.client.pipeline(transaction=True)
-        pipe.hget(self.keys.node(name), "drain_requeue_by")
-        pipe.hdel(self.keys.node(name), "drain_requeue_by")
-        by, removed = pipe.execute()
-        return cast(str, by) if removed else None
+    def take_due_requeue(self, name: str, due_ms: int) -> str | None:
+        """Who asked the node's maintenance, whose time began at `due_ms`, to requeue its running tasks,
+        taken (so exactly one caller acts on it, once each time a repeating one comes round), or None when
+        nobody asked or another caller took it."""
+        key = self.keys.node(name)
+        with self.client.pipeline(transaction=True) as pipe:
+            while True:
+                try:
+                    pipe.watch(key)  # type: ignore[no-untyped-call]  # redis-py leaves it untyped
+                    by, repeat, done = cast(
+                        list[str | None],
+                        pipe.hmget(key, ["drain_requeue_by", "drain_repeat", "drain_requeued_ms"]),
+                    )
+                    if by is None or (done is not None and int(done) >= due_ms):
+                        return None
+                    pipe.multi()
+                    if repeat is None:
+                        pipe.hdel(key, "drain_requeue_by")
+                    else:  # kept for its next time
+                        pipe.hset(key, "drain_requeued_ms", due_ms)
+                    pipe.execute()
+                    return by
+                except redis.WatchError:
+                    continue
 
     def all(self) -> list[NodeState]:
         """Every registered node, alive or not."""
@@ -394,6 +443,9 @@ def _parse(name: str, raw: dict[str, str]) -> NodeState:
         stale_after_ms=int(float(raw.get("stale_after_ms", NODE_STALE_AFTER_MS))),
         drain_at_ms=int(float(raw["drain_at_ms"])) if raw.get("drain_at_ms") else None,
         drain_until_ms=int(float(raw["drain_until_ms"])) if raw.get("drain_until_ms") else None,
+        drain_repeat=raw.get("drain_repeat") or None,
+        drain_zone=raw.get("drain_zone") or "UTC",
+        drain_requeued_ms=int(raw["drain_requeued_ms"]) if raw.get("drain_requeued_ms") else None,
         reservations=tuple(_reservations(raw.get("reservations"))),
         drain_requeue_by=raw.get("drain_requeue_by") or None,
     )

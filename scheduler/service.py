@@ -354,15 +354,33 @@ class Cluster:
         return task
 
     def drain_later(
-        self, who: Identity, node: str, at_s: float, requeue: bool = False, until_s: float | None = None
+        self,
+        who: Identity,
+        node: str,
+        at_s: float,
+        requeue: bool = False,
+        until_s: float | None = None,
+        repeat: str | None = None,
     ) -> list[int] | None:
         """Drain `node` from `at_s` on (a maintenance, to `until_s` when given, when the node is back in
-        service by itself; with `requeue`, the tasks still running there then are requeued as `who`:
-        `requeue_at_maintenance`); the ids of the tasks running there now that are expected (by their
-        estimate, else time limit, as forecasts expect it) to run past its start. None for an unknown node."""
+        service by itself, coming round again with `repeat` in the cluster's zone; with `requeue`, the
+        tasks still running there then are requeued as `who`, each time: `requeue_at_maintenance`); the ids
+        of the tasks running there now that are expected (by their estimate, else time limit, as forecasts
+        expect it) to run past its start. None for an unknown node; SpecError for a repeat it cannot keep."""
         by = json.dumps({"user_id": who.user_id, "user": who.user, "team_id": who.team_id, "team": who.team})
         until_ms = None if until_s is None else round(until_s * 1000)
-        if not self.nodes.set_drained(node, True, round(at_s * 1000), by if requeue else None, until_ms):
+        zone_name = self.policy_config.timezone
+        if repeat is not None:
+            if until_s is None:
+                raise SpecError(
+                    "a repeating maintenance needs an end (`until`): the node comes back by itself each time",
+                    [{"field": "until", "message": "required with repeat"}],
+                )
+            check_repeat(repeat, at_s, until_s, zone_name)
+        at_ms = round(at_s * 1000)
+        if not self.nodes.set_drained(
+            node, True, at_ms, by if requeue else None, until_ms, repeat, zone_name
+        ):
             return None
         self._keep_node_settings(node)
         return [task_id for task_id, _team in self._running_past(node, at_s)]
@@ -418,10 +436,11 @@ class Cluster:
                 past.append((task.id, view.team))
         return past
 
-    def requeue_at_maintenance(self, node: str) -> list[int]:
-        """Requeue the tasks running on `node`, whose maintenance asked it and has come, as the admin who
-        asked it; once (the ask is taken), so a second caller requeues nothing."""
-        by = self.nodes.take_due_requeue(node)
+    def requeue_at_maintenance(self, node: str, due_ms: int) -> list[int]:
+        """Requeue the tasks running on `node`, whose maintenance asked it and has come (its time that began
+        at `due_ms`), as the admin who asked it; once (the ask is taken), so a second caller requeues
+        nothing."""
+        by = self.nodes.take_due_requeue(node, due_ms)
         if by is None:
             return []
         self._keep_node_settings(node)

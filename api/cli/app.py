@@ -1248,19 +1248,31 @@ def node_drain(
             "without --at it is drained from now)",
         ),
     ] = None,
+    repeat: Annotated[
+        str | None,
+        typer.Option(
+            "--repeat",
+            help="with --until: daily, weekdays, weekends or weekly: the maintenance comes round at the same "
+            "time until undrained (a weekly patch window)",
+        ),
+    ] = None,
 ) -> None:
     """Give NAME no new tasks; the ones running there finish (with --requeue: are stopped and queued again
     with their age, as `nightshift requeue` does, so the node can go down now). With --at, from then on
     (maintenance, as Slurm's `MAINT` reservation): until then a task starts there only if its estimate
     (else its time limit) ends it first; with --requeue too, the tasks still running then are requeued.
-    With --until, it is back in service then, and wait forecasts count on it."""
+    With --until, it is back in service then, and wait forecasts count on it; with --repeat too, the
+    maintenance comes round again (with --requeue, requeuing each time) until undrained."""
     params: dict[str, str] = {"requeue": "true"} if requeue else {}
+    if repeat is not None:
+        params["repeat"] = repeat
     zone = cli_zone(get_settings())
     for option, value in (("at", at), ("until", until)):
         if value is not None:
             params[option] = parse_when(value, datetime.now(zone), zone).isoformat()
     node = _with_client(lambda client: client.post(f"/nodes/{name}/drain", params=params))
     back = f" until {short_time(node['drain_until'])}" if node.get("drain_until") else ""
+    back += f" (repeating {node['drain_repeat']})" if node.get("drain_repeat") else ""
     if at is None and until is not None:
         asked = ", ".join(map(str, node.get("requeued") or []))
         console.print(

@@ -617,6 +617,7 @@ def nodes_table(nodes: list[dict[str, Any]]) -> Table:
             else "[green]up[/]"
         )
         until = f" until {short_time(node['drain_until'])}" if node.get("drain_until") else ""
+        until += f", repeating {node['drain_repeat']}" if node.get("drain_repeat") else ""
         if node.get("drain_at") and not node["drained"]:  # maintenance set for later
             state += f", maintenance at {short_time(node['drain_at'])}{until}"
         elif node["drained"] and until:

@@ -28,6 +28,7 @@ def node_public(node: NodeState, now: int) -> NodePublic:
         drained=node.drained_at(now),
         drain_at=None if start is None else from_epoch_s(start / 1000.0),
         drain_until=None if end is None else from_epoch_s(end / 1000.0),
+        drain_repeat=node.drain_repeat if window is not None else None,
         reservations=[
             TeamReservationPublic(
                 team=held.team,
@@ -93,6 +94,13 @@ def drain(
             "naive in the cluster's zone); without `at` it is drained from now"
         ),
     ] = None,
+    repeat: Annotated[
+        Literal["daily", "weekdays", "weekends", "weekly"] | None,
+        Query(
+            description="with `until`: the maintenance comes round again at the same time every day, working "
+            "day, weekend day or week, in the cluster's zone, until undrained (with `requeue`, each time)"
+        ),
+    ] = None,
 ) -> NodeDrainedPublic:
     """Stop giving the node new tasks; the ones running there finish, or with `requeue=true` are stopped
     (their stop signal and grace) and queued again with their age, to start elsewhere (`requeued`). With
@@ -100,7 +108,13 @@ def drain(
     estimate (else its time limit) ends it first, and no task is promised GPUs there; `running_past` names
     the tasks running there now that are expected to run past it, which `requeue=true` sends back to the
     queue then. With `until`, the node takes tasks again from then on (no `undrain` needed), and the wait
-    forecasts count on it."""
+    forecasts count on it. With `repeat` too, it comes round again (a weekly patch window), until
+    `undrain`."""
+    if at is None and until is None and repeat is not None:
+        raise SpecError(
+            "a repeating maintenance needs an end (`until`): the node comes back by itself each time",
+            [{"field": "until", "message": "required with repeat"}],
+        )
     if at is None and until is None:
         node = _set_drained(cluster, name, True)
         requeued = cluster.requeue_node(who, name) if requeue else []
@@ -108,7 +122,7 @@ def drain(
     timezone = cluster.policy_config.timezone
     start_s = now_s() if at is None else _future_s(at, timezone, "at", "drop `at` to drain the node now")
     end_s = None if until is None else _ends_after(until, timezone, start_s)
-    past = cluster.drain_later(who, name, start_s, requeue and at is not None, end_s)
+    past = cluster.drain_later(who, name, start_s, requeue and at is not None, end_s, repeat)
     if past is None:
         raise _unknown(name)
     requeued = cluster.requeue_node(who, name) if requeue and at is None else []

@@ -128,11 +128,13 @@ def test_the_chat_says_which_nodes_are_reserved_for_a_team_or_going_down_for_mai
     assert re.search(rf"节点 old-box 正在停机维护，{day} 恢复。", chinese)
 
 
-def test_the_chat_says_a_reservation_comes_round_again(make_assistant, cluster):
+def test_the_chat_says_a_reservation_or_a_maintenance_comes_round_again(make_assistant, cluster):
     cluster.nodes.publish("gpu-box", [NodeGpu(0, "NVIDIA A100", 80 * GB, 80 * GB)], now_ms(), "nvml")
     hour_ms = 3600 * 1000
     weekly = TeamReservation("vision", now_ms() + hour_ms, now_ms() + 3 * hour_ms, "weekly", "UTC")
     cluster.nodes.reserve("gpu-box", weekly, now_ms())
+    cluster.nodes.publish("spare-box", [NodeGpu(0, "NVIDIA A100", 80 * GB, 80 * GB)], now_ms(), "nvml")
+    cluster.nodes.set_drained("spare-box", True, now_ms() + hour_ms, None, now_ms() + 2 * hour_ms, "daily")
 
     english = make_assistant().ask("which GPUs are free?").reply
     chinese = make_assistant().ask("哪些卡空闲").reply
@@ -147,3 +149,10 @@ def test_the_chat_says_a_reservation_comes_round_again(make_assistant, cluster):
     assert re.search(rf"节点 gpu-box 在 {day} 至 {day} 预留给团队 vision，之后每周同一时段也是：", chinese), (
         chinese
     )
+    assert re.search(
+        rf"Node spare-box goes down for maintenance at {time} \(until {time}\)\. It comes round again every day\.",
+        english,
+    ), english
+    assert re.search(
+        rf"节点 spare-box 将于 {day} 停机维护（至 {day}）。之后每天同一时段都会维护。", chinese
+    ), chinese

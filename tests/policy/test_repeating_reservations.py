@@ -166,3 +166,26 @@ def test_weekly_is_one_week_apart_in_utc_where_no_clock_changes() -> None:
         )
     )
     assert [start - first for start, _ in times] == [7 * 86_400, 14 * 86_400]
+
+
+def test_a_repeating_maintenance_holds_the_node_each_time_and_lets_it_work_between() -> None:
+    now = _at(2026, 12, 8, 3, 0)  # inside Tuesday's time of a daily 02:00-04:00 maintenance set a week ago
+    first = now - 7 * 86_400 - H
+    node = NodeState(
+        "box-1",
+        (NodeGpu(0, "NVIDIA A100", 80 * 1024, 80 * 1024),),
+        heartbeat_ms=round(now * 1000),
+        drain_at_ms=round(first * 1000),
+        drain_until_ms=round((first + 2 * H) * 1000),
+        drain_repeat="daily",
+        drain_zone="Europe/Paris",
+    )
+
+    inside, after = round(now * 1000), round((now + 2 * H) * 1000)
+
+    assert node.maintenance(inside) == (round((now - H) * 1000), round((now + H) * 1000))
+    assert node.drained_at(inside) and not node.drained_at(after)
+    assert node.maintenance(after) == (
+        round((now + 23 * H) * 1000),
+        round((now + 25 * H) * 1000),
+    )  # tomorrow's

@@ -3,6 +3,7 @@ time, the API and the command line show it once with how it repeats, and the rep
 
 from __future__ import annotations
 
+import json
 import os
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -20,6 +21,7 @@ from scheduler.reports import utilization_report
 from scheduler.store.tables import NodeReservation
 from scheduler.worker import Worker
 from tests.cli.conftest import cli_as
+from tests.conftest import wait_until
 
 H = 3600.0
 DAY_MS = 86_400_000
@@ -113,6 +115,7 @@ def test_the_command_line_reserves_a_node_every_week_and_says_when_it_comes_roun
     with cli_as(cluster, admin_token, monkeypatch, tmp_path / "home") as nightshift:
         reserved = nightshift("node", "reserve", "box-1", "--team", "vision", "--at", at, "--until", until,
                               "--repeat", "weekly")  # fmt: skip
+        drained = nightshift("node", "drain", "box-1", "--at", "+24h", "--until", "+26h", "--repeat", "daily")
         shown = nightshift("nodes")
         refused = nightshift("node", "reserve", "box-1", "--team", "vision", "--at", "+2d", "--until", "+4d",
                              "--repeat", "daily")  # fmt: skip
@@ -121,6 +124,9 @@ def test_the_command_line_reserves_a_node_every_week_and_says_when_it_comes_roun
     assert reserved.exit_code == 0, reserved.output
     assert f"node box-1 is reserved for team vision {words} (next from " in " ".join(reserved.output.split())
     assert f"reserved for vision {words}" in " ".join(shown.output.split())
+    assert drained.exit_code == 0, drained.output
+    assert "(repeating daily): until then only tasks" in " ".join(drained.output.split())
+    assert ", repeating daily, reserved for vision" in " ".join(shown.output.split())
     assert refused.exit_code != 0 and "must last less than a day" in " ".join(refused.output.split())
 
 
@@ -145,3 +151,57 @@ def test_the_report_counts_each_time_a_repeating_reservation_held_the_node(clust
         ("2026-03-04T09:00", "2026-03-04T10:00", 2.0, True),  # cut where it was called off
     ]
     assert {row["repeat"] for row in rows} == {"weekdays"}
+
+
+def test_a_weekly_maintenance_is_set_shown_and_refused_without_an_end(cluster, make_identity):
+    _admin, admin_token = make_identity("root", "ops", admin=True)
+    Worker(cluster, "box-1", SimulatedGpus("1x24", node="box-1"), base_env=dict(os.environ)).publish_node()
+    start = datetime.now(UTC) + timedelta(hours=1)
+    drain = partial(TestClient(create_app(cluster)).post, "/api/v1/nodes/box-1/drain",
+                    headers={"Authorization": f"Bearer {admin_token}"})  # fmt: skip
+
+    endless = drain(params={"at": start.isoformat(), "repeat": "weekly"})
+    now_endless = drain(params={"repeat": "weekly"})
+    too_long = drain(params={"at": start.isoformat(), "until": (start + timedelta(days=8)).isoformat(),
+                             "repeat": "weekly"})  # fmt: skip
+    weekly = drain(params={"at": start.isoformat(), "until": (start + timedelta(hours=2)).isoformat(),
+                           "repeat": "weekly"})  # fmt: skip
+
+    for refused in (endless, now_endless):
+        assert refused.status_code == 422 and "a repeating maintenance needs an end (`until`)" in refused.text
+    assert too_long.status_code == 422 and "must last less than a week" in too_long.text
+    assert weekly.status_code == 200, weekly.text
+    assert weekly.json()["drain_repeat"] == "weekly" and not weekly.json()["drained"]
+    node = cluster.nodes.all()[0]
+    in_a_week = round((start + timedelta(days=7, minutes=1)).timestamp() * 1000)
+    assert node.drained_at(in_a_week) and not node.drained_at(in_a_week + 3 * 3600 * 1000)
+    assert not cluster.nodes.all()[0].drained_at(now_ms()) and cluster.nodes.set_drained("box-1", False)
+    assert cluster.nodes.all()[0].drain_repeat is None  # undrained: it repeats no more
+
+
+def test_a_repeating_maintenance_with_requeue_requeues_what_runs_there_each_time_once(
+    cluster, make_identity, start_worker, tmp_path
+):
+    admin, _ = make_identity("root", "ops", admin=True)
+    who, _ = make_identity("alice", "vision")
+    start_worker(node="box-1")
+    task, _ = cluster.submit(who, {"command": "sleep 60", "estimated_minutes": 5, "workdir": str(tmp_path)})
+    wait_until(lambda: cluster.tasks.get_any(task.id).status == "running")
+    now = now_ms()
+    # every day from a second ago to an hour on (set as of yesterday): today's time has just begun
+    by = json.dumps(
+        {"user_id": admin.user_id, "user": admin.user, "team_id": admin.team_id, "team": admin.team}
+    )
+    cluster.nodes.set_drained("box-1", True, now - DAY_MS - 1000, by, now - DAY_MS + 3_600_000, "daily")
+
+    Dispatcher(cluster).run_pass()
+    wait_until(lambda: cluster.tasks.get_any(task.id).status == "queued")
+    Dispatcher(cluster).run_pass()  # again in the same time: nothing more to do
+
+    today = now - 1000
+    assert cluster.tasks.attempts(task.id)[0].reason == "requeued"
+    assert cluster.nodes.all()[0].drain_requeued_ms == today
+    assert cluster.nodes.take_due_requeue("box-1", today) is None  # done this time
+    assert cluster.nodes.take_due_requeue("box-1", today + DAY_MS) == by  # and due again tomorrow, once
+    assert cluster.nodes.take_due_requeue("box-1", today + DAY_MS) is None
+    cluster.cancel(who, task.id)

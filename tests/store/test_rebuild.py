@@ -220,7 +220,7 @@ def test_what_admins_set_on_the_nodes_comes_back_after_redis_loses_everything(cl
     hour_s = 3600.0
     now = now_ms() / 1000
     assert cluster.set_node_drained("box-1", True)
-    assert cluster.drain_later(who, "box-2", now + hour_s, requeue=True, until_s=now + 3 * hour_s) == []
+    assert cluster.drain_later(who, "box-2", now + hour_s, True, now + 3 * hour_s, "weekly") == []
     admin, _ = make_identity("root", "ops", admin=True)
     assert cluster.reserve_node(admin, "box-2", "vision", now + 4 * hour_s, now + 8 * hour_s) == []
     assert cluster.reserve_node(admin, "box-2", "nlp", now + 9 * hour_s, now + 11 * hour_s, "weekly") == []
@@ -233,7 +233,15 @@ def test_what_admins_set_on_the_nodes_comes_back_after_redis_loses_everything(cl
     after = {node.name: node for node in cluster.nodes.all()}
     assert report.nodes_restored == 3
     assert after["box-1"].drained and after["box-1"].drained_at(now_ms())
-    for field in ("drain_at_ms", "drain_until_ms", "drain_requeue_by", "reservations"):
+    assert after["box-2"].drain_repeat == "weekly"
+    for field in (
+        "drain_at_ms",
+        "drain_until_ms",
+        "drain_repeat",
+        "drain_zone",
+        "drain_requeue_by",
+        "reservations",
+    ):
         assert getattr(after["box-2"], field) == getattr(before["box-2"], field), field
     assert [(held.team, held.repeat) for held in after["box-2"].reservations] == [
         ("vision", None),
