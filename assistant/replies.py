@@ -1993,13 +1993,16 @@ POINTERS = {
         "Draining a node is an admin's command, not the chat's: `nightshift node drain NAME` (its running "
         "tasks finish, no new ones start there) and `nightshift node undrain NAME`; `--at WHEN --until WHEN` "
         "plans a maintenance, and `nightshift node reserve NAME --team T --until WHEN` keeps a node for one "
-        "team for a while; `nightshift nodes` lists them. A single GPU goes out of service by itself while "
+        "team for a while; `--repeat daily|weekdays|weekends|weekly` makes either come round at that time "
+        "(a weekly patch night, a class every Tuesday); `nightshift nodes` lists them. A single GPU goes out "
+        "of service by itself while "
         "it is too hot, holds a finished task's memory or is lost to its driver (`nightshift gpus` says "
         "which and why).",
         "排空节点是管理员的命令，聊天里不做：`nightshift node drain 节点名`（正在跑的任务会跑完，"
         "不再分配新任务），恢复用 `nightshift node undrain 节点名`；"
         "加 `--at 时间 --until 时间` 是安排停机维护，"
         "`nightshift node reserve 节点名 --team 团队 --until 时间` 把节点预留给一个团队一段时间；"
+        "再加 `--repeat daily|weekdays|weekends|weekly` 可以每天、每个工作日、每个周末或每周同一时段重复；"
         "`nightshift nodes` 可以查看节点。"
         "单张卡在过热、仍占着已结束任务的显存或驱动读不到时会自动停用"
         "（`nightshift gpus` 会说明是哪张、为什么）。",

@@ -99,9 +99,12 @@ NODE_ADMIN = re.compile(
     r"\b(?:drain|undrain|cordon|uncordon)\b|排空节点|下线节点"
     r"|\b(?:out\s+of|back\s+(?:in|into)|return\s+to)\s+service\b|\b(?:take|put)\b.*\boffline\b"  # an admin's
     # a maintenance planned, a node kept for a team (`nightshift node drain --at`, `node reserve`)
-    r"|\b(?:schedule|plan|set|announce|book)\s+(?:an?\s+|the\s+)?maintenance\b|(?:安排|计划|设置)(?:一次)?停机维护"
+    # ... also one that comes round ("schedule a weekly maintenance", "每周日凌晨停机维护")
+    r"|\b(?:schedule|plan|set|announce|book)\s+(?:an?\s+|the\s+)?(?:(?:daily|weekly|nightly|monthly|regular|"
+    r"recurring|repeating)\s+)?maintenance\b|(?:安排|计划|设置)(?:一次|每周的?|每天的?|定期的?)?停机维护"
     r"|\b(?:reserve|book|block)\b[^.?!]*\b(?:nodes?|box|server|machine)\b[^.?!]*\bfor\s+(?:the\s+)?team\b"
-    r"|预留(?:节点|机器|服务器)|(?:节点|机器|服务器)\s*\S*\s*预留给",
+    r"|\b(?:reserve|book|block)\s+(?:node\s+)?\S+\s+for\s+(?:team\s+)?\S+\s+(?:every|each)\b"
+    r"|预留(?:节点|机器|服务器)|(?:节点|机器|服务器)\s*\S*\s*预留给|把\s*\S+\s*预留给\s*\S+\s*(?:团队|组)",
     _I,
 )
 OFF_TOPIC = re.compile(
@@ -328,10 +331,13 @@ CLUSTER = re.compile(
     r"|哪(?:台|个)(?:机器|节点|服务器).{0,4}(?:显存|卡|空)"
     # "when is the next maintenance", "is box-1 reserved?", "哪些节点预留了", "什么时候停机维护"
     r"|\b(?:when|what)\b[^.?!]*\bmaintenance\b|\bmaintenance\s+(?:window|schedule)s?\b"
+    r"|\b(?:is|are)\s+there\s+(?:an?\s+|any\s+)?(?:\w+\s+)?maintenance\b"
     r"|\bis\s+(?:node\s+)?\S+\s+reserved\b|\b(?:which|any)\s+(?:nodes?|servers?|machines?)\b[^.?!]*\breserved\b"
     r"|(?:什么时候|何时|哪天|几点)[^。？?]*停机维护|停机维护[^。？?]*(?:什么时候|何时|吗)|(?:哪些|哪个)(?:节点|机器|服务器)[^。？?]*预留",
     _I,
 )
+# a question about the nodes' reservations or maintenance, whatever span of time it names
+NODE_WINDOWS = re.compile(r"\breserved\b|\bmaintenance\b|预留|停机维护", _I)
 # running an earlier task again ("rerun 12", "run task 12 again", "12号再跑一遍"): its id names the task
 RERUN = re.compile(
     r"\bre-?(?:run|submit|queue|launch)\b|\brestart\s+(?=(?:task|job|#)?\s*#?\d)|\b(?:run|submit|queue|launch|start|do)\b(?=.{0,40}?\bagain\b)"
@@ -1501,11 +1507,14 @@ def _question(rest: str) -> Reading | None:
         return _tool("queue_position", task_id=_first_id(rest))
     if QUOTA.search(rest) and not re.search(r"显存|\bmemory\b|\bvram\b", rest, _I):
         return _tool("quota_status", team=_team(rest))
-    if CLUSTER.search(rest) and not re.search(  # a span of time asks for a report, not the GPUs now
-        r"\b(?:weeks?|months?|days?|report|yesterday)\b|本周|报告|过去|最近|昨天"
-        r"|\b(?:usage|utili[sz]ation)\b.*\btoday\b|\btoday'?s\s+(?:usage|utili[sz]ation)|今天.*(?:用量|利用率|使用率)",
-        rest,
-        _I,
+    if CLUSTER.search(rest) and (
+        NODE_WINDOWS.search(rest)  # "is box-1 reserved every week?": the nodes' reservations and maintenance
+        or not re.search(  # a span of time asks for a report, not the GPUs now
+            r"\b(?:weeks?|months?|days?|report|yesterday)\b|本周|报告|过去|最近|昨天"
+            r"|\b(?:usage|utili[sz]ation)\b.*\btoday\b|\btoday'?s\s+(?:usage|utili[sz]ation)|今天.*(?:用量|利用率|使用率)",
+            rest,
+            _I,
+        )
     ):
         return _tool("cluster_status")
     if UTILIZATION.search(rest):
