@@ -6,7 +6,7 @@ import difflib
 import json
 import re
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -501,7 +501,19 @@ def load_spec_file(path: Path) -> dict[str, Any]:
         raise SpecError(f"spec file {path} is empty")
     if not isinstance(data, dict):
         raise SpecError(f"spec file {path} must hold a mapping of fields, got {type(data).__name__}")
-    return data
+    return _dates_as_text(data)
+
+
+def _dates_as_text(value: Any) -> Any:
+    """`value` with the dates and times YAML reads from unquoted values (`not_before: 2027-01-01T09:00`) as
+    ISO 8601 text, as the API takes them (a time without an offset is in the cluster's zone)."""
+    if isinstance(value, dict):
+        return {key: _dates_as_text(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_dates_as_text(item) for item in value]
+    if isinstance(value, date):  # a datetime is a date too
+        return value.isoformat()
+    return value
 
 
 def gpu_fraction_problem(gpus: int, gpu_fraction: float) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -169,3 +170,18 @@ def test_numbers_in_env_are_their_text_as_yaml_wrote_them() -> None:
 )
 def test_an_ampersand_that_does_not_end_the_command_in_the_background_is_fine(command):
     assert parse_spec({"command": command}).command == command
+
+
+def test_unquoted_dates_and_times_in_a_yaml_file_are_read_as_the_api_takes_them(tmp_path: Path) -> None:
+    (tmp_path / "job.yaml").write_text(
+        "command: python a.py\nnot_before: 2027-01-01T09:00:00\ndeadline: 2027-01-03\n"
+        "env:\n  DAY: 2027-01-01\nsweep:\n  - 2027-01-02 10:00:00+08:00\n"
+    )
+
+    data = load_spec_file(tmp_path / "job.yaml")
+
+    assert data["not_before"] == "2027-01-01T09:00:00" and data["deadline"] == "2027-01-03"
+    assert data["env"] == {"DAY": "2027-01-01"} and data["sweep"] == ["2027-01-02T10:00:00+08:00"]
+    json.dumps(data)  # what the CLI sends
+    spec = parse_spec({key: value for key, value in data.items() if key != "sweep"})
+    assert (spec.not_before, spec.deadline) == (datetime(2027, 1, 1, 9, 0), datetime(2027, 1, 3, 0, 0))
