@@ -7,6 +7,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from api.body_limit import BodySizeLimit
+from api.empty_query import DropEmptyQueryValues
 from api.errors import install_error_handlers
 from api.routes import cluster as cluster_routes
 from api.routes import forecasts as forecast_routes
@@ -38,6 +39,7 @@ def create_app(cluster: Cluster, *, ui: bool = True) -> FastAPI:
     app.state.usage = UsageCache(cluster)
     install_error_handlers(app)
     app.add_middleware(BodySizeLimit, max_mb=cluster.settings.max_request_mb)
+    app.add_middleware(DropEmptyQueryValues)
 
     v1 = APIRouter(prefix="/api/v1", responses=ERROR_RESPONSES)
     v1.include_router(sweep_routes.batch_router)  # before /tasks/{task_id}

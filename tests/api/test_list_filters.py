@@ -248,3 +248,19 @@ def test_sweep_id_lists_one_sweeps_tasks_of_a_status_and_no_other_teams(client, 
     assert len(_list(client, headers, sweep_id=other["id"])[0]) == 2
     assert _list(client, carols, sweep_id=sweep["id"]) == ([], 0, 0)  # another team's sweep shows nothing
     assert client.get("/api/v1/tasks", params={"sweep_id": 0}, headers=headers).status_code == 422
+
+
+def test_filters_left_empty_as_the_brief_writes_them_mean_no_filter(client, cluster, people):
+    alice, headers = people["alice"]
+    queued = _submit(cluster, alice, "train")
+    _root, admin = people["root"]
+
+    # `GET /tasks?status=&team=`: blank fields of a form
+    blank = client.get("/api/v1/tasks?status=&team=", headers=headers)
+    blank_admin = client.get("/api/v1/tasks?status=&team=&name=train", headers=admin)
+    bogus = client.get("/api/v1/tasks?status=bogus", headers=headers)
+
+    assert blank.status_code == 200, blank.text
+    assert [task["id"] for task in blank.json()["tasks"]] == [queued]
+    assert [task["id"] for task in blank_admin.json()["tasks"]] == [queued]  # the other filters still hold
+    assert bogus.status_code == 422  # a value that is not a status is still refused
