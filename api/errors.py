@@ -8,6 +8,8 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from scheduler.errors import (
     AuthError,
@@ -74,6 +76,21 @@ def install_error_handlers(app: FastAPI) -> None:
         if isinstance(exc, RateLimited):
             headers = {"Retry-After": str(exc.details.get("retry_after_s", 1))}
         return JSONResponse(body, status_code=_status(exc), headers=headers)
+
+    async def _queue_unreachable(request: Request, exc: Exception) -> JSONResponse:
+        log.warning("%s %s: Redis unreachable: %s", request.method, request.url.path, exc)
+        return JSONResponse(
+            {
+                "detail": "the queue (Redis) cannot be reached right now: try again in a few seconds "
+                "(`nightshift up` starts its own Redis again by itself; with NIGHTSHIFT_REDIS_URL set, check "
+                "that server)"
+            },
+            status_code=503,
+            headers={"Retry-After": "5"},
+        )
+
+    app.add_exception_handler(RedisConnectionError, _queue_unreachable)
+    app.add_exception_handler(RedisTimeoutError, _queue_unreachable)
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:

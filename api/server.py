@@ -68,6 +68,7 @@ def redis_for(settings: Settings, may_start: bool) -> Iterator[str]:
     if not may_start:
         raise SystemExit("no Redis: set NIGHTSHIFT_REDIS_URL, or start `nightshift up` on this machine first")
     server = EmbeddedRedis(settings.home / "redis", stop_with_parent=True).start()
+    server.keep_running()
     write_private_text(url_file, server.url)  # it carries the password
     log.info("started embedded redis-server on 127.0.0.1:%d (AOF in %s)", server.port, server.data_dir)
     try:

@@ -5,12 +5,14 @@ nightshift only ever stops a server it started itself; it never flushes or stops
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
 from types import TracebackType
@@ -22,6 +24,7 @@ from scheduler.executor.parent_death import die_with_parent, pdeathsig_prefix
 from scheduler.private_files import private_folder, write_private_text
 
 START_TIMEOUT_S = 15.0
+log = logging.getLogger(__name__)
 
 
 def find_redis_server() -> str:
@@ -67,6 +70,7 @@ class EmbeddedRedis:
         # its process (the main thread of `nightshift up`).
         self.stop_with_parent = stop_with_parent
         self.process: subprocess.Popen[bytes] | None = None
+        self._stopping = threading.Event()  # set by `stop`: the keeper starts it no more
 
     @property
     def url(self) -> str:
@@ -130,8 +134,34 @@ class EmbeddedRedis:
             f"redis-server did not answer on port {self.port} within {START_TIMEOUT_S:.0f} s"
         )
 
+    def keep_running(self, every_s: float = 1.0) -> threading.Thread:
+        """Watch the server from a thread and start it again, on the same port with the same password and
+        data, whenever it exits before `stop` (killed, out of memory): the API, the scheduler and the
+        worker reconnect by themselves, and the scheduler rebuilds from SQL whatever the AOF did not keep.
+        The thread must live as long as the server (a server dies with the thread that started it)."""
+        keeper = threading.Thread(target=self._keep, args=(every_s,), name="redis-keeper", daemon=True)
+        keeper.start()
+        return keeper
+
+    def _keep(self, every_s: float) -> None:
+        while not self._stopping.wait(every_s):
+            process = self.process
+            if process is None or process.poll() is None:
+                continue
+            log.warning(
+                "the embedded redis-server exited (code %s); starting it again on port %d (see %s)",
+                process.returncode,
+                self.port,
+                self.data_dir / "redis.log",
+            )
+            try:
+                self.start()
+            except ServiceUnavailable as exc:  # tried again at the next look
+                log.error("the embedded redis-server did not start again: %s", exc.message)
+
     def stop(self) -> None:
-        """Stop the server we started (SIGTERM, then SIGKILL after 10 s)."""
+        """Stop the server we started (SIGTERM, then SIGKILL after 10 s); its keeper starts it no more."""
+        self._stopping.set()
         if self.process is None or self.process.poll() is not None:
             return
         self.process.terminate()

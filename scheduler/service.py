@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import redis
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -197,7 +198,7 @@ class Cluster:
                 "use a new key to submit this one"
             )
         if created:
-            self.queue.enqueue(*self.queue_entry(task))
+            self._enqueue_stored([task], lambda: self.queue.enqueue(*self.queue_entry(task)))
         elif (
             task.status == "queued"
             and task.held_by is None
@@ -206,6 +207,21 @@ class Cluster:
         ):
             self.queue.ring_scheduler()  # repairs a lost entry; never re-queues a claimed task
         return task, created
+
+    @staticmethod
+    def _enqueue_stored(tasks: Sequence[Task], enqueue: Callable[[], object]) -> None:
+        """Put tasks just stored in SQL into the queue; when Redis cannot be reached they stay submitted
+        (SQL is the source of truth) and the scheduler queues them once it answers (`_reconcile_redis`),
+        so a caller is not told to submit again what is already in."""
+        try:
+            enqueue()
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
+            log.warning(
+                "task(s) %s stored, but Redis cannot be reached (%s): the scheduler queues them once it "
+                "answers",
+                ", ".join(str(task.id) for task in tasks),
+                exc,
+            )
 
     def submit_many(self, items: Sequence[tuple[Identity, TaskSpec]]) -> list[Task | Exception]:
         """Independent submissions (no idempotency keys) in one SQL transaction and one Redis round trip.
@@ -232,7 +248,7 @@ class Cluster:
             return results
         try:
             tasks = self.tasks.create_many([(who, new) for _, who, new in accepted])
-            self.queue.enqueue_many(self.queue_entries(tasks))
+            self._enqueue_stored(tasks, lambda: self.queue.enqueue_many(self.queue_entries(tasks)))
         except Exception as exc:
             for number, _, _ in accepted:
                 results[number] = exc

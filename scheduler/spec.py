@@ -501,7 +501,7 @@ def load_spec_file(path: Path) -> dict[str, Any]:
         raise SpecError(f"spec file {path} is empty")
     if not isinstance(data, dict):
         raise SpecError(f"spec file {path} must hold a mapping of fields, got {type(data).__name__}")
-    return _dates_as_text(data)
+    return {str(key): _dates_as_text(value) for key, value in data.items()}
 
 
 def _dates_as_text(value: Any) -> Any:
