@@ -247,6 +247,9 @@ class Assistant:
                 turn.spec, turn.error = card["spec"], None
         elif message.name == "submit_task" and isinstance(data, dict) and not data.get("ok", True):
             turn.spec, turn.error = None, str(data.get("error"))
+        elif isinstance(data, dict) and not data.get("ok", True) and data.get("error"):
+            # another request that cannot be done (a task that is not there, one already over): its message
+            turn.error = str(data["error"]) if turn.error is None else f"{turn.error}; {data['error']}"
 
     def confirm(self, action_id: str) -> dict[str, Any]:
         """Perform a pending action through the API with the person's own client (once)."""

@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from api.cli.app import app
 from scheduler.settings import get_settings
+from tests.cli.conftest import cli_as
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -104,6 +105,22 @@ def test_a_read_question_without_a_server_says_it_cannot_reach_the_api(offline_e
     out = ask("--dry-run", "--json", "where is my job in the queue?")
     assert out["tool_calls"] == [{"name": "queue_position", "args": {}}]
     assert "cannot reach" in out["reply"] and out["spec"] is None
+    assert out["error"].startswith("cannot reach the nightshift API at http://127.0.0.1:9")
+
+
+def test_a_request_the_api_refuses_says_why_in_error(cluster, make_identity, monkeypatch, tmp_path):
+    _who, token = make_identity("alice", "vision")
+    bob, _ = make_identity("bob", "nlp")
+    theirs, _ = cluster.submit(bob, {"command": "sleep 1", "workdir": str(tmp_path)})
+    with cli_as(cluster, token, monkeypatch, tmp_path / "home"):
+        missing = ask("--dry-run", "--json", "cancel task 9999")
+        other_team = ask("--dry-run", "--json", f"why isn't {theirs.id} running?")
+        fine = ask("--dry-run", "--json", "where is my job in the queue?")
+
+    assert missing["tool_calls"] == [{"name": "cancel_task", "args": {"task_id": 9999}}]
+    assert missing["error"] == "task 9999 not found" and missing["spec"] is None
+    assert other_team["error"] == f"task {theirs.id} not found"  # as a missing one
+    assert fine["error"] is None
 
 
 def test_the_installed_command_prints_exactly_one_json_object(offline_env):
