@@ -92,6 +92,8 @@ def ask_command(
     try:
         moment = resolve_now(now, local_zone(settings.timezone) if settings.timezone else None)
     except NightshiftError as exc:
+        if as_json:  # still one JSON object, as scripts read it
+            print(json.dumps({"reply": "", "tool_calls": [], "spec": None, "error": exc.message}))
         typer.echo(f"error: {exc.message}", err=True)
         raise typer.Exit(2) from None
     timeout_s = DRY_RUN_TIMEOUT_S if dry_run else 30.0

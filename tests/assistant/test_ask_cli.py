@@ -159,3 +159,11 @@ def test_the_command_line_under_a_card_is_introduced_in_the_language_of_the_requ
     assert "（试运行：什么都没有改）" in chinese.stdout and "to submit it" not in chinese.stdout
     assert "to submit it: nightshift submit --gpus 2" in english.stdout
     assert "(dry run: nothing was changed)" in english.stdout
+
+
+def test_a_now_that_is_not_a_time_is_still_one_json_object_with_the_error(offline_env):
+    result = CliRunner().invoke(app, ["ask", "--dry-run", "--json", "--now", "garbage", "run python a.py"])
+
+    assert result.exit_code == 2
+    out = json.loads(result.stdout)
+    assert out["tool_calls"] == [] and out["spec"] is None and "garbage" in out["error"]
