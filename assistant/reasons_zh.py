@@ -28,6 +28,9 @@ def duration_zh(text: str) -> str:
 
 
 def _how_it_ended(text: str) -> str:
+    text = re.sub(  # `JobOutcome.describe` of a job that outlived its stop's grace
+        r"killed by SIGKILL after its ([\d.]+)-s grace", r"宽限 \1 秒后仍在运行，被 SIGKILL 终止", text
+    )
     text = re.sub(r"killed by (SIG\w+|signal \d+)", r"被 \1 终止", text)
     text = re.sub(r"exit code (-?\d+)", r"退出码 \1", text)
     for english, chinese in _ENDED_ZH.items():

@@ -54,6 +54,8 @@ class JobOutcome:
     exit_code: int | None
     signal: int | None
     reason: OutcomeReason
+    # set when some of its processes outlived the stop signal's grace (seconds) and were killed by SIGKILL
+    outlived_grace_s: float | None = None
 
     @property
     def succeeded(self) -> bool:
@@ -63,8 +65,10 @@ class JobOutcome:
     def describe(self) -> str:
         """One human line: `exit code 1`, `exit code 127 (command not found)` (the shell's meaning of 127 and
         126), `stopped at its time limit (killed by SIGTERM)`, `out of memory (exit code 1)`, `killed by
-        SIGSEGV (not sent by nightshift)`."""
-        if self.signal is not None:
+        SIGSEGV (not sent by nightshift)`, `cancelled (killed by SIGKILL after its 10-s grace)`."""
+        if self.outlived_grace_s is not None:
+            how = f"killed by SIGKILL after its {self.outlived_grace_s:g}-s grace"
+        elif self.signal is not None:
             try:
                 how = f"killed by {signals.Signals(self.signal).name}"
             except ValueError:
@@ -105,8 +109,18 @@ def log_mentions_oom(log_path: Path, start_offset: int = 0) -> bool:
     return any(_OOM.search(line) for line in tail.splitlines()[-OOM_TAIL_LINES:])
 
 
-def classify(returncode: int, stop_reason: StopReason | None, log_path: Path, log_offset: int) -> JobOutcome:
-    """Turn a leader's return code (negative = killed by that signal) and the stop reason into an outcome."""
+def classify(
+    returncode: int,
+    stop_reason: StopReason | None,
+    log_path: Path,
+    log_offset: int,
+    outlived_grace_s: float | None = None,
+) -> JobOutcome:
+    """Turn a leader's return code (negative = killed by that signal) and the stop reason into an outcome;
+    a job stopped with processes that outlived the grace (`outlived_grace_s`) ended by SIGKILL, whatever
+    its leader did."""
+    if stop_reason is not None and outlived_grace_s is not None:
+        return JobOutcome(None, signals.SIGKILL, stop_reason, outlived_grace_s)
     exit_code = returncode if returncode >= 0 else None
     signal = -returncode if returncode < 0 else None
     reason: OutcomeReason

@@ -104,6 +104,7 @@ class RunningJob:
         self._stop_lock = threading.Lock()  # one stop at a time
         self._stopping = False
         self._stop_reason: StopReason | None = None
+        self._outlived_grace_s: float | None = None  # its processes outlived the stop's grace: SIGKILL
         self._returncode: int | None = None
         self._outcome: JobOutcome | None = None
 
@@ -250,6 +251,8 @@ class RunningJob:
         signal_pids(sorted(escaped), sig)
         if not self._wait_until_gone(grace_s):
             self._append_log(f"==> still running after {grace_s:g} s: SIGKILL\n")
+            if grace_s > 0 and sig != signal.SIGKILL:  # not a stop meant to kill at once
+                self._outlived_grace_s = grace_s
             self._sweep()
             self._remove_container()
         try:
@@ -307,7 +310,9 @@ class RunningJob:
         if self._sentinel is not None:
             self._sentinel.forget(self.run_token)
         take_exit_record(self.request.log_path, self.run_token)  # its end line takes its place
-        self._outcome = classify(returncode, self._stop_reason, self.request.log_path, self._log_offset)
+        self._outcome = classify(
+            returncode, self._stop_reason, self.request.log_path, self._log_offset, self._outlived_grace_s
+        )
         elapsed_s = time.monotonic() - self.started_at
         now = datetime.now().astimezone().isoformat(timespec="seconds")
         self._append_log(

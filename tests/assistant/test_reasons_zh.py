@@ -323,3 +323,9 @@ def test_a_refused_change_of_what_a_task_waits_for_reads_in_chinese() -> None:
         "依赖的任务 5 已经失败：这个任务永远不会开始"
         "（可以重跑 5 并依赖新任务、去掉这个依赖，或用 depends_on_any 等它结束，不论成败）"
     )
+
+
+def test_a_job_killed_after_its_grace_says_so_in_chinese() -> None:
+    ended = JobOutcome(None, signal.SIGKILL, "cancelled", outlived_grace_s=10.0).describe()
+
+    assert reason_zh(ended) == ("已取消（宽限 10 秒后仍在运行，被 SIGKILL 终止）")

@@ -207,9 +207,23 @@ def test_a_job_ignoring_sigterm_is_killed_after_the_grace_period(run_job: RunJob
 
     job.stop(0.3, "timeout")
 
-    assert job.outcome == JobOutcome(exit_code=None, signal=signal.SIGKILL, reason="timeout")
+    assert job.outcome == JobOutcome(
+        exit_code=None, signal=signal.SIGKILL, reason="timeout", outlived_grace_s=0.3
+    )
+    assert job.outcome.describe() == "stopped at its time limit (killed by SIGKILL after its 0.3-s grace)"
     assert "==> still running after 0.3 s: SIGKILL" in log_lines(job)
     assert not is_alive(job.pid)
+
+
+def test_a_job_whose_leader_dies_of_sigterm_but_a_child_ignores_it_ended_by_sigkill(run_job: RunJob) -> None:
+    job = run_job(f"(trap '' TERM; {IDLE}) & wait")  # the shell dies of SIGTERM; its subshell does not
+    wait_for_log(job, "ready")
+
+    job.stop(0.3, "cancelled")
+
+    assert job.outcome is not None and job.outcome.signal == signal.SIGKILL
+    assert job.outcome.describe() == "cancelled (killed by SIGKILL after its 0.3-s grace)"  # not "by SIGTERM"
+    assert "cancelled (killed by SIGKILL after its 0.3-s grace) after " in log_lines(job)[-1]
 
 
 def test_a_lost_lease_can_kill_at_once_with_sigkill(run_job: RunJob) -> None:
