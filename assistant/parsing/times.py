@@ -370,9 +370,13 @@ def _range(
 def _is_deadline(match: re.Match[str], text: str) -> bool:
     prep = " ".join((match.group("prep") or "").lower().split())
     post = match.group("post") or ""
-    if prep in _DEADLINE_WORDS or post in _DEADLINE_WORDS:
+    if prep in _DEADLINE_WORDS or post in _DEADLINE_WORDS or _DEADLINE_AFTER_CLOCK.match(text, match.end()):
         return True
     return _deadline_before(text, match.start())
+
+
+# a deadline named right after its clock: "明早8点截止", "到8点为止"
+_DEADLINE_AFTER_CLOCK = re.compile(r"\s*(?:截止|为止)")
 
 
 def _deadline_before(text: str, start: int) -> bool:
@@ -397,7 +401,8 @@ _DATE_DEADLINE_BEFORE = re.compile(
 )
 _DATE_DEADLINE_AFTER = re.compile(r"^\s*(?:之前|以前|前)")
 DEADLINE_DAY = re.compile(
-    r"\b(?:by|before|until|till|no\s+later\s+than)\s+(?P<en>yesterday|today|tonight|tomorrow)\b(?!\s*\d)"
+    r"\b(?:by|before|until|till|no\s+later\s+than|deadline(?:\s+is)?)\s+(?P<en>yesterday|today|tonight|tomorrow)\b"
+    r"(?!\s*\d)"
     r"|(?P<zh>昨天|今天|明天|后天)\s*(?:之前|以前)",
     re.I,
 )
@@ -446,16 +451,23 @@ def read_times(text: str, now: datetime) -> When:
         has_clock = when.deadline is not None
     if ALWAYS_OFFPEAK.search(text):
         when.offpeak = True
-    next_night = NEXT_NIGHT.search(text)
+    # night words that are not part of a time read ("明天晚上八点前": a deadline's evening, no night run)
+    next_night = next((m for m in NEXT_NIGHT.finditer(text) if not _within(m.span(), when.spans)), None)
+    night = any(not _within(m.span(), when.spans) for m in NIGHT.finditer(text))
     if next_night and when.not_before is None:
         when.offpeak = True
         when.not_before = (now + timedelta(days=1)).replace(hour=18, minute=0, second=0, microsecond=0)
         when.spans.append(next_night.span())
-    elif not has_clock and NIGHT.search(text):
+    elif night and when.not_before is None:  # "tonight, deadline 8am": a deadline's clock is no start
         when.offpeak = True
     if when.not_before is None and not has_clock:
         _day_only(text, now, when)
     return when
+
+
+def _within(span: tuple[int, int], spans: list[tuple[int, int]]) -> bool:
+    """True when `span` lies inside one of `spans`."""
+    return any(start <= span[0] and span[1] <= end for start, end in spans)
 
 
 def _read_clocks(text: str, now: datetime, when: When) -> bool:
