@@ -231,6 +231,12 @@ class TaskSpec(BaseModel):
             check_secret_name(name)
         return list(dict.fromkeys(value))
 
+    @field_validator("depends_on", "depends_on_any", mode="before")
+    @classmethod
+    def _one_id_is_a_list_of_one(cls, value: Any) -> Any:
+        """`depends_on: 36` in a file means `[36]`: one parent, written as one."""
+        return [value] if isinstance(value, int) and not isinstance(value, bool) else value
+
     @field_validator("depends_on", "depends_on_any")
     @classmethod
     def _positive_ids(cls, value: list[int], info: ValidationInfo) -> list[int]:

@@ -185,3 +185,13 @@ def test_unquoted_dates_and_times_in_a_yaml_file_are_read_as_the_api_takes_them(
     json.dumps(data)  # what the CLI sends
     spec = parse_spec({key: value for key, value in data.items() if key != "sweep"})
     assert (spec.not_before, spec.deadline) == (datetime(2027, 1, 1, 9, 0), datetime(2027, 1, 3, 0, 0))
+
+
+def test_one_parent_may_be_written_as_one_id(tmp_path: Path) -> None:
+    (tmp_path / "job.yaml").write_text("command: python eval.py\ndepends_on: 36\ndepends_on_any: 7\n")
+
+    spec = parse_spec(load_spec_file(tmp_path / "job.yaml"))
+
+    assert (spec.depends_on, spec.depends_on_any) == ([36], [7])
+    with pytest.raises(SpecError, match="depends_on"):
+        parse_spec({"command": "x", "depends_on": True})

@@ -14,6 +14,7 @@ from scheduler.errors import NightshiftError
 from scheduler.policy.types import MIB_PER_GB, PriorityClass
 
 REQUIRED = ("submit_time_s", "duration_s", "num_gpus")
+LONGEST_JOB_S = 3 * 365 * 86_400  # a trace job longer than three years is a mistake, not a job
 OPTIONAL = (
     "job_id", "team", "user", "gpu_mem_gb", "gpu_fraction", "priority", "estimated_duration_s", "deadline_s",
     "offpeak",
@@ -105,6 +106,13 @@ def _job(index: int, r: _Row) -> TraceJob:
     if duration_s < 0 or gpus < 0:
         bad = "duration_s" if duration_s < 0 else "num_gpus"
         raise TraceError(f"{r.path}, line {r.line}: column {bad!r} must be >= 0", line=r.line, column=bad)
+    if duration_s > LONGEST_JOB_S:  # a unit mistake (ms for s), which would replay for hours
+        raise TraceError(
+            f"{r.path}, line {r.line}: column 'duration_s' is {duration_s:g} s, over "
+            f"{LONGEST_JOB_S / 86_400:g} days: give seconds",
+            line=r.line,
+            column="duration_s",
+        )
     fraction = r.get("gpu_fraction", _number, "a number in (0, 1]", 1.0)
     if not 0 < fraction <= 1:
         raise TraceError(f"{r.path}, line {r.line}: column 'gpu_fraction' must be in (0, 1], got {fraction}")
@@ -148,7 +156,7 @@ def read_trace(path: str | Path) -> list[TraceJob]:
     """Read a trace CSV; raises TraceError for a missing file, a missing column or a bad value."""
     p = Path(path)
     try:
-        with p.open(newline="", encoding="utf-8") as f:
+        with p.open(newline="", encoding="utf-8-sig") as f:  # -sig: a spreadsheet's byte-order mark
             return parse_trace(f, p)
     except FileNotFoundError:
         raise TraceError(f"trace file {p} does not exist") from None

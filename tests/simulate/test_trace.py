@@ -53,3 +53,19 @@ def test_a_missing_file_and_a_bad_gpu_spec_are_clear() -> None:
     assert parse_gpus_spec("2x80,1x24") == [80 * 1024, 80 * 1024, 24 * 1024]
     with pytest.raises(TraceError, match="bad GPU spec '8by24'"):
         parse_gpus_spec("8by24")
+
+
+def test_a_trace_saved_by_a_spreadsheet_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    p = tmp_path / "t.csv"
+    p.write_bytes("submit_time_s,duration_s,num_gpus\n1,2,1\n".encode("utf-8-sig"))
+
+    [job] = read_trace(p)
+
+    assert (job.submit_s, job.duration_s, job.gpus) == (1.0, 2.0, 1)
+
+
+def test_a_run_time_of_years_is_refused_as_a_unit_mistake(tmp_path: Path) -> None:
+    with pytest.raises(
+        TraceError, match=r"line 3: column 'duration_s' is 1e\+11 s, over 1095 days: give seconds"
+    ):
+        read_trace(write(tmp_path, "submit_time_s,duration_s,num_gpus\n1,2,1\n3,1e11,1\n"))
