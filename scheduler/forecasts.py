@@ -210,6 +210,7 @@ def _explanation(cluster: Cluster, usage: UsageCache, task: Task, task_id: int) 
             ended.update(_running_energy_and_cost(cluster, task))
         if task.status == "failed":  # why, in its own words: the last lines its last attempt printed
             ended["last_output"] = failure_lines(cluster, task, LAST_OUTPUT_LINES)
+            ended["could_not_start"] = task.reason == "executor"  # its job never began: it has no output
         return ended
     if task.held_by is not None:  # out of the queue until released: no place, no start
         reason = reasons.held(task.held_by, task_id)

@@ -991,8 +991,14 @@ def logs(
         sys.stdout.write(text)
         if text or task["status"] == "queued":
             return
-        if task.get("started_at"):  # every attempt writes a header line: the file itself is gone
-            where = f" on {task['node']}" if task.get("node") else ""
+        where = f" on {task['node']}" if task.get("node") else ""
+        if task.get("reason") == "executor":  # claimed, but its job could not be started there
+            how = task.get("message") or "see `nightshift explain`"
+            err_console.print(
+                f"task {task_id} has no output: it could not start{where} ({task['status']}: {how})",
+                markup=False,
+            )
+        elif task.get("started_at"):  # every attempt writes a header line: the file itself is gone
             err_console.print(f"task {task_id} ran{where}, but its log file is gone", markup=False)
         else:  # it ended without ever running: say how, on stderr
             how = task.get("message") or task.get("reason") or task["status"]

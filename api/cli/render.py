@@ -412,7 +412,7 @@ def explain_panel(data: dict[str, Any], now: datetime | None = None) -> Table:
         table.add_row("deadline", Text(str(data["deadline_warning"]), style="yellow"))
     if data.get("last_output"):  # a failed task's last lines: the error, mostly
         table.add_row("last output", plain("\n".join(data["last_output"])))
-    if data.get("status") in ("failed", "running"):  # where to look next
+    if data.get("status") in ("failed", "running") and not data.get("could_not_start"):  # where to look next
         table.add_row(
             "output", f"nightshift logs {data['task_id']}" + (" -f" if data["status"] == "running" else "")
         )

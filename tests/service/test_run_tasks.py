@@ -13,6 +13,7 @@ from scheduler.gpus import SimulatedGpus
 from scheduler.service import Cluster
 from scheduler.store.identity import authenticate, create_token
 from scheduler.worker import Worker
+from tests.cli.conftest import cli_as
 from tests.conftest import wait_until
 
 
@@ -184,3 +185,20 @@ def test_a_burst_of_tasks_runs_to_the_end_with_one_exit_watcher_or_a_thread_per_
     wait_until(lambda: all(_status(cluster, task_id) == "succeeded" for task_id in second))
     assert worker._exit_watcher is not None
     assert {len(cluster.tasks.attempts(task_id)) for task_id in first + second} == {1}
+
+
+def test_a_task_that_could_not_start_says_so_in_logs_and_explain_points_to_no_log(
+    cluster, make_identity, run_in_thread, monkeypatch, tmp_path
+):
+    who, token = make_identity()
+    _start(cluster, run_in_thread)
+    task, _ = cluster.submit(who, {"command": "true", "workdir": str(tmp_path / "nope")})
+    wait_until(lambda: _status(cluster, task.id) == "failed")
+
+    with cli_as(cluster, token, monkeypatch, tmp_path / "home") as nightshift:
+        logs = " ".join(nightshift("logs", str(task.id)).output.split())
+        explained = " ".join(nightshift("explain", str(task.id)).output.split())
+
+    assert f"task {task.id} has no output: it could not start on node-a (failed: workdir " in logs
+    assert "its log file is gone" not in logs
+    assert f"nightshift logs {task.id}" not in explained and "does not exist or is not a folder" in explained
