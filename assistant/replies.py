@@ -917,8 +917,17 @@ def _position(data: dict[str, Any], lang: str, now: datetime | None = None) -> s
     if not entries:
         return _t(lang, "None of your tasks is waiting in the queue.", "你没有在排队的任务。")
     shown = entries[:5]
-    several = len({unwrap(entry.get("user") or "") for entry in shown}) > 1  # say whose each one is
-    return "\n".join(_place_words(entry, several, data.get("length"), lang, now) for entry in shown)
+    theirs = not any(entry.get("yours", True) for entry in entries)  # an admin's view of others' tasks
+    several = theirs or len({unwrap(entry.get("user") or "") for entry in shown}) > 1  # say whose each is
+    lines = [_place_words(entry, several, data.get("length"), lang, now) for entry in shown]
+    if theirs:
+        lines.insert(
+            0,
+            _t(
+                lang, "None of your own tasks is waiting; in the queue:", "你自己没有在排队的任务；队列里有："
+            ),
+        )
+    return "\n".join(lines)
 
 
 def _place_words(entry: dict[str, Any], several: bool, length: Any, lang: str, now: datetime | None) -> str:

@@ -898,17 +898,21 @@ def queue_position(ctx: ToolContext, task_id: int | None = None) -> str:
                 entries=[], task=task_view(task), note=f"task {task_id} is {task['status']}, not queued"
             )
     queue = client.queue()
+    shown = [e for e in queue.get("entries", []) if task_id is None or e["task"]["id"] == task_id]
+    # an admin sees every team's tasks: which are the asker's own ("where is my job"; one named is asked for)
+    me = client.me() if shown and task_id is None else {}
     entries = [
         {
             "task_id": e["task"]["id"],
             "name": as_data(e["task"]["name"], 120),
             "user": as_data(e["task"].get("user") or "", 64),
+            "yours": not me
+            or (e["task"].get("user"), e["task"].get("team")) == (me.get("user"), me.get("team")),
             "position": e["position"],
             "reason": as_data(e["reason"]) if e.get("reason") else None,
             "estimated_start": e.get("estimated_start"),
         }
-        for e in queue.get("entries", [])
-        if task_id is None or e["task"]["id"] == task_id
+        for e in shown
     ]
     return _result(entries=entries[:10], length=queue.get("length"))
 

@@ -924,3 +924,21 @@ def test_a_negated_cancel_cancels_nothing_and_says_so(make_assistant, cluster):
     assert [card["kind"] for card in lowered.cards] == ["change"]
     assert lowered.cards[0]["changes"]["priority"] == ["normal", "low"]
     assert cluster.tasks.get_any(tid).status == "queued"
+
+
+def test_an_admins_where_is_my_job_does_not_call_another_teams_task_theirs(make_assistant):
+    bob = make_assistant("bob", "nlp")
+    theirs = bob.client.submit({"command": "python train.py", "gpus": 2})
+    admin = make_assistant("root", "ops", admin=True)
+
+    english = admin.ask("where is my job in the queue?").reply
+    chinese = admin.ask("我的任务排第几").reply
+    own = admin.client.submit({"command": "python eval.py"})
+    mixed = admin.ask("where is my job in the queue?").reply
+
+    assert english.startswith("None of your own tasks is waiting; in the queue:\n")
+    assert f"#{theirs['id']} train.py (bob) is number 1" in english
+    assert chinese.startswith("你自己没有在排队的任务；队列里有：") and "bob" in chinese
+    assert (
+        "None of your own" not in mixed and f"#{own['id']} eval.py (root)" in mixed
+    )  # whose each is, as usual
