@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 from scheduler.errors import NightshiftError
-from scheduler.spec import SweepValue
+from scheduler.spec import MAX_SWEEP_VALUES, SweepValue
 from scheduler.sweeps import typed_values, value_range
 
 _PARAM = re.compile(r"(?P<name>[A-Za-z_][A-Za-z0-9_]{0,63})=(?P<values>.+)", re.DOTALL)
@@ -32,7 +32,15 @@ def param_grid(options: list[str]) -> dict[str, list[SweepValue]]:
             raise NightshiftError(f"--param {name} is given twice: list its values once, comma-separated")
         span = _RANGE.fullmatch(values.strip())
         if span is not None:
-            grid[name] = list(value_range(int(span["first"]), int(span["last"]), int(span["step"] or 1)))
+            first, last, step = int(span["first"]), int(span["last"]), max(abs(int(span["step"] or 1)), 1)
+            count = abs(last - first) // step + 1
+            if count > MAX_SWEEP_VALUES:
+                raise NightshiftError(
+                    f"--param {option.strip()} gives {count} values; a parameter takes at most "
+                    f"{MAX_SWEEP_VALUES}: take a larger step ({name}={first}..{last}..STEP) or a shorter "
+                    "range"
+                )
+            grid[name] = list(value_range(first, last, step))
         else:
             grid[name] = typed_values([value.strip() for value in values.split(",") if value.strip()])
         if not grid[name]:

@@ -69,3 +69,10 @@ def test_submit_with_params_makes_one_task_per_combination(
     assert (
         unused.exit_code == 1 and "sweep parameter 'lr' is not used: put {lr} in the command" in unused.stderr
     )
+
+
+def test_a_range_too_long_says_how_many_values_it_gives_and_what_to_do():
+    with pytest.raises(NightshiftError, match=r"--param lr=1\.\.100000 gives 100000 values; a parameter takes at "
+                       r"most 1000: take a larger step \(lr=1\.\.100000\.\.STEP\)"):  # fmt: skip
+        param_grid(["lr=1..100000"])
+    assert len(param_grid(["lr=1..100000..100"])["lr"]) == 1000
