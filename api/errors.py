@@ -43,6 +43,9 @@ def _status(exc: NightshiftError) -> int:
     return 400
 
 
+_NOT_AN_OBJECT = "the request body must be a JSON object with the task's fields"
+
+
 def _request_error_items(exc: RequestValidationError) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     for error in exc.errors():
@@ -55,7 +58,7 @@ def _request_error_items(exc: RequestValidationError) -> list[dict[str, Any]]:
                 f"the request body is not valid JSON ({error.get('ctx', {}).get('error', 'parse error')})"
             )
         elif kind in ("model_attributes_type", "dict_type") and field is None:
-            message = "the request body must be a JSON object with the task's fields"
+            message = _NOT_AN_OBJECT
         elif kind == "dict_type":
             message = f'{field} must be a mapping of names to values (e.g. {{"KEY": "value"}})'
         else:
@@ -95,6 +98,15 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
         items = _request_error_items(exc)
+        content_type = request.headers.get("content-type", "")
+        if "json" not in content_type:  # curl -d '{...}' sends a form: the body was never read as JSON
+            sent_as = content_type or "no content type"
+            for item in items:
+                if item["message"] == _NOT_AN_OBJECT:
+                    item["message"] = (
+                        f"the request body was sent as {sent_as}, not JSON: send the header Content-Type: "
+                        "application/json (curl: -H 'Content-Type: application/json')"
+                    )
         return JSONResponse(
             {"detail": "; ".join(item["message"] for item in items), "errors": items}, status_code=422
         )

@@ -237,3 +237,21 @@ def test_a_bad_estimate_question_gets_a_422_that_names_the_parameter(client, ali
 
     assert response.status_code == 422
     assert response.json()["detail"].startswith(expected)
+
+
+def test_a_json_body_sent_without_its_content_type_says_to_send_the_header(client, cluster, alice):
+    # curl -d '{"command": "echo"}' sends application/x-www-form-urlencoded
+    form = client.post(
+        "/api/v1/tasks",
+        content=b'{"command": "echo"}',
+        headers={**alice, "Content-Type": "application/x-www-form-urlencoded"},
+    )
+    not_an_object = client.post("/api/v1/tasks", json=["echo"], headers=alice)
+
+    assert form.status_code == 422
+    assert form.json()["detail"] == (
+        "the request body was sent as application/x-www-form-urlencoded, not JSON: send the header "
+        "Content-Type: application/json (curl: -H 'Content-Type: application/json')"
+    )
+    assert not_an_object.json()["detail"] == "the request body must be a JSON object with the task's fields"
+    assert cluster.tasks.count_by_status() == {}
