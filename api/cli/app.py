@@ -296,7 +296,10 @@ def build_submit_spec(
         given["workdir"] = os.path.abspath(given["workdir"])
     spec.update(given)
     if after:
-        spec["not_before"] = parse_when(after, now, zone).isoformat()
+        not_before = parse_when(after, now, zone)
+        spec["not_before"] = not_before.isoformat()
+        if not_before < now and notes is not None:  # allowed (as Slurm's --begin): it starts at once
+            notes.append(f"--after {after}: {not_before:%Y-%m-%d %H:%M} has passed, so it may start at once")
     if deadline:
         spec["deadline"] = parse_when(deadline, now, zone).isoformat()
     return spec

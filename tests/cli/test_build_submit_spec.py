@@ -224,3 +224,13 @@ def test_options_after_the_spec_file_are_refused_not_run_as_the_command(tmp_path
     assert f"options go before the spec file: nightshift submit --gpus 2 --priority low {path}" in output
     assert "cannot reach" not in result.output
     assert "cannot reach" in replaced.output  # `FILE -- COMMAND` is a valid submission (sent, then refused)
+
+
+def test_an_after_time_that_has_passed_is_kept_and_said_to_start_at_once():
+    notes: list[str] = []
+
+    passed = build_submit_spec(["true"], UTC, MORNING, NO_OVERRIDES, "2020-01-01T00:00", notes=notes)
+    build_submit_spec(["true"], UTC, MORNING, NO_OVERRIDES, "23:00", notes=notes)  # later today: no note
+
+    assert passed["not_before"] == "2020-01-01T00:00:00+00:00"
+    assert notes == ["--after 2020-01-01T00:00: 2020-01-01 00:00 has passed, so it may start at once"]
