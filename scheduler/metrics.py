@@ -8,7 +8,7 @@ live in one Redis hash that any process can read.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import cast
+from typing import cast, get_args
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector, CollectorRegistry
@@ -16,6 +16,7 @@ from sqlalchemy import func, select
 
 from scheduler.clock import now_ms
 from scheduler.service import Cluster
+from scheduler.spec import Priority
 from scheduler.store.tables import Attempt, Task, Team
 from scheduler.telemetry.metrics import TelemetryCollector
 
@@ -78,12 +79,18 @@ class ClusterCollector(Collector):
                 .where(Task.status.in_(("queued", "running")))
                 .group_by(Team.name, Task.status, Task.priority)
             )
-            running_by_team: dict[str, int] = {}
+            # every team's series, 0 when it has none: a series that vanishes when a queue drains reads as
+            # "no data" to a dashboard or an alert, not as an empty queue
+            teams = sorted(session.scalars(select(Team.name)).all())
+            queued_by = {(team, priority): 0 for team in teams for priority in get_args(Priority)}
+            running_by_team: dict[str, int] = dict.fromkeys(teams, 0)
             for team, status, priority, count in by_team:
                 if status == "queued":
-                    queued.add_metric([team, priority], count)
+                    queued_by[(team, priority)] = int(count)
                 else:
                     running_by_team[team] = running_by_team.get(team, 0) + int(count)
+            for (team, priority), count in queued_by.items():
+                queued.add_metric([team, priority], count)
             for team, count in running_by_team.items():
                 running.add_metric([team], count)
             finished = session.execute(

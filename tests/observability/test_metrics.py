@@ -144,3 +144,18 @@ def test_a_team_with_several_reservations_of_a_node_is_one_series_set_while_any_
     samples = _families(cluster)["nightshift_node_reserved"].samples
 
     assert [(s.labels, s.value) for s in samples] == [({"node": "box-1", "team": "vision"}, 1.0)]
+
+
+def test_a_team_whose_queue_drained_reads_zero_not_no_data(cluster, make_identity, tmp_path):
+    alice, _ = make_identity("alice", "vision")
+    make_identity("bob", "nlp")
+    task, _ = cluster.submit(alice, {"command": "true", "priority": "high", "workdir": str(tmp_path)})
+    before = _families(cluster)
+    cluster.cancel(alice, task.id)
+
+    after = _families(cluster)
+
+    assert _samples(before, "nightshift_queue_length")[(("priority", "high"), ("team", "vision"))] == 1.0
+    queued = _samples(after, "nightshift_queue_length")
+    assert len(queued) == 8 and set(queued.values()) == {0.0}  # two teams x four classes
+    assert _samples(after, "nightshift_tasks_running") == {(("team", "nlp"),): 0.0, (("team", "vision"),): 0.0}
