@@ -185,6 +185,7 @@ class TeamReservationPublic(BaseModel):
     start: datetime
     end: datetime
     repeat: str | None = None  # daily, weekdays, weekends, weekly; None: once
+    gpus: list[int] | None = None  # the indices of the GPUs it holds; None: all of the node's
 
 
 class NodePublic(BaseModel):
@@ -223,6 +224,7 @@ class NodeReservedPublic(NodePublic):
     (they are not stopped: that team's tasks wait for them)."""
 
     running_past: list[int] = []
+    reserved: TeamReservationPublic | None = None  # the reservation just made, at its current or next time
 
 
 class GpusPublic(BaseModel):

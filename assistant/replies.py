@@ -1248,12 +1248,21 @@ def _cluster(data: dict[str, Any], lang: str, now: datetime | None = None) -> st
         node, team = held["node"], held["team"]
         start, end = when(held["from"], now, lang), when(held["until"], now, lang)
         every = _REPEAT_WORDS.get(held.get("repeat") or "")
+        gpus = held.get("gpus") or []
+        which = _t(lang, f"Node {node} is", f"节点 {node} ")
+        if gpus:  # some of its GPUs
+            which = _t(
+                lang,
+                f"GPU{'s' if len(gpus) > 1 else ''} {', '.join(map(str, gpus))} of node {node} "
+                + ("are" if len(gpus) > 1 else "is"),
+                f"节点 {node} 的 {'、'.join(map(str, gpus))} 号卡",
+            )
         text += "\n" + _t(
             lang,
-            f"Node {node} is reserved for team {team} from {start} until {end}"
+            f"{which} reserved for team {team} from {start} until {end}"
             + (f", and again {every[0]}" if every else "")
             + ": only its tasks start there then.",
-            f"节点 {node} 在 {start} 至 {end} 预留给团队 {team}"
+            f"{which}在 {start} 至 {end} 预留给团队 {team}"
             + (f"，之后{every[1]}同一时段也是" if every else "")
             + "：这段时间只运行该团队的任务。",
         )

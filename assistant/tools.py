@@ -1152,9 +1152,9 @@ def cluster_status(ctx: ToolContext) -> str:
                 "team": held["team"],
                 "from": held["start"],
                 "until": held["end"],
-                "repeat": held.get(
-                    "repeat"
-                ),  # daily, weekdays, weekends, weekly: from..until is its next time
+                # daily, weekdays, weekends, weekly: from..until is its next time
+                "repeat": held.get("repeat"),
+                "gpus": held.get("gpus"),  # the GPUs it holds; None: all of the node's
             }
             for n in nodes.values()
             for held in n.get("reservations") or []

@@ -11,7 +11,7 @@ from typing import Any, NamedTuple, cast
 import redis
 
 from scheduler.clock import from_epoch_s
-from scheduler.errors import ConflictError
+from scheduler.errors import ConflictError, SpecError
 from scheduler.gpus.outside import OutsideProcess
 from scheduler.keys import RedisKeys
 from scheduler.repeats import occurrences
@@ -50,13 +50,23 @@ class NodeGpu:
 class TeamReservation(NamedTuple):
     """A node kept for one team from `start_ms` to `end_ms` (Slurm's reservation for an account): only that
     team's tasks start there then. With `repeat` (`scheduler.repeats`), it comes round again at the same
-    wall-clock time in `zone` until called off, and `start_ms`..`end_ms` is its first time."""
+    wall-clock time in `zone` until called off, and `start_ms`..`end_ms` is its first time. With `gpus`, it
+    holds only those GPUs of the node (Slurm's reservation of some GPUs, `TRES=gres/gpu:N`)."""
 
     team: str
     start_ms: int
     end_ms: int
     repeat: str | None = None
     zone: str = "UTC"
+    gpus: tuple[int, ...] = ()  # the indices of the GPUs it holds; () for all of the node's
+
+    def holds_gpu(self, index: int) -> bool:
+        """True when it holds GPU `index` of its node."""
+        return not self.gpus or index in self.gpus
+
+    def shares_gpus(self, other: TeamReservation) -> bool:
+        """True when it and `other` hold some GPU in common."""
+        return not self.gpus or not other.gpus or bool(set(self.gpus) & set(other.gpus))
 
     def over(self, now_ms: int) -> bool:
         """True when it will not hold the node again after `now_ms`."""
@@ -80,8 +90,11 @@ class TeamReservation(NamedTuple):
         ]
 
     def overlap(self, other: TeamReservation) -> TeamReservation | None:
-        """The first time of `other` that overlaps one of this one's, if any (repeating ones are compared
-        over two weeks from the later start: every repeat comes round the same way each week)."""
+        """The first time of `other` that overlaps one of this one's on a GPU both hold, if any (repeating
+        ones are compared over two weeks from the later start: every repeat comes round the same way each
+        week)."""
+        if not self.shares_gpus(other):
+            return None
         since_ms = max(self.start_ms, other.start_ms)
         until_ms = since_ms + _TWO_WEEKS_MS + max(self.end_ms - self.start_ms, other.end_ms - other.start_ms)
         mine = self.times(since_ms, until_ms)
@@ -256,22 +269,43 @@ class NodeRegistry:
         pipe.execute()
         return True
 
-    def reserve(self, name: str, held: TeamReservation, now_ms: int) -> bool:
-        """Add a reservation of the node for a team (those over by `now_ms` are dropped as it is written);
-        False for an unknown node. Raises ConflictError when it overlaps one the node has, naming it."""
+    def reserve(
+        self, name: str, held: TeamReservation, now_ms: int, gpu_count: int | None = None
+    ) -> TeamReservation | None:
+        """Add a reservation of the node for a team (those over by `now_ms` are dropped as it is written),
+        of `gpu_count` of its GPUs when given (the highest-numbered free of other reservations then, so GPU
+        0 stays everyone's longest): the reservation as written (its GPUs chosen), None for an unknown node.
+        Raises ConflictError when it overlaps one the node has, naming it, or too few GPUs are free of them;
+        SpecError when the node has fewer."""
+        indices = [gpu.index for gpu in self._gpus(name)]
+        if gpu_count is not None and gpu_count > len(indices):
+            raise SpecError(
+                f"node {name} has {len(indices)} GPUs, so a reservation of {gpu_count} cannot fit: ask for "
+                "fewer",
+                [{"field": "gpus", "message": f"at most {len(indices)}"}],
+            )
+
+        written: list[TeamReservation] = []
 
         def add(kept: list[TeamReservation]) -> list[TeamReservation]:
+            chosen = held if gpu_count is None else _some_gpus(name, held, gpu_count, indices, kept)
+            written[:] = [chosen]
             for other in kept:
-                if (clash := held.overlap(other)) is not None:
+                if (clash := chosen.overlap(other)) is not None:
                     raise ConflictError(
                         f"node {name} is already reserved for team {other.team} from "
                         f"{_iso(clash.start_ms)} until {_iso(clash.end_ms)}{_repeating(other)}, which "
                         f"overlaps: call that off first (`nightshift node unreserve {name} --team "
                         f"{other.team}`) or choose other times"
                     )
-            return [*kept, held]
+            return [*kept, chosen]
 
-        return self._change_reservations(name, now_ms, add)
+        return written[0] if self._change_reservations(name, now_ms, add) else None
+
+    def _gpus(self, name: str) -> list[NodeGpu]:
+        """The GPUs the node's worker last published (none for an unknown node)."""
+        raw = cast(str | None, self.client.hget(self.keys.node(name), "gpus"))
+        return [_node_gpu(item) for item in json.loads(raw or "[]")]
 
     def unreserve(self, name: str, team: str | None, now_ms: int) -> bool:
         """Call off the node's reservations for `team` (None: for every team); False for an unknown node."""
@@ -409,12 +443,34 @@ def _node_gpu(item: dict[str, Any]) -> NodeGpu:
 
 
 def _reservations(raw: str | bytes | None) -> list[TeamReservation]:
-    """The reservations a node's record holds (a JSON list of [team, start_ms, end_ms, repeat, zone]; the last
-    two absent before reservations could repeat)."""
-    return [
-        TeamReservation(str(team), int(start), int(end), *rest)
-        for team, start, end, *rest in json.loads(raw or "[]")
-    ]
+    """The reservations a node's record holds (a JSON list of [team, start_ms, end_ms, repeat, zone, gpus];
+    the last three absent before reservations could repeat or hold some GPUs)."""
+    read = []
+    for team, start, end, *rest in json.loads(raw or "[]"):
+        repeat: str | None = rest[0] if rest else None
+        zone: str = rest[1] if len(rest) > 1 else "UTC"
+        gpus: list[int] = rest[2] if len(rest) > 2 else []
+        read.append(TeamReservation(str(team), int(start), int(end), repeat, zone, tuple(gpus)))
+    return read
+
+
+def _some_gpus(
+    node: str, held: TeamReservation, count: int, indices: list[int], kept: list[TeamReservation]
+) -> TeamReservation:
+    """`held` on `count` of the node's GPUs (`indices`) that no reservation of `kept` overlapping it holds:
+    the highest-numbered; ConflictError naming those in the way when too few are free."""
+    in_the_way = [other for other in kept if held.overlap(other) is not None]
+    taken = {index for other in in_the_way for index in (other.gpus or indices)}
+    free = [index for index in indices if index not in taken]
+    if len(free) < count:
+        holders = ", ".join(
+            f"team {other.team} (GPUs {', '.join(map(str, other.gpus or indices))})" for other in in_the_way
+        )
+        raise ConflictError(
+            f"only {len(free)} of node {node}'s GPUs are free of other reservations then, not {count}: "
+            f"{holders} hold the rest; ask for fewer GPUs or other times"
+        )
+    return held._replace(gpus=tuple(free[-count:]))
 
 
 def _repeating(held: TeamReservation) -> str:

@@ -96,10 +96,10 @@ def gpu_slots(nodes: Iterable[NodeState], holders: Sequence[RunningTask], now_ms
         window = node.maintenance(now_ms_)
         down_at_s = window[0] / 1000.0 if window is not None else None
         up_at_s = window[1] / 1000.0 if window is not None and window[1] is not None else None
-        team_windows = tuple(
-            TeamWindow(held.team, held.start_ms / 1000, held.end_ms / 1000)
+        team_windows = [
+            (held, TeamWindow(held.team, held.start_ms / 1000, held.end_ms / 1000))
             for held in node.team_reservations(now_ms_)
-        )
+        ]
         for gpu in node.gpus:
             why = node_why
             if why is None and gpu.out_of_service:
@@ -136,7 +136,7 @@ def gpu_slots(nodes: Iterable[NodeState], holders: Sequence[RunningTask], now_ms
                     driver_reserved_mib=gpu.memory_total_mib - shareable,
                     down_at_s=down_at_s,
                     up_at_s=up_at_s,
-                    reserved=team_windows,
+                    reserved=tuple(window for held, window in team_windows if held.holds_gpu(gpu.index)),
                 )
             )
     return slots

@@ -256,19 +256,25 @@ def reservation_use(
     node_gpus: Mapping[str, int],
 ) -> list[dict[str, Any]]:
     """How much of each node's reservation for a team (within `since_s`..`now_s`) the team used: its GPU-hours
-    on that node then against the node's GPUs over that time (Slurm's `sreport reservation utilization`)."""
+    on the GPUs it held then against those GPUs over that time (Slurm's `sreport reservation utilization`)."""
     rows = []
     for held in reservations:
+        gpus = held.gpu_count(node_gpus.get(held.node, 0))
         for start, end in held.times(since_s, now_s):  # a repeating one: a row for each time it held it
             used_s = sum(
-                len(span.gpus) * span.gpu_fraction * max(0.0, min(span.end_s, end) - max(span.start_s, start))
+                _held_of(span.gpus, held.gpus)
+                * span.gpu_fraction
+                * max(0.0, min(span.end_s, end) - max(span.start_s, start))
                 for span in spans
                 if span.node == held.node and span.team == held.team
             )
-            rows.append(
-                _reservation_row(held, start, end, node_gpus.get(held.node, 0) * (end - start), used_s)
-            )
+            rows.append(_reservation_row(held, start, end, gpus * (end - start), used_s))
     return rows
+
+
+def _held_of(span_gpus: Sequence[int], held: Sequence[int]) -> int:
+    """How many of a span's GPUs a reservation held (one of some GPUs: those; else all of them)."""
+    return len(span_gpus) if not held else len(set(span_gpus) & set(held))
 
 
 def _reservation_row(
@@ -281,6 +287,7 @@ def _reservation_row(
         "end": from_epoch_s(end_s).isoformat(),
         "called_off": held.cancelled_s is not None and held.cancelled_s <= end_s,
         "repeat": held.repeat,
+        "gpus": list(held.gpus) or None,  # the GPUs it held; None: all of the node's
         "created_by": held.created_by,
         "reserved_gpu_hours": round(reserved_gpu_s / 3600, 6),
         "used_gpu_hours": round(used_gpu_s / 3600, 6),

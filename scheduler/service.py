@@ -399,25 +399,39 @@ class Cluster:
         ):
             return None
         self._keep_node_settings(node)
-        return [task_id for task_id, _team in self._running_past(node, at_s)]
+        return [task_id for task_id, _team, _gpus in self._running_past(node, at_s)]
 
     def reserve_node(
-        self, who: Identity, node: str, team: str, at_s: float, until_s: float, repeat: str | None = None
-    ) -> list[int] | None:
+        self,
+        who: Identity,
+        node: str,
+        team: str,
+        at_s: float,
+        until_s: float,
+        repeat: str | None = None,
+        gpus: int | None = None,
+    ) -> tuple[TeamReservation, list[int]] | None:
         """Reserve `node`'s GPUs for `team` from `at_s` to `until_s` (with `repeat`, at that time every day,
-        working day, weekend day or week in the cluster's zone, until called off), as `who` asks (recorded
-        for the reports): then only its tasks start there. The ids of other teams' tasks running there now
-        that are expected to run past its start (they are not stopped); None for an unknown node.
-        ConflictError when it overlaps another of the node's; SpecError for a repeat it cannot keep."""
+        working day, weekend day or week in the cluster's zone, until called off; with `gpus`, that many of
+        its GPUs), as `who` asks (recorded for the reports): then only its tasks start there. The reservation
+        as written (its GPUs chosen), and the ids of other teams' tasks running there now, on the GPUs it
+        holds, that are expected to run past its start (they are not stopped); None for an unknown node.
+        ConflictError when it overlaps another of the node's (or too few GPUs are free of them); SpecError
+        for a repeat it cannot keep."""
         zone_name = self.policy_config.timezone
         if repeat is not None:
             check_repeat(repeat, at_s, until_s, zone_name)
         held = TeamReservation(team, round(at_s * 1000), round(until_s * 1000), repeat, zone_name)
-        if not self.nodes.reserve(node, held, now_ms()):
+        written = self.nodes.reserve(node, held, now_ms(), gpus)
+        if written is None:
             return None
         self._keep_node_settings(node)
-        self.reservations.add(node, team, at_s, until_s, who.user, repeat, zone_name)
-        return [task_id for task_id, owner in self._running_past(node, at_s) if owner != team]
+        self.reservations.add(node, team, at_s, until_s, who.user, repeat, zone_name, written.gpus)
+        return written, [
+            task_id
+            for task_id, owner, on in self._running_past(node, at_s)
+            if owner != team and (not written.gpus or any(written.holds_gpu(index) for index in on))
+        ]
 
     def set_node_drained(self, node: str, drained: bool) -> bool:
         """Drain `node` now (no new tasks) or put it back in service (a maintenance set is called off
@@ -439,17 +453,17 @@ class Cluster:
         """Write what admins set on `node` to SQL, as Redis now holds it, for `rebuild_redis`."""
         self.node_settings.save(node, lambda: self.nodes.admin_fields(node))
 
-    def _running_past(self, node: str, at_s: float) -> list[tuple[int, str]]:
-        """(id, team) of each task running on `node` expected (by its estimate, else time limit, as
-        forecasts expect it) to run past `at_s`."""
+    def _running_past(self, node: str, at_s: float) -> list[tuple[int, str, list[int]]]:
+        """(id, team, GPU indices) of each task running on `node` expected (by its estimate, else time limit,
+        as forecasts expect it) to run past `at_s`."""
         now, config = now_s(), self.policy_config
-        past: list[tuple[int, str]] = []
+        past: list[tuple[int, str, list[int]]] = []
         for task in self.tasks.with_status("running"):
             if task.node != node or task.started_at is None:
                 continue
             view = running_task_of(task, node, task.gpu_indices or [], to_epoch_s(task.started_at))
             if expected_end_s(view, now, config, config.forecast_overrun_factor) > at_s:
-                past.append((task.id, view.team))
+                past.append((task.id, view.team, list(view.gpu_indices)))
         return past
 
     def requeue_at_maintenance(self, node: str, due_ms: int) -> list[int]:

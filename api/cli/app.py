@@ -1340,6 +1340,10 @@ def node_reserve(
             help="daily, weekdays, weekends or weekly: it comes round at the same time until called off",
         ),
     ] = None,
+    gpus: Annotated[
+        int | None,
+        typer.Option("--gpus", min=1, help="only this many of its GPUs (the rest stay everyone's); else all"),
+    ] = None,
 ) -> None:
     """Keep NAME's GPUs for one team for a while (a paper deadline, a demo; Slurm's reservation for an
     account): from --at (else now) to --until only that team's tasks start there; before it, other teams'
@@ -1352,10 +1356,10 @@ def node_reserve(
         params["at"] = parse_when(at, datetime.now(zone), zone).isoformat()
     if repeat is not None:
         params["repeat"] = repeat
+    if gpus is not None:
+        params["gpus"] = str(gpus)
     node = _with_client(lambda client: client.post(f"/nodes/{name}/reserve", params=params))
-    held = next(
-        held for held in node["reservations"] if held["team"] == team and held.get("repeat") == repeat
-    )
+    held = node["reserved"]
     console.print(
         f"node {name} is reserved for team {reservation_words(held)}: only its tasks start there then; "
         f"`nightshift node unreserve {name} --team {team}` calls it off"

@@ -121,13 +121,15 @@ def reservation_words(held: dict[str, Any]) -> str:
     ...)"."""
     start, end = short_time(held["start"]), short_time(held["end"])
     repeat = held.get("repeat")
+    gpus = held.get("gpus")
+    team = held["team"] + (f" (GPU{'s' if len(gpus) > 1 else ''} {','.join(map(str, gpus))})" if gpus else "")
     if not repeat:
-        return f"{held['team']} from {start} until {end}"
+        return f"{team} from {start} until {end}"
     zone = cli_zone(get_settings())
     first = datetime.fromisoformat(held["start"]).astimezone(zone)
     last = datetime.fromisoformat(held["end"]).astimezone(zone)
     days = {"daily": "day", "weekdays": "working day", "weekends": "weekend day"}.get(repeat, f"{first:%A}")
-    return f"{held['team']} every {days} {first:%H:%M}-{last:%H:%M} (next from {start} until {end})"
+    return f"{team} every {days} {first:%H:%M}-{last:%H:%M} (next from {start} until {end})"
 
 
 def _status(task: dict[str, Any]) -> str:

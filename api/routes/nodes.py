@@ -11,7 +11,7 @@ from api.deps import AdminDep, ClusterDep, IdentityDep
 from api.schemas import NodeDrainedPublic, NodePublic, NodeReservedPublic, TeamReservationPublic
 from scheduler.clock import from_epoch_s, now_ms, now_s, to_epoch_s
 from scheduler.errors import NotFoundError, SpecError
-from scheduler.nodes import NodeState
+from scheduler.nodes import NodeState, TeamReservation
 from scheduler.policy.windows import zone
 from scheduler.store.identity import team_id_by_name
 
@@ -29,20 +29,23 @@ def node_public(node: NodeState, now: int) -> NodePublic:
         drain_at=None if start is None else from_epoch_s(start / 1000.0),
         drain_until=None if end is None else from_epoch_s(end / 1000.0),
         drain_repeat=node.drain_repeat if window is not None else None,
-        reservations=[
-            TeamReservationPublic(
-                team=held.team,
-                start=from_epoch_s(held.start_ms / 1000),
-                end=from_epoch_s(held.end_ms / 1000),
-                repeat=held.repeat,
-            )
-            for held in node.next_reservations(now)
-        ],
+        reservations=[_reservation_public(held) for held in node.next_reservations(now)],
         source=node.source,
         heartbeat_age_s=round((now - node.heartbeat_ms) / 1000, 1),
         gpus=len(node.gpus),
         labels=node.labels,
         job_isolation=node.job_isolation,
+    )
+
+
+def _reservation_public(held: TeamReservation) -> TeamReservationPublic:
+    """A reservation for a team (at its current or next time) as the API shows it."""
+    return TeamReservationPublic(
+        team=held.team,
+        start=from_epoch_s(held.start_ms / 1000),
+        end=from_epoch_s(held.end_ms / 1000),
+        repeat=held.repeat,
+        gpus=list(held.gpus) or None,
     )
 
 
@@ -177,6 +180,15 @@ def reserve(
             "weekend day or week, in the cluster's zone, until called off; `at`..`until` is its first time"
         ),
     ] = None,
+    gpus: Annotated[
+        int | None,
+        Query(
+            ge=1,
+            le=1024,
+            description="only this many of its GPUs (the highest-numbered free of other reservations then); "
+            "else all of them",
+        ),
+    ] = None,
 ) -> NodeReservedPublic:
     """Keep the node's GPUs for one team from `at` (else now) to `until` (Slurm's reservation for an
     account: a paper deadline, a demo): then only that team's tasks start there; before it, another team's
@@ -185,7 +197,8 @@ def reserve(
     `running_past` names the other teams' tasks expected to run past its start. A node may be reserved for
     several teams one after the other; one overlapping another is refused (409), naming it. With `repeat`
     (Slurm's DAILY, WEEKDAY, WEEKEND, WEEKLY flags) it holds the node at that time each day or week: a lab's
-    class every Tuesday afternoon."""
+    class every Tuesday afternoon. With `gpus`, only that many of its GPUs are kept (the rest stay
+    everyone's), and two teams may hold different GPUs of one node at once."""
     if team_id_by_name(cluster.factory, team) is None:
         raise SpecError(
             f"no team named {team!r}: a team exists once a token names it (`nightshift token create --team`)",
@@ -193,10 +206,17 @@ def reserve(
         )
     timezone = cluster.policy_config.timezone
     start_s = now_s() if at is None else _future_s(at, timezone, "at", "drop `at` to reserve it from now")
-    past = cluster.reserve_node(who, name, team, start_s, _ends_after(until, timezone, start_s), repeat)
-    if past is None:
+    end_s = _ends_after(until, timezone, start_s)
+    made = cluster.reserve_node(who, name, team, start_s, end_s, repeat, gpus)
+    if made is None:
         raise _unknown(name)
-    return NodeReservedPublic(**_shown(cluster, name).model_dump(), running_past=past)
+    written, past = made
+    shown = written.next_time(now_ms())
+    return NodeReservedPublic(
+        **_shown(cluster, name).model_dump(),
+        running_past=past,
+        reserved=None if shown is None else _reservation_public(shown),
+    )
 
 
 @router.post("/{name}/unreserve", response_model=NodePublic)

@@ -283,12 +283,20 @@ def _node_windows(gpus: Sequence[GpuSlot], now_s: float) -> list[Reservation]:
 
 def _find(ps: _Pass, task: QueuedTask) -> list[GpuState] | None:
     """Placement now that respects the reservations, maintenance and other teams' reservations (a task may
-    use reserved GPUs only if it ends first)."""
+    use reserved GPUs only if it ends first); on GPUs reserved for its team now when it fits there, so that
+    its work fills them before it takes GPUs others could use."""
     end_s = ps.now_s + task_estimate_s(task, ps.config)
     exclude: frozenset[tuple[str, int]] = frozenset()
     for r in (*ps.reservations, *ps.node_windows):
         if r.keeps_off(task.team, end_s):
             exclude = exclude | r.gpus
+    own = [r.gpus for r in ps.node_windows if r.team == task.team and r.start_s <= ps.now_s]
+    if own:
+        mine = frozenset().union(*own)
+        everyone = frozenset((node.name, g.index) for node in ps.pool.nodes.values() for g in node.gpus)
+        chosen = _clear_of_others(ps, task, ps.pool.find(task, exclude | (everyone - mine)), end_s)
+        if chosen is not None:
+            return chosen
     shape: ShapeKey = (
         task.gpus,
         task.gpu_memory_mib,
@@ -302,6 +310,13 @@ def _find(ps: _Pass, task: QueuedTask) -> list[GpuState] | None:
     chosen = ps.pool.find(task, exclude)
     if chosen is None and not exclude:
         ps.failed_shapes[shape] = ps.pool.version
+    return _clear_of_others(ps, task, chosen, end_s)
+
+
+def _clear_of_others(
+    ps: _Pass, task: QueuedTask, chosen: list[GpuState] | None, end_s: float
+) -> list[GpuState] | None:
+    """`chosen`, unless running there until `end_s` would delay another team's reservation."""
     if chosen is not None and any(
         delays(chosen, end_s, r) for r in (*ps.reservations, *ps.node_windows) if r.team != task.team
     ):

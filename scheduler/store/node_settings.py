@@ -61,6 +61,11 @@ class ReservationRecord(NamedTuple):
     cancelled_s: float | None
     repeat: str | None = None
     zone: str = "UTC"
+    gpus: tuple[int, ...] = ()  # the GPUs it held; () for all of the node's
+
+    def gpu_count(self, node_gpus: int) -> int:
+        """How many GPUs it held of a node of `node_gpus`."""
+        return len(self.gpus) if self.gpus else node_gpus
 
     @property
     def ends_s(self) -> float:
@@ -94,8 +99,10 @@ class ReservationHistory:
         created_by: str,
         repeat: str | None = None,
         zone: str = "UTC",
+        gpus: tuple[int, ...] = (),
     ) -> None:
-        """Record a reservation just made (a repeating one: its first time, and how it repeats)."""
+        """Record a reservation just made (a repeating one: its first time, and how it repeats; of some GPUs:
+        which)."""
         with transaction(self.factory) as session:
             session.add(
                 NodeReservation(
@@ -106,6 +113,7 @@ class ReservationHistory:
                     created_by=created_by,
                     repeat=repeat,
                     zone=zone,
+                    gpus=",".join(map(str, gpus)),
                 )
             )
 
@@ -142,6 +150,7 @@ class ReservationHistory:
                 to_epoch_s(row.cancelled_at) if row.cancelled_at is not None else None,
                 row.repeat,
                 row.zone,
+                tuple(int(index) for index in row.gpus.split(",") if index),
             )
             for row in rows
         ]

@@ -139,6 +139,8 @@ class NodeReservation(Base):
     # a repeating one (`scheduler.repeats`): start_at..end_at is its first time, and it comes round in `zone`
     repeat: Mapped[str | None] = mapped_column(String(16), default=None)
     zone: Mapped[str] = mapped_column(String(64), default="UTC", server_default="UTC")
+    # the indices of the GPUs it held, comma-separated; empty: all of the node's
+    gpus: Mapped[str] = mapped_column(String(255), default="", server_default="")
 
 
 class Task(Base):

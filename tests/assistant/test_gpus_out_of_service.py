@@ -156,3 +156,22 @@ def test_the_chat_says_a_reservation_or_a_maintenance_comes_round_again(make_ass
     assert re.search(
         rf"节点 spare-box 将于 {day} 停机维护（至 {day}）。之后每天同一时段都会维护。", chinese
     ), chinese
+
+
+def test_the_chat_names_the_gpus_a_reservation_holds(make_assistant, cluster):
+    box = [NodeGpu(i, "NVIDIA A100", 80 * GB, 80 * GB) for i in range(4)]
+    cluster.nodes.publish("part-box", box, now_ms(), "nvml")
+    hour_ms = 3600 * 1000
+    cluster.nodes.reserve(
+        "part-box", TeamReservation("nlp", now_ms() + hour_ms, now_ms() + 2 * hour_ms), now_ms(), 2
+    )
+
+    english = make_assistant().ask("which GPUs are free?").reply
+    chinese = make_assistant().ask("哪些卡空闲").reply
+
+    time = r"(?:today |tomorrow |\d\d-\d\d )\d\d:\d\d"
+    assert re.search(
+        rf"GPUs 2, 3 of node part-box are reserved for team nlp from {time} until {time}: ", english
+    )
+    day = r"(?:今天 |明天 |\d\d-\d\d )\d\d:\d\d"
+    assert re.search(rf"节点 part-box 的 2、3 号卡在 {day} 至 {day} 预留给团队 nlp：", chinese), chinese

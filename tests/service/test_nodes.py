@@ -419,12 +419,12 @@ def test_two_admins_reserving_overlapping_times_at_once_cannot_both_succeed(clus
     theirs = TeamReservation("nlp", now + hour_ms, now + 3 * hour_ms)
     ours = TeamReservation("vision", now + 2 * hour_ms, now + 4 * hour_ms)
     read = nodes_module._reservations
-    raced: list[bool] = []
+    raced: list[TeamReservation | None] = []
 
     def read_then_the_other_admin_writes(raw):  # nlp's is written after ours read the node's reservations
         kept = read(raw)
         if not raced:
-            raced.append(False)
+            raced.append(None)
             raced[0] = cluster.nodes.reserve("box-1", theirs, now)
         return kept
 
@@ -432,4 +432,4 @@ def test_two_admins_reserving_overlapping_times_at_once_cannot_both_succeed(clus
 
     with pytest.raises(ConflictError, match="already reserved for team nlp"):
         cluster.nodes.reserve("box-1", ours, now)
-    assert raced == [True] and cluster.nodes.all()[0].reservations == (theirs,)
+    assert raced == [theirs] and cluster.nodes.all()[0].reservations == (theirs,)

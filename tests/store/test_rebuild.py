@@ -222,8 +222,8 @@ def test_what_admins_set_on_the_nodes_comes_back_after_redis_loses_everything(cl
     assert cluster.set_node_drained("box-1", True)
     assert cluster.drain_later(who, "box-2", now + hour_s, True, now + 3 * hour_s, "weekly") == []
     admin, _ = make_identity("root", "ops", admin=True)
-    assert cluster.reserve_node(admin, "box-2", "vision", now + 4 * hour_s, now + 8 * hour_s) == []
-    assert cluster.reserve_node(admin, "box-2", "nlp", now + 9 * hour_s, now + 11 * hour_s, "weekly") == []
+    assert cluster.reserve_node(admin, "box-2", "vision", now + 4 * hour_s, now + 8 * hour_s)[1] == []
+    assert cluster.reserve_node(admin, "box-2", "nlp", now + 9 * hour_s, now + 11 * hour_s, "weekly")[1] == []
     assert cluster.set_node_drained("box-3", True) and cluster.set_node_drained("box-3", False)
     before = {node.name: node for node in cluster.nodes.all()}
 
