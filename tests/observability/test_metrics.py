@@ -158,4 +158,7 @@ def test_a_team_whose_queue_drained_reads_zero_not_no_data(cluster, make_identit
     assert _samples(before, "nightshift_queue_length")[(("priority", "high"), ("team", "vision"))] == 1.0
     queued = _samples(after, "nightshift_queue_length")
     assert len(queued) == 8 and set(queued.values()) == {0.0}  # two teams x four classes
-    assert _samples(after, "nightshift_tasks_running") == {(("team", "nlp"),): 0.0, (("team", "vision"),): 0.0}
+    assert _samples(after, "nightshift_tasks_running") == {
+        (("team", "nlp"),): 0.0,
+        (("team", "vision"),): 0.0,
+    }
