@@ -68,8 +68,8 @@ def test_the_policy_keeps_other_teams_off_the_reserved_gpus_only(cluster, make_i
     more, _ = cluster.submit(  # ranked after the wide one (more GPU-seconds): no GPU is left open to it
         bob, {"command": "true", "gpus": 1, "estimated_minutes": 600, "workdir": str(tmp_path)}
     )
-    own, _ = cluster.submit(
-        alice, {"command": "true", "gpus": 2, "estimated_minutes": 60, "workdir": str(tmp_path)}
+    own, _ = cluster.submit(  # ranked first (fewest GPU-seconds): it must not take the GPUs open to all
+        alice, {"command": "true", "gpus": 2, "estimated_minutes": 30, "workdir": str(tmp_path)}
     )
     try:
         worker.publish_node()
