@@ -1,5 +1,4 @@
-"""node_reservations.repeat, zone and gpus: reservations that come round every day, working day or week, and
-reservations of some of a node's GPUs
+"""node_reservations.repeat and zone: reservations that come round every day, working day or week
 
 Revision ID: 0014
 Revises: 0013
@@ -20,11 +19,9 @@ def upgrade() -> None:
     with op.batch_alter_table("node_reservations") as batch:
         batch.add_column(sa.Column("repeat", sa.String(length=16), nullable=True))
         batch.add_column(sa.Column("zone", sa.String(length=64), nullable=False, server_default="UTC"))
-        batch.add_column(sa.Column("gpus", sa.String(length=255), nullable=False, server_default=""))
 
 
 def downgrade() -> None:
     with op.batch_alter_table("node_reservations") as batch:
-        batch.drop_column("gpus")
         batch.drop_column("zone")
         batch.drop_column("repeat")
