@@ -719,8 +719,8 @@ def _own_day_words(own: dict[str, Any], uses: float | None, lang: str) -> str:
     if uses is None:
         return _t(
             lang,
-            f"your own day budget: {left:.1f} of {budget:g} GPU-h left",
-            f"你个人的日预算还剩 {left:.1f} / {budget:g} GPU小时",
+            f"your own day budget: {amount(left)} of {budget:g} GPU-h left",
+            f"你个人的日预算还剩 {amount(left)} / {budget:g} GPU小时",
         )
     if left - uses < 0:  # it starts (never killed), and the person's next tasks wait
         return _t(
@@ -731,8 +731,8 @@ def _own_day_words(own: dict[str, Any], uses: float | None, lang: str) -> str:
     after = left - uses
     return _t(
         lang,
-        f"{after:.1f} GPU-h of your own day budget left after it",
-        f"运行后你个人的日预算还剩 {after:.1f} GPU小时",
+        f"{amount(after)} GPU-h of your own day budget left after it",
+        f"运行后你个人的日预算还剩 {amount(after)} GPU小时",
     )
 
 
@@ -742,7 +742,7 @@ def _team_day_words(quota: dict[str, Any], lang: str) -> str:
     uses = quota.get("uses_gpu_h")
     if budget is None:
         return _t(lang, f"team {team}: no daily budget", f"团队 {team}：没有每日预算") + (
-            _t(lang, f"; uses ~{uses:.1f} GPU-h", f"；约用 {uses:.1f} GPU小时") if uses else ""
+            _t(lang, f"; uses ~{amount(uses)} GPU-h", f"；约用 {amount(uses)} GPU小时") if uses else ""
         )
     left = float(budget) - used
     if quota.get("state") == "exhausted" or left <= 0:  # the hard limit: no new starts until usage falls
@@ -756,15 +756,15 @@ def _team_day_words(quota: dict[str, Any], lang: str) -> str:
         state = quota.get("state")
         return _t(
             lang,
-            f"team {team}: {left:.1f} of {float(budget):g} GPU-h left in its day budget ({state})",
-            f"团队 {team}：日预算还剩 {left:.1f} / {float(budget):g} GPU小时"
+            f"team {team}: {amount(left)} of {float(budget):g} GPU-h left in its day budget ({state})",
+            f"团队 {team}：日预算还剩 {amount(left)} / {float(budget):g} GPU小时"
             + ("（已用过 80%）" if state == "warning" else ""),
         )
     after = left - uses
     head = _t(
         lang,
-        f"uses ~{uses:.1f} of the {left:.1f} GPU-h left in the team's day budget; ",
-        f"约用 {uses:.1f} GPU小时，团队日预算还剩 {left:.1f}；",
+        f"uses ~{amount(uses)} of the {amount(left)} GPU-h left in the team's day budget; ",
+        f"约用 {amount(uses)} GPU小时，团队日预算还剩 {amount(left)}；",
     )
     if after < 0:  # it starts (never killed), and the team's next tasks wait
         return head + _t(
@@ -772,7 +772,7 @@ def _team_day_words(quota: dict[str, Any], lang: str) -> str:
             "it would take the team over its day budget: it runs, and later tasks wait",
             "会超出每日预算：它照常运行，之后的任务要等",
         )
-    return head + _t(lang, f"{after:.1f} GPU-h left after it", f"运行后还剩 {after:.1f} GPU小时")
+    return head + _t(lang, f"{amount(after)} GPU-h left after it", f"运行后还剩 {amount(after)} GPU小时")
 
 
 def _day_words(day: date, now: datetime | None, lang: str) -> str:
@@ -1389,9 +1389,9 @@ def _utilization(data: dict[str, Any], lang: str) -> str:
     days = f"{float(report.get('days') or 0):g}"
     head = _t(
         lang,
-        f"Last {days} day(s): {float(report.get('total_gpu_hours', 0)):.1f} GPU-hours used, "
+        f"Last {days} day(s): {amount(float(report.get('total_gpu_hours', 0)))} GPU-hours used, "
         f"utilization {pct:.0f}%.",
-        f"过去 {days} 天共用 {float(report.get('total_gpu_hours', 0)):.1f} GPU小时，利用率 {pct:.0f}%。",
+        f"过去 {days} 天共用 {amount(float(report.get('total_gpu_hours', 0)))} GPU小时，利用率 {pct:.0f}%。",
     )
     if report.get("total_cost") is not None:  # "how much has my team spent"
         kwh = amount(float(report.get("total_energy_kwh") or 0), 1)
@@ -1400,11 +1400,11 @@ def _utilization(data: dict[str, Any], lang: str) -> str:
     shown = [
         _t(
             lang,
-            f"{unwrap(r['key'])}: {float(r.get('gpu_hours', 0)):.1f} h, {r.get('tasks', 0)} task(s)"
-            + ("" if r.get("cpu_hours") is None else f", {float(r['cpu_hours']):.1f} CPU-h")
+            f"{unwrap(r['key'])}: {amount(float(r.get('gpu_hours', 0)))} h, {r.get('tasks', 0)} task(s)"
+            + ("" if r.get("cpu_hours") is None else f", {amount(float(r['cpu_hours']))} CPU-h")
             + ("" if r.get("mean_wait_s") is None else f", mean wait {duration(r['mean_wait_s'], lang)}"),
-            f"{unwrap(r['key'])}：{float(r.get('gpu_hours', 0)):.1f} GPU小时，{r.get('tasks', 0)} 个任务"
-            + ("" if r.get("cpu_hours") is None else f"，CPU {float(r['cpu_hours']):.1f} 小时")
+            f"{unwrap(r['key'])}：{amount(float(r.get('gpu_hours', 0)))} GPU小时，{r.get('tasks', 0)} 个任务"
+            + ("" if r.get("cpu_hours") is None else f"，CPU {amount(float(r['cpu_hours']))} 小时")
             + ("" if r.get("mean_wait_s") is None else f"，平均等待 {duration(r['mean_wait_s'], lang)}"),
         )
         for r in rows[:6]
@@ -1423,7 +1423,9 @@ def _quota(data: dict[str, Any], lang: str, now: datetime | None = None) -> str:
         used, budget = float(period.get("used_gpu_h", 0)), period.get("budget_gpu_h")
         if budget is None:
             return _t(
-                lang, f"{en}: {used:.1f} GPU-h used, no budget", f"{zh}：已用 {used:.1f} GPU小时，无预算限制"
+                lang,
+                f"{en}: {amount(used)} GPU-h used, no budget",
+                f"{zh}：已用 {amount(used)} GPU小时，无预算限制",
             )
         left = max(0.0, float(budget) - used)
         of = f"{amount(used)} of {float(budget):g}"  # a small budget is not "0.0 of 0"

@@ -1359,7 +1359,7 @@ def node_reserve(
     if gpus is not None:
         params["gpus"] = str(gpus)
     node = _with_client(lambda client: client.post(f"/nodes/{name}/reserve", params=params))
-    held = node["reserved"]
+    held = node.get("reserved") or next(h for h in node["reservations"] if h["team"] == team)  # older API
     console.print(
         f"node {name} is reserved for team {reservation_words(held)}: only its tasks start there then; "
         f"`nightshift node unreserve {name} --team {team}` calls it off"

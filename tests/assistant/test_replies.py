@@ -747,3 +747,20 @@ def test_a_small_budget_reads_with_the_digits_that_show_it() -> None:
     reply = reply_for("quota_status", json.dumps({"quota": quota}), "en", NOW)
 
     assert "last 24 h: 0.0022 of 0.002 GPU-h used, 0.0 left (exhausted)" in reply
+
+
+def test_a_small_usage_reads_as_its_amount_not_zero() -> None:
+    content = json.dumps(
+        {
+            "report": {
+                "days": 7.0,
+                "total_gpu_hours": 0.039,
+                "utilization": 0.0001,
+                "rows": [{"key": "budg", "gpu_hours": 0.039, "tasks": 4, "cpu_hours": 0.0021}],
+            }
+        }
+    )
+
+    assert reply_for("utilization_report", content, "en", NOW) == (
+        "Last 7 day(s): 0.039 GPU-hours used, utilization 0%.\nbudg: 0.039 h, 4 task(s), 0.0021 CPU-h"
+    )
