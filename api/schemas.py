@@ -204,6 +204,8 @@ class NodePublic(BaseModel):
     drain_at: datetime | None = None
     # when that maintenance ends and the node is back in service by itself; None: when undrained
     drain_until: datetime | None = None
+    # when its worker stopped cleanly (then it is not alive until a worker runs there again); None: it did not
+    stopped_at: datetime | None = None
     # daily, weekdays, weekends, weekly: the maintenance comes round again (drain_at..drain_until: its current
     # or next time); None: once
     drain_repeat: str | None = None

@@ -261,6 +261,10 @@ _RULES: list[Rule] = [
         lambda m: f"节点 {m[1]} 离线（{m[2]} 秒没有心跳）",
     ),
     (
+        re.compile(r"node (\S+) is down \(its worker was stopped (\d+) s ago\)"),
+        lambda m: f"节点 {m[1]} 离线（它的 worker 已在 {m[2]} 秒前停止）",
+    ),
+    (
         re.compile(
             r"GPU (\d+) of (\S+): too hot: (\S+) °C \(above (\S+) °C; back in service below (\S+) °C\)"
         ),

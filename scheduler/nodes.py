@@ -139,10 +139,13 @@ class NodeState:
     reservations: tuple[TeamReservation, ...] = ()
     # the admin who asked the drain set for later to requeue the tasks still running then (`due_requeue`)
     drain_requeue_by: str | None = None
+    # when its worker stopped cleanly (`mark_stopped`): down from then, not a lease TTL later; None: running
+    stopped_ms: int | None = None
 
     def alive(self, now_ms: int) -> bool:
-        """True when the node's worker heartbeat is recent (within its own `stale_after_ms`)."""
-        return now_ms - self.heartbeat_ms <= self.stale_after_ms
+        """True when the node's worker heartbeat is recent (within its own `stale_after_ms`) and the worker
+        has not stopped."""
+        return self.stopped_ms is None and now_ms - self.heartbeat_ms <= self.stale_after_ms
 
     def drained_at(self, now_ms: int) -> bool:
         """True when the node takes no new task at `now_ms`: drained, or inside its maintenance."""
@@ -227,9 +230,19 @@ class NodeRegistry:
                 "stale_after_ms": stale_after_ms,
             },
         )
+        pipe.hdel(self.keys.node(name), "stopped_ms")  # a worker (again) serves it
         added, *_ = pipe.execute()
         if added:
             self.client.rpush(self.keys.scheduler_doorbell, "1")
+
+    def mark_stopped(self, name: str, now_ms: int) -> None:
+        """Record that the node's worker stopped cleanly (its jobs stopped and requeued): the node is down
+        at once, so no task is assigned to it or waits for it as if it were up, until a worker publishes
+        again."""
+        pipe = self.client.pipeline(transaction=True)
+        pipe.hset(self.keys.node(name), "stopped_ms", now_ms)
+        pipe.rpush(self.keys.scheduler_doorbell, "1")
+        pipe.execute()
 
     def set_drained(
         self,
@@ -504,4 +517,5 @@ def _parse(name: str, raw: dict[str, str]) -> NodeState:
         drain_requeued_ms=int(raw["drain_requeued_ms"]) if raw.get("drain_requeued_ms") else None,
         reservations=tuple(_reservations(raw.get("reservations"))),
         drain_requeue_by=raw.get("drain_requeue_by") or None,
+        stopped_ms=int(float(raw["stopped_ms"])) if raw.get("stopped_ms") else None,
     )

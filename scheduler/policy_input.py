@@ -79,6 +79,9 @@ def _node_out_of_service(node: NodeState, now_ms_: int) -> str | None:
     window = node.maintenance(now_ms_)
     if node.drained or (node.drained_at(now_ms_) and (window is None or window[1] is None)):
         return f"node {node.name} is drained"
+    if node.stopped_ms is not None:
+        ago_s = (now_ms_ - node.stopped_ms) / 1000
+        return f"node {node.name} is down (its worker was stopped {ago_s:.0f} s ago)"
     if not node.alive(now_ms_):
         return f"node {node.name} is down (no heartbeat for {(now_ms_ - node.heartbeat_ms) / 1000:.0f} s)"
     return None

@@ -46,6 +46,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
+import redis
+
 from scheduler.accounts import OsAccount, account_for, root_worker_warning
 from scheduler.clock import now_ms
 from scheduler.errors import ExecutorError, GpuInventoryError, NightshiftError
@@ -189,6 +191,7 @@ class Worker:
         self._shareable_mib: dict[int, int] = {}  # GPU index -> its memory less the driver's, as last read
         self._last_readings: list[GpuInfo] = []  # the GPUs as last read whole, named while NVML cannot read
         self._publish_lock = threading.Lock()
+        self._published_stop = False  # the node was marked stopped: no heartbeat may undo it
         self._exit_watcher: ExitWatcher | None = None
         self._exited: set[int] = set()  # pids of job leaders seen to exit, not yet settled
         self._full_check_at = 0.0  # monotonic time of the last poll of every job
@@ -241,11 +244,12 @@ class Worker:
         log_requests.start()
         ring_when_set(stop, lambda: queue.ring_node(self.node), "worker")
         ring_when_set(stop, lambda: wake_answerer(queue.client, queue.keys, self.node), "log-requests")
+        self._published_stop = False
         try:
             while not stop.is_set():
                 self._step_and_wait(stop)
         finally:
-            self.shutdown()
+            self.shutdown(node_stops=True)
             stopped.set()
             heartbeat.join(timeout=5)
             keepalive.join(timeout=5)
@@ -284,8 +288,9 @@ class Worker:
             self.ownership.claim(wait_s)
             self._owns_node = True
 
-    def shutdown(self) -> None:
-        """Stop every job (its stop signal, grace, KILL) and requeue it: a worker restart is not its fault."""
+    def shutdown(self, node_stops: bool = False) -> None:
+        """Stop every job (its stop signal, grace, KILL) and requeue it: a worker restart is not its fault.
+        With `node_stops` (the worker's loop ends), the node is then marked stopped, down at once."""
         began = time.monotonic()
         with self._lock:
             active = list(self.jobs.values())
@@ -338,9 +343,21 @@ class Worker:
         if self.spares is not None:
             self.spares.close()
         self.sentinel.close()
+        if node_stops:
+            self._mark_node_stopped()
         if self._owns_node:
             self.ownership.release()
             self._owns_node = False
+
+    def _mark_node_stopped(self) -> None:
+        """Tell the scheduler this node's worker stopped, after its last publish (a heartbeat running now
+        must not make it look up again), before another worker may take the node."""
+        with self._publish_lock:
+            self._published_stop = True
+            try:
+                self.cluster.nodes.mark_stopped(self.node, now_ms())
+            except redis.RedisError as exc:  # Redis away: the node reads down a lease TTL later instead
+                log.warning("could not mark node %s stopped: %s", self.node, exc)
 
     def reconcile(self) -> None:
         """On start: kill job processes of this node it does not run (by cgroup and run token, before any
@@ -880,7 +897,8 @@ class Worker:
         service must not land after one read since, or the scheduler would see the hot GPU free again.
         """
         with self._publish_lock:
-            self._publish_node()
+            if not self._published_stop:
+                self._publish_node()
 
     def _read_gpus(self) -> list[GpuInfo]:
         """The GPUs as the monitor reads them; where it cannot read them at all (NVML cannot count them),

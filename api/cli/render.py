@@ -612,7 +612,9 @@ def nodes_table(nodes: list[dict[str, Any]]) -> Table:
         table.add_column(column)
     for node in nodes:
         state = (
-            "[red]down[/]"
+            f"[red]stopped[/] (its worker, at {short_time(node['stopped_at'])})"
+            if node.get("stopped_at")
+            else "[red]down[/]"
             if not node["alive"]
             else "[yellow]drained[/]"
             if node["drained"]

@@ -29,6 +29,7 @@ def node_public(node: NodeState, now: int) -> NodePublic:
         drain_at=None if start is None else from_epoch_s(start / 1000.0),
         drain_until=None if end is None else from_epoch_s(end / 1000.0),
         drain_repeat=node.drain_repeat if window is not None else None,
+        stopped_at=None if node.stopped_ms is None else from_epoch_s(node.stopped_ms / 1000.0),
         reservations=[_reservation_public(held) for held in node.next_reservations(now)],
         source=node.source,
         heartbeat_age_s=round((now - node.heartbeat_ms) / 1000, 1),

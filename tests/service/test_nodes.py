@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+import threading
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -433,3 +435,36 @@ def test_two_admins_reserving_overlapping_times_at_once_cannot_both_succeed(clus
     with pytest.raises(ConflictError, match="already reserved for team nlp"):
         cluster.nodes.reserve("box-1", ours, now)
     assert raced == [theirs] and cluster.nodes.all()[0].reservations == (theirs,)
+
+
+def test_a_worker_stopped_cleanly_leaves_its_node_down_at_once_until_a_worker_runs_there_again(
+    cluster, make_identity, monkeypatch, tmp_path
+):
+    _admin, admin_token = make_identity("root", "ops", admin=True)
+    who, token = make_identity("alice", "vision")
+    worker = Worker(cluster, "box-2", SimulatedGpus("2x24", node="box-2"), base_env=dict(os.environ))
+    stop = threading.Event()
+    serving = threading.Thread(target=worker.run, args=(stop,), daemon=True)
+    serving.start()
+    wait_until(lambda: any(node.alive(now_ms()) for node in cluster.nodes.all()))
+
+    stop.set()
+    serving.join(timeout=30)
+    pinned, _ = cluster.submit(who, {"command": "true", "node": "box-2", "workdir": str(tmp_path)})
+    with TestClient(create_app(cluster)) as client:
+        why = client.get(f"/api/v1/tasks/{pinned.id}/explain", headers={"Authorization": f"Bearer {token}"})
+    with cli_as(cluster, admin_token, monkeypatch, tmp_path / "home") as nightshift:
+        shown = " ".join(nightshift("nodes").output.split())
+    [node] = cluster.nodes.all()
+
+    # a lease TTL (here 5 s) has not passed, yet the node is down: nothing waits for it as if it were up
+    assert not serving.is_alive() and node.stopped_ms is not None and not node.alive(now_ms())
+    assert re.fullmatch(
+        r"waiting for GPUs out of service \(2 of 2: node box-2 is down \(its worker was stopped \d+ s ago\); "
+        r"`nightshift nodes` shows which\)",
+        why.json()["reason"],
+    )
+    assert "box-2 │ stopped (its worker, at " in shown
+    # and a worker serving it again brings it back
+    Worker(cluster, "box-2", SimulatedGpus("2x24", node="box-2"), base_env=dict(os.environ)).publish_node()
+    assert cluster.nodes.all()[0].alive(now_ms()) and cluster.nodes.all()[0].stopped_ms is None
