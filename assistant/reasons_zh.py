@@ -333,6 +333,16 @@ _RULES: list[Rule] = [
         re.compile(r"(day|week) budget of (\S+) in team (\S+) is used up \((.+) GPU-h\)"),
         lambda m: f"{m[2]} 在团队 {m[3]} 的个人{_PERIOD[m[1]]}预算已用完（{m[4]} GPU小时）",
     ),
+    (
+        re.compile(
+            r"new starts again at (.+?), when its (day|week) budget frees too: the work running now, by its "
+            r"estimates, uses that up meanwhile"
+        ),
+        lambda m: (
+            f"{m[1]} 起可以再启动新任务（那时{_PERIOD[m[2]]}预算才恢复："
+            "按预计时长，正在运行的任务会先把它用完）"
+        ),
+    ),
     (re.compile(r"new starts again at (.+)"), lambda m: f"{m[1]} 起可以再启动新任务"),
     (
         re.compile(

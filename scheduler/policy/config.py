@@ -24,6 +24,8 @@ class TeamUsage:
     gpu_s_last_week: float = 0.0  # rolling 7 days, running work included
     # when a used-up day/week budget frees again (`rolling.budget_frees_at_s`); None when none is used up
     budget_frees_at_s: float | None = None
+    # the period ("day", "week") that holds new work back until then (`rolling.budget_frees`)
+    budget_frees_by: str | None = None
     # decayed GPU-seconds of each member (person) of the team: fair share within it (`fairshare_by_member`)
     member_decayed_gpu_s: Mapping[str, float] = field(default_factory=dict)
     # each member's rolling 24 h / 7 day GPU-seconds in this team (their own budgets), running work included

@@ -235,8 +235,9 @@ def _budget_reason(ps: _Pass, team: str) -> str | None:
         return None
     if (team, None) not in ps.budget_msgs:
         status = budget_status(team, ps.usage, ps.config)
-        frees_at = ps.usage[team].budget_frees_at_s if team in ps.usage else None
-        ps.budget_msgs[(team, None)] = _held_by_budget(ps, status, frees_at)
+        used = ps.usage.get(team)
+        frees_at, by = (used.budget_frees_at_s, used.budget_frees_by) if used is not None else (None, None)
+        ps.budget_msgs[(team, None)] = _held_by_budget(ps, status, frees_at, by)
     return ps.budget_msgs[(team, None)]
 
 
@@ -251,14 +252,22 @@ def _member_budget_reason(ps: _Pass, team: str, user: str) -> str | None:
     return ps.budget_msgs[(team, user)]
 
 
-def _held_by_budget(ps: _Pass, status: BudgetStatus, frees_at: float | None) -> str | None:
-    """A used-up budget's message, saying when new starts may come (and waking the pass then); else None."""
+def _held_by_budget(
+    ps: _Pass, status: BudgetStatus, frees_at: float | None, frees_by: str | None = None
+) -> str | None:
+    """A used-up budget's message, saying when new starts may come (and waking the pass then), and, when
+    the other period's budget is what holds them until then, which; else None."""
     if status.level != "exhausted":
         return None
     message = status.message
     if frees_at is not None and math.isfinite(frees_at):
         ps.wake(frees_at)
         message += f"; new starts again at {reasons.local_time(frees_at, ps.now_s, ps.config.timezone)}"
+        if frees_by is not None and not message.startswith(frees_by):
+            message += (
+                f", when its {frees_by} budget frees too: the work running now, by its estimates, uses "
+                "that up meanwhile"
+            )
     return message
 
 

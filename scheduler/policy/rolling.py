@@ -87,16 +87,24 @@ def under_budget_at_s(
 def budget_frees_at_s(budgets: Budgets, spans: Sequence[UsageSpan], now_s: float) -> float | None:
     """When a team (or person) whose day or week budget is used up at `now_s` by `spans` may start new work
     again (every used-up period under its budget); None when none of `budgets` is used up."""
-    frees_at: float | None = None
-    for budget_h, window_s in zip(budgets, (DAY_S, WEEK_S), strict=True):
+    frees = budget_frees(budgets, spans, now_s)
+    return None if frees is None else frees[0]
+
+
+def budget_frees(budgets: Budgets, spans: Sequence[UsageSpan], now_s: float) -> tuple[float, str] | None:
+    """`budget_frees_at_s`, with the period ("day" or "week") that holds new work back last: the running
+    work, by its expected ends, may use the week budget up by the time the day budget frees."""
+    frees: tuple[float, str] | None = None
+    for period, budget_h, window_s in zip(("day", "week"), budgets, (DAY_S, WEEK_S), strict=True):
         if budget_h is None or rolling_gpu_s(spans, now_s, window_s) < budget_h * 3600.0:
             continue
         at_s = under_budget_at_s(spans, budget_h * 3600.0, window_s, now_s)
-        frees_at = at_s if frees_at is None else max(frees_at, at_s)
-    if frees_at is not None and now_s < frees_at < math.inf:  # the other period may still hold it then
-        later = budget_frees_at_s(budgets, spans, frees_at)
-        frees_at = later if later is not None else frees_at
-    return frees_at
+        if frees is None or at_s > frees[0]:
+            frees = (at_s, period)
+    if frees is not None and now_s < frees[0] < math.inf:  # the other period may still hold it then
+        later = budget_frees(budgets, spans, frees[0])
+        frees = later if later is not None else frees
+    return frees
 
 
 def used_up_teams(usage: Mapping[str, TeamUsage], config: PolicyConfig) -> set[str]:
@@ -194,15 +202,20 @@ def with_budget_frees(
 def _with_frees(used: TeamUsage, spans: Sequence[UsageSpan], config: PolicyConfig, now_s: float) -> TeamUsage:
     """`used` (one team's) with when its used-up budget, and each of its members' used-up budgets, frees."""
     team = used.team
-    frees_at = None
+    frees = None
     if budget_status(team, {team: used}, config).level == "exhausted":
-        frees_at = budget_frees_at_s(config.team_budgets(team), spans, now_s)
+        frees = budget_frees(config.team_budgets(team), spans, now_s)
     members: dict[str, float] = {}
     for user in used_up_members(used, config):
         at_s = budget_frees_at_s(config.user_budgets(user), [s for s in spans if s.user == user], now_s)
         if at_s is not None:
             members[user] = at_s
-    return replace(used, budget_frees_at_s=frees_at, member_budget_frees_at_s=members)
+    return replace(
+        used,
+        budget_frees_at_s=None if frees is None else frees[0],
+        budget_frees_by=None if frees is None else frees[1],
+        member_budget_frees_at_s=members,
+    )
 
 
 class RollingUsage:

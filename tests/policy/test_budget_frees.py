@@ -8,6 +8,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from assistant.reasons_zh import reason_zh
 from scheduler.policy.config import PolicyConfig, TeamUsage
 from scheduler.policy.engine import decide
 from scheduler.policy.forecast import estimate_starts
@@ -15,10 +16,12 @@ from scheduler.policy.rolling import (
     DAY_S,
     RollingUsage,
     UsageSpan,
+    budget_frees,
     budget_frees_at_s,
     rolling_gpu_s,
     team_spans,
     under_budget_at_s,
+    with_budget_frees,
 )
 from tests.policy.builders import make_gpus, make_running, make_task, occupy
 
@@ -153,3 +156,25 @@ def test_the_moment_found_is_the_first_under_the_budget(
     step = (at_s - from_s) / 500
     earlier = [from_s + i * step for i in range(500) if from_s + i * step < at_s - 2.0]
     assert all(rolling_gpu_s(spans, t, DAY_S) >= budget_s - 1e-6 for t in earlier)
+
+
+def test_when_the_running_work_uses_the_week_budget_up_the_day_budgets_reason_says_so() -> None:
+    # the day budget (1 GPU-h) is used up now; two 1-GPU tasks run on, expected 3 h more each: by the time
+    # the day budget frees they will have used the week budget (6 GPU-h) up too, which frees days later
+    config = PolicyConfig(day_budget_gpu_h={"nlp": 1.0}, week_budget_gpu_h={"nlp": 6.0})
+    spans = [UsageSpan(1, NOW - H, NOW + 3 * H), UsageSpan(1, NOW - H, NOW + 3 * H)]
+
+    frees = budget_frees(config.team_budgets("nlp"), spans, NOW)
+    assert frees is not None and frees[1] == "week" and frees[0] > NOW + 6 * DAY_S
+    usage = with_budget_frees({"nlp": TeamUsage("nlp", gpu_s_last_day=2 * H, gpu_s_last_week=2 * H)},
+                              {"nlp": spans}, config, NOW)  # fmt: skip
+    d = decide([make_task(1, team="nlp")], [], make_gpus(), NOW, config, usage)
+
+    reason = d.pending_reasons[1]
+    assert reason.startswith("day budget of team nlp is used up (2.0/1 GPU-h); new starts again at ")
+    assert reason.endswith(
+        ", when its week budget frees too: the work running now, by its estimates, uses that up meanwhile"
+    )
+    assert reason_zh(reason).endswith(
+        "起可以再启动新任务（那时周预算才恢复：按预计时长，正在运行的任务会先把它用完）"
+    )
