@@ -65,6 +65,7 @@ class _Pass:
     fifo_blocked: bool = False
     wake_at_s: float | None = None
     failed_shapes: dict[ShapeKey, int] = field(default_factory=dict)
+    blocked_by: dict[int, str] = field(default_factory=dict)  # `Decisions.blocked_by`
     budget_msgs: dict[tuple[str, str | None], str | None] = field(default_factory=dict)
 
     def wake(self, at_s: float | None) -> None:
@@ -137,7 +138,7 @@ def decide(
     if config.borrowing and ps.capped:
         _borrow(ps)
     reserved_on = {r.task_id: r.nodes for r in ps.reservations}
-    return Decisions(tuple(ps.starts), ps.pending, ps.fail, ps.wake_at_s, reserved_on)
+    return Decisions(tuple(ps.starts), ps.pending, ps.fail, ps.wake_at_s, reserved_on, ps.blocked_by)
 
 
 def _ordered(
@@ -370,6 +371,9 @@ def _blocked_by_gpus(ps: _Pass, task: QueuedTask) -> None:
         if res is not None:
             ps.reservations.append(res)
             msg = reasons.reserved(task.gpus, res.nodes, res.start_s - ps.now_s) if ps.with_reasons else ""
+            if ps.with_reasons and (why := _why_no_start(ps, task)) is not None:
+                ps.blocked_by[task.task_id] = why  # "no GPU has 40 GB free ...; next in line: ..."
+                msg = f"{why}; {msg}"
             _wait(ps, task, msg)
             return
     if not ps.with_reasons:
@@ -380,6 +384,21 @@ def _blocked_by_gpus(ps: _Pass, task: QueuedTask) -> None:
         _wait(ps, task, reasons.behind(ps.blocked_ahead))
     else:
         _wait(ps, task, _no_room_reason(ps, task))
+
+
+def _why_no_start(ps: _Pass, task: QueuedTask) -> str | None:
+    """What keeps `task`, which just got a reservation, from starting now when it is more than busy GPUs
+    (which "next in line" says): a maintenance or another team's reservation, GPUs out of service, or the
+    GPU memory it asks for; else None."""
+    held_off = _node_window_in_the_way(ps, task)
+    if held_off is not None or ps.pool.find(task) is not None:
+        return held_off
+    in_service = [g for g in ps.gpus if g.available]
+    if never_fits(task, in_service) is not None:  # it fits the cluster, not the GPUs in service now
+        return reasons.out_of_service([g for g in ps.gpus if not g.available], len(ps.gpus))
+    if task.gpu_memory_mib > 0:
+        return _held_outside(task, in_service) or reasons.no_room(task.gpus, task.gpu_memory_mib, None)
+    return None
 
 
 def _node_window_in_the_way(ps: _Pass, task: QueuedTask) -> str | None:

@@ -127,6 +127,8 @@ def estimate_starts(
             # worded with this forecast's start, which expects overrunning tasks to run on (the pass's own
             # reservation time, for backfill, assumes they end soon)
             reason = reasons.reserved(task.gpus, now.reserved_on[task.task_id], start - now_s)
+            if task.task_id in now.blocked_by:  # what keeps it from starting now comes first
+                reason = f"{now.blocked_by[task.task_id]}; {reason}"
         if reason is None:
             reason = (
                 "starts now" if task.task_id in started_now else reasons.behind(positions[task.task_id] - 1)

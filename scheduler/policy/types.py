@@ -123,3 +123,6 @@ class Decisions:
     fail: dict[int, str] = field(default_factory=dict)  # task_id -> why it must fail (a parent failed)
     wake_at_s: float | None = None  # earliest time a time condition changes (off-peak, not_before)
     reserved_on: dict[int, tuple[str, ...]] = field(default_factory=dict)  # task_id -> nodes it reserved
+    # task_id -> why a task holding a reservation cannot start now (worded passes only; none when only the
+    # queue ahead keeps it)
+    blocked_by: dict[int, str] = field(default_factory=dict)

@@ -98,3 +98,20 @@ def test_a_node_reserved_for_two_teams_one_after_the_other_keeps_each_off_the_ot
         "node n0 is reserved for team nlp from 03:00 until 06:00: its ~20 h estimate would run into it"
     )
     assert estimate_starts([theirs], [], gpus, NOW, CONFIG)[1].start_s == NOW + 2 * H
+
+
+def test_the_next_in_line_held_off_a_free_node_by_another_teams_reservation_says_so_first() -> None:
+    # n0 is vision's (free); n1 runs an nlp task for an hour: nlp's next task gets GPUs on n1 reserved
+    gpus = occupy(_reserved(make_gpus(2, 1), "n0", "vision", NOW - H, NOW + 8 * H), make_running(9, "n1"))
+    running = [make_running(9, "n1", estimated_end_s=NOW + H, started_at_s=NOW - H, team="nlp")]
+
+    d = decide([make_task(1, team="nlp")], running, gpus, NOW, CONFIG, with_reasons=True)
+
+    assert d.reserved_on == {1: ("n1",)}
+    assert d.pending_reasons[1] == (
+        "node n0 is reserved for team vision until 08:00; next in line: 1 GPU reserved on n1, expected free in "
+        "~60 min"
+    )
+    assert estimate_starts([make_task(1, team="nlp")], running, gpus, NOW, CONFIG)[1].reason.startswith(
+        "node n0 is reserved for team vision until 08:00; next in line: 1 GPU reserved on n1"
+    )

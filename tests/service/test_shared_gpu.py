@@ -85,7 +85,10 @@ def test_sharers_whose_memory_would_not_fit_together_take_turns(
     with TestClient(create_app(cluster)) as api:
         headers = {"Authorization": f"Bearer {token}"}
         explained = api.get(f"/api/v1/tasks/{b.id}/explain", headers=headers).json()
-    assert explained["reason"].startswith("next in line: 1 GPU reserved on node-a"), explained
+    # the memory that keeps it out, then its place: the first to start once a 16 GB part frees
+    assert explained["reason"].startswith("no GPU has 16 GB free; next in line: 1 GPU reserved on node-a"), (
+        explained
+    )
     flag.touch()
     wait_until(lambda: _status(cluster, b.id) == "succeeded")
 
