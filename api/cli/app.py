@@ -1283,10 +1283,10 @@ def node_drain(
     back = f" until {short_time(node['drain_until'])}" if node.get("drain_until") else ""
     back += f" (repeating {node['drain_repeat']})" if node.get("drain_repeat") else ""
     if at is None and until is not None:
-        asked = ", ".join(map(str, node.get("requeued") or []))
+        asked = _tasks_words(node.get("requeued") or [])
         console.print(
             f"node {name} drained{back}, then back in service by itself"
-            + (f"; tasks {asked} stopping and going back to the queue" if asked else "")
+            + (f"; {asked} stopping and going back to the queue" if node.get("requeued") else "")
             + f"; `nightshift node undrain {name}` ends it sooner"
         )
         return
@@ -1310,14 +1310,15 @@ def node_drain(
         console.print(f"node {name} drained: running tasks finish, no new ones start there")
         return
     asked = node.get("requeued") or []
-    which = (
-        f"tasks {', '.join(map(str, asked))} stopping and going back to the queue"
-        if asked
-        else "no task ran there"
-    )
+    which = f"{_tasks_words(asked)} stopping and going back to the queue" if asked else "no task ran there"
     console.print(
         f"node {name} drained: {which}; a task pinned to {name} waits for `nightshift node undrain {name}`"
     )
+
+
+def _tasks_words(ids: Sequence[int]) -> str:
+    """`task 46`, `tasks 46, 47`."""
+    return f"task{'s' if len(ids) != 1 else ''} {', '.join(map(str, ids))}"
 
 
 @node_app.command("undrain")

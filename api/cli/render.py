@@ -532,10 +532,12 @@ def quota_table(data: dict[str, Any]) -> Table:
                 if fair.get("max_credit_h")
                 else "",
             )
+    said = [data["message"]] if data.get("state") != "ok" and data.get("message") else []  # the warning
     if data.get("new_starts_at"):
-        table.caption = f"new starts again at {short_time(data['new_starts_at'])}, as its use ages out"
+        said.append(f"new starts again at {short_time(data['new_starts_at'])}, as its use ages out")
     elif own and own.get("new_starts_at"):
-        table.caption = f"your new starts again at {short_time(own['new_starts_at'])}, as your use ages out"
+        said.append(f"your new starts again at {short_time(own['new_starts_at'])}, as your use ages out")
+    table.caption = "; ".join(said) or None
     table.caption_justify = "left"
     return table
 

@@ -493,3 +493,19 @@ def test_quota_shows_the_callers_own_budget_under_each_of_the_teams() -> None:
     ]
     assert "your new starts again at" in text
     assert "yours" not in _text(quota_table(quota))
+
+
+def test_quota_says_a_warning_or_a_used_up_budget_in_words_and_when_starts_come_again() -> None:
+    day = {"used_gpu_h": 0.031, "budget_gpu_h": 0.02, "state": "exhausted"}
+    week = {"used_gpu_h": 0.031, "budget_gpu_h": 1.0, "state": "ok"}
+    used_up = {
+        "team": "budg", "state": "exhausted", "gpu_cap": None, "gpus_in_use": 0, "day": day, "week": week,
+        "message": "day budget of team budg is used up (0.031/0.02 GPU-h)",
+        "new_starts_at": "2026-12-08T19:13:00+00:00",
+    }  # fmt: skip
+    fine = {**used_up, "state": "ok", "message": "within budget", "new_starts_at": None}
+
+    text = " ".join(_text(quota_table(used_up)).split())
+
+    assert "day budget of team budg is used up (0.031/0.02 GPU-h); new starts again at 12-08 " in text
+    assert "within budget" not in _text(quota_table(fine))

@@ -135,7 +135,7 @@ def test_node_drain_requeue_from_the_command_line_says_what_it_sent_away(
         again = nightshift("node", "drain", "box-1", "--requeue")
 
     assert drained.exit_code == 0, drained.output
-    assert f"node box-1 drained: tasks {task.id} stopping and going back to the queue" in " ".join(
+    assert f"node box-1 drained: task {task.id} stopping and going back to the queue" in " ".join(
         drained.output.split()
     )
     assert "no task ran there" in again.output
