@@ -93,6 +93,7 @@ CLAIM_BATCH = 64  # assignments taken (and marked running in SQL) per round trip
 LAUNCH_THREADS = 2  # jobs of one burst launched side by side
 FULL_CHECK_S = 0.5  # between exit events, every job is polled this often all the same
 ORPHAN_SWEEP_S = 60.0  # how often a worker looks for job processes of its node that no job owns
+FAILING_SAID_EVERY_S = 30.0  # a step failing the same way again is logged once per this, not per try
 
 
 @dataclass
@@ -192,6 +193,7 @@ class Worker:
         self._last_readings: list[GpuInfo] = []  # the GPUs as last read whole, named while NVML cannot read
         self._publish_lock = threading.Lock()
         self._published_stop = False  # the node was marked stopped: no heartbeat may undo it
+        self._failing: tuple[str, float, float] | None = None  # (failure, since, last said) of failed steps
         self._exit_watcher: ExitWatcher | None = None
         self._exited: set[int] = set()  # pids of job leaders seen to exit, not yet settled
         self._full_check_at = 0.0  # monotonic time of the last poll of every job
@@ -263,9 +265,24 @@ class Worker:
         try:
             self.step()
             self.cluster.queue.wait_node_doorbell(self.node, 0.5 if self.jobs else 2.0)
-        except Exception:
-            log.exception("worker step failed on node %s; trying again in 1 s", self.node)
+            self._failing = None
+        except Exception as exc:
+            self._log_step_failure(exc)
             stop.wait(1.0)
+
+    def _log_step_failure(self, exc: Exception, now: float | None = None) -> None:
+        """Log a failed step: with its traceback the first time, then one line every half minute while the
+        same failure goes on (Redis away for a minute must not write a thousand tracebacks). `now`: a
+        monotonic time, for tests."""
+        what, now = f"{type(exc).__name__}: {exc}", time.monotonic() if now is None else now
+        if self._failing is None or self._failing[0] != what:
+            log.exception("worker step failed on node %s; trying again every second", self.node)
+            self._failing = (what, now, now)
+            return
+        since, said = self._failing[1], self._failing[2]
+        if now - said >= FAILING_SAID_EVERY_S:
+            log.warning("worker step on node %s still failing after %.0f s: %s", self.node, now - since, what)
+            self._failing = (what, since, now)
 
     def step(self) -> None:
         """One pass: react to finished, cancelled and overdue jobs, then claim new assignments."""
