@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, FastAPI
-from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from api.body_limit import BodySizeLimit
@@ -61,6 +61,12 @@ def create_app(cluster: Cluster, *, ui: bool = True) -> FastAPI:
     def metrics() -> PlainTextResponse:
         """Prometheus metrics: queue, outcomes, waits, GPUs, workers, scheduler passes."""
         return PlainTextResponse(generate_latest(registry).decode(), media_type=CONTENT_TYPE_LATEST)
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon() -> Response:
+        """No icon, said as such: a browser asks for one on every page of the chat, and a 404 there is an
+        error in its console."""
+        return Response(status_code=204)
 
     @app.get("/healthz", tags=["health"])
     def healthz() -> JSONResponse:

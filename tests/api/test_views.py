@@ -67,6 +67,12 @@ def test_with_no_worker_yet_the_gpus_endpoint_is_empty(client, alice):
     assert client.get("/api/v1/gpus", headers=alice).json() == {"nodes": [], "gpus": []}
 
 
+def test_the_browsers_icon_request_is_answered_with_no_icon_not_a_404(client):
+    answer = client.get("/favicon.ico")
+
+    assert (answer.status_code, answer.content) == (204, b"")
+
+
 def test_healthz_answers_200_without_a_token(client):
     response = client.get("/healthz")
 
