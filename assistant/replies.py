@@ -1232,6 +1232,15 @@ def _cluster(data: dict[str, Any], lang: str, now: datetime | None = None) -> st
         + (f"，{out} 张停用" if out else "")
         + f"，空闲显存 {free_gb:g} GB；队列中 {summary.get('queued', 0)} 个任务。",
     )
+    where = summary.get("free_where") or []
+    if where:  # which ones: "Free: gpu-box GPUs 0, 1 (80 GB each); box-2 GPU 1 (24 GB)."
+        text += (
+            "\n"
+            + _t(lang, "Free: ", "空闲：")
+            + _t(lang, "; ", "；").join(_free_group_words(group, lang) for group in where[:6])
+            + (_t(lang, "; ...", "；……") if len(where) > 6 else "")
+            + _t(lang, ".", "。")
+        )
     for group in (summary.get("out_of_service") or [])[:4]:
         text += _out_of_service_line(str(group["why"]), [str(where) for where in group["gpus"]], lang)
     for room in summary.get("shared_with_room") or []:
@@ -1278,6 +1287,22 @@ _REPEAT_WORDS = {
     "weekends": ("every weekend day", "每个周末"),
     "weekly": ("every week", "每周"),
 }
+
+
+def _free_group_words(group: dict[str, Any], lang: str) -> str:
+    """`gpu-box GPUs 0, 1 (80 GB free each)`, `box-2 GPU 1 (24 GB free)`; in Chinese alike."""
+    gpus, gb = [str(index) for index in group["gpus"]], f"{float(group['free_gb']):g}"
+    if len(gpus) == 1:
+        return _t(
+            lang,
+            f"{group['node']} GPU {gpus[0]} ({gb} GB free)",
+            f"{group['node']} 的 {gpus[0]} 号卡（{gb} GB 空闲）",
+        )
+    return _t(
+        lang,
+        f"{group['node']} GPUs {', '.join(gpus)} ({gb} GB free each)",
+        f"{group['node']} 的 {'、'.join(gpus)} 号卡（每张 {gb} GB 空闲）",
+    )
 
 
 def _maintenance_line(down: dict[str, Any], lang: str, now: datetime | None) -> str:

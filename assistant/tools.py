@@ -1106,6 +1106,14 @@ def _grouped_reasons(out: Mapping[str, str]) -> list[dict[str, Any]]:
     return [{"why": why, "gpus": where} for why, where in grouped.items()]
 
 
+def _free_where(free: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The free GPUs by node and free memory: `[{"node": "gpu-box", "gpus": [0, 1], "free_gb": 80.0}]`."""
+    groups: dict[tuple[str, float], list[int]] = {}
+    for g in free:
+        groups.setdefault((g["node"], round(g.get("memory_free_mib", 0) / 1024, 1)), []).append(g["index"])
+    return [{"node": node, "gpus": sorted(indices), "free_gb": gb} for (node, gb), indices in groups.items()]
+
+
 def cluster_status(ctx: ToolContext) -> str:
     """Every GPU: memory free/total, utilization, which tasks hold it, why it is out of service if it is;
     plus the queue length. A GPU out of service is not counted free."""
@@ -1143,6 +1151,7 @@ def cluster_status(ctx: ToolContext) -> str:
         "out_of_service": _grouped_reasons(idle_out),
         "shared_with_room": [room for room in map(_room_to_share, gpus) if room is not None],
         "free_memory_gb": round(free_gb, 1),
+        "free_where": _free_where(free),  # which GPUs are free: "which GPUs are free?"
         "queued": queued,
         "nodes": len(view.get("nodes", [])),
         # nodes kept for one team for a while, and maintenance set (their GPUs take no other work then)

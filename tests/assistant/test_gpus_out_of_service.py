@@ -175,3 +175,20 @@ def test_the_chat_names_the_gpus_a_reservation_holds(make_assistant, cluster):
     )
     day = r"(?:今天 |明天 |\d\d-\d\d )\d\d:\d\d"
     assert re.search(rf"节点 part-box 的 2、3 号卡在 {day} 至 {day} 预留给团队 nlp：", chinese), chinese
+
+
+def test_the_chat_says_which_gpus_are_free_node_by_node(make_assistant, cluster):
+    cluster.nodes.publish(
+        "gpu-box", [NodeGpu(i, "NVIDIA A100", 80 * GB, 80 * GB) for i in range(2)], now_ms(), "nvml"
+    )
+    cluster.nodes.publish("box-2", [NodeGpu(0, "NVIDIA L4", 24 * GB, 20 * GB)], now_ms(), "nvml")
+
+    english = make_assistant().ask("which GPUs are free?").reply
+    chinese = make_assistant().ask("哪些卡空闲").reply
+
+    assert "\nFree: box-2 GPU 0 (20 GB free); gpu-box GPUs 0, 1 (80 GB free each).\n" in english + "\n", (
+        english
+    )
+    assert "\n空闲：box-2 的 0 号卡（20 GB 空闲）；gpu-box 的 0、1 号卡（每张 80 GB 空闲）。" in chinese, (
+        chinese
+    )
