@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import datetime, timedelta
+from typing import Literal, get_args
 
 from scheduler.errors import SpecError
 from scheduler.policy.windows import zone
 
-REPEATS = ("daily", "weekdays", "weekends", "weekly")
+Repeat = Literal["daily", "weekdays", "weekends", "weekly"]
+REPEATS: tuple[str, ...] = get_args(Repeat)
 # how long each may last at most: under the gap between two of its days
 _LONGEST_S = {"daily": 86_400, "weekdays": 86_400, "weekends": 86_400, "weekly": 7 * 86_400}
 

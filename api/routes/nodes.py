@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated
 
 from fastapi import APIRouter, Query
 
@@ -13,6 +13,7 @@ from scheduler.clock import from_epoch_s, now_ms, now_s, to_epoch_s
 from scheduler.errors import NotFoundError, SpecError
 from scheduler.nodes import NodeState, TeamReservation
 from scheduler.policy.windows import zone
+from scheduler.repeats import Repeat
 from scheduler.store.identity import team_id_by_name
 
 router = APIRouter(prefix="/nodes", tags=["nodes"])
@@ -99,7 +100,7 @@ def drain(
         ),
     ] = None,
     repeat: Annotated[
-        Literal["daily", "weekdays", "weekends", "weekly"] | None,
+        Repeat | None,
         Query(
             description="with `until`: the maintenance comes round again at the same time every day, working "
             "day, weekend day or week, in the cluster's zone, until undrained (with `requeue`, each time)"
@@ -175,7 +176,7 @@ def reserve(
         datetime | None, Query(description="it starts then (ISO 8601, naive in the cluster's zone); else now")
     ] = None,
     repeat: Annotated[
-        Literal["daily", "weekdays", "weekends", "weekly"] | None,
+        Repeat | None,
         Query(
             description="it comes round again at the same time every day, working day (Monday to Friday), "
             "weekend day or week, in the cluster's zone, until called off; `at`..`until` is its first time"

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from scheduler.clock import now_ms
+from scheduler.errors import ServiceUnavailable
 from scheduler.gpus import SimulatedGpus
+from scheduler.redis_server import EmbeddedRedis
 from scheduler.service import Cluster
 from scheduler.worker import Worker
+from tests.conftest import unavailable
 
 FINAL = ("succeeded", "failed", "cancelled")
 
@@ -77,3 +80,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     for log_file in sorted(folder.glob("*.log")):
         text = log_file.read_text(errors="replace")
         report.sections.append((f"{log_file.name} (last {_LOG_TAIL_CHARS} chars)", text[-_LOG_TAIL_CHARS:]))
+
+
+@pytest.fixture
+def restartable_redis(tmp_path) -> Iterator[EmbeddedRedis]:
+    """A redis-server of this test's own, with AOF, that the test may stop, kill and start again (same port,
+    password and data)."""
+    server = EmbeddedRedis(tmp_path / "redis", appendonly=True)
+    try:
+        server.start()
+    except ServiceUnavailable as exc:
+        unavailable(f"redis-server not available: {exc.message}")
+    yield server
+    server.stop()

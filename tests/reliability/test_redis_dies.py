@@ -7,31 +7,15 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Iterator
 
-import pytest
 import redis
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from api.main import create_app
-from scheduler.errors import ServiceUnavailable
-from scheduler.redis_server import EmbeddedRedis
 from scheduler.store.identity import Identity, authenticate, create_token
 from scheduler.store.tables import Task
-from tests.conftest import opened_cluster, unavailable, wait_until
-
-
-@pytest.fixture
-def own_redis(tmp_path) -> Iterator[EmbeddedRedis]:
-    """A redis-server of this test's own, with AOF, which the test may kill."""
-    server = EmbeddedRedis(tmp_path / "redis", appendonly=True)
-    try:
-        server.start()
-    except ServiceUnavailable as exc:
-        unavailable(f"redis-server not available: {exc.message}")
-    yield server
-    server.stop()
+from tests.conftest import opened_cluster, wait_until
 
 
 def _identity(cluster, user: str, team: str) -> tuple[Identity, str]:
@@ -46,29 +30,29 @@ def _answers(url: str) -> bool:
         return False
 
 
-def test_a_killed_embedded_redis_is_started_again_with_its_data_until_it_is_stopped(own_redis):
-    client = redis.Redis.from_url(own_redis.url)
+def test_a_killed_embedded_redis_is_started_again_with_its_data_until_it_is_stopped(restartable_redis):
+    client = redis.Redis.from_url(restartable_redis.url)
     client.set("kept", "1")
-    first = own_redis.process
+    first = restartable_redis.process
     assert first is not None
-    own_redis.keep_running(every_s=0.05)
+    restartable_redis.keep_running(every_s=0.05)
 
     os.kill(first.pid, signal.SIGKILL)
 
-    wait_until(lambda: own_redis.process is not first and _answers(own_redis.url))
+    wait_until(lambda: restartable_redis.process is not first and _answers(restartable_redis.url))
     assert client.get("kept") == b"1"  # the same port, password and AOF
-    own_redis.stop()
-    after = own_redis.process
+    restartable_redis.stop()
+    after = restartable_redis.process
     assert after is not None and after.poll() is not None
     time.sleep(0.5)  # ten of the keeper's looks: stopped on purpose, it is not started again
-    assert own_redis.process is after
-    assert not _answers(own_redis.url)
+    assert restartable_redis.process is after
+    assert not _answers(restartable_redis.url)
 
 
-def test_while_redis_is_gone_the_api_answers_503_saying_to_retry(own_redis, make_settings):
-    with opened_cluster(make_settings(), own_redis.url) as cluster:
+def test_while_redis_is_gone_the_api_answers_503_saying_to_retry(restartable_redis, make_settings):
+    with opened_cluster(make_settings(), restartable_redis.url) as cluster:
         _who, token = _identity(cluster, "alice", "vision")
-        own_redis.stop()
+        restartable_redis.stop()
         with TestClient(create_app(cluster, ui=False), raise_server_exceptions=False) as client:
             headers = {"Authorization": f"Bearer {token}"}
             queue = client.get("/api/v1/queue", headers=headers)
@@ -83,9 +67,9 @@ def test_while_redis_is_gone_the_api_answers_503_saying_to_retry(own_redis, make
 
 
 def test_a_task_stored_as_redis_goes_away_is_kept_and_queued_once_it_is_back(
-    own_redis, make_settings, monkeypatch
+    restartable_redis, make_settings, monkeypatch
 ):
-    with opened_cluster(make_settings(), own_redis.url) as cluster:
+    with opened_cluster(make_settings(), restartable_redis.url) as cluster:
         who, _ = _identity(cluster, "alice", "vision")
 
         def gone(*_args, **_kwargs):

@@ -8,27 +8,9 @@ assignments that nothing claimed.
 
 from __future__ import annotations
 
-import pytest
-
-from scheduler.errors import ServiceUnavailable
-from scheduler.redis_server import EmbeddedRedis
-from tests.conftest import unavailable
 from tests.reliability.stack import Stack, poll
 
 JOB = "sleep 4; echo done >> {folder}/out.$NIGHTSHIFT_TASK_ID"
-
-
-@pytest.fixture
-def restartable_redis(tmp_path):
-    """A redis-server of this test's own, with AOF, that the test may stop and start again (same port,
-    password and data)."""
-    server = EmbeddedRedis(tmp_path / "redis", appendonly=True)
-    try:
-        server.start()
-    except ServiceUnavailable as exc:
-        unavailable(f"redis-server not available: {exc.message}")
-    yield server
-    server.stop()
 
 
 def test_a_worker_rides_out_a_redis_restart_and_its_jobs_finish_once(tmp_path, restartable_redis):
