@@ -22,6 +22,11 @@ from tests.conftest import wait_until
 as_root = pytest.mark.skipif(os.geteuid() != 0, reason="switching accounts needs root")
 
 
+# These tasks are assigned by hand and no scheduler runs: a lease lost to a stall of the loaded test machine
+# (the 5-s test lease was once outlasted in CI) would leave the task queued for good, so they get 30 s.
+STEADY = {"lease_ttl_s": 30.0}
+
+
 def _run(cluster: Cluster, run_in_thread, base_env: dict[str, str] | None = None) -> Worker:
     """A worker loop in a thread; tasks are assigned to it by `_submit` (the worker is under test)."""
     worker = Worker(
@@ -48,7 +53,7 @@ def _settled(cluster: Cluster, task_id: int) -> str:
 def test_a_root_worker_runs_a_job_as_the_os_account_mapped_to_its_user(
     make_cluster, make_identity_on, run_in_thread, tmp_path
 ):
-    cluster = make_cluster(allow_root_jobs=False, run_as={"alice": "nobody"})
+    cluster = make_cluster(allow_root_jobs=False, run_as={"alice": "nobody"}, **STEADY)
     who = make_identity_on(cluster, "alice", "vision")
     _run(cluster, run_in_thread)
 
@@ -64,7 +69,7 @@ def test_a_job_run_as_another_account_is_in_its_own_cgroup_too(
     make_cluster, make_identity_on, run_in_thread, job_cgroups
 ):
     # (it starts directly, not in a spare shell: the worker moves it in before it runs anything)
-    cluster = make_cluster(allow_root_jobs=False, run_as={"alice": "nobody"})
+    cluster = make_cluster(allow_root_jobs=False, run_as={"alice": "nobody"}, **STEADY)
     who = make_identity_on(cluster, "alice", "vision")
     _run(cluster, run_in_thread)
 
@@ -80,7 +85,7 @@ def test_a_job_run_as_another_account_is_in_its_own_cgroup_too(
 def test_a_root_worker_refuses_a_job_whose_user_has_no_os_account(
     make_cluster, make_identity_on, run_in_thread, tmp_path
 ):
-    cluster = make_cluster(allow_root_jobs=False, run_as={"alice": "nobody"})
+    cluster = make_cluster(allow_root_jobs=False, run_as={"alice": "nobody"}, **STEADY)
     who = make_identity_on(cluster, "bob", "nlp")
     _run(cluster, run_in_thread)
     marker = tmp_path / "ran-as-root"
@@ -141,7 +146,7 @@ def test_a_root_worker_says_at_start_which_jobs_it_will_refuse() -> None:
 def test_a_job_started_by_the_worker_sees_none_of_the_services_secrets(
     make_cluster, make_identity_on, run_in_thread, tmp_path
 ):
-    cluster = make_cluster()
+    cluster = make_cluster(**STEADY)
     who = make_identity_on(cluster, "alice", "vision")
     secrets = {
         "NIGHTSHIFT_DATABASE_URL": "postgresql://u:pw@db/x",
@@ -169,7 +174,7 @@ def test_a_job_started_by_the_worker_sees_none_of_the_services_secrets(
 def test_a_docker_image_outside_the_allow_list_is_refused_with_a_clear_reason(
     make_cluster, make_identity_on, run_in_thread, tmp_path
 ):
-    cluster = make_cluster(docker_images_allowed=["pytorch/pytorch:*", "nvcr.io/nvidia/*"])
+    cluster = make_cluster(docker_images_allowed=["pytorch/pytorch:*", "nvcr.io/nvidia/*"], **STEADY)
     who = make_identity_on(cluster, "alice", "vision")
     _run(cluster, run_in_thread)
 
