@@ -309,10 +309,12 @@ def test_drain_until_from_the_command_line_drains_now_and_says_when_the_node_com
     cluster, make_identity, monkeypatch, tmp_path
 ):
     _admin, admin_token = make_identity("root", "ops", admin=True)
-    Worker(cluster, "box-1", SimulatedGpus("1x24", node="box-1"), base_env=dict(os.environ)).publish_node()
+    worker = Worker(cluster, "box-1", SimulatedGpus("1x24", node="box-1"), base_env=dict(os.environ))
+    worker.publish_node()
 
     with cli_as(cluster, admin_token, monkeypatch, tmp_path / "home") as nightshift:
         drained = nightshift("node", "drain", "box-1", "--until", "+2h")
+        worker.publish_node()  # a heartbeat: no worker loop runs here, and the test lease is 5 s
         shown = nightshift("nodes")
 
     assert drained.exit_code == 0, drained.output
