@@ -71,6 +71,9 @@ class EmbeddedRedis:
         self.stop_with_parent = stop_with_parent
         self.process: subprocess.Popen[bytes] | None = None
         self._stopping = threading.Event()  # set by `stop`: the keeper starts it no more
+        # held by the keeper while it starts the server again, and by `stop`: a stop never misses a server
+        # the keeper was starting at that moment
+        self._restarting = threading.Lock()
 
     @property
     def url(self) -> str:
@@ -129,7 +132,7 @@ class EmbeddedRedis:
                     time.sleep(0.05)
         finally:
             client.close()
-        self.stop()
+        self._end_process()  # not `stop`: a keeper goes on trying
         raise ServiceUnavailable(
             f"redis-server did not answer on port {self.port} within {START_TIMEOUT_S:.0f} s"
         )
@@ -154,14 +157,23 @@ class EmbeddedRedis:
                 self.port,
                 self.data_dir / "redis.log",
             )
-            try:
-                self.start()
-            except ServiceUnavailable as exc:  # tried again at the next look
-                log.error("the embedded redis-server did not start again: %s", exc.message)
+            with self._restarting:
+                if self._stopping.is_set():
+                    return
+                try:
+                    self.start()
+                except ServiceUnavailable as exc:  # tried again at the next look
+                    log.error("the embedded redis-server did not start again: %s", exc.message)
 
     def stop(self) -> None:
-        """Stop the server we started (SIGTERM, then SIGKILL after 10 s); its keeper starts it no more."""
+        """Stop the server we started (SIGTERM, then SIGKILL after 10 s); its keeper starts it no more (one
+        it is starting now is stopped too)."""
         self._stopping.set()
+        with self._restarting:
+            self._end_process()
+
+    def _end_process(self) -> None:
+        """SIGTERM the server process (a clean shutdown that writes the AOF), SIGKILL after 10 s."""
         if self.process is None or self.process.poll() is not None:
             return
         self.process.terminate()

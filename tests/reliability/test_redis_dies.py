@@ -13,9 +13,11 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from api.main import create_app
+from scheduler.errors import ServiceUnavailable
+from scheduler.redis_server import EmbeddedRedis
 from scheduler.store.identity import Identity, authenticate, create_token
 from scheduler.store.tables import Task
-from tests.conftest import opened_cluster, wait_until
+from tests.conftest import opened_cluster, unavailable, wait_until
 
 
 def _identity(cluster, user: str, team: str) -> tuple[Identity, str]:
@@ -84,3 +86,26 @@ def test_a_task_stored_as_redis_goes_away_is_kept_and_queued_once_it_is_back(
         cluster.rebuild_redis()  # what the scheduler's reconcile does once Redis answers
 
         assert task.id in cluster.queue.queued_ids()
+
+
+def test_a_stop_while_the_keeper_starts_the_server_again_leaves_none_running(tmp_path):
+    # the keeper may be starting the server again at the very moment `nightshift up` stops it: whichever
+    # comes first, no server is left behind (one was, before: a test run's orphan found on this machine)
+    for attempt in range(5):
+        server = EmbeddedRedis(tmp_path / f"redis-{attempt}", appendonly=False)
+        try:
+            server.start()
+        except ServiceUnavailable as exc:
+            unavailable(f"redis-server not available: {exc.message}")
+        server.keep_running(every_s=0.005)
+        first = server.process
+        assert first is not None
+        os.kill(first.pid, signal.SIGKILL)
+        time.sleep(0.005 * attempt)  # a little later each time: before, during and after the restart
+
+        server.stop()
+
+        last = server.process
+        assert last is not None and last.poll() is not None
+        time.sleep(0.05)  # ten of the keeper's looks: none starts it again
+        assert server.process is last and not _answers(server.url)
