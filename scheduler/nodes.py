@@ -17,9 +17,9 @@ from scheduler.keys import RedisKeys
 from scheduler.repeats import occurrences
 
 NODE_STALE_AFTER_MS = 30_000
-# how far ahead a repeating reservation's times are handed to the policy and the forecasts
+# how far ahead a repeating reservation's times are handed to the policy and the forecasts, and looked at
+# for its next one and for overlaps: two weeks, over which every repeat comes round the same way
 REPEATS_AHEAD_MS = 14 * 86_400_000
-_TWO_WEEKS_MS = 14 * 86_400_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +96,8 @@ class TeamReservation(NamedTuple):
         if not self.shares_gpus(other):
             return None
         since_ms = max(self.start_ms, other.start_ms)
-        until_ms = since_ms + _TWO_WEEKS_MS + max(self.end_ms - self.start_ms, other.end_ms - other.start_ms)
+        longest_ms = max(self.end_ms - self.start_ms, other.end_ms - other.start_ms)
+        until_ms = since_ms + REPEATS_AHEAD_MS + longest_ms
         mine = self.times(since_ms, until_ms)
         for theirs in other.times(since_ms, until_ms):
             if any(held.start_ms < theirs.end_ms and theirs.start_ms < held.end_ms for held in mine):
@@ -105,7 +106,7 @@ class TeamReservation(NamedTuple):
 
     def next_time(self, now_ms: int) -> TeamReservation | None:
         """Its time that holds the node at `now_ms` or comes next; None when it is over."""
-        return next(iter(self.times(now_ms, now_ms + _TWO_WEEKS_MS)), None)
+        return next(iter(self.times(now_ms, now_ms + REPEATS_AHEAD_MS)), None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +177,7 @@ class NodeState:
                 self.drain_until_ms / 1000,
                 self.drain_zone,
                 now_ms / 1000,
-                (now_ms + _TWO_WEEKS_MS) / 1000,
+                (now_ms + REPEATS_AHEAD_MS) / 1000,
             )
             return next(((round(start * 1000), round(end * 1000)) for start, end in times), None)
         if self.drain_until_ms is not None and now_ms >= self.drain_until_ms:
@@ -290,7 +291,7 @@ class NodeRegistry:
         0 stays everyone's longest): the reservation as written (its GPUs chosen), None for an unknown node.
         Raises ConflictError when it overlaps one the node has, naming it, or too few GPUs are free of them;
         SpecError when the node has fewer."""
-        indices = [gpu.index for gpu in self._gpus(name)]
+        indices = [gpu.index for gpu in self._gpus(name)] if gpu_count is not None else []
         if gpu_count is not None and gpu_count > len(indices):
             raise SpecError(
                 f"node {name} has {len(indices)} GPUs, so a reservation of {gpu_count} cannot fit: ask for "

@@ -70,14 +70,13 @@ def holder_of(queued: QueuedTask, node: str, gpu_indices: Sequence[int], started
     )
 
 
-def _node_out_of_service(node: NodeState, now_ms_: int) -> str | None:
+def _node_out_of_service(node: NodeState, now_ms_: int, window: tuple[int, int | None] | None) -> str | None:
     """Why none of a node's GPUs takes new tasks ("node n0 is drained"), None when it is in service.
 
     A node inside a maintenance with an end is not out of service here: the maintenance, a reservation of
     its GPUs to that end (`GpuSlot.down_at_s`, `up_at_s`), keeps tasks off it, and the forecasts, replaying
-    past the end, see it back."""
-    window = node.maintenance(now_ms_)
-    if node.drained or (node.drained_at(now_ms_) and (window is None or window[1] is None)):
+    past the end, see it back. `window`: its `maintenance` now."""
+    if node.drained or (window is not None and now_ms_ >= window[0] and window[1] is None):
         return f"node {node.name} is drained"
     if node.stopped_ms is not None:
         ago_s = (now_ms_ - node.stopped_ms) / 1000
@@ -95,8 +94,8 @@ def gpu_slots(nodes: Iterable[NodeState], holders: Sequence[RunningTask], now_ms
             on_gpu.setdefault((task.node, index), []).append(task)
     slots: list[GpuSlot] = []
     for node in nodes:
-        node_why = _node_out_of_service(node, now_ms_)
         window = node.maintenance(now_ms_)
+        node_why = _node_out_of_service(node, now_ms_, window)
         down_at_s = window[0] / 1000.0 if window is not None else None
         up_at_s = window[1] / 1000.0 if window is not None and window[1] is not None else None
         team_windows = [

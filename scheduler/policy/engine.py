@@ -66,6 +66,7 @@ class _Pass:
     wake_at_s: float | None = None
     failed_shapes: dict[ShapeKey, int] = field(default_factory=dict)
     blocked_by: dict[int, str] = field(default_factory=dict)  # `Decisions.blocked_by`
+    all_gpus: frozenset[tuple[str, int]] | None = None  # every GPU of the pool, read when first needed
     budget_msgs: dict[tuple[str, str | None], str | None] = field(default_factory=dict)
 
     def wake(self, at_s: float | None) -> None:
@@ -302,9 +303,11 @@ def _find(ps: _Pass, task: QueuedTask) -> list[GpuState] | None:
             exclude = exclude | r.gpus
     own = [r.gpus for r in ps.node_windows if r.team == task.team and r.start_s <= ps.now_s]
     if own:
-        mine = frozenset().union(*own)
-        everyone = frozenset((node.name, g.index) for node in ps.pool.nodes.values() for g in node.gpus)
-        chosen = _clear_of_others(ps, task, ps.pool.find(task, exclude | (everyone - mine)), end_s)
+        if ps.all_gpus is None:  # once a pass, for the first task with GPUs reserved for its team
+            nodes = ps.pool.nodes.values()
+            ps.all_gpus = frozenset((node.name, g.index) for node in nodes for g in node.gpus)
+        elsewhere = ps.all_gpus - frozenset().union(*own)
+        chosen = _clear_of_others(ps, task, ps.pool.find(task, exclude | elsewhere), end_s)
         if chosen is not None:
             return chosen
     shape: ShapeKey = (
